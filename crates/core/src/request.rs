@@ -1,0 +1,225 @@
+//! The request model: what is asked (operation, range, flags), by whom ([`Owner`]), and when.
+//!
+//! A `Request` is what the kernel calls a `struct request` after the block layer has built it
+//! from bios: one contiguous range on one device. Offsets and lengths are in bytes and must be
+//! multiples of [`SECTOR_BYTES`]; [`Request::new`] refuses anything else, because a device can
+//! only address whole sectors (the NBD server rounds unaligned client ranges out to whole
+//! sectors with a bounce buffer *before* building a request; the simulator's job parser rejects
+//! unaligned block sizes with an error naming the option).
+
+use crate::units::{Nanos, SECTOR_BYTES};
+
+/// Identifies one request for its whole life, from insert to completion. Unique per block layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestId(pub u64);
+
+/// The operation, as the kernel's `REQ_OP_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Op {
+    Read,
+    Write,
+    /// A cache flush (`REQ_OP_FLUSH`): carries no data, orders nothing by itself.
+    Flush,
+    /// `REQ_OP_DISCARD` (NBD's TRIM): the range's contents may be forgotten.
+    Discard,
+}
+
+impl Op {
+    /// Reads and writes are the two "data directions" of the kernel's schedulers.
+    pub fn is_read(self) -> bool {
+        matches!(self, Op::Read)
+    }
+    /// Everything that is not a read goes in the write direction, as in `op_is_write()`.
+    pub fn is_write(self) -> bool {
+        !self.is_read()
+    }
+}
+
+/// I/O priority class, as `ioprio_set(2)`: `IOPRIO_CLASS_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IoPrioClass {
+    /// No class set: CFQ derives one from the CPU nice value (best effort, level 4 at nice 0).
+    None,
+    RealTime,
+    BestEffort,
+    Idle,
+}
+
+/// An I/O priority: class and level 0 (highest) ..= 7 (lowest), as fio's `prioclass`/`prio`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IoPrio {
+    pub class: IoPrioClass,
+    pub level: u8,
+}
+
+impl IoPrio {
+    /// `IOPRIO_NORM`: the level a task gets at nice 0.
+    pub const NORM_LEVEL: u8 = 4;
+
+    pub const DEFAULT: IoPrio = IoPrio { class: IoPrioClass::None, level: Self::NORM_LEVEL };
+
+    /// The class a scheduler should act on: `None` behaves as best effort (CFQ's
+    /// `cfq_init_prio_data`).
+    pub fn effective_class(self) -> IoPrioClass {
+        match self.class {
+            IoPrioClass::None => IoPrioClass::BestEffort,
+            class => class,
+        }
+    }
+}
+
+impl Default for IoPrio {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// On whose behalf a request was issued. Schedulers key their per-process state (CFQ's
+/// `cfq_io_context`, AS's `as_io_context`) on `io_context`, and group controllers key on
+/// `cgroup`, `pid`, `uid` and so on.
+///
+/// Strings are interned by whoever builds the owners (the simulator's job table, the server's
+/// export table): `cgroup` is an index into that table, so a request stays `Copy` and cheap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Owner {
+    /// The fio job (or NBD export) that issued the request.
+    pub job: u32,
+    /// Process id of the issuing thread; fio gives each job clone its own.
+    pub pid: u32,
+    /// Process group id.
+    pub pgrp: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// The I/O context: which "process" a scheduler sees. Threads that share one (CLONE_IO)
+    /// carry the same value; usually equal to `pid`.
+    pub io_context: u32,
+    /// Interned cgroup path; 0 is the root cgroup.
+    pub cgroup: u32,
+    pub prio: IoPrio,
+}
+
+impl Owner {
+    /// An owner for tests and simple callers: process `pid` in the root cgroup.
+    pub fn process(pid: u32) -> Owner {
+        Owner {
+            job: 0,
+            pid,
+            pgrp: pid,
+            uid: 0,
+            gid: 0,
+            io_context: pid,
+            cgroup: 0,
+            prio: IoPrio::DEFAULT,
+        }
+    }
+}
+
+/// One contiguous range of I/O on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub id: RequestId,
+    pub op: Op,
+    /// Start of the range on the device, in bytes, a multiple of [`SECTOR_BYTES`].
+    pub offset_bytes: u64,
+    /// Length in bytes, a multiple of [`SECTOR_BYTES`]; 0 only for `Flush`.
+    pub len_bytes: u64,
+    /// Synchronous: someone waits for it (`REQ_SYNC`). Reads are always sync; writes are sync
+    /// for `O_DIRECT` and `O_SYNC`.
+    pub sync: bool,
+    /// Force unit access: durable when completed (`REQ_FUA`).
+    pub fua: bool,
+    pub owner: Owner,
+    /// When the request entered the block layer: the reference for deadlines and FIFOs.
+    pub submit_ns: Nanos,
+}
+
+/// Why a request could not be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestError {
+    Unaligned { offset_bytes: u64, len_bytes: u64 },
+    Empty,
+}
+
+impl std::fmt::Display for RequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestError::Unaligned { offset_bytes, len_bytes } => write!(
+                f,
+                "offset {offset_bytes} and length {len_bytes} must be multiples of {SECTOR_BYTES} bytes"
+            ),
+            RequestError::Empty => write!(f, "a read, write or discard must have a non-zero length"),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+impl Request {
+    /// Builds a request, checking the alignment rules above.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: RequestId,
+        op: Op,
+        offset_bytes: u64,
+        len_bytes: u64,
+        sync: bool,
+        owner: Owner,
+        submit_ns: Nanos,
+    ) -> Result<Request, RequestError> {
+        if offset_bytes % SECTOR_BYTES != 0 || len_bytes % SECTOR_BYTES != 0 {
+            return Err(RequestError::Unaligned { offset_bytes, len_bytes });
+        }
+        if len_bytes == 0 && op != Op::Flush {
+            return Err(RequestError::Empty);
+        }
+        Ok(Request { id, op, offset_bytes, len_bytes, sync, fua: false, owner, submit_ns })
+    }
+
+    /// First sector of the range (`blk_rq_pos`).
+    #[inline]
+    pub fn sector(&self) -> u64 {
+        self.offset_bytes / SECTOR_BYTES
+    }
+
+    /// Number of sectors (`blk_rq_sectors`).
+    #[inline]
+    pub fn sectors(&self) -> u64 {
+        self.len_bytes / SECTOR_BYTES
+    }
+
+    /// One past the last byte.
+    #[inline]
+    pub fn end_bytes(&self) -> u64 {
+        self.offset_bytes + self.len_bytes
+    }
+
+    /// One past the last sector (`blk_rq_pos + blk_rq_sectors`): where a back merge would start.
+    #[inline]
+    pub fn end_sector(&self) -> u64 {
+        self.end_bytes() / SECTOR_BYTES
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unaligned_requests_are_refused() {
+        let owner = Owner::process(1);
+        let err = Request::new(RequestId(1), Op::Read, 100, 4096, true, owner, 0).unwrap_err();
+        assert!(err.to_string().contains("multiples of 512"));
+        assert_eq!(
+            Request::new(RequestId(1), Op::Write, 0, 0, true, owner, 0),
+            Err(RequestError::Empty)
+        );
+        assert!(Request::new(RequestId(1), Op::Flush, 0, 0, true, owner, 0).is_ok());
+    }
+
+    #[test]
+    fn sectors_and_ends() {
+        let rq =
+            Request::new(RequestId(1), Op::Read, 8192, 4096, true, Owner::process(1), 0).unwrap();
+        assert_eq!((rq.sector(), rq.sectors(), rq.end_sector()), (16, 8, 24));
+    }
+}

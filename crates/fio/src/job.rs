@@ -1,0 +1,216 @@
+//! The parsed form of a job: every option the simulator models, resolved to numbers in the
+//! units in its field name.
+
+use elevator_core::Nanos;
+
+/// Data direction and pattern, fio's `rw=` (alias `readwrite=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwMode {
+    /// `read`: sequential reads.
+    Read,
+    /// `write`: sequential writes.
+    Write,
+    /// `trim`: sequential trims.
+    Trim,
+    /// `randread`.
+    RandRead,
+    /// `randwrite`.
+    RandWrite,
+    /// `randtrim`.
+    RandTrim,
+    /// `rw`, `readwrite`: sequential mixed reads and writes (share set by `rwmixread`).
+    ReadWrite,
+    /// `randrw`: random mixed reads and writes.
+    RandRw,
+}
+
+impl RwMode {
+    pub fn is_random(self) -> bool {
+        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandTrim | RwMode::RandRw)
+    }
+}
+
+/// Block sizes for one direction: `bs=`, `bsrange=` or `bssplit=`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlockSize {
+    Fixed {
+        bytes: u64,
+    },
+    /// `bsrange=min-max`: uniformly chosen, in multiples of `min` as fio does (bs_unaligned=0).
+    Range {
+        min_bytes: u64,
+        max_bytes: u64,
+    },
+    /// `bssplit=4k/10:64k/90`: block size and percentage, percentages summing to 100.
+    Split {
+        parts: Vec<(u64, u32)>,
+    },
+}
+
+/// `ioengine=`. Only what decides queueing behaviour matters to the simulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoEngine {
+    /// `sync`: read(2)/write(2) with lseek; one I/O in flight.
+    Sync,
+    /// `psync`: pread(2)/pwrite(2); one I/O in flight. fio's default.
+    Psync,
+    /// `vsync`, `pvsync`, `pvsync2`: one I/O in flight.
+    Pvsync,
+    /// `libaio`: up to `iodepth` in flight.
+    Libaio,
+    /// `io_uring`: up to `iodepth` in flight.
+    IoUring,
+}
+
+impl IoEngine {
+    /// Synchronous engines keep exactly one request in flight whatever `iodepth` says.
+    pub fn is_async(self) -> bool {
+        matches!(self, IoEngine::Libaio | IoEngine::IoUring)
+    }
+}
+
+/// A quantity that may be absolute or a percentage of the target (`size=50%`, `offset=10%`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Amount {
+    Bytes(u64),
+    Percent(f64),
+}
+
+/// `file_service_type=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileServiceType {
+    Random,
+    RoundRobin,
+    Sequential,
+}
+
+/// One job section, after `[global]` and `numjobs` are applied (clones are *not* expanded:
+/// the simulator creates `numjobs` processes from one spec).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    /// The section name (or `name=` if given).
+    pub name: String,
+    /// Where the section started, for messages: file path and 1-based line.
+    pub source: SourceLocation,
+    /// The options written in this job's own section, in order, after `${VAR}` expansion, as
+    /// fio's JSON "job options" object shows them.
+    pub options: Vec<(String, String)>,
+    pub rw: RwMode,
+    /// `rwmixread=` percent of reads for mixed modes (default 50); `rwmixwrite=` sets 100 - it.
+    pub rwmixread_percent: u32,
+    /// Block sizes for reads, writes and trims (`bs=4k,8k,4k`; one value applies to all).
+    pub block_size: [BlockSize; 3],
+    /// `size=`: bytes of the target this job covers; `None` means the whole target.
+    pub size: Option<Amount>,
+    /// `offset=`: where the covered region starts.
+    pub offset: Amount,
+    /// `filename=`: a device or partition name of the topology; `None` = the default device.
+    pub filename: Option<String>,
+    /// `direct=1` (or `buffered=0`).
+    pub direct: bool,
+    pub ioengine: IoEngine,
+    /// `iodepth=` (default 1).
+    pub iodepth: u32,
+    /// `iodepth_batch_submit=` / `iodepth_batch=` (default 1).
+    pub iodepth_batch: u32,
+    /// `numjobs=` (default 1).
+    pub numjobs: u32,
+    /// `runtime=` (fio's unit: seconds), `None` if unlimited.
+    pub runtime_ns: Option<Nanos>,
+    pub time_based: bool,
+    /// `ramp_time=`: I/O in this first span is not counted.
+    pub ramp_time_ns: Nanos,
+    /// `startdelay=`.
+    pub startdelay_ns: Nanos,
+    /// `thinktime=` (fio's unit: microseconds): pause after every `thinktime_blocks` I/Os.
+    pub thinktime_ns: Nanos,
+    pub thinktime_blocks: u32,
+    /// `rate=` in bytes per second for reads, writes, trims; `None` = unlimited.
+    pub rate_bytes_per_sec: [Option<u64>; 3],
+    /// `rate_iops=` for reads, writes, trims.
+    pub rate_iops: [Option<u64>; 3],
+    pub group_reporting: bool,
+    pub new_group: bool,
+    pub stonewall: bool,
+    /// `cgroup=`: path relative to the cgroup root, e.g. `groupA` or `a/b`.
+    pub cgroup: Option<String>,
+    /// `cgroup_weight=` (blkio.weight, 100..=1000 in the cgroup-v1 sense fio uses).
+    pub cgroup_weight: Option<u32>,
+    /// `prio=` level 0..=7.
+    pub prio: Option<u8>,
+    /// `prioclass=` 1 (RT), 2 (BE), 3 (IDLE).
+    pub prioclass: Option<u8>,
+    /// `randrepeat=` (default true).
+    pub randrepeat: bool,
+    /// `randseed=`, if set.
+    pub randseed: Option<u64>,
+    /// `uid=` / `gid=`: the credentials the job runs as.
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    /// `nrfiles=` (default 1), `filesize=` (a range `min-max` or one size), and
+    /// `file_service_type=`, for small-file workloads.
+    pub nrfiles: u32,
+    pub filesize: Option<(u64, u64)>,
+    pub file_service_type: FileServiceType,
+    /// `io_size=` / `io_limit=`: total bytes to transfer, if different from `size`.
+    pub io_size_bytes: Option<u64>,
+    /// `number_ios=`: stop after this many I/Os.
+    pub number_ios: Option<u64>,
+    /// `fsync=N`: a flush after every N writes (0 = never).
+    pub fsync_every: u32,
+}
+
+/// A place in a job file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceLocation {
+    pub file: String,
+    pub line: u32,
+}
+
+impl std::fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A warning about the job file: an option fio has that elevator does not model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub location: SourceLocation,
+    pub option: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: option `{}`: {}", self.location, self.option, self.message)
+    }
+}
+
+/// An error in a job file. The message names the file, line and option and says how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub location: SourceLocation,
+    pub option: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.option {
+            Some(option) => write!(f, "{}: option `{}`: {}", self.location, option, self.message),
+            None => write!(f, "{}: {}", self.location, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// A parsed job file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobFile {
+    pub jobs: Vec<JobSpec>,
+    /// Options of `[global]` sections, in order, for fio's JSON "global options".
+    pub global_options: Vec<(String, String)>,
+    pub warnings: Vec<Diagnostic>,
+}

@@ -1,0 +1,14 @@
+//! fio job files.
+//!
+//! elevator reads the job files people already have. This crate turns one into a list of
+//! [`JobSpec`]s: `[global]` options folded into every later job, `include` resolved, `${VAR}`
+//! expanded from the environment, fio's size/time/rate units applied. Options that fio knows
+//! but elevator does not model are kept as [`Diagnostic`] warnings; unknown or malformed
+//! options are errors naming file, line and option.
+//!
+//! **Architecture invariant:** parsing only — no simulation, no topology knowledge. `filename`
+//! stays a name; the simulator resolves it against the topology.
+
+pub mod job;
+
+pub use job::*;

@@ -1,0 +1,109 @@
+//! I/O schedulers ("elevators") as pure state machines.
+//!
+//! The [`Scheduler`] trait is cut like the kernel's `struct elevator_mq_ops`
+//! (`include/linux/elevator.h`): the block layer offers each new request for a merge
+//! ([`Scheduler::try_merge`], the kernel's `bio_merge`), inserts it if no merge happened
+//! ([`Scheduler::insert`], `insert_requests`), *pulls* requests while the device has room
+//! ([`Scheduler::dispatch`], `dispatch_request`), and reports completions
+//! ([`Scheduler::completed`], `finish_request`). A scheduler that wants to hold the device idle
+//! (CFQ's idling, AS's anticipation) answers a dispatch with [`Dispatch::WaitUntil`]: the driver
+//! calls again at that time, or earlier if a request arrives or completes.
+//!
+//! **Architecture invariant:** a scheduler never reads a clock, sleeps, spawns or does I/O. Time
+//! comes in as `now_ns`. The simulator and the io_uring server drive the very same code.
+
+pub mod deadline;
+pub mod noop;
+pub mod tunables;
+
+use elevator_core::{Nanos, Request, RequestId};
+pub use tunables::{TunableError, TunableInfo, TunableSpec};
+
+/// The answer to [`Scheduler::dispatch`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// Send this request to the device now.
+    Request(Request),
+    /// Requests are queued (or the scheduler is idling for one it expects), but none should go
+    /// now: call `dispatch` again at `until_ns`, or as soon as a request is inserted or
+    /// completes, whichever comes first.
+    WaitUntil { until_ns: Nanos },
+    /// Nothing to do until something is inserted or completes.
+    Empty,
+}
+
+/// A successful merge: the offered request's range now belongs to request `into`, which the
+/// scheduler has grown in place. The offered request no longer exists on its own; whoever
+/// tracks its submitters must hang them on `into`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Merged {
+    pub into: RequestId,
+    /// True if the range was added in front of `into` (its start sector moved down).
+    pub front: bool,
+}
+
+/// An I/O scheduler.
+///
+/// Contract with the driver (simulator or server), checked by property tests:
+/// - every request passed to `insert` is handed out by `dispatch` exactly once, either itself or
+///   as part of a request it was merged into;
+/// - `completed` is called exactly once for each dispatched request, with that request;
+/// - `try_merge` never grows a request past `max_len_bytes`.
+pub trait Scheduler: Send {
+    /// The name as `/sys/block/<dev>/queue/scheduler` shows it.
+    fn name(&self) -> &'static str;
+
+    /// Offers `rq` for a merge into a request already queued (not yet dispatched) that is
+    /// contiguous with it, same operation and sync-ness, without exceeding `max_len_bytes`.
+    /// Returns `None` if the scheduler declines; the driver then calls `insert`.
+    fn try_merge(&mut self, rq: &Request, max_len_bytes: u64, now_ns: Nanos) -> Option<Merged>;
+
+    /// Queues a request.
+    fn insert(&mut self, rq: Request, now_ns: Nanos);
+
+    /// Hands out the next request for the device, if any should go now.
+    fn dispatch(&mut self, now_ns: Nanos) -> Dispatch;
+
+    /// The device finished `rq` (as it was dispatched) at `now_ns`.
+    fn completed(&mut self, rq: &Request, now_ns: Nanos);
+
+    /// Number of requests inserted and not yet dispatched.
+    fn queued(&self) -> usize;
+
+    /// Tunables as `/sys/block/<dev>/queue/iosched/` lists them, with current values.
+    fn tunables(&self) -> Vec<TunableInfo>;
+
+    /// Sets a tunable from its sysfs text form; range-checked.
+    fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), TunableError>;
+
+    /// Reads one tunable in its sysfs text form.
+    fn tunable(&self, name: &str) -> Result<String, TunableError> {
+        self.tunables()
+            .into_iter()
+            .find(|t| t.name == name)
+            .map(|t| t.value)
+            .ok_or_else(|| TunableError::unknown(self.name(), name, &self.tunables()))
+    }
+}
+
+/// Every scheduler elevator has, by name, with its aliases.
+pub const SCHEDULERS: &[(&str, &[&str], &str)] = &[
+    ("none", &["noop"], "FIFO dispatch with merging of contiguous requests (blk-mq `none`)."),
+    (
+        "mq-deadline",
+        &["deadline"],
+        "Sector-sorted per direction with read/write FIFO deadlines (block/mq-deadline.c).",
+    ),
+];
+
+/// Builds a scheduler by its name or alias, with its default tunables.
+pub fn by_name(name: &str) -> Result<Box<dyn Scheduler>, String> {
+    match name {
+        "none" | "noop" => Ok(Box::new(noop::Noop::new())),
+        "mq-deadline" | "deadline" => Ok(Box::new(deadline::Deadline::new())),
+        _ => {
+            let known: Vec<&str> = SCHEDULERS.iter().map(|(n, _, _)| *n).collect();
+            Err(format!("unknown scheduler `{name}`; known schedulers: {}", known.join(", ")))
+        }
+    }
+}

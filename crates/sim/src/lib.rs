@@ -1,0 +1,1 @@
+//! The simulator (in progress).
