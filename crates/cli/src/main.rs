@@ -1,1 +1,54 @@
-fn main() {}
+//! `elevator`: block I/O schedulers in a deterministic disk simulator (and, later, for real).
+//!
+//! Each subcommand lives in its own module; this file only parses arguments and reports
+//! errors: every failure prints one message on stderr and exits non-zero.
+
+mod compare;
+mod reproduce;
+mod run;
+mod schedulers;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Block I/O schedulers and proportional-share controllers, simulated deterministically.
+///
+/// `elevator run JOB.fio` runs a real fio job file against a simulated disk under a chosen
+/// scheduler and prints fio-compatible results. Same inputs and seed, same bytes out.
+#[derive(Parser)]
+#[command(name = "elevator", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a fio job file on the simulated topology and print fio-style results.
+    Run(run::RunArgs),
+    /// Run one job file under several schedulers and print the results side by side.
+    Compare(compare::CompareArgs),
+    /// Rerun a reference experiment (seed mail) from its scenario file and print its tables
+    /// beside the published numbers.
+    Reproduce(reproduce::ReproduceArgs),
+    /// List the schedulers, or the tunables of one (as /sys/block/<dev>/queue/iosched shows them).
+    Schedulers(schedulers::SchedulersArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Compare(args) => compare::run(&args),
+        Command::Reproduce(args) => reproduce::run(&args),
+        Command::Schedulers(args) => schedulers::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("elevator: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -114,6 +114,28 @@ impl Owner {
     }
 }
 
+/// A control group as a scheduler sees it: the blkio/io controller's node in the hierarchy.
+/// Group 0 is the root and always exists; a child's `parent` is smaller than its own id, so a
+/// table of groups can be built front to back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cgroup {
+    pub id: u32,
+    pub parent: Option<u32>,
+    /// Path below the root, `a/b`; empty for the root.
+    pub path: String,
+    /// `blkio.weight` (cgroup v1, 100..=1000, default 500) or `io.weight` (v2, 1..=10000).
+    pub weight: u32,
+}
+
+impl Cgroup {
+    /// blkio.weight's default in cgroup v1 (`CFQ_WEIGHT_DEFAULT`).
+    pub const DEFAULT_WEIGHT: u32 = 500;
+
+    pub fn root() -> Cgroup {
+        Cgroup { id: 0, parent: None, path: String::new(), weight: Self::DEFAULT_WEIGHT }
+    }
+}
+
 /// One contiguous range of I/O on one device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {
@@ -166,7 +188,7 @@ impl Request {
         owner: Owner,
         submit_ns: Nanos,
     ) -> Result<Request, RequestError> {
-        if offset_bytes % SECTOR_BYTES != 0 || len_bytes % SECTOR_BYTES != 0 {
+        if !offset_bytes.is_multiple_of(SECTOR_BYTES) || !len_bytes.is_multiple_of(SECTOR_BYTES) {
             return Err(RequestError::Unaligned { offset_bytes, len_bytes });
         }
         if len_bytes == 0 && op != Op::Flush {

@@ -138,7 +138,7 @@ pub struct JobSpec {
     pub cgroup_weight: Option<u32>,
     /// `prio=` level 0..=7.
     pub prio: Option<u8>,
-    /// `prioclass=` 1 (RT), 2 (BE), 3 (IDLE).
+    /// `prioclass=` 0 (none), 1 (RT), 2 (BE), 3 (IDLE); fio accepts 0..=3.
     pub prioclass: Option<u8>,
     /// `randrepeat=` (default true).
     pub randrepeat: bool,
@@ -158,6 +158,56 @@ pub struct JobSpec {
     pub number_ios: Option<u64>,
     /// `fsync=N`: a flush after every N writes (0 = never).
     pub fsync_every: u32,
+}
+
+impl JobSpec {
+    /// A job with fio's defaults: `rw=read`, `bs=4k`, `ioengine=psync`, `iodepth=1`,
+    /// `rwmixread=50`, `randrepeat=1`, `thinktime_blocks=1`, `nrfiles=1`,
+    /// `file_service_type=roundrobin`, buffered I/O, no limits.
+    pub fn new_default(name: &str, source: SourceLocation) -> JobSpec {
+        let bs = BlockSize::Fixed { bytes: 4096 };
+        JobSpec {
+            name: name.to_string(),
+            source,
+            options: Vec::new(),
+            rw: RwMode::Read,
+            rwmixread_percent: 50,
+            block_size: [bs.clone(), bs.clone(), bs],
+            size: None,
+            offset: Amount::Bytes(0),
+            filename: None,
+            direct: false,
+            ioengine: IoEngine::Psync,
+            iodepth: 1,
+            iodepth_batch: 1,
+            numjobs: 1,
+            runtime_ns: None,
+            time_based: false,
+            ramp_time_ns: 0,
+            startdelay_ns: 0,
+            thinktime_ns: 0,
+            thinktime_blocks: 1,
+            rate_bytes_per_sec: [None; 3],
+            rate_iops: [None; 3],
+            group_reporting: false,
+            new_group: false,
+            stonewall: false,
+            cgroup: None,
+            cgroup_weight: None,
+            prio: None,
+            prioclass: None,
+            randrepeat: true,
+            randseed: None,
+            uid: None,
+            gid: None,
+            nrfiles: 1,
+            filesize: None,
+            file_service_type: FileServiceType::RoundRobin,
+            io_size_bytes: None,
+            number_ios: None,
+            fsync_every: 0,
+        }
+    }
 }
 
 /// A place in a job file.

@@ -9,6 +9,11 @@
 //! **Architecture invariant:** parsing only — no simulation, no topology knowledge. `filename`
 //! stays a name; the simulator resolves it against the topology.
 
+mod ini;
 pub mod job;
+mod options;
+mod parser;
+mod units;
 
 pub use job::*;
+pub use parser::{parse_file, parse_str};

@@ -16,7 +16,7 @@ pub mod deadline;
 pub mod noop;
 pub mod tunables;
 
-use elevator_core::{Nanos, Request, RequestId};
+use elevator_core::{Cgroup, Nanos, Request, RequestId};
 pub use tunables::{TunableError, TunableInfo, TunableSpec};
 
 /// The answer to [`Scheduler::dispatch`].
@@ -66,6 +66,10 @@ pub trait Scheduler: Send {
 
     /// The device finished `rq` (as it was dispatched) at `now_ns`.
     fn completed(&mut self, rq: &Request, now_ns: Nanos);
+
+    /// Declares a control group before requests of it arrive (the root, id 0, is implicit).
+    /// Schedulers without group scheduling ignore this.
+    fn set_group(&mut self, _group: &Cgroup) {}
 
     /// Number of requests inserted and not yet dispatched.
     fn queued(&self) -> usize;

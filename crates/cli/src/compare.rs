@@ -1,0 +1,121 @@
+//! `elevator compare`: one job file, several schedulers, one table.
+//!
+//! A scheduler is given as `NAME` or `NAME:KEY=VALUE,KEY=VALUE` (for example
+//! `cfq:group_scheduling=0` for vanilla CFQ), so variants of one scheduler compare too.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use elevator_sim::report::table::{latency, rows};
+use elevator_sim::{report, simulate, SimOptions};
+use serde_json::{json, Value};
+
+use crate::run::{emit, load_jobs, load_topology, parse_iosched};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// One row per reporting group, one column block per scheduler.
+    Normal,
+    /// `{"runs": [{"scheduler": ..., "result": <fio JSON>}, ...]}`.
+    Json,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// The fio job file.
+    pub jobfile: PathBuf,
+    /// A scheduler to run, `NAME` or `NAME:KEY=VALUE,...`; give two or more.
+    #[arg(long = "scheduler", required = true, value_name = "NAME[:KEY=VALUE,...]")]
+    pub schedulers: Vec<String>,
+    /// Topology file (TOML). Default: one 7200 rpm SATA disk, NCQ 31.
+    #[arg(long)]
+    pub topology: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Normal)]
+    pub output_format: CompareFormat,
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Splits `cfq:slice_idle=0,quantum=8` into the name and its tunables.
+fn parse_variant(text: &str) -> Result<(String, Vec<(String, String)>), String> {
+    match text.split_once(':') {
+        None => Ok((text.to_string(), Vec::new())),
+        Some((name, rest)) => {
+            let pairs: Vec<String> = rest.split(',').map(str::to_string).collect();
+            Ok((
+                name.to_string(),
+                parse_iosched(&pairs).map_err(|e| format!("--scheduler {text}: {e}"))?,
+            ))
+        }
+    }
+}
+
+pub fn run(args: &CompareArgs) -> Result<(), String> {
+    let jobs = load_jobs(&args.jobfile)?;
+    let topology = load_topology(args.topology.as_deref())?;
+    let mut results = Vec::new();
+    for variant in &args.schedulers {
+        let (name, iosched) = parse_variant(variant)?;
+        let options = SimOptions { seed: args.seed, scheduler: Some(name), iosched };
+        let result = simulate(&jobs, &topology, &options)
+            .map_err(|e| format!("--scheduler {variant}: {e}"))?;
+        results.push((variant.clone(), result));
+    }
+    let text = match args.output_format {
+        CompareFormat::Json => {
+            let runs: Vec<Value> = results
+                .iter()
+                .map(|(variant, r)| {
+                    let fio: Value = serde_json::from_str(&report::json::render(
+                        r,
+                        &jobs,
+                        args.seed,
+                        &topology.source,
+                    ))
+                    .expect("our own JSON parses");
+                    json!({ "scheduler": variant, "result": fio })
+                })
+                .collect();
+            let mut s = serde_json::to_string_pretty(&json!({ "runs": runs })).expect("serialises");
+            s.push('\n');
+            s
+        }
+        CompareFormat::Normal => {
+            let mut out = String::new();
+            let _ = write!(out, "{:<16} {:>3} ", "group", "nr");
+            for (variant, _) in &results {
+                let _ = write!(out, "| {:^42} ", variant);
+            }
+            let _ = write!(out, "\n{:<16} {:>3} ", "", "");
+            for _ in &results {
+                let _ = write!(
+                    out,
+                    "| {:>10} {:>10} {:>10} {:>9} ",
+                    "Max-bandw", "Min-bandw", "Agg-bandw", "Max-lat"
+                );
+            }
+            out.push('\n');
+            let per_sched: Vec<_> = results.iter().map(|(_, r)| rows(r, &jobs)).collect();
+            for (i, row) in per_sched[0].iter().enumerate() {
+                let _ = write!(out, "{:<16} {:>3} ", row.name, row.jobs);
+                for rows in &per_sched {
+                    let r = &rows[i];
+                    let _ = write!(
+                        out,
+                        "| {:>10} {:>10} {:>10} {:>9} ",
+                        format!("{:.0}KB/s", r.max_bw_kib),
+                        format!("{:.0}KB/s", r.min_bw_kib),
+                        format!("{:.0}KB/s", r.agg_bw_kib),
+                        latency(r.max_clat_ns)
+                    );
+                }
+                out.push('\n');
+            }
+            out
+        }
+    };
+    emit(&text, args.output.as_deref())
+}

@@ -1,0 +1,103 @@
+//! `elevator run`: one job file, one topology, one seed → fio-compatible results.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use elevator_fio::JobFile;
+use elevator_sim::{report, simulate, SimOptions, Topology};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Text shaped like fio's default output.
+    Normal,
+    /// fio's JSON layout (`--output-format=json`).
+    Json,
+    /// The seed-000 table: per reporting group, jobs, max/min/aggregate bandwidth, max latency.
+    Table,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The fio job file.
+    pub jobfile: PathBuf,
+    /// Topology file (TOML). Default: one 7200 rpm SATA disk, NCQ 31, mq-deadline.
+    #[arg(long)]
+    pub topology: Option<PathBuf>,
+    /// Scheduler for every device, replacing the topology's (see `elevator schedulers`).
+    #[arg(long)]
+    pub scheduler: Option<String>,
+    /// Set a scheduler tunable, as /sys/block/<dev>/queue/iosched/KEY; repeatable.
+    #[arg(long = "iosched", value_name = "KEY=VALUE")]
+    pub iosched: Vec<String>,
+    /// Simulation seed: same seed, same output.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Normal)]
+    pub output_format: OutputFormat,
+    /// Write the results to this file instead of standard output.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+/// Parses `KEY=VALUE` pairs given with `--iosched`.
+pub fn parse_iosched(pairs: &[String]) -> Result<Vec<(String, String)>, String> {
+    pairs
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => {
+                Err(format!("--iosched `{p}`: expected KEY=VALUE, e.g. --iosched read_expire=250"))
+            }
+        })
+        .collect()
+}
+
+/// Reads a job file (with the process environment for `${VAR}`), printing its warnings.
+pub fn load_jobs(path: &Path) -> Result<JobFile, String> {
+    let env = |name: &str| std::env::var(name).ok();
+    let jobs = elevator_fio::parse_file(path, &env).map_err(|e| e.to_string())?;
+    for w in &jobs.warnings {
+        eprintln!("elevator: warning: {w}");
+    }
+    Ok(jobs)
+}
+
+/// Reads the topology file, or gives the built-in single SATA disk.
+pub fn load_topology(path: Option<&Path>) -> Result<Topology, String> {
+    match path {
+        Some(path) => Topology::from_file(path),
+        None => Ok(Topology::builtin()),
+    }
+}
+
+/// Writes `text` to `path`, or to standard output.
+pub fn emit(text: &str, path: Option<&Path>) -> Result<(), String> {
+    match path {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+        }
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+pub fn run(args: &RunArgs) -> Result<(), String> {
+    let jobs = load_jobs(&args.jobfile)?;
+    let topology = load_topology(args.topology.as_deref())?;
+    let options = SimOptions {
+        seed: args.seed,
+        scheduler: args.scheduler.clone(),
+        iosched: parse_iosched(&args.iosched)?,
+    };
+    let result = simulate(&jobs, &topology, &options).map_err(|e| e.to_string())?;
+    let text = match args.output_format {
+        OutputFormat::Normal => report::normal::render(&result, &jobs),
+        OutputFormat::Json => report::json::render(&result, &jobs, args.seed, &topology.source),
+        OutputFormat::Table => report::table::render(&result, &jobs),
+    };
+    emit(&text, args.output.as_deref())
+}

@@ -1,0 +1,280 @@
+//! The job file's line structure: `[section]` headers, `key=value` and bare-flag lines,
+//! `;`/`#` comments, `include FILE` and `${VAR}` expansion.
+//!
+//! This layer knows nothing about options; it flattens a file and everything it includes into
+//! one list of [`Item`]s, each remembering the file and line it came from, so the option layer
+//! can name them in messages.
+
+use std::path::{Path, PathBuf};
+
+use crate::job::{ParseError, SourceLocation};
+
+/// How deep `include` may nest. Catches cycles the path check cannot see (text given to
+/// [`crate::parse_str`] has no path of its own).
+const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// One meaningful line of a job file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// `[name]`.
+    Section { name: String, location: SourceLocation },
+    /// `key=value`, or a bare `key` (value `None`), after `${VAR}` expansion; `written` is
+    /// the value before expansion when that changed it, for error messages.
+    Option { key: String, value: Option<String>, written: Option<String>, location: SourceLocation },
+}
+
+/// Environment lookup for `${VAR}`.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// State shared across one file and its includes.
+pub struct Reader<'a> {
+    env: Env<'a>,
+    /// Canonical paths of the files being read, outermost first, for cycle detection.
+    stack: Vec<PathBuf>,
+    /// How many `include`s deep the current line is (0 = the top-level text).
+    include_depth: usize,
+    pub items: Vec<Item>,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(env: Env<'a>) -> Self {
+        Reader { env, stack: Vec::new(), include_depth: 0, items: Vec::new() }
+    }
+
+    /// Reads a file from disk; `including` is the `include` line that named it, if any.
+    pub fn read_file(
+        &mut self,
+        path: &Path,
+        including: Option<&SourceLocation>,
+    ) -> Result<(), ParseError> {
+        let location = including
+            .cloned()
+            .unwrap_or_else(|| SourceLocation { file: path.display().to_string(), line: 0 });
+        let canonical = path.canonicalize().map_err(|e| ParseError {
+            location: location.clone(),
+            option: None,
+            message: format!("cannot open job file `{}`: {e}", path.display()),
+        })?;
+        if let Some(pos) = self.stack.iter().position(|p| *p == canonical) {
+            let chain: Vec<String> = self.stack[pos..]
+                .iter()
+                .chain(std::iter::once(&canonical))
+                .map(|p| p.display().to_string())
+                .collect();
+            return Err(ParseError {
+                location,
+                option: None,
+                message: format!("include cycle: {}", chain.join(" -> ")),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| ParseError {
+            location: location.clone(),
+            option: None,
+            message: format!("cannot read job file `{}`: {e}", path.display()),
+        })?;
+        let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let nested = usize::from(including.is_some());
+        self.stack.push(canonical);
+        self.include_depth += nested;
+        let result = self.read_text(&text, &path.display().to_string(), &base_dir);
+        self.include_depth -= nested;
+        self.stack.pop();
+        result
+    }
+
+    /// Reads job-file text; `name` labels its lines, `base_dir` anchors relative includes.
+    pub fn read_text(&mut self, text: &str, name: &str, base_dir: &Path) -> Result<(), ParseError> {
+        for (index, raw) in text.lines().enumerate() {
+            let location = SourceLocation {
+                file: name.to_string(),
+                line: u32::try_from(index + 1).unwrap_or(u32::MAX),
+            };
+            let line = strip_comment(raw).trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix('[') {
+                let Some(inner) = rest.strip_suffix(']') else {
+                    return Err(err(
+                        location,
+                        format!("section header `{line}` has no closing `]`"),
+                    ));
+                };
+                let name = inner.trim();
+                if self.include_depth > 0 {
+                    return Err(err(
+                        location,
+                        format!("section `[{name}]` in an included file: like fio, elevator allows no new sections in included files"),
+                    ));
+                }
+                if name.is_empty() {
+                    return Err(err(location, "empty section name `[]`".into()));
+                }
+                self.items.push(Item::Section { name: name.to_string(), location });
+                continue;
+            }
+            if let Some(target) = include_target(line) {
+                let target = expand_env(target, self.env);
+                if !self.items.iter().any(|i| matches!(i, Item::Section { .. })) {
+                    return Err(err(
+                        location,
+                        format!("`include {target}` is outside any section; like fio, put it under [global] or a [job] header"),
+                    ));
+                }
+                if self.include_depth >= MAX_INCLUDE_DEPTH {
+                    return Err(err(
+                        location,
+                        format!("includes nest deeper than {MAX_INCLUDE_DEPTH} levels (an include cycle?)"),
+                    ));
+                }
+                let path = base_dir.join(&target);
+                self.read_file(&path, Some(&location))?;
+                continue;
+            }
+            // Like fio, `${VAR}` is expanded on the right of the `=` only.
+            let (key, value, written) = match line.split_once('=') {
+                Some((k, v)) => {
+                    let expanded = expand_env(v, self.env).trim().to_string();
+                    let written = (expanded != v.trim()).then(|| v.trim().to_string());
+                    (k.trim(), Some(expanded), written)
+                }
+                None => (line, None, None),
+            };
+            if key.is_empty() {
+                return Err(err(location, format!("`{line}` has no option name before `=`")));
+            }
+            self.items.push(Item::Option { key: key.to_string(), value, written, location });
+        }
+        Ok(())
+    }
+}
+
+fn err(location: SourceLocation, message: String) -> ParseError {
+    ParseError { location, option: None, message }
+}
+
+/// Cuts a line at the first `;` or `#`: fio treats both as starting a comment anywhere on a
+/// line (`size=1m ; note` gives `1m`).
+fn strip_comment(line: &str) -> &str {
+    match line.find([';', '#']) {
+        Some(pos) => &line[..pos],
+        None => line,
+    }
+}
+
+/// `include FILE` → `Some("FILE")`.
+fn include_target(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("include")?;
+    if !rest.starts_with([' ', '\t']) {
+        return None;
+    }
+    let target = rest.trim();
+    (!target.is_empty()).then_some(target)
+}
+
+/// Replaces every `${VAR}` with its value. Like fio, an undefined variable becomes the empty
+/// string; a `${` without a closing `}` is kept as written.
+pub fn expand_env(text: &str, env: Env<'_>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) => {
+                if let Some(value) = env(&after[..end]) {
+                    out.push_str(&value);
+                }
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn read(text: &str) -> Result<Vec<Item>, ParseError> {
+        let mut reader = Reader::new(&no_env);
+        reader.read_text(text, "t.fio", Path::new("."))?;
+        Ok(reader.items)
+    }
+
+    fn opt(key: &str, value: Option<&str>, line: u32) -> Item {
+        Item::Option {
+            key: key.into(),
+            value: value.map(Into::into),
+            written: None,
+            location: SourceLocation { file: "t.fio".into(), line },
+        }
+    }
+
+    #[test]
+    fn sections_options_flags_and_comments() {
+        let items =
+            read("; top\n# also\n[ job a ]\nbs = 4k ; trailing\n\ttime_based\nsize=1m#x\n\n")
+                .unwrap();
+        assert_eq!(
+            items,
+            vec![
+                Item::Section {
+                    name: "job a".into(),
+                    location: SourceLocation { file: "t.fio".into(), line: 3 }
+                },
+                opt("bs", Some("4k"), 4),
+                opt("time_based", None, 5),
+                opt("size", Some("1m"), 6),
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_value_is_kept_distinct_from_bare_flag() {
+        assert_eq!(read("[j]\nbs=\n").unwrap()[1], opt("bs", Some(""), 2));
+    }
+
+    #[test]
+    fn malformed_lines() {
+        assert!(read("[j\n").unwrap_err().message.contains("closing"));
+        assert!(read("[ ]\n").unwrap_err().message.contains("empty section"));
+        let e = read("[j]\n=4k\n").unwrap_err();
+        assert_eq!(e.location.line, 2);
+    }
+
+    #[test]
+    fn env_expansion() {
+        let env = |k: &str| (k == "BS").then(|| "8k".to_string());
+        assert_eq!(expand_env("bs=${BS}", &env), "bs=8k");
+        assert_eq!(expand_env("a${BS}b${BS}", &env), "a8kb8k");
+        assert_eq!(expand_env("x=${NOPE}y", &env), "x=y");
+        assert_eq!(expand_env("x=${BS", &env), "x=${BS");
+        assert_eq!(expand_env("x=$BS", &env), "x=$BS");
+    }
+
+    #[test]
+    fn include_target_needs_whitespace() {
+        assert_eq!(include_target("include  a.fio"), Some("a.fio"));
+        assert_eq!(include_target("include"), None);
+        assert_eq!(include_target("includes=1"), None);
+    }
+
+    #[test]
+    fn missing_include_names_the_line() {
+        let e = read("include x.fio\n").unwrap_err();
+        assert!(e.message.contains("outside any section"));
+        let e = read("[j]\ninclude /nonexistent/elevator/x.fio\n").unwrap_err();
+        assert_eq!(e.location.line, 2);
+        assert!(e.message.contains("/nonexistent/elevator/x.fio"));
+    }
+}

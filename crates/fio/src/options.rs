@@ -1,0 +1,985 @@
+//! The option table: which fio options elevator models and how each sets a [`JobSpec`] field,
+//! which fio options exist but are not modelled (accepted with a warning), and the closest-name
+//! suggestion for everything else.
+//!
+//! The known-option list comes from `fio --cmdhelp=all` (fio 3.33) plus the options of the
+//! engines elevator supports (`fio --enghelp=io_uring|libaio|pvsync2`), so a job file that runs
+//! on real fio never fails here just because elevator ignores part of it.
+
+use elevator_core::{NS_PER_SEC, NS_PER_US, SECTOR_BYTES};
+
+use crate::job::{Amount, BlockSize, FileServiceType, IoEngine, JobSpec, RwMode, SourceLocation};
+use crate::units::{
+    parse_bool, parse_size, parse_size_or_percent, parse_time_ns, split_ddir, split_range,
+    SizeOrPercent,
+};
+
+/// Why an option line was not applied.
+#[derive(Debug, PartialEq)]
+pub enum OptionError {
+    /// Not a fio option at all; carries the nearest known name, if one is close.
+    Unknown { suggestion: Option<&'static str> },
+    /// A known option with a value elevator cannot use; the text says what is expected.
+    Value(String),
+}
+
+/// What applying an option produced besides the field change.
+#[derive(Debug, PartialEq)]
+pub enum Applied {
+    Done,
+    /// Accepted, with a caveat for the user (unmodelled option or unmodelled part of a value).
+    Warn(String),
+}
+
+type Outcome = Result<Applied, OptionError>;
+
+/// Modelled options and their aliases, mapped to the canonical name used by [`Builder::apply`].
+const MODELLED: &[(&str, &str)] = &[
+    ("name", "name"),
+    ("description", "description"),
+    ("rw", "rw"),
+    ("readwrite", "rw"),
+    ("rwmixread", "rwmixread"),
+    ("rwmixwrite", "rwmixwrite"),
+    ("bs", "bs"),
+    ("blocksize", "bs"),
+    ("bsrange", "bsrange"),
+    ("blocksize_range", "bsrange"),
+    ("bssplit", "bssplit"),
+    ("size", "size"),
+    ("offset", "offset"),
+    ("fileoffset", "offset"),
+    ("filename", "filename"),
+    ("direct", "direct"),
+    ("buffered", "buffered"),
+    ("ioengine", "ioengine"),
+    ("iodepth", "iodepth"),
+    ("iodepth_batch", "iodepth_batch"),
+    ("iodepth_batch_submit", "iodepth_batch"),
+    ("numjobs", "numjobs"),
+    ("runtime", "runtime"),
+    ("timeout", "runtime"),
+    ("time_based", "time_based"),
+    ("ramp_time", "ramp_time"),
+    ("startdelay", "startdelay"),
+    ("thinktime", "thinktime"),
+    ("thinktime_blocks", "thinktime_blocks"),
+    ("rate", "rate"),
+    ("rate_iops", "rate_iops"),
+    ("group_reporting", "group_reporting"),
+    ("new_group", "new_group"),
+    ("stonewall", "stonewall"),
+    ("wait_for_previous", "stonewall"),
+    ("cgroup", "cgroup"),
+    ("cgroup_weight", "cgroup_weight"),
+    ("prio", "prio"),
+    ("prioclass", "prioclass"),
+    ("randrepeat", "randrepeat"),
+    ("randseed", "randseed"),
+    ("uid", "uid"),
+    ("gid", "gid"),
+    ("nrfiles", "nrfiles"),
+    ("nr_files", "nrfiles"),
+    ("filesize", "filesize"),
+    ("file_service_type", "file_service_type"),
+    ("io_size", "io_size"),
+    ("io_limit", "io_size"),
+    ("number_ios", "number_ios"),
+    ("fsync", "fsync"),
+    ("kb_base", "kb_base"),
+];
+
+/// fio options (and aliases) elevator accepts but does not model.
+const UNMODELLED: &[&str] = &[
+    "allow_file_create",
+    "allow_mounted_write",
+    "allrandrepeat",
+    "atomic",
+    "ba",
+    "block_error_percentiles",
+    "blockalign",
+    "blocksize_unaligned",
+    "bs_unaligned",
+    "buffer_compress_chunk",
+    "buffer_compress_percentage",
+    "buffer_pattern",
+    "bwavgtime",
+    "cgroup_nodelete",
+    "clat_percentiles",
+    "clocksource",
+    "cmd_type",
+    "cmdprio",
+    "cmdprio_bssplit",
+    "cmdprio_class",
+    "cmdprio_percentage",
+    "continue_on_error",
+    "cpumask",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "create_fsync",
+    "create_on_open",
+    "create_only",
+    "create_serialize",
+    "dedupe_global",
+    "dedupe_mode",
+    "dedupe_percentage",
+    "dedupe_working_set_percentage",
+    "directory",
+    "disable_bw",
+    "disable_bw_measurement",
+    "disable_clat",
+    "disable_lat",
+    "disable_slat",
+    "disk_util",
+    "do_verify",
+    "end_fsync",
+    "error_dump",
+    "exec_postrun",
+    "exec_prerun",
+    "exit_what",
+    "exitall",
+    "exitall_on_error",
+    "experimental_verify",
+    "fadvise_hint",
+    "fallocate",
+    "fdatasync",
+    "file_append",
+    "filename_format",
+    "fill_device",
+    "fill_fs",
+    "fixedbufs",
+    "flow",
+    "flow_id",
+    "flow_sleep",
+    "force_async",
+    "fsync_on_close",
+    "gtod_cpu",
+    "gtod_reduce",
+    "hipri",
+    "hipri_percentage",
+    "hugepage-size",
+    "ignore_error",
+    "ignore_zone_limits",
+    "invalidate",
+    "io_submit_mode",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_max",
+    "iodepth_batch_complete_min",
+    "iodepth_low",
+    "iomem",
+    "iopsavgtime",
+    "ioscheduler",
+    "job_max_open_zones",
+    "lat_percentiles",
+    "latency_percentile",
+    "latency_run",
+    "latency_target",
+    "latency_window",
+    "lockfile",
+    "lockmem",
+    "log_alternate_epoch",
+    "log_alternate_epoch_clock_id",
+    "log_avg_msec",
+    "log_compression",
+    "log_compression_cpus",
+    "log_entries",
+    "log_hist_coarseness",
+    "log_hist_msec",
+    "log_max_value",
+    "log_offset",
+    "log_prio",
+    "log_store_compressed",
+    "log_unix_epoch",
+    "loops",
+    "max_latency",
+    "max_open_zones",
+    "mem",
+    "merge_blktrace_file",
+    "merge_blktrace_iters",
+    "merge_blktrace_scalars",
+    "nice",
+    "nonvectored",
+    "norandommap",
+    "nowait",
+    "numa_cpu_nodes",
+    "numa_mem_policy",
+    "offset_align",
+    "offset_increment",
+    "opendir",
+    "openfiles",
+    "overwrite",
+    "per_job_logs",
+    "percentage_random",
+    "percentile_list",
+    "pre_read",
+    "profile",
+    "random_distribution",
+    "random_generator",
+    "rate_cycle",
+    "rate_ignore_thinktime",
+    "rate_iops_min",
+    "rate_min",
+    "rate_process",
+    "ratecycle",
+    "ratemin",
+    "read_beyond_wp",
+    "read_iolog",
+    "read_iolog_chunked",
+    "refill_buffers",
+    "registerfiles",
+    "replay_align",
+    "replay_no_stall",
+    "replay_redirect",
+    "replay_scale",
+    "replay_skip",
+    "replay_time_scale",
+    "rw_sequencer",
+    "scramble_buffers",
+    "serialize_overlap",
+    "significant_figures",
+    "slat_percentiles",
+    "sqthread_poll",
+    "sqthread_poll_cpu",
+    "ss",
+    "ss_dur",
+    "ss_ramp",
+    "stats",
+    "steadystate",
+    "steadystate_duration",
+    "steadystate_ramp_time",
+    "sync",
+    "sync_file_range",
+    "thinktime_blocks_type",
+    "thinktime_iotime",
+    "thinktime_spin",
+    "thread",
+    "trim_backlog",
+    "trim_backlog_batch",
+    "trim_percentage",
+    "trim_verify_zero",
+    "uncached",
+    "unified_rw_reporting",
+    "unique_filename",
+    "unit_base",
+    "unlink",
+    "unlink_each_loop",
+    "userspace_reap",
+    "verify",
+    "verify_async",
+    "verify_backlog",
+    "verify_backlog_batch",
+    "verify_dump",
+    "verify_fatal",
+    "verify_interval",
+    "verify_offset",
+    "verify_only",
+    "verify_pattern",
+    "verify_state_load",
+    "verify_state_save",
+    "wait_for",
+    "write_barrier",
+    "write_bw_log",
+    "write_hint",
+    "write_hist_log",
+    "write_iolog",
+    "write_iops_log",
+    "write_lat_log",
+    "zero_buffers",
+    "zone_reset_frequency",
+    "zone_reset_threshold",
+    "zonecapacity",
+    "zonemode",
+    "zonerange",
+    "zonesize",
+    "zoneskip",
+];
+
+/// Engines elevator simulates, for the error message.
+const SUPPORTED_ENGINES: &str = "sync, psync, vsync, pvsync, pvsync2, libaio, io_uring";
+
+/// Real fio engines elevator does not simulate (anything else is not an engine at all).
+const OTHER_ENGINES: &[&str] = &[
+    "cpuio",
+    "mmap",
+    "null",
+    "net",
+    "netsplice",
+    "ftruncate",
+    "filecreate",
+    "filestat",
+    "filedelete",
+    "exec",
+    "posixaio",
+    "falloc",
+    "e4defrag",
+    "splice",
+    "gfapi",
+    "gfapi_async",
+    "mtd",
+    "sg",
+    "io_uring_cmd",
+    "nbd",
+    "rdma",
+    "rados",
+    "rbd",
+    "pmemblk",
+    "dev-dax",
+    "libpmem",
+    "windowsaio",
+    "solarisaio",
+    "guasi",
+    "binject",
+    "libhdfs",
+    "http",
+    "nfs",
+    "xnvme",
+    "libblkio",
+    "dfs",
+    "libcufile",
+    "external",
+];
+
+fn canonical(key: &str) -> Option<&'static str> {
+    MODELLED.iter().find(|(name, _)| *name == key).map(|&(_, c)| c)
+}
+
+/// The known option name nearest to `key` by edit distance, if it is plausibly a typo.
+pub fn suggest(key: &str) -> Option<&'static str> {
+    let limit = (key.chars().count() / 3).clamp(1, 3);
+    MODELLED
+        .iter()
+        .map(|&(name, _)| name)
+        .chain(UNMODELLED.iter().copied())
+        .map(|name| (edit_distance(key, name), name))
+        .filter(|&(d, _)| d <= limit)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// A job being assembled: its spec plus the parse state fio keeps beside it.
+#[derive(Clone, Debug)]
+pub struct Builder {
+    pub spec: JobSpec,
+    /// `kb_base=`: how later size suffixes are read.
+    kb_base: u64,
+    /// `bssplit=` per direction; fio lets it win over `bs`/`bsrange` whatever the order.
+    split: [Option<BlockSize>; 3],
+}
+
+impl Builder {
+    pub fn new(name: &str, source: SourceLocation) -> Self {
+        Builder {
+            spec: JobSpec::new_default(name, source),
+            kb_base: 1024,
+            split: [None, None, None],
+        }
+    }
+
+    /// The finished spec, with the fix-ups fio applies after parsing.
+    pub fn finish(mut self) -> JobSpec {
+        for (slot, split) in self.spec.block_size.iter_mut().zip(self.split) {
+            if let Some(split) = split {
+                *slot = split;
+            }
+        }
+        // fio: a batch of 0, or one above iodepth, means "iodepth".
+        if self.spec.iodepth_batch == 0 || self.spec.iodepth_batch > self.spec.iodepth {
+            self.spec.iodepth_batch = self.spec.iodepth;
+        }
+        self.spec
+    }
+
+    /// Applies one option line. `value` is `None` for a bare flag.
+    pub fn apply(&mut self, key: &str, value: Option<&str>) -> Outcome {
+        let Some(name) = canonical(key) else {
+            if UNMODELLED.contains(&key) {
+                return Ok(Applied::Warn(format!("elevator does not model `{key}`; ignored")));
+            }
+            return Err(OptionError::Unknown { suggestion: suggest(key) });
+        };
+        match name {
+            "time_based" => self.spec.time_based = flag(value)?,
+            "group_reporting" => self.spec.group_reporting = flag(value)?,
+            "new_group" => self.spec.new_group = flag(value)?,
+            "stonewall" => self.spec.stonewall = flag(value)?,
+            _ => {
+                let Some(v) = value else {
+                    return Err(OptionError::Value(format!(
+                        "needs a value (`{key}=...`); fio rejects a bare `{key}`"
+                    )));
+                };
+                return self.apply_value(name, v).map_err(|reason| {
+                    let hint = if v.contains('$') {
+                        "; fio's $pagesize, $mb_memory, $ncpus keywords and arithmetic are not supported"
+                    } else {
+                        ""
+                    };
+                    OptionError::Value(format!("bad value `{v}`: {reason}{hint}"))
+                });
+            }
+        }
+        Ok(Applied::Done)
+    }
+
+    fn apply_value(&mut self, name: &str, v: &str) -> Result<Applied, String> {
+        let kb = self.kb_base;
+        let spec = &mut self.spec;
+        match name {
+            "name" => {
+                if v.is_empty() {
+                    return Err("a job name is expected".into());
+                }
+                spec.name = v.to_string();
+            }
+            "description" => {}
+            "rw" => return self.apply_rw(v),
+            "rwmixread" => spec.rwmixread_percent = int_in(v, kb, 0, 100)? as u32,
+            "rwmixwrite" => spec.rwmixread_percent = 100 - int_in(v, kb, 0, 100)? as u32,
+            "bs" => {
+                let parts = split_ddir(v)?;
+                for (slot, part) in spec.block_size.iter_mut().zip(parts) {
+                    if let Some(p) = part {
+                        *slot = BlockSize::Fixed { bytes: block_bytes(p, kb)? };
+                    }
+                }
+            }
+            "bsrange" => {
+                // fio's irange also separates the directions with `/`: 1k-4k/8k-32k.
+                let v = if v.contains(',') { v.to_string() } else { v.replace('/', ",") };
+                let parts = split_ddir(&v)?;
+                for (slot, part) in spec.block_size.iter_mut().zip(parts) {
+                    if let Some(p) = part {
+                        let (lo, hi) = split_range(p).ok_or_else(|| {
+                            format!("`{p}` is not a range (expected e.g. 4k-64k)")
+                        })?;
+                        let (a, b) = (block_bytes(lo, kb)?, block_bytes(hi, kb)?);
+                        *slot = BlockSize::Range { min_bytes: a.min(b), max_bytes: a.max(b) };
+                    }
+                }
+            }
+            "bssplit" => {
+                let parts = split_ddir(v)?;
+                for (slot, part) in self.split.iter_mut().zip(parts) {
+                    if let Some(p) = part {
+                        *slot = Some(parse_bssplit(p, kb)?);
+                    }
+                }
+            }
+            "size" => {
+                spec.size = match parse_size_or_percent(v, kb)? {
+                    SizeOrPercent::Bytes(0) => None,
+                    SizeOrPercent::Bytes(b) => Some(Amount::Bytes(b)),
+                    SizeOrPercent::Percent(p) if p > 0.0 => Some(Amount::Percent(p)),
+                    SizeOrPercent::Percent(_) => return Err("a size above 0% is expected".into()),
+                }
+            }
+            "offset" => {
+                spec.offset = match parse_size_or_percent(v, kb)? {
+                    SizeOrPercent::Bytes(b) => Amount::Bytes(b),
+                    SizeOrPercent::Percent(p) => Amount::Percent(p),
+                }
+            }
+            "filename" => {
+                if v.is_empty() {
+                    return Err("a device or file name is expected".into());
+                }
+                spec.filename = Some(v.to_string());
+            }
+            "direct" => spec.direct = parse_bool(v)?,
+            "buffered" => spec.direct = !parse_bool(v)?,
+            "ioengine" => spec.ioengine = parse_engine(v)?,
+            "iodepth" => spec.iodepth = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "iodepth_batch" => spec.iodepth_batch = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "numjobs" => spec.numjobs = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "runtime" => {
+                let ns = parse_time_ns(v, NS_PER_SEC)?;
+                spec.runtime_ns = (ns > 0).then_some(ns);
+            }
+            "ramp_time" => spec.ramp_time_ns = parse_time_ns(v, NS_PER_SEC)?,
+            "startdelay" => spec.startdelay_ns = parse_time_ns(v, NS_PER_SEC)?,
+            "thinktime" => spec.thinktime_ns = parse_time_ns(v, NS_PER_US)?,
+            "thinktime_blocks" => spec.thinktime_blocks = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "rate" => spec.rate_bytes_per_sec = per_ddir_limit(v, kb)?,
+            "rate_iops" => spec.rate_iops = per_ddir_limit(v, kb)?,
+            "cgroup" => {
+                if v.is_empty() {
+                    return Err("a cgroup path is expected (e.g. groupA or a/b)".into());
+                }
+                spec.cgroup = Some(v.to_string());
+            }
+            "cgroup_weight" => spec.cgroup_weight = Some(int_in(v, kb, 100, 1000)? as u32),
+            "prio" => spec.prio = Some(int_in(v, kb, 0, 7)? as u8),
+            "prioclass" => spec.prioclass = Some(int_in(v, kb, 0, 3)? as u8),
+            "randrepeat" => spec.randrepeat = parse_bool(v)?,
+            "randseed" => spec.randseed = Some(parse_size(v, kb)?),
+            "uid" => spec.uid = Some(int_in(v, kb, 0, u32::MAX.into())? as u32),
+            "gid" => spec.gid = Some(int_in(v, kb, 0, u32::MAX.into())? as u32),
+            "nrfiles" => spec.nrfiles = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "filesize" => {
+                let (lo, hi) = split_range(v).unwrap_or((v, v));
+                let (a, b) = (parse_size(lo, kb)?, parse_size(hi, kb)?);
+                spec.filesize = Some((a.min(b), a.max(b)));
+            }
+            "file_service_type" => return self.apply_file_service_type(v),
+            "io_size" => {
+                let bytes = parse_size(v, kb)?;
+                spec.io_size_bytes = (bytes > 0).then_some(bytes);
+            }
+            "number_ios" => {
+                let n = parse_size(v, kb)?;
+                spec.number_ios = (n > 0).then_some(n);
+            }
+            "fsync" => spec.fsync_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "kb_base" => {
+                self.kb_base = match v.trim() {
+                    "1024" => 1024,
+                    "1000" => 1000,
+                    _ => return Err("expected 1024 or 1000".into()),
+                }
+            }
+            _ => return Err(format!("internal: option `{name}` has no handler")),
+        }
+        Ok(Applied::Done)
+    }
+
+    fn apply_rw(&mut self, v: &str) -> Result<Applied, String> {
+        let (mode, modifier) = match v.split_once(':') {
+            Some((m, n)) => (m.trim(), Some(n.trim())),
+            None => (v.trim(), None),
+        };
+        self.spec.rw = match mode {
+            "read" => RwMode::Read,
+            "write" => RwMode::Write,
+            "trim" => RwMode::Trim,
+            "randread" => RwMode::RandRead,
+            "randwrite" => RwMode::RandWrite,
+            "randtrim" => RwMode::RandTrim,
+            "rw" | "readwrite" => RwMode::ReadWrite,
+            "randrw" => RwMode::RandRw,
+            "trimwrite" | "randtrimwrite" => {
+                return Err(format!(
+                    "elevator does not model `{mode}`; expected read, write, trim, randread, randwrite, randtrim, rw, readwrite or randrw"
+                ))
+            }
+            _ => {
+                return Err(
+                    "expected read, write, trim, randread, randwrite, randtrim, rw, readwrite or randrw"
+                        .into(),
+                )
+            }
+        };
+        match modifier {
+            None => Ok(Applied::Done),
+            Some(n) => {
+                parse_size(n, self.kb_base)?;
+                Ok(Applied::Warn(format!(
+                    "elevator does not model the `:{n}` sequencer modifier of `rw={v}`; ignored"
+                )))
+            }
+        }
+    }
+
+    fn apply_file_service_type(&mut self, v: &str) -> Result<Applied, String> {
+        let (kind, arg) = match v.split_once(':') {
+            Some((k, a)) => (k.trim(), Some(a.trim())),
+            None => (v.trim(), None),
+        };
+        let mut warning = None;
+        self.spec.file_service_type = match kind {
+            "random" => FileServiceType::Random,
+            "roundrobin" => FileServiceType::RoundRobin,
+            "sequential" => FileServiceType::Sequential,
+            "zipf" | "pareto" | "normal" | "gauss" => {
+                warning = Some(format!(
+                    "elevator does not model the `{kind}` file distribution; using uniform random"
+                ));
+                FileServiceType::Random
+            }
+            _ => return Err("expected random, roundrobin or sequential (optionally `:N`)".into()),
+        };
+        if let Some(a) = arg {
+            if kind == "zipf" || kind == "pareto" || kind == "normal" || kind == "gauss" {
+                a.parse::<f64>().map_err(|_| format!("`{a}` is not a number"))?;
+            } else {
+                parse_size(a, self.kb_base)?;
+                warning = Some(format!(
+                    "elevator does not model switching files every `{a}` I/Os; ignored"
+                ));
+            }
+        }
+        Ok(warning.map_or(Applied::Done, Applied::Warn))
+    }
+}
+
+/// A flag option (`time_based`): bare means on, otherwise 0 or 1.
+fn flag(value: Option<&str>) -> Result<bool, OptionError> {
+    match value {
+        None => Ok(true),
+        Some(v) => parse_bool(v).map_err(|r| OptionError::Value(format!("bad value `{v}`: {r}"))),
+    }
+}
+
+/// An integer (fio allows size suffixes on any integer) within `min..=max`.
+fn int_in(v: &str, kb_base: u64, min: u64, max: u64) -> Result<u64, String> {
+    let n = parse_size(v, kb_base)?;
+    if n < min || n > max {
+        return Err(format!("out of range (expected {min} to {max})"));
+    }
+    Ok(n)
+}
+
+/// One block size: positive and whole sectors, since the simulator works in 512-byte sectors.
+fn block_bytes(v: &str, kb_base: u64) -> Result<u64, String> {
+    let bytes = parse_size(v, kb_base)?;
+    if bytes == 0 || bytes % SECTOR_BYTES != 0 {
+        return Err(format!(
+            "block size {bytes} is not a positive multiple of {SECTOR_BYTES}: elevator simulates {SECTOR_BYTES}-byte sectors"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `bssplit` for one direction: `4k/10:64k/90`. Entries without a percentage share what is
+/// left over equally (the last of them takes the rounding remainder); the total must be 100.
+fn parse_bssplit(v: &str, kb_base: u64) -> Result<BlockSize, String> {
+    let mut parts: Vec<(u64, Option<u32>)> = Vec::new();
+    for entry in v.split(':').map(str::trim) {
+        let (bs, perc) = match entry.split_once('/') {
+            Some((b, p)) => (b.trim(), Some(p.trim())),
+            None => (entry, None),
+        };
+        let perc = match perc {
+            Some("") | None => None,
+            Some(p) => Some(
+                p.parse::<u32>()
+                    .ok()
+                    .filter(|&p| p <= 100)
+                    .ok_or_else(|| format!("`{p}` is not a percentage 0..=100 in `{entry}`"))?,
+            ),
+        };
+        parts.push((block_bytes(bs, kb_base)?, perc));
+    }
+    let given: u32 = parts.iter().filter_map(|p| p.1).fold(0, u32::saturating_add);
+    if given > 100 {
+        return Err(format!("percentages add up to {given}, more than 100"));
+    }
+    let missing = u32::try_from(parts.iter().filter(|p| p.1.is_none()).count()).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(parts.len());
+    let mut missing_seen = 0;
+    for (bs, perc) in parts {
+        let perc = match perc {
+            Some(p) => p,
+            None => {
+                missing_seen += 1;
+                let share = (100 - given) / missing;
+                if missing_seen == missing {
+                    share + (100 - given) % missing
+                } else {
+                    share
+                }
+            }
+        };
+        out.push((bs, perc));
+    }
+    let total: u32 = out.iter().map(|p| p.1).fold(0, u32::saturating_add);
+    if total != 100 {
+        return Err(format!(
+            "percentages add up to {total}; they must add up to 100 (leave the last one out to give it the rest)"
+        ));
+    }
+    Ok(BlockSize::Split { parts: out })
+}
+
+/// `rate=` / `rate_iops=`: per direction, empty or 0 meaning no limit.
+fn per_ddir_limit(v: &str, kb_base: u64) -> Result<[Option<u64>; 3], String> {
+    let mut out = [None; 3];
+    for (slot, part) in out.iter_mut().zip(split_ddir(v)?) {
+        if let Some(p) = part {
+            let n = parse_size(p, kb_base)?;
+            *slot = (n > 0).then_some(n);
+        }
+    }
+    Ok(out)
+}
+
+fn parse_engine(v: &str) -> Result<IoEngine, String> {
+    let lower = v.trim().to_ascii_lowercase();
+    match lower.as_str() {
+        "sync" => Ok(IoEngine::Sync),
+        "psync" => Ok(IoEngine::Psync),
+        "vsync" | "pvsync" | "pvsync2" => Ok(IoEngine::Pvsync),
+        "libaio" => Ok(IoEngine::Libaio),
+        "io_uring" => Ok(IoEngine::IoUring),
+        other => {
+            let base = other.split(':').next().unwrap_or(other);
+            if OTHER_ENGINES.contains(&base) {
+                Err(format!(
+                    "elevator does not simulate the `{base}` engine; supported engines: {SUPPORTED_ENGINES}"
+                ))
+            } else {
+                Err(format!("not a fio engine; supported engines: {SUPPORTED_ENGINES}"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builder() -> Builder {
+        Builder::new("j", SourceLocation { file: "t.fio".into(), line: 1 })
+    }
+
+    fn applied(opts: &[(&str, Option<&str>)]) -> JobSpec {
+        let mut b = builder();
+        for (k, v) in opts {
+            b.apply(k, *v).unwrap_or_else(|e| panic!("{k}={v:?}: {e:?}"));
+        }
+        b.finish()
+    }
+
+    fn value_err(key: &str, value: &str) -> String {
+        match builder().apply(key, Some(value)) {
+            Err(OptionError::Value(m)) => m,
+            other => panic!("{key}={value}: expected a value error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn modelled_and_unmodelled_lists_are_disjoint_and_sorted() {
+        for (name, _) in MODELLED {
+            assert!(!UNMODELLED.contains(name), "{name} is in both lists");
+        }
+        assert!(UNMODELLED.windows(2).all(|w| w[0] < w[1]));
+        assert!(UNMODELLED.len() > 150);
+    }
+
+    #[test]
+    fn aliases_map_to_the_same_field() {
+        let a = applied(&[("readwrite", Some("randrw")), ("blocksize", Some("8k"))]);
+        assert_eq!(a.rw, RwMode::RandRw);
+        assert_eq!(a.block_size[1], BlockSize::Fixed { bytes: 8192 });
+        assert_eq!(applied(&[("timeout", Some("10"))]).runtime_ns, Some(10 * NS_PER_SEC));
+        assert!(applied(&[("wait_for_previous", None)]).stonewall);
+        assert_eq!(applied(&[("io_limit", Some("1m"))]).io_size_bytes, Some(1 << 20));
+        assert_eq!(applied(&[("nr_files", Some("4"))]).nrfiles, 4);
+        assert_eq!(
+            applied(&[("iodepth_batch_submit", Some("4")), ("iodepth", Some("8"))]).iodepth_batch,
+            4
+        );
+    }
+
+    #[test]
+    fn unmodelled_options_warn() {
+        assert_eq!(
+            builder().apply("norandommap", None),
+            Ok(Applied::Warn("elevator does not model `norandommap`; ignored".into()))
+        );
+        assert!(matches!(builder().apply("hipri", None), Ok(Applied::Warn(_))));
+        assert!(matches!(builder().apply("verify", Some("crc32c")), Ok(Applied::Warn(_))));
+    }
+
+    #[test]
+    fn unknown_options_suggest_the_nearest() {
+        assert_eq!(
+            builder().apply("iodpeth", Some("4")),
+            Err(OptionError::Unknown { suggestion: Some("iodepth") })
+        );
+        assert_eq!(
+            builder().apply("rwmixred", Some("4")),
+            Err(OptionError::Unknown { suggestion: Some("rwmixread") })
+        );
+        assert_eq!(
+            builder().apply("zzzzzzzzzzzz", Some("4")),
+            Err(OptionError::Unknown { suggestion: None })
+        );
+    }
+
+    #[test]
+    fn block_sizes() {
+        let s = applied(&[("bs", Some("4k,8k"))]);
+        assert_eq!(
+            s.block_size,
+            [
+                BlockSize::Fixed { bytes: 4096 },
+                BlockSize::Fixed { bytes: 8192 },
+                BlockSize::Fixed { bytes: 8192 }
+            ]
+        );
+        let s = applied(&[("bs", Some(",16k"))]);
+        assert_eq!(s.block_size[0], BlockSize::Fixed { bytes: 4096 });
+        assert_eq!(s.block_size[2], BlockSize::Fixed { bytes: 16384 });
+        let s = applied(&[("bsrange", Some("64k-4k"))]);
+        assert_eq!(s.block_size[0], BlockSize::Range { min_bytes: 4096, max_bytes: 65536 });
+        let s = applied(&[("bsrange", Some("4k-8k,16k:32k"))]);
+        assert_eq!(s.block_size[1], BlockSize::Range { min_bytes: 16384, max_bytes: 32768 });
+        let s = applied(&[("bsrange", Some("4k-8k/16k-32k"))]);
+        assert_eq!(s.block_size[2], BlockSize::Range { min_bytes: 16384, max_bytes: 32768 });
+        assert!(value_err("bs", "1000").contains("512-byte sectors"));
+        assert!(value_err("bs", "0").contains("512"));
+        assert!(value_err("bsrange", "4k").contains("range"));
+    }
+
+    #[test]
+    fn bssplit_fills_missing_percentages_and_wins_over_bs() {
+        let s = applied(&[("bssplit", Some("4k/10:64k/90")), ("bs", Some("8k"))]);
+        assert_eq!(s.block_size[0], BlockSize::Split { parts: vec![(4096, 10), (65536, 90)] });
+        let s = applied(&[("bssplit", Some("4k/10:64k"))]);
+        assert_eq!(s.block_size[2], BlockSize::Split { parts: vec![(4096, 10), (65536, 90)] });
+        let s = applied(&[("bssplit", Some("4k:8k:16k"))]);
+        assert_eq!(
+            s.block_size[0],
+            BlockSize::Split { parts: vec![(4096, 33), (8192, 33), (16384, 34)] }
+        );
+        let s = applied(&[("bssplit", Some("4k/50:8k/50,64k/100"))]);
+        assert_eq!(s.block_size[1], BlockSize::Split { parts: vec![(65536, 100)] });
+        assert!(value_err("bssplit", "4k/50:64k/60").contains("more than 100"));
+        assert!(value_err("bssplit", "4k/50:64k/40").contains("must add up to 100"));
+        assert!(value_err("bssplit", "4k/x").contains("percentage"));
+    }
+
+    #[test]
+    fn ranges_of_integers_follow_fio() {
+        assert!(value_err("rwmixread", "150").contains("0 to 100"));
+        assert_eq!(applied(&[("rwmixwrite", Some("30"))]).rwmixread_percent, 70);
+        assert!(value_err("prio", "9").contains("0 to 7"));
+        assert!(value_err("prioclass", "4").contains("0 to 3"));
+        assert!(value_err("cgroup_weight", "50").contains("100 to 1000"));
+        assert!(value_err("cgroup_weight", "1001").contains("100 to 1000"));
+        assert!(value_err("iodepth", "0").contains("1 to"));
+        assert!(value_err("iodepth", "-1").contains("not a number"));
+        assert!(value_err("numjobs", "$ncpus").contains("$ncpus keywords"));
+        assert!(value_err("numjobs", "0").contains("1 to"));
+        assert!(value_err("iodepth", "99999999999").contains("out of range"));
+        assert_eq!(applied(&[("cgroup_weight", Some("100"))]).cgroup_weight, Some(100));
+    }
+
+    #[test]
+    fn flags_and_booleans() {
+        assert!(applied(&[("time_based", None)]).time_based);
+        assert!(!applied(&[("time_based", Some("0"))]).time_based);
+        assert!(applied(&[("direct", Some("1"))]).direct);
+        assert!(applied(&[("buffered", Some("0"))]).direct);
+        assert!(value_err("direct", "yes").contains("0 or 1"));
+        assert!(
+            matches!(builder().apply("direct", None), Err(OptionError::Value(m)) if m.contains("needs a value"))
+        );
+        assert!(!applied(&[("randrepeat", Some("0"))]).randrepeat);
+    }
+
+    #[test]
+    fn engines() {
+        assert_eq!(applied(&[("ioengine", Some("libaio"))]).ioengine, IoEngine::Libaio);
+        assert_eq!(applied(&[("ioengine", Some("pvsync2"))]).ioengine, IoEngine::Pvsync);
+        assert_eq!(applied(&[("ioengine", Some("IO_URING"))]).ioengine, IoEngine::IoUring);
+        assert!(value_err("ioengine", "posixaio").contains("does not simulate the `posixaio`"));
+        assert!(value_err("ioengine", "foo").contains("supported engines: sync"));
+    }
+
+    #[test]
+    fn rw_modes_and_modifier() {
+        assert_eq!(applied(&[("rw", Some("randtrim"))]).rw, RwMode::RandTrim);
+        assert_eq!(applied(&[("rw", Some("readwrite"))]).rw, RwMode::ReadWrite);
+        assert!(
+            matches!(builder().apply("rw", Some("randread:8")), Ok(Applied::Warn(m)) if m.contains(":8"))
+        );
+        assert!(value_err("rw", "READ").contains("expected read"));
+        assert!(value_err("rw", "trimwrite").contains("does not model"));
+        assert!(value_err("rw", "randread:x").contains("not a number"));
+    }
+
+    #[test]
+    fn sizes_times_and_rates() {
+        let s = applied(&[
+            ("size", Some("50%")),
+            ("offset", Some("1g")),
+            ("io_size", Some("2m")),
+            ("filesize", Some("4k-8k")),
+            ("number_ios", Some("1000")),
+            ("runtime", Some("1m")),
+            ("ramp_time", Some("5")),
+            ("startdelay", Some("500ms")),
+            ("thinktime", Some("10")),
+            ("rate", Some(",1m")),
+            ("rate_iops", Some("100")),
+        ]);
+        assert_eq!(s.size, Some(Amount::Percent(50.0)));
+        assert_eq!(s.offset, Amount::Bytes(1 << 30));
+        assert_eq!(s.io_size_bytes, Some(2 << 20));
+        assert_eq!(s.filesize, Some((4096, 8192)));
+        assert_eq!(s.number_ios, Some(1000));
+        assert_eq!(s.runtime_ns, Some(60 * NS_PER_SEC));
+        assert_eq!(s.ramp_time_ns, 5 * NS_PER_SEC);
+        assert_eq!(s.startdelay_ns, NS_PER_SEC / 2);
+        assert_eq!(s.thinktime_ns, 10 * NS_PER_US);
+        assert_eq!(s.rate_bytes_per_sec, [None, Some(1 << 20), Some(1 << 20)]);
+        assert_eq!(s.rate_iops, [Some(100); 3]);
+        assert_eq!(applied(&[("runtime", Some("0"))]).runtime_ns, None);
+        assert_eq!(applied(&[("filesize", Some("1m"))]).filesize, Some((1 << 20, 1 << 20)));
+        assert!(value_err("size", "0%").contains("above 0%"));
+        assert!(value_err("rate", "1m,2m,3m,4m").contains("at most 3"));
+    }
+
+    #[test]
+    fn kb_base_changes_later_sizes() {
+        let s = applied(&[("kb_base", Some("1000")), ("size", Some("8k"))]);
+        assert_eq!(s.size, Some(Amount::Bytes(8000)));
+        assert!(value_err("kb_base", "1023").contains("1024 or 1000"));
+    }
+
+    #[test]
+    fn file_service_types() {
+        assert_eq!(
+            applied(&[("file_service_type", Some("random"))]).file_service_type,
+            FileServiceType::Random
+        );
+        assert_eq!(
+            applied(&[("file_service_type", Some("sequential"))]).file_service_type,
+            FileServiceType::Sequential
+        );
+        assert!(matches!(
+            builder().apply("file_service_type", Some("random:4")),
+            Ok(Applied::Warn(_))
+        ));
+        assert!(matches!(
+            builder().apply("file_service_type", Some("zipf:1.2")),
+            Ok(Applied::Warn(_))
+        ));
+        assert!(value_err("file_service_type", "lru").contains("roundrobin"));
+    }
+
+    #[test]
+    fn iodepth_batch_fixups() {
+        assert_eq!(
+            applied(&[("iodepth", Some("16")), ("iodepth_batch", Some("0"))]).iodepth_batch,
+            16
+        );
+        assert_eq!(
+            applied(&[("iodepth", Some("4")), ("iodepth_batch", Some("8"))]).iodepth_batch,
+            4
+        );
+    }
+
+    #[test]
+    fn edit_distance_basics() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+    }
+}

@@ -1,0 +1,145 @@
+//! Sections to jobs: folds `[global]` options into the jobs that follow them, applies each
+//! job's own options, and turns option-level failures into [`ParseError`]s that name file,
+//! line and option.
+//!
+//! fio semantics kept here: a `[global]` section affects only jobs after it (it may appear
+//! several times, each adding to the previous ones); a job's section name is its name unless it
+//! says `name=`; options before any section are an error; a file with no jobs is an error.
+
+use std::path::Path;
+
+use crate::ini::{Env, Item, Reader};
+use crate::job::{Diagnostic, JobFile, JobSpec, ParseError, SourceLocation};
+use crate::options::{Applied, Builder, OptionError};
+
+/// Parses a job file from disk. `env` looks up environment variables for `${VAR}` expansion.
+pub fn parse_file(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<JobFile, ParseError> {
+    let mut reader = Reader::new(env);
+    reader.read_file(path, None)?;
+    build(reader.items, &path.display().to_string())
+}
+
+/// Parses job-file text; `name` labels it in messages and `include` paths resolve relative to
+/// `base_dir`.
+pub fn parse_str(
+    text: &str,
+    name: &str,
+    base_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<JobFile, ParseError> {
+    let env: Env<'_> = env;
+    let mut reader = Reader::new(env);
+    reader.read_text(text, name, base_dir)?;
+    build(reader.items, name)
+}
+
+/// Which kind of section the option lines currently belong to.
+enum Current {
+    None,
+    Global,
+    Job(Box<Builder>),
+}
+
+fn build(items: Vec<Item>, file_name: &str) -> Result<JobFile, ParseError> {
+    let mut out = JobFile { jobs: Vec::new(), global_options: Vec::new(), warnings: Vec::new() };
+    // Every global option seen so far, replayed onto each new job (fio copies the global
+    // state at the point the job section starts).
+    let mut globals: Vec<(String, Option<String>)> = Vec::new();
+    // Accumulated global state, so global lines are checked (and warned about) once.
+    let mut global_check =
+        Builder::new("global", SourceLocation { file: file_name.into(), line: 0 });
+    let mut current = Current::None;
+
+    for item in items {
+        match item {
+            Item::Section { name, location } => {
+                finish(&mut current, &mut out);
+                current = if name == "global" {
+                    Current::Global
+                } else {
+                    let mut builder = Builder::new(&name, location);
+                    for (key, value) in &globals {
+                        // Already validated when the global line was read.
+                        let _ = builder.apply(key, value.as_deref());
+                    }
+                    builder.spec.name = name;
+                    Current::Job(Box::new(builder))
+                };
+            }
+            Item::Option { key, value, written, location } => {
+                let builder = match &mut current {
+                    Current::None => {
+                        return Err(ParseError {
+                            location,
+                            option: Some(key.clone()),
+                            message: format!(
+                                "option `{key}` is outside any section; put it under [global] or a [job] header"
+                            ),
+                        })
+                    }
+                    Current::Global => &mut global_check,
+                    Current::Job(builder) => builder.as_mut(),
+                };
+                let outcome = builder.apply(&key, value.as_deref());
+                // fio's JSON "job options" leave bare flags (`time_based`) out.
+                let record = value.clone().map(|v| (key.clone(), v));
+                match outcome {
+                    Ok(Applied::Done) => {}
+                    Ok(Applied::Warn(message)) => out.warnings.push(Diagnostic {
+                        location: location.clone(),
+                        option: key.clone(),
+                        message,
+                    }),
+                    Err(error) => {
+                        let mut e = option_error(location, &key, error);
+                        if let Some(written) = written {
+                            e.message.push_str(&format!(
+                                " (written as `{written}`; an undefined ${{VAR}} expands to nothing, as in fio)"
+                            ));
+                        }
+                        return Err(e);
+                    }
+                }
+                match &mut current {
+                    Current::Job(builder) => builder.spec.options.extend(record),
+                    _ => {
+                        out.global_options.extend(record);
+                        globals.push((key, value));
+                    }
+                }
+            }
+        }
+    }
+    finish(&mut current, &mut out);
+    if out.jobs.is_empty() {
+        return Err(ParseError {
+            location: SourceLocation { file: file_name.into(), line: 0 },
+            option: None,
+            message:
+                "the job file defines no jobs (only [global] or nothing); add a [jobname] section"
+                    .into(),
+        });
+    }
+    Ok(out)
+}
+
+fn finish(current: &mut Current, out: &mut JobFile) {
+    if let Current::Job(builder) = std::mem::replace(current, Current::None) {
+        let spec: JobSpec = builder.finish();
+        out.jobs.push(spec);
+    }
+}
+
+fn option_error(location: SourceLocation, key: &str, error: OptionError) -> ParseError {
+    let message = match error {
+        OptionError::Unknown { suggestion: Some(s) } => {
+            format!("`{key}` is not a fio option; did you mean `{s}`?")
+        }
+        OptionError::Unknown { suggestion: None } => format!("`{key}` is not a fio option"),
+        OptionError::Value(m) => m,
+    };
+    ParseError { location, option: Some(key.to_string()), message }
+}

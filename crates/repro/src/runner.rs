@@ -1,0 +1,138 @@
+//! Runs an experiment: every table × variant × row value is one simulation.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use elevator_sim::{simulate, SimOptions, Topology};
+use serde::Serialize;
+
+use crate::metric::Metric;
+use crate::scenario::{Experiment, Table};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentResult {
+    pub name: String,
+    pub seed_mail: String,
+    pub title: String,
+    pub tables: Vec<TableResult>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TableResult {
+    pub title: String,
+    pub vary: Option<String>,
+    pub headers: Vec<String>,
+    pub columns: Vec<String>,
+    pub variants: Vec<VariantResult>,
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VariantResult {
+    pub label: String,
+    pub scheduler: String,
+    pub iosched: BTreeMap<String, String>,
+    pub rows: Vec<RowResult>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RowResult {
+    /// The value of the varied variable ("" if none).
+    pub value: String,
+    /// Our numbers, and the same as the seed would print them.
+    pub numbers: Vec<f64>,
+    pub cells: Vec<String>,
+    /// The published row, as printed in the seed mail.
+    pub published: Option<String>,
+}
+
+/// How many simulations an experiment runs (for progress bars).
+pub fn run_count(e: &Experiment) -> usize {
+    e.tables.iter().map(|t| Experiment::row_values(t).len() * t.variants.len()).sum()
+}
+
+fn tunable_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Boolean(b) => u8::from(*b).to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn topology_for(e: &Experiment, t: &Table) -> Result<Topology, String> {
+    match t.topology.as_ref().or(e.topology.as_ref()) {
+        Some(rel) => Topology::from_file(&e.dir.join(rel)),
+        None => Ok(Topology::builtin()),
+    }
+}
+
+/// Runs every table; `progress(done, total, what)` is called after each simulation.
+pub fn run_experiment(
+    e: &Experiment,
+    progress: &mut dyn FnMut(usize, usize, &str),
+) -> Result<ExperimentResult, String> {
+    let total = run_count(e);
+    let mut done = 0;
+    let mut tables = Vec::new();
+    for t in &e.tables {
+        let topology = topology_for(e, t)?;
+        let metrics: Vec<Metric> =
+            t.columns.iter().map(|c| Metric::parse(c)).collect::<Result<_, _>>()?;
+        let headers =
+            t.headers.clone().unwrap_or_else(|| metrics.iter().map(Metric::header).collect());
+        let mut variants = Vec::new();
+        for v in &t.variants {
+            let iosched: BTreeMap<String, String> =
+                v.iosched.iter().map(|(k, x)| (k.clone(), tunable_text(x))).collect();
+            let mut rows = Vec::new();
+            for (i, value) in Experiment::row_values(t).iter().enumerate() {
+                let mut vars: BTreeMap<String, String> =
+                    t.vars.iter().map(|(k, x)| (k.clone(), tunable_text(x))).collect();
+                if let Some(name) = &t.vary {
+                    vars.insert(name.clone(), value.clone());
+                }
+                let env = |name: &str| vars.get(name).cloned();
+                let path = e.dir.join(&t.jobfile);
+                let jobs = elevator_fio::parse_file(Path::new(&path), &env)
+                    .map_err(|err| err.to_string())?;
+                let options = SimOptions {
+                    seed: e.seed,
+                    scheduler: Some(v.scheduler.clone()),
+                    iosched: iosched.iter().map(|(k, x)| (k.clone(), x.clone())).collect(),
+                };
+                let result = simulate(&jobs, &topology, &options).map_err(|err| {
+                    format!("{}: table `{}`, {}: {err}", e.name, t.title, v.label)
+                })?;
+                let values: Vec<_> = metrics.iter().map(|m| m.eval(&result)).collect();
+                rows.push(RowResult {
+                    value: value.clone(),
+                    numbers: values.iter().map(|x| x.number).collect(),
+                    cells: values.into_iter().map(|x| x.text).collect(),
+                    published: v.published.get(i).cloned(),
+                });
+                done += 1;
+                progress(done, total, &format!("{} · {} · {}", t.title, v.label, value));
+            }
+            variants.push(VariantResult {
+                label: v.label.clone(),
+                scheduler: v.scheduler.clone(),
+                iosched,
+                rows,
+            });
+        }
+        tables.push(TableResult {
+            title: t.title.clone(),
+            vary: t.vary.clone(),
+            headers,
+            columns: t.columns.clone(),
+            variants,
+            note: t.note.clone(),
+        });
+    }
+    Ok(ExperimentResult {
+        name: e.name.clone(),
+        seed_mail: e.seed_mail.clone(),
+        title: e.title.clone(),
+        tables,
+    })
+}

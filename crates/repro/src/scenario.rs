@@ -1,0 +1,158 @@
+//! The scenario file format.
+//!
+//! ```toml
+//! name = "io-controller"
+//! seed_mail = "000"
+//! title = "Group I/O control by disk time vs vanilla CFQ"
+//! topology = "topologies/array-000.toml"   # relative to this file; omit for the built-in disk
+//!
+//! [[table]]
+//! title = "Sequential readers vs random reader"
+//! jobfile = "io-controller/seq-vs-random.fio"
+//! vary = "N"                       # ${N} in the job file
+//! values = [1, 2, 4, 8, 16, 32]
+//! columns = ["g0.nr", "g0.max_bw", "g0.min_bw", "g0.agg_bw", "g0.max_lat",
+//!            "g1.nr", "g1.agg_bw", "g1.max_lat"]
+//!
+//! [[table.variant]]
+//! label = "Vanilla CFQ"
+//! scheduler = "cfq"
+//! iosched = { group_scheduling = 0 }
+//! published = ["1 13806KB/s 13806KB/s 13483KB/s 28672usec 1 23KB/s 212msec", ...]
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::metric::Metric;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub name: String,
+    /// Which seed mail it reproduces ("000" ... "004").
+    pub seed_mail: String,
+    pub title: String,
+    /// Topology file relative to the scenario file; the built-in disk if absent.
+    pub topology: Option<String>,
+    /// Simulation seed (default 1).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(rename = "table")]
+    pub tables: Vec<Table>,
+    /// Directory of the scenario file, filled in when loaded.
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    pub title: String,
+    /// Job file relative to the scenario file.
+    pub jobfile: String,
+    /// Topology for this table only.
+    pub topology: Option<String>,
+    /// The `${VAR}` varied down the rows; without it the table has one row.
+    pub vary: Option<String>,
+    #[serde(default)]
+    pub values: Vec<String>,
+    /// Other `${VAR}`s for the job file.
+    #[serde(default)]
+    pub vars: toml::Table,
+    pub columns: Vec<String>,
+    /// Column headers; default: from the metrics.
+    pub headers: Option<Vec<String>>,
+    #[serde(rename = "variant")]
+    pub variants: Vec<Variant>,
+    /// A sentence on what the published numbers showed, printed under the table.
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub label: String,
+    pub scheduler: String,
+    #[serde(default)]
+    pub iosched: toml::Table,
+    /// Published rows, one per value, as the seed printed them.
+    #[serde(default)]
+    pub published: Vec<String>,
+}
+
+impl Experiment {
+    /// Loads and checks a scenario file.
+    pub fn load(path: &Path) -> Result<Experiment, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let mut e: Experiment = toml::from_str(&text).map_err(|err| {
+            format!(
+                "{}: {}",
+                path.display(),
+                err.to_string().lines().map(str::trim).collect::<Vec<_>>().join(" ")
+            )
+        })?;
+        e.dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        for t in &e.tables {
+            for c in &t.columns {
+                Metric::parse(c)
+                    .map_err(|err| format!("{}: table `{}`: {err}", path.display(), t.title))?;
+            }
+            if t.vary.is_some() && t.values.is_empty() {
+                return Err(format!(
+                    "{}: table `{}`: `vary` needs `values`",
+                    path.display(),
+                    t.title
+                ));
+            }
+            if let Some(h) = &t.headers {
+                if h.len() != t.columns.len() {
+                    return Err(format!(
+                        "{}: table `{}`: {} headers for {} columns",
+                        path.display(),
+                        t.title,
+                        h.len(),
+                        t.columns.len()
+                    ));
+                }
+            }
+        }
+        Ok(e)
+    }
+
+    /// The values down a table's rows (one empty value if nothing varies).
+    pub fn row_values(table: &Table) -> Vec<String> {
+        if table.vary.is_some() {
+            table.values.clone()
+        } else {
+            vec![String::new()]
+        }
+    }
+}
+
+/// Every `*.toml` scenario directly under `dir` that is an experiment, sorted by name.
+pub fn list_experiments(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: cannot list scenarios: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if !text.contains("[[table]]") {
+            continue; // a topology file, not an experiment
+        }
+        let e = Experiment::load(&path)?;
+        out.push((e.name.clone(), path));
+    }
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,410 @@
+//! The block layer between submitters and one device: what `blk-mq` does with a bio before a
+//! driver sees it.
+//!
+//! - **Split** (`blk_queue_split`): a bio longer than `max_sectors_kb` becomes several pieces.
+//! - **Plug** (`blk_start_plug` / `blk_finish_plug`): bios a process submits in one batch
+//!   (fio's `iodepth_batch_submit`) collect in a plug list, where contiguous ones merge
+//!   (`blk_attempt_plug_merge`), and go to the scheduler together when the batch ends.
+//! - **Merge** into a queued request through the scheduler (`bio_merge`), else **allocate** a
+//!   request (`blk_mq_get_tag`): at most `nr_requests` may exist, and a submitter who finds none
+//!   sleeps until one completes, in FIFO order.
+//! - **Dispatch**: the scheduler is pulled while the device has a free queue slot.
+//!
+//! A request remembers its pieces as a linked list through a slab, so merging is O(1) and the
+//! hot path allocates nothing once the slabs are warm.
+
+use std::collections::VecDeque;
+
+use elevator_core::{Nanos, Op, Owner, Request, RequestId, SECTOR_BYTES};
+use elevator_device::{Command, Completion, Device};
+use elevator_sched::{Dispatch, Scheduler};
+
+const NONE: u32 = u32::MAX;
+
+/// A bio as the submitter issued it, tracked until all its pieces complete.
+#[derive(Clone, Copy, Debug)]
+pub struct Bio {
+    pub process: u32,
+    pub op: Op,
+    pub len_bytes: u64,
+    pub issue_ns: Nanos,
+    /// When its last piece reached the scheduler (after any wait for a request).
+    pub submit_ns: Nanos,
+    pieces_left: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    bio: u32,
+    next: u32,
+}
+
+/// A request in the scheduler or the device: its current shape and its pieces.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    rq: Request,
+    head: u32,
+    tail: u32,
+}
+
+/// A request built from a plug entry, waiting for a free request slot.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    rq: Request,
+    head: u32,
+    tail: u32,
+}
+
+/// Simple free-list slab.
+#[derive(Debug)]
+struct Slab<T> {
+    items: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T: Copy> Slab<T> {
+    fn new() -> Self {
+        Slab { items: Vec::new(), free: Vec::new() }
+    }
+    #[inline]
+    fn insert(&mut self, value: T) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.items[i as usize] = value;
+                i
+            }
+            None => {
+                self.items.push(value);
+                (self.items.len() - 1) as u32
+            }
+        }
+    }
+    #[inline]
+    fn remove(&mut self, i: u32) -> T {
+        self.free.push(i);
+        self.items[i as usize]
+    }
+    #[inline]
+    fn get_mut(&mut self, i: u32) -> &mut T {
+        &mut self.items[i as usize]
+    }
+    #[inline]
+    fn get(&self, i: u32) -> &T {
+        &self.items[i as usize]
+    }
+}
+
+/// Counters in the spirit of `/sys/block/<dev>/stat`, for fio's `disk_util`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DiskCounters {
+    /// Requests completed, per direction (read, write).
+    pub ios: [u64; 2],
+    /// Bios merged into another request (plug or scheduler), per direction.
+    pub merges: [u64; 2],
+    /// Sectors completed, per direction.
+    pub sectors: [u64; 2],
+    /// Sum over requests of time from insert to completion, per direction.
+    pub ticks_ns: [u64; 2],
+    /// Time with at least one request in the device.
+    pub busy_ns: u64,
+}
+
+/// The block layer of one device.
+pub struct BlockQueue {
+    pub scheduler: Box<dyn Scheduler>,
+    pub device: Box<dyn Device>,
+    max_len_bytes: u64,
+    nr_requests: u32,
+    queue_depth: u32,
+    bios: Slab<Bio>,
+    pieces: Slab<Piece>,
+    entries: Slab<Entry>,
+    /// Requests allocated: in the scheduler or in the device.
+    allocated: u32,
+    in_device: u32,
+    next_seq: u64,
+    plug: Vec<Pending>,
+    waiting: VecDeque<(u32, Pending)>,
+    completions: Vec<Completion>,
+    busy_since_ns: Option<Nanos>,
+    pub counters: DiskCounters,
+    /// A device event is in the engine's queue for this time.
+    pub armed_device_ns: Option<Nanos>,
+    /// A scheduler timer is in the engine's queue for this time.
+    pub armed_timer_ns: Option<Nanos>,
+    /// The scheduler asked to be called again at this time.
+    pub wanted_timer_ns: Option<Nanos>,
+}
+
+impl BlockQueue {
+    pub fn new(
+        scheduler: Box<dyn Scheduler>,
+        device: Box<dyn Device>,
+        nr_requests: u32,
+        max_sectors_kb: u32,
+    ) -> BlockQueue {
+        let queue_depth = device.queue_depth().max(1);
+        BlockQueue {
+            scheduler,
+            device,
+            max_len_bytes: u64::from(max_sectors_kb) * 1024,
+            nr_requests: nr_requests.max(1),
+            queue_depth,
+            bios: Slab::new(),
+            pieces: Slab::new(),
+            entries: Slab::new(),
+            allocated: 0,
+            in_device: 0,
+            next_seq: 0,
+            plug: Vec::new(),
+            waiting: VecDeque::new(),
+            completions: Vec::new(),
+            busy_since_ns: None,
+            counters: DiskCounters::default(),
+            armed_device_ns: None,
+            armed_timer_ns: None,
+            wanted_timer_ns: None,
+        }
+    }
+
+    /// Splits a bio into pieces and adds them to the plug, merging with contiguous plugged
+    /// requests. Nothing reaches the scheduler until [`BlockQueue::unplug`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn plug_bio(
+        &mut self,
+        process: u32,
+        op: Op,
+        offset_bytes: u64,
+        len_bytes: u64,
+        sync: bool,
+        owner: Owner,
+        now_ns: Nanos,
+    ) {
+        let pieces = if len_bytes == 0 { 1 } else { len_bytes.div_ceil(self.max_len_bytes) as u32 };
+        let bio = self.bios.insert(Bio {
+            process,
+            op,
+            len_bytes,
+            issue_ns: now_ns,
+            submit_ns: now_ns,
+            pieces_left: pieces,
+        });
+        let mut offset = offset_bytes;
+        let end = offset_bytes + len_bytes;
+        for _ in 0..pieces {
+            let len = (end - offset).min(self.max_len_bytes);
+            let piece = self.pieces.insert(Piece { bio, next: NONE });
+            let rq = Request {
+                id: RequestId(u64::MAX),
+                op,
+                offset_bytes: offset,
+                len_bytes: len,
+                sync,
+                fua: false,
+                owner,
+                submit_ns: now_ns,
+            };
+            offset += len;
+            if self.plug_merge(&rq, piece) {
+                continue;
+            }
+            self.plug.push(Pending { rq, head: piece, tail: piece });
+        }
+    }
+
+    /// `blk_attempt_plug_merge`: back or front merge into a plugged request of the same owner.
+    fn plug_merge(&mut self, rq: &Request, piece: u32) -> bool {
+        if rq.op == Op::Flush || rq.op == Op::Discard {
+            return false;
+        }
+        for i in (0..self.plug.len()).rev() {
+            let p = self.plug[i];
+            if p.rq.op != rq.op
+                || p.rq.sync != rq.sync
+                || p.rq.len_bytes + rq.len_bytes > self.max_len_bytes
+            {
+                continue;
+            }
+            if p.rq.end_bytes() == rq.offset_bytes {
+                self.pieces.get_mut(p.tail).next = piece;
+                let e = &mut self.plug[i];
+                e.tail = piece;
+                e.rq.len_bytes += rq.len_bytes;
+                self.counters.merges[dir(rq.op)] += 1;
+                return true;
+            }
+            if rq.end_bytes() == p.rq.offset_bytes {
+                self.pieces.get_mut(piece).next = p.head;
+                let e = &mut self.plug[i];
+                e.head = piece;
+                e.rq.offset_bytes = rq.offset_bytes;
+                e.rq.len_bytes += rq.len_bytes;
+                self.counters.merges[dir(rq.op)] += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Flushes the plug into the scheduler. Returns false if the submitter had to wait for a
+    /// request slot (the rest of its plug waits with it).
+    pub fn unplug(&mut self, process: u32, now_ns: Nanos) -> bool {
+        let plug = std::mem::take(&mut self.plug);
+        let mut blocked = !self.waiting.is_empty();
+        for pending in plug.iter().copied() {
+            if blocked {
+                self.waiting.push_back((process, pending));
+                continue;
+            }
+            if !self.place(pending, now_ns) {
+                blocked = true;
+                self.waiting.push_back((process, pending));
+            }
+        }
+        self.plug = plug;
+        self.plug.clear();
+        !blocked
+    }
+
+    /// Merges or inserts a request; false if no request slot is free.
+    fn place(&mut self, pending: Pending, now_ns: Nanos) -> bool {
+        let mut rq = pending.rq;
+        rq.submit_ns = now_ns;
+        if rq.op != Op::Flush {
+            if let Some(merged) = self.scheduler.try_merge(&rq, self.max_len_bytes, now_ns) {
+                let into = (merged.into.0 & 0xffff_ffff) as u32;
+                let tail = self.entries.get(into).tail;
+                self.pieces.get_mut(tail).next = pending.head;
+                self.entries.get_mut(into).tail = pending.tail;
+                self.counters.merges[dir(rq.op)] += 1;
+                self.mark_submitted(pending.head, now_ns);
+                return true;
+            }
+        }
+        if self.allocated >= self.nr_requests {
+            return false;
+        }
+        self.allocated += 1;
+        let slot = self.entries.insert(Entry { rq, head: pending.head, tail: pending.tail });
+        self.next_seq += 1;
+        rq.id = RequestId((self.next_seq << 32) | u64::from(slot));
+        self.entries.get_mut(slot).rq = rq;
+        self.mark_submitted(pending.head, now_ns);
+        self.scheduler.insert(rq, now_ns);
+        true
+    }
+
+    fn mark_submitted(&mut self, head: u32, now_ns: Nanos) {
+        let mut p = head;
+        while p != NONE {
+            let piece = *self.pieces.get(p);
+            self.bios.get_mut(piece.bio).submit_ns = now_ns;
+            p = piece.next;
+        }
+    }
+
+    /// Pulls requests from the scheduler while the device has room. Sets `wanted_timer_ns` if
+    /// the scheduler asked to be called back.
+    pub fn kick(&mut self, now_ns: Nanos) {
+        self.wanted_timer_ns = None;
+        while self.in_device < self.queue_depth {
+            match self.scheduler.dispatch(now_ns) {
+                Dispatch::Request(rq) => {
+                    let slot = (rq.id.0 & 0xffff_ffff) as u32;
+                    let entry = self.entries.get_mut(slot);
+                    debug_assert_eq!(
+                        entry.rq.id, rq.id,
+                        "dispatched a request the block layer does not know"
+                    );
+                    entry.rq = rq;
+                    self.in_device += 1;
+                    if self.busy_since_ns.is_none() {
+                        self.busy_since_ns = Some(now_ns);
+                    }
+                    self.device.submit(
+                        Command {
+                            id: rq.id,
+                            op: rq.op,
+                            offset_bytes: rq.offset_bytes,
+                            len_bytes: rq.len_bytes,
+                            fua: rq.fua,
+                        },
+                        now_ns,
+                    );
+                }
+                Dispatch::WaitUntil { until_ns } => {
+                    self.wanted_timer_ns = Some(until_ns.max(now_ns));
+                    break;
+                }
+                Dispatch::Empty => break,
+            }
+        }
+    }
+
+    /// Runs the device to `now_ns`; completed bios are appended to `done`, and processes that
+    /// were waiting for a request slot and now got all of theirs to `unblocked`.
+    pub fn complete(&mut self, now_ns: Nanos, done: &mut Vec<Bio>, unblocked: &mut Vec<u32>) {
+        let mut completions = std::mem::take(&mut self.completions);
+        self.device.advance(now_ns, &mut completions);
+        for c in completions.drain(..) {
+            let slot = (c.id.0 & 0xffff_ffff) as u32;
+            let entry = self.entries.remove(slot);
+            debug_assert_eq!(entry.rq.id, c.id);
+            self.scheduler.completed(&entry.rq, c.done_ns);
+            self.allocated -= 1;
+            self.in_device -= 1;
+            let d = dir(entry.rq.op);
+            self.counters.ios[d] += 1;
+            self.counters.sectors[d] += entry.rq.len_bytes / SECTOR_BYTES;
+            self.counters.ticks_ns[d] += c.done_ns.saturating_sub(entry.rq.submit_ns);
+            let mut p = entry.head;
+            while p != NONE {
+                let piece = self.pieces.remove(p);
+                let bio = self.bios.get_mut(piece.bio);
+                bio.pieces_left -= 1;
+                if bio.pieces_left == 0 {
+                    done.push(self.bios.remove(piece.bio));
+                }
+                p = piece.next;
+            }
+        }
+        self.completions = completions;
+        if self.in_device == 0 {
+            if let Some(since) = self.busy_since_ns.take() {
+                self.counters.busy_ns += now_ns - since;
+            }
+        }
+        // Wake sleepers in FIFO order while slots are free.
+        while let Some(&(process, pending)) = self.waiting.front() {
+            if !self.place(pending, now_ns) {
+                break;
+            }
+            self.waiting.pop_front();
+            if !self.waiting.iter().any(|&(p, _)| p == process) {
+                unblocked.push(process);
+            }
+        }
+    }
+
+    /// Requests allocated (in scheduler or device).
+    pub fn allocated(&self) -> u32 {
+        self.allocated
+    }
+
+    /// True when nothing is queued, in flight or waiting.
+    pub fn idle(&self) -> bool {
+        self.allocated == 0 && self.waiting.is_empty() && self.plug.is_empty()
+    }
+
+    /// Closes the busy-time account at the end of the simulation.
+    pub fn finish(&mut self, now_ns: Nanos) {
+        if let Some(since) = self.busy_since_ns.take() {
+            self.counters.busy_ns += now_ns - since;
+        }
+    }
+}
+
+#[inline]
+fn dir(op: Op) -> usize {
+    usize::from(op.is_write())
+}

@@ -1,0 +1,186 @@
+//! fio's JSON output layout (`--output-format=json`, fio 3.x), so existing consumers read it
+//! unchanged. Fields fio fills from the host (CPU usage, context switches) are zero; timestamps
+//! are the simulation's epoch, so the output is byte-identical for identical inputs. An extra
+//! top-level `elevator` object records the seed, topology and schedulers.
+
+use serde_json::{json, Map, Value};
+
+use crate::report::{entries, rate, Entry};
+use crate::stats::{DirStats, Summary, FIO_PERCENTILES, LAT_BUCKET_EDGES_NS};
+use crate::SimResult;
+use elevator_fio::JobFile;
+
+/// Renders the whole result as fio JSON text.
+pub fn render(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> String {
+    let entries = entries(result, jobs);
+    let group_bw = group_bandwidths(&entries);
+    let jobs_json: Vec<Value> = entries.iter().map(|e| job_json(e, jobs, &group_bw)).collect();
+    let disk_util: Vec<Value> = result
+        .devices
+        .iter()
+        .map(|d| {
+            let c = &d.counters;
+            json!({
+                "name": d.name,
+                "read_ios": c.ios[0],
+                "write_ios": c.ios[1],
+                "read_merges": c.merges[0],
+                "write_merges": c.merges[1],
+                "read_ticks": c.ticks_ns[0] / 1_000_000,
+                "write_ticks": c.ticks_ns[1] / 1_000_000,
+                "in_queue": (c.ticks_ns[0] + c.ticks_ns[1]) / 1_000_000,
+                "util": round6(if result.end_ns == 0 { 0.0 } else { c.busy_ns as f64 * 100.0 / result.end_ns as f64 }),
+            })
+        })
+        .collect();
+    let out = json!({
+        "fio version": concat!("elevator-", env!("CARGO_PKG_VERSION")),
+        "timestamp": 0,
+        "timestamp_ms": 0,
+        "time": "Thu Jan  1 00:00:00 1970",
+        "global options": options_map(&jobs.global_options),
+        "jobs": jobs_json,
+        "disk_util": disk_util,
+        "elevator": {
+            "seed": seed,
+            "topology": topology,
+            "simulated_ns": result.end_ns,
+            "requests_completed": result.requests_completed,
+            "devices": result.devices.iter().map(|d| json!({
+                "name": d.name, "model": d.description, "scheduler": d.scheduler,
+            })).collect::<Vec<_>>(),
+        },
+    });
+    let mut text = serde_json::to_string_pretty(&out).expect("JSON values always serialise");
+    text.push('\n');
+    text
+}
+
+fn options_map(options: &[(String, String)]) -> Value {
+    let mut map = Map::new();
+    for (k, v) in options {
+        map.insert(k.clone(), Value::String(v.clone()));
+    }
+    Value::Object(map)
+}
+
+/// Total bandwidth per reporting group and direction, for `bw_agg` (a job's share in %).
+fn group_bandwidths(entries: &[Entry]) -> Vec<[f64; 3]> {
+    let groups = entries.iter().map(|e| e.group_id).max().map_or(0, |g| g as usize + 1);
+    let mut out = vec![[0.0; 3]; groups];
+    for e in entries {
+        for (d, total) in out[e.group_id as usize].iter_mut().enumerate() {
+            *total += e.bw_bytes_per_sec(d);
+        }
+    }
+    out
+}
+
+fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]]) -> Value {
+    let spec = &jobs.jobs[e.job];
+    let dirs: Vec<Value> =
+        (0..3).map(|d| dir_json(e, d, group_bw[e.group_id as usize][d])).collect();
+    let total_ios: u64 = e.depth_hist.iter().sum();
+    let depth_pct = |i: usize| {
+        round6(if total_ios == 0 { 0.0 } else { e.depth_hist[i] as f64 * 100.0 / total_ios as f64 })
+    };
+    let total_lat: u64 = e.lat_buckets.counts.iter().sum();
+    let lat_pct = |i: usize| {
+        round6(if total_lat == 0 {
+            0.0
+        } else {
+            e.lat_buckets.counts[i] as f64 * 100.0 / total_lat as f64
+        })
+    };
+    let mut lat_ns = Map::new();
+    let mut lat_us = Map::new();
+    let mut lat_ms = Map::new();
+    for (i, edge) in LAT_BUCKET_EDGES_NS.iter().enumerate() {
+        match i {
+            0..=9 => lat_ns.insert(edge.to_string(), json!(lat_pct(i))),
+            10..=19 => lat_us.insert((edge / 1_000).to_string(), json!(lat_pct(i))),
+            _ => lat_ms.insert((edge / 1_000_000).to_string(), json!(lat_pct(i))),
+        };
+    }
+    lat_ms.insert(">=2000".to_string(), json!(lat_pct(31)));
+    let zero_depths =
+        json!({"0": 0.0, "4": 0.0, "8": 0.0, "16": 0.0, "32": 0.0, "64": 0.0, ">=64": 0.0});
+    json!({
+        "jobname": e.name,
+        "groupid": e.group_id,
+        "error": 0,
+        "eta": 0,
+        "elapsed": e.runtime_ns.div_ceil(1_000_000_000),
+        "job options": options_map(&spec.options),
+        "read": dirs[0],
+        "write": dirs[1],
+        "trim": dirs[2],
+        "sync": { "total_ios": 0, "lat_ns": summary_json(&Summary::default()) },
+        "job_runtime": e.runtime_ns / 1_000_000,
+        "usr_cpu": 0.0,
+        "sys_cpu": 0.0,
+        "ctx": 0,
+        "majf": 0,
+        "minf": 0,
+        "iodepth_level": {
+            "1": depth_pct(0), "2": depth_pct(1), "4": depth_pct(2), "8": depth_pct(3),
+            "16": depth_pct(4), "32": depth_pct(5), ">=64": depth_pct(6),
+        },
+        "iodepth_submit": zero_depths,
+        "iodepth_complete": zero_depths,
+        "latency_ns": lat_ns,
+        "latency_us": lat_us,
+        "latency_ms": lat_ms,
+        "latency_depth": spec.iodepth,
+        "latency_target": 0,
+        "latency_percentile": 100.0,
+        "latency_window": 0,
+    })
+}
+
+fn summary_json(s: &Summary) -> Value {
+    json!({ "min": s.min, "max": s.max, "mean": round6(s.mean()), "stddev": round6(s.stddev()), "N": s.n })
+}
+
+fn dir_json(e: &Entry, d: usize, group_total_bw: f64) -> Value {
+    let s: &DirStats = &e.stats[d];
+    let bw_bytes = e.bw_bytes_per_sec(d);
+    let mut clat = summary_json(&s.clat_ns);
+    if s.total_ios > 0 {
+        let mut pct = Map::new();
+        for p in FIO_PERCENTILES {
+            pct.insert(format!("{p:.6}"), json!(s.clat_percentile_ns(p)));
+        }
+        clat["percentile"] = Value::Object(pct);
+    }
+    json!({
+        "io_bytes": s.io_bytes,
+        "io_kbytes": s.io_bytes / 1024,
+        "bw_bytes": bw_bytes as u64,
+        "bw": (bw_bytes / 1024.0) as u64,
+        "iops": round6(rate(s.total_ios, e.runtime_ns)),
+        "runtime": if s.total_ios > 0 { e.runtime_ns / 1_000_000 } else { 0 },
+        "total_ios": s.total_ios,
+        "short_ios": 0,
+        "drop_ios": 0,
+        "slat_ns": summary_json(&s.slat_ns),
+        "clat_ns": clat,
+        "lat_ns": summary_json(&s.lat_ns),
+        "bw_min": s.bw_kib_samples.min,
+        "bw_max": s.bw_kib_samples.max,
+        "bw_agg": round6(if group_total_bw > 0.0 { bw_bytes * 100.0 / group_total_bw } else { 0.0 }),
+        "bw_mean": round6(s.bw_kib_samples.mean()),
+        "bw_dev": round6(s.bw_kib_samples.stddev()),
+        "bw_samples": s.bw_kib_samples.n,
+        "iops_min": s.iops_samples.min,
+        "iops_max": s.iops_samples.max,
+        "iops_mean": round6(s.iops_samples.mean()),
+        "iops_stddev": round6(s.iops_samples.stddev()),
+        "iops_samples": s.iops_samples.n,
+    })
+}
+
+/// fio prints floats with six decimals; rounding keeps our output as short and stable.
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}

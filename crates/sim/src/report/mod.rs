@@ -1,0 +1,82 @@
+//! Reports of a finished run: fio's JSON ([`json`]), fio's text ([`normal`]) and the seed-000
+//! table ([`table`]). All three read the same [`Entry`] list, built once.
+
+pub mod json;
+pub mod normal;
+pub mod table;
+
+use elevator_core::Nanos;
+use elevator_fio::JobFile;
+
+use crate::stats::{DirStats, LatencyBuckets};
+use crate::SimResult;
+
+/// One reported job: a single process, or a whole reporting group under `group_reporting`.
+pub struct Entry {
+    pub name: String,
+    pub group_id: u32,
+    /// Index of the (first) job section, for its options.
+    pub job: usize,
+    /// Indices of the processes it covers.
+    pub members: Vec<usize>,
+    pub first_pid: u32,
+    pub stats: [DirStats; 3],
+    pub lat_buckets: LatencyBuckets,
+    pub depth_hist: [u64; 7],
+    /// The longest runtime among the members.
+    pub runtime_ns: Nanos,
+}
+
+impl Entry {
+    /// Bandwidth of one direction in bytes per second over the entry's runtime.
+    pub fn bw_bytes_per_sec(&self, d: usize) -> f64 {
+        rate(self.stats[d].io_bytes, self.runtime_ns)
+    }
+}
+
+/// Bytes (or I/Os) per second.
+pub fn rate(amount: u64, runtime_ns: Nanos) -> f64 {
+    if runtime_ns == 0 {
+        0.0
+    } else {
+        amount as f64 * 1e9 / runtime_ns as f64
+    }
+}
+
+/// Builds the entries in fio's order: processes in job order, with the processes of a
+/// reporting group merged where their job asks for `group_reporting`.
+pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    for (i, p) in result.processes.iter().enumerate() {
+        let grouped = jobs.jobs[p.job].group_reporting;
+        if grouped {
+            if let Some(e) = out
+                .iter_mut()
+                .find(|e| e.group_id == p.group_id && jobs.jobs[e.job].group_reporting)
+            {
+                for d in 0..3 {
+                    e.stats[d].merge(&p.stats[d]);
+                }
+                e.lat_buckets.merge(&p.lat_buckets);
+                for (a, b) in e.depth_hist.iter_mut().zip(p.depth_hist.iter()) {
+                    *a += b;
+                }
+                e.members.push(i);
+                e.runtime_ns = e.runtime_ns.max(p.runtime_ns());
+                continue;
+            }
+        }
+        out.push(Entry {
+            name: p.name.clone(),
+            group_id: p.group_id,
+            job: p.job,
+            members: vec![i],
+            first_pid: p.owner.pid,
+            stats: p.stats.clone(),
+            lat_buckets: p.lat_buckets.clone(),
+            depth_hist: p.depth_hist,
+            runtime_ns: p.runtime_ns(),
+        });
+    }
+    out
+}

@@ -1,0 +1,275 @@
+//! Text output in the shape of fio's `normal` format: a block per job, then the run status of
+//! each reporting group, then disk statistics.
+
+use std::fmt::Write;
+
+use elevator_fio::{BlockSize, IoEngine, JobFile, RwMode};
+
+use crate::report::{entries, rate, Entry};
+use crate::stats::{Summary, FIO_PERCENTILES};
+use crate::SimResult;
+
+const DIR_NAMES: [&str; 3] = ["read", "write", "trim"];
+
+/// Renders fio-like text.
+pub fn render(result: &SimResult, jobs: &JobFile) -> String {
+    let entries = entries(result, jobs);
+    let mut out = String::new();
+    for spec in &jobs.jobs {
+        let bs = |b: &BlockSize| match b {
+            BlockSize::Fixed { bytes } => format!("{bytes}B-{bytes}B"),
+            BlockSize::Range { min_bytes, max_bytes } => format!("{min_bytes}B-{max_bytes}B"),
+            BlockSize::Split { parts } => {
+                let min = parts.iter().map(|p| p.0).min().unwrap_or(0);
+                let max = parts.iter().map(|p| p.0).max().unwrap_or(0);
+                format!("{min}B-{max}B")
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{}: (g={}): rw={}, bs=(R) {}, (W) {}, (T) {}, ioengine={}, iodepth={}",
+            spec.name,
+            result
+                .processes
+                .iter()
+                .find(|p| jobs.jobs[p.job].name == spec.name)
+                .map_or(0, |p| p.group_id),
+            rw_name(spec.rw),
+            bs(&spec.block_size[0]),
+            bs(&spec.block_size[1]),
+            bs(&spec.block_size[2]),
+            engine_name(spec.ioengine),
+            spec.iodepth
+        );
+    }
+    let _ = writeln!(out, "elevator-{} (simulated)", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(out, "Starting {} processes\n", result.processes.len());
+    for e in &entries {
+        job_block(&mut out, e);
+    }
+    let groups = entries.iter().map(|e| e.group_id).max().map_or(0, |g| g + 1);
+    for g in 0..groups {
+        let members: Vec<&Entry> = entries.iter().filter(|e| e.group_id == g).collect();
+        let _ = writeln!(out, "\nRun status group {g} (all jobs):");
+        for (d, name) in ["READ", "WRITE", "TRIM"].iter().enumerate() {
+            let io: u64 = members.iter().map(|e| e.stats[d].io_bytes).sum();
+            if io == 0 {
+                continue;
+            }
+            let run_max = members.iter().map(|e| e.runtime_ns).max().unwrap_or(0);
+            let run_min = members.iter().map(|e| e.runtime_ns).min().unwrap_or(0);
+            let bws: Vec<f64> = members.iter().map(|e| e.bw_bytes_per_sec(d)).collect();
+            let lo = bws.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = bws.iter().cloned().fold(0.0, f64::max);
+            let _ = writeln!(
+                out,
+                "{name:>7}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
+                bin_rate(rate(io, run_max)),
+                dec_rate(rate(io, run_max)),
+                bin_rate(lo),
+                bin_rate(hi),
+                dec_rate(lo),
+                dec_rate(hi),
+                bin_size(io),
+                dec_size(io),
+                run_min / 1_000_000,
+                run_max / 1_000_000
+            );
+        }
+    }
+    let _ = writeln!(out, "\nDisk stats (read/write):");
+    for d in &result.devices {
+        let c = &d.counters;
+        let util =
+            if result.end_ns == 0 { 0.0 } else { c.busy_ns as f64 * 100.0 / result.end_ns as f64 };
+        let _ = writeln!(
+            out,
+            "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%  [{}; {}]",
+            d.name,
+            c.ios[0],
+            c.ios[1],
+            c.merges[0],
+            c.merges[1],
+            c.ticks_ns[0] / 1_000_000,
+            c.ticks_ns[1] / 1_000_000,
+            (c.ticks_ns[0] + c.ticks_ns[1]) / 1_000_000,
+            util,
+            d.scheduler,
+            d.description
+        );
+    }
+    out
+}
+
+fn job_block(out: &mut String, e: &Entry) {
+    let _ = writeln!(
+        out,
+        "{}: (groupid={}, jobs={}): err= 0: pid={}",
+        e.name,
+        e.group_id,
+        e.members.len(),
+        e.first_pid
+    );
+    for (d, name) in DIR_NAMES.iter().enumerate() {
+        let s = &e.stats[d];
+        if s.total_ios == 0 {
+            continue;
+        }
+        let iops = rate(s.total_ios, e.runtime_ns);
+        let bw = e.bw_bytes_per_sec(d);
+        let _ = writeln!(
+            out,
+            "  {name}: IOPS={}, BW={} ({})({}/{}msec)",
+            short_count(iops),
+            bin_rate(bw),
+            dec_rate(bw),
+            bin_size(s.io_bytes),
+            e.runtime_ns / 1_000_000
+        );
+        lat_line(out, "slat", &s.slat_ns);
+        lat_line(out, "clat", &s.clat_ns);
+        lat_line(out, " lat", &s.lat_ns);
+        let (unit, div) = unit_for(s.clat_ns.max);
+        let _ = writeln!(out, "    clat percentiles ({unit}):");
+        for row in FIO_PERCENTILES.chunks(4) {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|&p| format!("{:>5.2}th=[{:>5}]", p, s.clat_percentile_ns(p) / div))
+                .collect();
+            let _ = writeln!(out, "     | {},", cells.join(", "));
+        }
+        let b = &s.bw_kib_samples;
+        let _ = writeln!(
+            out,
+            "   bw (  KiB/s): min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
+            b.min,
+            b.max,
+            b.mean(),
+            b.stddev(),
+            b.n
+        );
+        let i = &s.iops_samples;
+        let _ = writeln!(
+            out,
+            "   iops        : min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
+            i.min,
+            i.max,
+            i.mean(),
+            i.stddev(),
+            i.n
+        );
+    }
+    let total: u64 = e.depth_hist.iter().sum();
+    let pct =
+        |i: usize| if total == 0 { 0.0 } else { e.depth_hist[i] as f64 * 100.0 / total as f64 };
+    let _ = writeln!(
+        out,
+        "  IO depths    : 1={:.1}%, 2={:.1}%, 4={:.1}%, 8={:.1}%, 16={:.1}%, 32={:.1}%, >=64={:.1}%",
+        pct(0),
+        pct(1),
+        pct(2),
+        pct(3),
+        pct(4),
+        pct(5),
+        pct(6)
+    );
+    let _ = writeln!(
+        out,
+        "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0\n",
+        e.stats[0].total_ios, e.stats[1].total_ios, e.stats[2].total_ios
+    );
+}
+
+fn lat_line(out: &mut String, name: &str, s: &Summary) {
+    if s.n == 0 {
+        return;
+    }
+    let (unit, div) = unit_for(s.max);
+    let d = div as f64;
+    let _ = writeln!(
+        out,
+        "    {name} ({unit}): min={}, max={}, avg={:.2}, stdev={:.2}",
+        s.min / div,
+        s.max / div,
+        s.mean() / d,
+        s.stddev() / d
+    );
+}
+
+/// fio picks the unit from the largest value: nsec, usec or msec.
+fn unit_for(max_ns: u64) -> (&'static str, u64) {
+    if max_ns >= 10_000_000 {
+        ("msec", 1_000_000)
+    } else if max_ns >= 10_000 {
+        ("usec", 1_000)
+    } else {
+        ("nsec", 1)
+    }
+}
+
+fn short_count(x: f64) -> String {
+    if x >= 10_000.0 {
+        format!("{:.0}k", x / 1000.0)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn bin_rate(bytes_per_sec: f64) -> String {
+    format!("{}/s", bin_size(bytes_per_sec as u64))
+}
+
+fn dec_rate(bytes_per_sec: f64) -> String {
+    format!("{}/s", dec_size(bytes_per_sec as u64))
+}
+
+fn bin_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= (1u64 << 30) as f64 * 10.0 {
+        format!("{:.1}GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 * 10.0 {
+        format!("{:.1}MiB", b / (1u64 << 20) as f64)
+    } else if b >= 10.0 * 1024.0 {
+        format!("{:.1}KiB", b / 1024.0)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+fn dec_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1e10 {
+        format!("{:.1}GB", b / 1e9)
+    } else if b >= 1e7 {
+        format!("{:.1}MB", b / 1e6)
+    } else if b >= 1e4 {
+        format!("{:.1}kB", b / 1e3)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+/// fio's own spelling of `rw=`.
+fn rw_name(rw: RwMode) -> &'static str {
+    match rw {
+        RwMode::Read => "read",
+        RwMode::Write => "write",
+        RwMode::Trim => "trim",
+        RwMode::RandRead => "randread",
+        RwMode::RandWrite => "randwrite",
+        RwMode::RandTrim => "randtrim",
+        RwMode::ReadWrite => "rw",
+        RwMode::RandRw => "randrw",
+    }
+}
+
+/// fio's own spelling of `ioengine=`.
+fn engine_name(engine: IoEngine) -> &'static str {
+    match engine {
+        IoEngine::Sync => "sync",
+        IoEngine::Psync => "psync",
+        IoEngine::Pvsync => "pvsync",
+        IoEngine::Libaio => "libaio",
+        IoEngine::IoUring => "io_uring",
+    }
+}

@@ -1,0 +1,241 @@
+//! Per-job, per-direction statistics in fio's terms: bytes, I/Os, submission / completion /
+//! total latency (min, max, mean, stddev), completion-latency percentiles, bandwidth and IOPS
+//! samples per `bw_avg_time` window, and fio's latency distribution buckets.
+
+use elevator_core::{Nanos, NS_PER_MS};
+use hdrhistogram::Histogram;
+
+/// fio's `bw_avg_time` / `iops_avg_time` default: one bandwidth sample per 500 ms.
+pub const SAMPLE_WINDOW_NS: Nanos = 500 * NS_PER_MS;
+
+/// Completion latencies are histogrammed from 1 ns to 2^44 ns (4.9 hours; longer ones count
+/// as that) with two significant digits: 1 % precision, finer than fio's own 1/64-octave
+/// buckets, in a fixed 40 KB per histogram.
+pub const CLAT_HIST_MAX_NS: u64 = 1 << 44;
+
+/// fio's default `percentile_list`.
+pub const FIO_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+/// Upper bounds, in ns, of fio's latency distribution buckets (`latency_ns`, `latency_us`,
+/// `latency_ms`); everything above the last falls into `>=2000` ms.
+pub const LAT_BUCKET_EDGES_NS: [u64; 31] = {
+    let base = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+    let mut edges = [0u64; 31];
+    let mut i = 0;
+    while i < 10 {
+        edges[i] = base[i];
+        edges[10 + i] = base[i] * 1_000;
+        edges[20 + i] = base[i] * 1_000_000;
+        i += 1;
+    }
+    edges[30] = 2_000_000_000;
+    edges
+};
+
+/// Running min / max / mean / variance (Welford), in the order samples arrive.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    pub n: u64,
+    pub min: u64,
+    pub max: u64,
+    mean: f64,
+    m2: f64,
+}
+
+impl Summary {
+    #[inline]
+    pub fn add(&mut self, x: u64) {
+        if self.n == 0 {
+            self.min = x;
+            self.max = x;
+        } else {
+            self.min = self.min.min(x);
+            self.max = self.max.max(x);
+        }
+        self.n += 1;
+        let delta = x as f64 - self.mean;
+        self.mean += delta / self.n as f64;
+        self.m2 += delta * (x as f64 - self.mean);
+    }
+
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// Sample standard deviation, as fio reports it.
+    pub fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            0.0
+        } else {
+            (self.m2 / (self.n - 1) as f64).sqrt()
+        }
+    }
+
+    /// Combines two summaries (Chan et al.'s parallel variance).
+    pub fn merge(&mut self, other: &Summary) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = other.clone();
+            return;
+        }
+        let n = self.n + other.n;
+        let delta = other.mean - self.mean;
+        self.m2 += other.m2 + delta * delta * self.n as f64 * other.n as f64 / n as f64;
+        self.mean += delta * other.n as f64 / n as f64;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.n = n;
+    }
+}
+
+/// Statistics of one data direction (read, write or trim) of one job or group.
+#[derive(Clone, Debug)]
+pub struct DirStats {
+    pub io_bytes: u64,
+    pub total_ios: u64,
+    pub slat_ns: Summary,
+    pub clat_ns: Summary,
+    pub lat_ns: Summary,
+    pub clat_hist: Histogram<u64>,
+    /// Per-window bandwidth (KiB/s) and IOPS samples.
+    pub bw_kib_samples: Summary,
+    pub iops_samples: Summary,
+    window_end_ns: Nanos,
+    window_bytes: u64,
+    window_ios: u64,
+}
+
+impl DirStats {
+    pub fn new(start_ns: Nanos) -> DirStats {
+        DirStats {
+            io_bytes: 0,
+            total_ios: 0,
+            slat_ns: Summary::default(),
+            clat_ns: Summary::default(),
+            lat_ns: Summary::default(),
+            clat_hist: Histogram::new_with_bounds(1, CLAT_HIST_MAX_NS, 2)
+                .expect("valid histogram bounds"),
+            bw_kib_samples: Summary::default(),
+            iops_samples: Summary::default(),
+            window_end_ns: start_ns + SAMPLE_WINDOW_NS,
+            window_bytes: 0,
+            window_ios: 0,
+        }
+    }
+
+    /// Records one completed I/O.
+    #[inline]
+    pub fn record(&mut self, len_bytes: u64, issue_ns: Nanos, submit_ns: Nanos, done_ns: Nanos) {
+        while done_ns >= self.window_end_ns {
+            self.close_window();
+        }
+        self.io_bytes += len_bytes;
+        self.total_ios += 1;
+        self.window_bytes += len_bytes;
+        self.window_ios += 1;
+        let slat = submit_ns - issue_ns;
+        let clat = done_ns - submit_ns;
+        self.slat_ns.add(slat);
+        self.clat_ns.add(clat);
+        self.lat_ns.add(slat + clat);
+        self.clat_hist.saturating_record(clat.max(1));
+    }
+
+    fn close_window(&mut self) {
+        let per_sec = 1_000_000_000.0 / SAMPLE_WINDOW_NS as f64;
+        self.bw_kib_samples.add((self.window_bytes as f64 * per_sec / 1024.0) as u64);
+        self.iops_samples.add((self.window_ios as f64 * per_sec) as u64);
+        self.window_bytes = 0;
+        self.window_ios = 0;
+        self.window_end_ns += SAMPLE_WINDOW_NS;
+    }
+
+    /// Adds another job's statistics into this one (group reporting).
+    pub fn merge(&mut self, other: &DirStats) {
+        self.io_bytes += other.io_bytes;
+        self.total_ios += other.total_ios;
+        self.slat_ns.merge(&other.slat_ns);
+        self.clat_ns.merge(&other.clat_ns);
+        self.lat_ns.merge(&other.lat_ns);
+        self.clat_hist.add(&other.clat_hist).expect("histograms of the same precision merge");
+        self.bw_kib_samples.merge(&other.bw_kib_samples);
+        self.iops_samples.merge(&other.iops_samples);
+    }
+
+    /// The completion latency at `percentile`, as fio prints it (ns).
+    pub fn clat_percentile_ns(&self, percentile: f64) -> u64 {
+        if self.total_ios == 0 {
+            0
+        } else {
+            self.clat_hist.value_at_percentile(percentile)
+        }
+    }
+}
+
+/// Which of fio's latency buckets each I/O's total latency fell into.
+#[derive(Clone, Debug, Default)]
+pub struct LatencyBuckets {
+    pub counts: [u64; 32],
+}
+
+impl LatencyBuckets {
+    #[inline]
+    pub fn add(&mut self, lat_ns: u64) {
+        let i = LAT_BUCKET_EDGES_NS.partition_point(|&edge| edge < lat_ns);
+        self.counts[i] += 1;
+    }
+
+    pub fn merge(&mut self, other: &LatencyBuckets) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_matches_two_pass_and_merges() {
+        let xs = [3u64, 9, 4, 12, 7, 7, 1];
+        let mut s = Summary::default();
+        xs.iter().for_each(|&x| s.add(x));
+        let mean = xs.iter().sum::<u64>() as f64 / xs.len() as f64;
+        let var =
+            xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
+        assert!((s.mean() - mean).abs() < 1e-9 && (s.stddev() - var.sqrt()).abs() < 1e-9);
+        let (mut a, mut b) = (Summary::default(), Summary::default());
+        xs[..3].iter().for_each(|&x| a.add(x));
+        xs[3..].iter().for_each(|&x| b.add(x));
+        a.merge(&b);
+        assert_eq!((a.n, a.min, a.max), (7, 1, 12));
+        assert!((a.mean() - mean).abs() < 1e-9 && (a.stddev() - var.sqrt()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn windows_produce_bandwidth_samples() {
+        let mut d = DirStats::new(0);
+        for i in 0..10u64 {
+            d.record(4096, i * 100 * NS_PER_MS, i * 100 * NS_PER_MS, i * 100 * NS_PER_MS + 1);
+        }
+        // Two whole windows of 5 I/Os each closed by the 10th I/O at 900 ms? Only the first.
+        assert_eq!(d.bw_kib_samples.n, 1);
+        assert_eq!(d.iops_samples.min, 10);
+        assert_eq!(d.bw_kib_samples.min, 40);
+    }
+
+    #[test]
+    fn latency_buckets_follow_fio_edges() {
+        let mut b = LatencyBuckets::default();
+        b.add(2); // <= 2 ns
+        b.add(3_000); // <= 4 µs
+        b.add(5_000_000_000); // >= 2 s
+        assert_eq!((b.counts[0], b.counts[11], b.counts[31]), (1, 1, 1));
+    }
+}

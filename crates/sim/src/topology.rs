@@ -1,0 +1,404 @@
+//! Topology files: which devices exist, what they are, how they are partitioned, and which
+//! scheduler runs in front of each.
+//!
+//! ```toml
+//! [[device]]
+//! name = "sda"
+//! model = "hdd"                 # "hdd" or "ram"
+//! preset = "sata-7200-2009"     # hdd presets: "sata-7200-2009", "ide-2003"
+//! scheduler = "mq-deadline"     # as /sys/block/sda/queue/scheduler
+//! nr_requests = 128             # /sys/block/sda/queue/nr_requests
+//! max_sectors_kb = 512          # /sys/block/sda/queue/max_sectors_kb
+//! [device.params]               # override any parameter of the model
+//! queue_depth = 31
+//! [device.iosched]              # /sys/block/sda/queue/iosched/*
+//! read_expire = 500
+//!
+//! [[partition]]
+//! name = "sda1"
+//! device = "sda"
+//! start = "1MiB"
+//! size = "200GiB"
+//! ```
+//!
+//! Without a topology file the simulator uses [`Topology::builtin`]: one 7200 rpm SATA disk
+//! with NCQ 31 under mq-deadline. Errors name the file and line and say what to write instead.
+
+use std::path::Path;
+
+use elevator_device::ram::{RamDevice, RamParams};
+use elevator_device::Device;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::units::parse_size_bytes;
+
+/// The kernel's default `nr_requests` for a scheduler queue (`BLKDEV_DEFAULT_RQ`).
+pub const DEFAULT_NR_REQUESTS: u32 = 128;
+/// The default `max_sectors_kb`: requests are split above 512 KiB.
+pub const DEFAULT_MAX_SECTORS_KB: u32 = 512;
+
+/// The model under one device, with its parameters resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceModel {
+    Ram(RamParams),
+}
+
+impl DeviceModel {
+    /// Builds the device. `seed_stream` is the random stream reserved for it.
+    pub fn build(&self, _seed: u64, _stream: u32) -> Box<dyn Device> {
+        match self {
+            DeviceModel::Ram(p) => Box::new(RamDevice::new(p.clone())),
+        }
+    }
+
+    pub fn capacity_bytes(&self) -> u64 {
+        match self {
+            DeviceModel::Ram(p) => p.capacity_bytes,
+        }
+    }
+}
+
+/// One device of the topology.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceSpec {
+    pub name: String,
+    pub model: DeviceModel,
+    pub scheduler: String,
+    /// Tunables to set on the scheduler, in file order, as sysfs text.
+    pub iosched: Vec<(String, String)>,
+    pub nr_requests: u32,
+    pub max_sectors_kb: u32,
+}
+
+/// A named byte range of a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub name: String,
+    pub device: usize,
+    pub start_bytes: u64,
+    pub size_bytes: u64,
+}
+
+/// What a job's `filename` resolves to: a byte range on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub device: usize,
+    pub start_bytes: u64,
+    pub size_bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Topology {
+    /// Where it came from, for messages ("built-in" or a path).
+    pub source: String,
+    pub devices: Vec<DeviceSpec>,
+    pub partitions: Vec<Partition>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTopology {
+    #[serde(default)]
+    device: Vec<Spanned<RawDevice>>,
+    #[serde(default)]
+    partition: Vec<Spanned<RawPartition>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDevice {
+    name: String,
+    model: String,
+    preset: Option<String>,
+    scheduler: Option<String>,
+    nr_requests: Option<u32>,
+    max_sectors_kb: Option<u32>,
+    params: Option<toml::Table>,
+    iosched: Option<toml::Table>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPartition {
+    name: String,
+    device: String,
+    start: SizeValue,
+    size: SizeValue,
+}
+
+/// A size written as a number of bytes or a string with a unit.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum SizeValue {
+    Bytes(u64),
+    Text(String),
+}
+
+impl Topology {
+    /// One simulated 7200 rpm SATA disk with NCQ 31 under mq-deadline.
+    pub fn builtin() -> Topology {
+        Topology {
+            source: "built-in".to_string(),
+            devices: vec![DeviceSpec {
+                name: "sda".to_string(),
+                model: DeviceModel::Ram(RamParams::default()),
+                scheduler: "mq-deadline".to_string(),
+                iosched: Vec::new(),
+                nr_requests: DEFAULT_NR_REQUESTS,
+                max_sectors_kb: DEFAULT_MAX_SECTORS_KB,
+            }],
+            partitions: Vec::new(),
+        }
+    }
+
+    pub fn from_file(path: &Path) -> Result<Topology, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read topology file: {e}", path.display()))?;
+        Topology::from_str(&text, &path.display().to_string())
+    }
+
+    /// Parses topology text; `name` labels messages.
+    pub fn from_str(text: &str, name: &str) -> Result<Topology, String> {
+        let raw: RawTopology =
+            toml::from_str(text).map_err(|e| format!("{name}: {}", one_line(&e.to_string())))?;
+        let at = |span: std::ops::Range<usize>| format!("{name}:{}", line_of(text, span.start));
+        if raw.device.is_empty() {
+            return Err(format!(
+                "{name}: no [[device]] tables; a topology needs at least one device"
+            ));
+        }
+        let mut devices = Vec::new();
+        for spanned in &raw.device {
+            let loc = at(spanned.span());
+            let d = spanned.get_ref();
+            if devices.iter().any(|x: &DeviceSpec| x.name == d.name) {
+                return Err(format!("{loc}: device `{}` is defined twice", d.name));
+            }
+            let model = build_model(d, &loc)?;
+            let scheduler = d.scheduler.clone().unwrap_or_else(|| "mq-deadline".to_string());
+            let mut iosched = Vec::new();
+            for (key, value) in d.iosched.iter().flatten() {
+                let text = match value {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(i) => i.to_string(),
+                    toml::Value::Boolean(b) => u8::from(*b).to_string(),
+                    other => {
+                        return Err(format!(
+                            "{loc}: device `{}`: iosched `{key}` = {other} must be an integer",
+                            d.name
+                        ))
+                    }
+                };
+                iosched.push((key.clone(), text));
+            }
+            // Tunables are checked now, so a typo fails before any simulation runs.
+            let mut probe = elevator_sched::by_name(&scheduler)
+                .map_err(|e| format!("{loc}: device `{}`: {e}", d.name))?;
+            for (key, value) in &iosched {
+                probe
+                    .set_tunable(key, value)
+                    .map_err(|e| format!("{loc}: device `{}`: {e}", d.name))?;
+            }
+            let nr_requests = d.nr_requests.unwrap_or(DEFAULT_NR_REQUESTS);
+            if nr_requests < 4 {
+                return Err(format!("{loc}: device `{}`: nr_requests must be at least 4 (the kernel's minimum BLKDEV_MIN_RQ)", d.name));
+            }
+            let max_sectors_kb = d.max_sectors_kb.unwrap_or(DEFAULT_MAX_SECTORS_KB);
+            if max_sectors_kb < 4 {
+                return Err(format!(
+                    "{loc}: device `{}`: max_sectors_kb must be at least 4 (one page)",
+                    d.name
+                ));
+            }
+            devices.push(DeviceSpec {
+                name: d.name.clone(),
+                model,
+                scheduler,
+                iosched,
+                nr_requests,
+                max_sectors_kb,
+            });
+        }
+        let mut partitions: Vec<Partition> = Vec::new();
+        for spanned in &raw.partition {
+            let loc = at(spanned.span());
+            let p = spanned.get_ref();
+            let device = devices.iter().position(|d| d.name == p.device).ok_or_else(|| {
+                let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+                format!(
+                    "{loc}: partition `{}`: no device `{}`; devices are: {}",
+                    p.name,
+                    p.device,
+                    names.join(", ")
+                )
+            })?;
+            if devices.iter().any(|d| d.name == p.name)
+                || partitions.iter().any(|q| q.name == p.name)
+            {
+                return Err(format!(
+                    "{loc}: the name `{}` is already used by a device or partition",
+                    p.name
+                ));
+            }
+            let start_bytes = size_value(&p.start)
+                .map_err(|e| format!("{loc}: partition `{}`: start {e}", p.name))?;
+            let size_bytes = size_value(&p.size)
+                .map_err(|e| format!("{loc}: partition `{}`: size {e}", p.name))?;
+            if start_bytes % 512 != 0 || size_bytes % 512 != 0 || size_bytes == 0 {
+                return Err(format!(
+                    "{loc}: partition `{}`: start and size must be non-zero multiples of 512 bytes",
+                    p.name
+                ));
+            }
+            let capacity = devices[device].model.capacity_bytes();
+            if start_bytes.checked_add(size_bytes).is_none_or(|end| end > capacity) {
+                return Err(format!(
+                    "{loc}: partition `{}` ends past the end of `{}` ({capacity} bytes); shrink it or move its start",
+                    p.name, p.device
+                ));
+            }
+            if let Some(q) = partitions.iter().find(|q| {
+                q.device == device
+                    && start_bytes < q.start_bytes + q.size_bytes
+                    && q.start_bytes < start_bytes + size_bytes
+            }) {
+                return Err(format!(
+                    "{loc}: partition `{}` overlaps partition `{}`",
+                    p.name, q.name
+                ));
+            }
+            partitions.push(Partition { name: p.name.clone(), device, start_bytes, size_bytes });
+        }
+        Ok(Topology { source: name.to_string(), devices, partitions })
+    }
+
+    /// Resolves a job's `filename` (a device or partition name, `/dev/` prefix optional).
+    pub fn target(&self, filename: &str) -> Result<Target, String> {
+        let name = filename.strip_prefix("/dev/").unwrap_or(filename);
+        if let Some(device) = self.devices.iter().position(|d| d.name == name) {
+            return Ok(Target {
+                device,
+                start_bytes: 0,
+                size_bytes: self.devices[device].model.capacity_bytes(),
+            });
+        }
+        if let Some(p) = self.partitions.iter().find(|p| p.name == name) {
+            return Ok(Target {
+                device: p.device,
+                start_bytes: p.start_bytes,
+                size_bytes: p.size_bytes,
+            });
+        }
+        let mut names: Vec<&str> = self.devices.iter().map(|d| d.name.as_str()).collect();
+        names.extend(self.partitions.iter().map(|p| p.name.as_str()));
+        Err(format!(
+            "filename `{filename}` is not a device or partition of the topology ({}); known names: {}",
+            self.source,
+            names.join(", ")
+        ))
+    }
+}
+
+fn build_model(d: &RawDevice, loc: &str) -> Result<DeviceModel, String> {
+    match d.model.as_str() {
+        "ram" => {
+            if let Some(preset) = &d.preset {
+                return Err(format!("{loc}: device `{}`: the ram model has no presets (got `{preset}`); set [device.params] instead", d.name));
+            }
+            Ok(DeviceModel::Ram(with_overrides(
+                RamParams::default(),
+                d.params.as_ref(),
+                &d.name,
+                loc,
+            )?))
+        }
+        other => {
+            Err(format!("{loc}: device `{}`: unknown model `{other}`; models are: ram", d.name))
+        }
+    }
+}
+
+/// Applies `[device.params]` over a preset: the preset is serialised, the keys given replace
+/// its values, and the result is checked by deserialising (unknown keys are errors).
+fn with_overrides<P: Serialize + DeserializeOwned>(
+    preset: P,
+    overrides: Option<&toml::Table>,
+    device: &str,
+    loc: &str,
+) -> Result<P, String> {
+    let Some(overrides) = overrides else { return Ok(preset) };
+    let mut table = toml::Table::try_from(&preset).map_err(|e| format!("{loc}: {e}"))?;
+    for (key, value) in overrides {
+        table.insert(key.clone(), value.clone());
+    }
+    P::deserialize(toml::Value::Table(table)).map_err(|e| {
+        format!("{loc}: device `{device}`: [device.params]: {}", one_line(&e.to_string()))
+    })
+}
+
+fn size_value(v: &SizeValue) -> Result<u64, String> {
+    match v {
+        SizeValue::Bytes(b) => Ok(*b),
+        SizeValue::Text(t) => parse_size_bytes(t),
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+fn one_line(message: &str) -> String {
+    message.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO_PARTS: &str = r#"
+[[device]]
+name = "sdb"
+model = "ram"
+scheduler = "none"
+[device.params]
+capacity_bytes = 1073741824
+
+[[partition]]
+name = "sdb1"
+device = "sdb"
+start = "1MiB"
+size = "100MiB"
+"#;
+
+    #[test]
+    fn parses_devices_partitions_and_targets() {
+        let t = Topology::from_str(TWO_PARTS, "t.toml").unwrap();
+        assert_eq!(t.devices[0].model.capacity_bytes(), 1 << 30);
+        assert_eq!(
+            t.target("sdb1").unwrap(),
+            Target { device: 0, start_bytes: 1 << 20, size_bytes: 100 << 20 }
+        );
+        assert_eq!(t.target("/dev/sdb").unwrap().size_bytes, 1 << 30);
+        assert!(t.target("sdc").unwrap_err().contains("known names: sdb, sdb1"));
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let bad = TWO_PARTS.replace("device = \"sdb\"", "device = \"sdx\"");
+        let e = Topology::from_str(&bad, "t.toml").unwrap_err();
+        assert!(e.starts_with("t.toml:9:") && e.contains("no device `sdx`"), "{e}");
+        let bad = TWO_PARTS.replace("size = \"100MiB\"", "size = \"2GiB\"");
+        assert!(Topology::from_str(&bad, "t.toml").unwrap_err().contains("ends past the end"));
+        let bad = TWO_PARTS.replace("capacity_bytes", "capacity");
+        let e = Topology::from_str(&bad, "t.toml").unwrap_err();
+        assert!(e.contains("unknown field `capacity`"), "{e}");
+        let bad = TWO_PARTS.replace("scheduler = \"none\"", "scheduler = \"bogus\"");
+        assert!(Topology::from_str(&bad, "t.toml")
+            .unwrap_err()
+            .contains("unknown scheduler `bogus`"));
+        let e = Topology::from_str("[[device]\n", "t.toml").unwrap_err();
+        assert!(e.starts_with("t.toml: "), "{e}");
+    }
+}

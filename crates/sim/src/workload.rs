@@ -1,0 +1,412 @@
+//! fio job processes: what a job issues, when, and when it is done.
+//!
+//! One [`Process`] per job clone (`numjobs`), following fio's main loop (`do_io`): pick a data
+//! direction (`rw`, `rwmixread`), a block size (`bs`, `bsrange`, `bssplit`) and an offset
+//! (sequential from the start of the region, or uniformly random and block-aligned), keep up to
+//! `iodepth` I/Os in flight for async engines and one for sync engines, respect `rate` /
+//! `rate_iops`, pause `thinktime` after every `thinktime_blocks` I/Os once the queue has
+//! drained, and stop after `size` (or `io_size`) bytes, `number_ios` I/Os, or `runtime`.
+//!
+//! Deviations from fio, on purpose:
+//! - random offsets are drawn with replacement (fio's `norandommap=1` behaviour); fio's default
+//!   random map, which visits each block once per pass, changes nothing the schedulers see;
+//! - there is no page cache: buffered (`direct=0`) I/O is issued as direct I/O, except that
+//!   buffered writes are asynchronous (as writeback is) while direct writes are sync;
+//! - issuing costs no CPU time: a job issues its next I/O at the instant the previous completes
+//!   (plus `thinktime`).
+
+use elevator_core::{Nanos, Op, Owner, RandomStream, NS_PER_SEC};
+use elevator_fio::{BlockSize, JobSpec, RwMode};
+
+use crate::stats::{DirStats, LatencyBuckets};
+
+/// Data directions in fio's order: read, write, trim.
+pub const DIRECTIONS: [Op; 3] = [Op::Read, Op::Write, Op::Discard];
+
+/// Index of an op in per-direction arrays.
+#[inline]
+pub fn dir_index(op: Op) -> usize {
+    match op {
+        Op::Read => 0,
+        Op::Write | Op::Flush => 1,
+        Op::Discard => 2,
+    }
+}
+
+/// One I/O the process wants to issue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Io {
+    pub op: Op,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    pub sync: bool,
+}
+
+/// What a process does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    Issue(Io),
+    /// Nothing before this time (rate limit or think time).
+    WaitUntil(Nanos),
+    /// The queue is full (or draining for think time): wait for a completion.
+    Full,
+    /// The job has issued everything it will.
+    Stop,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Waiting for its stonewall phase or start delay.
+    Pending,
+    Running,
+    /// Issued its last I/O; waiting for the in-flight ones.
+    Draining,
+    Done,
+}
+
+/// Where a process does its I/O: a byte range on one device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub device: usize,
+    pub start_bytes: u64,
+    pub len_bytes: u64,
+}
+
+/// One job clone.
+#[derive(Debug)]
+pub struct Process {
+    pub name: String,
+    /// Index of the job section it came from, and which clone of it it is.
+    pub job: usize,
+    pub clone: u32,
+    pub group_id: u32,
+    pub phase: u32,
+    pub owner: Owner,
+    pub region: Region,
+    pub state: State,
+    /// Blocked in the block layer waiting for a request (nr_requests).
+    pub blocked: bool,
+    pub in_flight: u32,
+    pub start_ns: Nanos,
+    pub ramp_end_ns: Nanos,
+    pub end_ns: Nanos,
+    pub stats: [DirStats; 3],
+    pub lat_buckets: LatencyBuckets,
+    /// Deepest queue this process reached (fio's IO depths line).
+    pub depth_hist: [u64; 7],
+    // Configuration copied from the spec.
+    rw: RwMode,
+    rwmixread_percent: u32,
+    block_size: [BlockSize; 3],
+    sync_writes: bool,
+    pub max_in_flight: u32,
+    pub batch: u32,
+    io_limit_bytes: Option<u64>,
+    number_ios: Option<u64>,
+    runtime_ns: Option<Nanos>,
+    time_based: bool,
+    startdelay_ns: Nanos,
+    ramp_ns: Nanos,
+    thinktime_ns: Nanos,
+    thinktime_blocks: u32,
+    rate_bytes_per_sec: [Option<u64>; 3],
+    rate_iops: [Option<u64>; 3],
+    fsync_every: u32,
+    // Progress.
+    rng: RandomStream,
+    next_seq_offset: [u64; 3],
+    bytes_issued: u64,
+    ios_issued: u64,
+    dir_bytes_issued: [u64; 3],
+    dir_ios_issued: [u64; 3],
+    since_think: u32,
+    thinking: bool,
+    writes_since_fsync: u32,
+    flush_pending: bool,
+    stop_at_ns: Option<Nanos>,
+}
+
+impl Process {
+    /// Builds clone `clone` of `spec`. `rng` is the process's own stream.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        spec: &JobSpec,
+        job: usize,
+        clone: u32,
+        group_id: u32,
+        phase: u32,
+        owner: Owner,
+        region: Region,
+        io_limit_bytes: Option<u64>,
+        rng: RandomStream,
+    ) -> Process {
+        let max_in_flight = if spec.ioengine.is_async() { spec.iodepth.max(1) } else { 1 };
+        Process {
+            name: spec.name.clone(),
+            job,
+            clone,
+            group_id,
+            phase,
+            owner,
+            region,
+            state: State::Pending,
+            blocked: false,
+            in_flight: 0,
+            start_ns: 0,
+            ramp_end_ns: 0,
+            end_ns: 0,
+            stats: [DirStats::new(0), DirStats::new(0), DirStats::new(0)],
+            lat_buckets: LatencyBuckets::default(),
+            depth_hist: [0; 7],
+            rw: spec.rw,
+            rwmixread_percent: spec.rwmixread_percent.min(100),
+            block_size: spec.block_size.clone(),
+            sync_writes: spec.direct,
+            max_in_flight,
+            batch: spec.iodepth_batch.clamp(1, max_in_flight),
+            io_limit_bytes,
+            number_ios: spec.number_ios,
+            runtime_ns: spec.runtime_ns,
+            time_based: spec.time_based,
+            startdelay_ns: spec.startdelay_ns,
+            ramp_ns: spec.ramp_time_ns,
+            thinktime_ns: spec.thinktime_ns,
+            thinktime_blocks: spec.thinktime_blocks.max(1),
+            rate_bytes_per_sec: spec.rate_bytes_per_sec,
+            rate_iops: spec.rate_iops,
+            fsync_every: spec.fsync_every,
+            rng,
+            next_seq_offset: [region.start_bytes; 3],
+            bytes_issued: 0,
+            ios_issued: 0,
+            dir_bytes_issued: [0; 3],
+            dir_ios_issued: [0; 3],
+            since_think: 0,
+            thinking: false,
+            writes_since_fsync: 0,
+            flush_pending: false,
+            stop_at_ns: None,
+        }
+    }
+
+    /// When the process starts, given the time its stonewall phase began.
+    pub fn start_time(&self, phase_start_ns: Nanos) -> Nanos {
+        phase_start_ns + self.startdelay_ns
+    }
+
+    /// Starts the clock: ramp and runtime count from here. Returns the runtime deadline.
+    pub fn start(&mut self, now_ns: Nanos) -> Option<Nanos> {
+        self.state = State::Running;
+        self.start_ns = now_ns;
+        self.ramp_end_ns = now_ns + self.ramp_ns;
+        self.stats = [
+            DirStats::new(self.ramp_end_ns),
+            DirStats::new(self.ramp_end_ns),
+            DirStats::new(self.ramp_end_ns),
+        ];
+        self.stop_at_ns = self.runtime_ns.map(|r| self.ramp_end_ns + r);
+        self.stop_at_ns
+    }
+
+    /// The runtime is over: issue nothing more.
+    pub fn runtime_expired(&mut self) {
+        if self.state == State::Running {
+            self.state = State::Draining;
+        }
+    }
+
+    /// Decides the next I/O at `now_ns`.
+    pub fn next(&mut self, now_ns: Nanos) -> Next {
+        if self.state != State::Running {
+            return Next::Full;
+        }
+        if self.stop_at_ns.is_some_and(|stop| now_ns >= stop) || self.limit_reached() {
+            self.state = State::Draining;
+            return Next::Stop;
+        }
+        if self.thinking || self.in_flight >= self.max_in_flight {
+            return Next::Full;
+        }
+        if self.flush_pending {
+            self.flush_pending = false;
+            return Next::Issue(Io { op: Op::Flush, offset_bytes: 0, len_bytes: 0, sync: true });
+        }
+        let op = self.pick_direction();
+        let d = dir_index(op);
+        if let Some(at) = self.rate_wait(d, now_ns) {
+            return Next::WaitUntil(at);
+        }
+        let len = self.pick_block_size(d).min(self.region.len_bytes);
+        let offset = self.pick_offset(d, len);
+        self.bytes_issued += len;
+        self.ios_issued += 1;
+        self.dir_bytes_issued[d] += len;
+        self.dir_ios_issued[d] += 1;
+        if op == Op::Write && self.fsync_every > 0 {
+            self.writes_since_fsync += 1;
+            if self.writes_since_fsync >= self.fsync_every {
+                self.writes_since_fsync = 0;
+                self.flush_pending = true;
+            }
+        }
+        if self.thinktime_ns > 0 {
+            self.since_think += 1;
+            if self.since_think >= self.thinktime_blocks {
+                self.since_think = 0;
+                self.thinking = true;
+            }
+        }
+        let sync = op != Op::Write || self.sync_writes;
+        Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync })
+    }
+
+    /// Records that an I/O went into the block layer.
+    pub fn issued(&mut self) {
+        self.in_flight += 1;
+        let depth = self.in_flight;
+        let bucket = match depth {
+            1 => 0,
+            2..=3 => 1,
+            4..=7 => 2,
+            8..=15 => 3,
+            16..=31 => 4,
+            32..=63 => 5,
+            _ => 6,
+        };
+        self.depth_hist[bucket] += 1;
+    }
+
+    /// An I/O completed. Returns when the process wants to issue again, if it does.
+    pub fn completed(
+        &mut self,
+        op: Op,
+        len_bytes: u64,
+        issue_ns: Nanos,
+        submit_ns: Nanos,
+        now_ns: Nanos,
+    ) -> Option<Nanos> {
+        debug_assert!(self.in_flight > 0);
+        self.in_flight -= 1;
+        if now_ns >= self.ramp_end_ns && op != Op::Flush {
+            self.stats[dir_index(op)].record(len_bytes, issue_ns, submit_ns, now_ns);
+            self.lat_buckets.add(now_ns - issue_ns);
+        }
+        match self.state {
+            State::Running if self.thinking => {
+                if self.in_flight == 0 {
+                    self.thinking = false;
+                    Some(now_ns + self.thinktime_ns)
+                } else {
+                    None
+                }
+            }
+            State::Running => Some(now_ns),
+            State::Draining if self.in_flight == 0 && !self.blocked => {
+                self.finish(now_ns);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Marks the process done.
+    pub fn finish(&mut self, now_ns: Nanos) {
+        self.state = State::Done;
+        self.end_ns = now_ns;
+    }
+
+    /// The measured runtime: from the end of the ramp to the end of the job.
+    pub fn runtime_ns(&self) -> Nanos {
+        self.end_ns.saturating_sub(self.ramp_end_ns)
+    }
+
+    fn limit_reached(&self) -> bool {
+        if let Some(n) = self.number_ios {
+            if self.ios_issued >= n {
+                return true;
+            }
+        }
+        match self.io_limit_bytes {
+            Some(limit) => self.bytes_issued >= limit,
+            None => {
+                !self.time_based
+                    && self.runtime_ns.is_none()
+                    && self.bytes_issued >= self.region.len_bytes
+            }
+        }
+    }
+
+    fn pick_direction(&mut self) -> Op {
+        match self.rw {
+            RwMode::Read | RwMode::RandRead => Op::Read,
+            RwMode::Write | RwMode::RandWrite => Op::Write,
+            RwMode::Trim | RwMode::RandTrim => Op::Discard,
+            RwMode::ReadWrite | RwMode::RandRw => {
+                if (self.rng.below(100) as u32) < self.rwmixread_percent {
+                    Op::Read
+                } else {
+                    Op::Write
+                }
+            }
+        }
+    }
+
+    /// The earliest time the rate limits allow another I/O in direction `d`, if later than now.
+    fn rate_wait(&self, d: usize, now_ns: Nanos) -> Option<Nanos> {
+        let mut at = now_ns;
+        if let Some(rate) = self.rate_bytes_per_sec[d].filter(|&r| r > 0) {
+            let t = self.start_ns
+                + (self.dir_bytes_issued[d] as u128 * NS_PER_SEC as u128 / rate as u128) as Nanos;
+            at = at.max(t);
+        }
+        if let Some(iops) = self.rate_iops[d].filter(|&r| r > 0) {
+            let t = self.start_ns
+                + (self.dir_ios_issued[d] as u128 * NS_PER_SEC as u128 / iops as u128) as Nanos;
+            at = at.max(t);
+        }
+        (at > now_ns).then_some(at)
+    }
+
+    fn pick_block_size(&mut self, d: usize) -> u64 {
+        match &self.block_size[d] {
+            BlockSize::Fixed { bytes } => *bytes,
+            BlockSize::Range { min_bytes, max_bytes } => {
+                let steps = (max_bytes - min_bytes) / min_bytes;
+                min_bytes + self.rng.below(steps + 1) * min_bytes
+            }
+            BlockSize::Split { parts } => {
+                let total: u64 = parts.iter().map(|&(_, p)| p as u64).sum();
+                let mut roll = self.rng.below(total.max(1));
+                for &(bytes, percent) in parts {
+                    if roll < percent as u64 {
+                        return bytes;
+                    }
+                    roll -= percent as u64;
+                }
+                parts.last().map_or(4096, |&(b, _)| b)
+            }
+        }
+    }
+
+    fn pick_offset(&mut self, d: usize, len: u64) -> u64 {
+        let start = self.region.start_bytes;
+        let end = start + self.region.len_bytes;
+        if self.rw.is_random() {
+            let align = match &self.block_size[d] {
+                BlockSize::Fixed { bytes } => *bytes,
+                BlockSize::Range { min_bytes, .. } => *min_bytes,
+                BlockSize::Split { parts } => parts.iter().map(|&(b, _)| b).min().unwrap_or(512),
+            }
+            .max(512);
+            let slots = (self.region.len_bytes - len) / align + 1;
+            start + self.rng.below(slots) * align
+        } else {
+            let mut offset = self.next_seq_offset[d];
+            if offset + len > end {
+                offset = start;
+            }
+            self.next_seq_offset[d] = offset + len;
+            offset
+        }
+    }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what elevator needs on a fresh Debian machine: the Rust toolchain is expected to be
+# present (rustup); this adds the real NBD clients and servers the tests drive (fio, qemu-img,
+# nbdcopy/nbdsh, nbdkit) from Debian packages. Safe to run again.
+set -euo pipefail
+
+packages=(fio qemu-utils libnbd-bin python3-libnbd nbdkit)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+command -v cargo >/dev/null || { echo "setup.sh: cargo not found; install Rust with rustup first" >&2; exit 1; }
