@@ -158,6 +158,20 @@ pub struct JobSpec {
     pub number_ios: Option<u64>,
     /// `fsync=N`: a flush after every N writes (0 = never).
     pub fsync_every: u32,
+    /// `exitall`: when this job finishes, stop the jobs that `exit_what` names.
+    pub exitall: bool,
+    pub exit_what: ExitWhat,
+}
+
+/// `exit_what=`: which jobs `exitall` stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitWhat {
+    /// The jobs of the same reporting group (fio's default).
+    Group,
+    /// The jobs running in the same stonewall phase.
+    Stonewall,
+    /// Every job.
+    All,
 }
 
 impl JobSpec {
@@ -206,6 +220,8 @@ impl JobSpec {
             io_size_bytes: None,
             number_ios: None,
             fsync_every: 0,
+            exitall: false,
+            exit_what: ExitWhat::Group,
         }
     }
 }

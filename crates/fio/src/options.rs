@@ -8,7 +8,9 @@
 
 use elevator_core::{NS_PER_SEC, NS_PER_US, SECTOR_BYTES};
 
-use crate::job::{Amount, BlockSize, FileServiceType, IoEngine, JobSpec, RwMode, SourceLocation};
+use crate::job::{
+    Amount, BlockSize, ExitWhat, FileServiceType, IoEngine, JobSpec, RwMode, SourceLocation,
+};
 use crate::units::{
     parse_bool, parse_size, parse_size_or_percent, parse_time_ns, split_ddir, split_range,
     SizeOrPercent,
@@ -86,6 +88,8 @@ const MODELLED: &[(&str, &str)] = &[
     ("io_limit", "io_size"),
     ("number_ios", "number_ios"),
     ("fsync", "fsync"),
+    ("exitall", "exitall"),
+    ("exit_what", "exit_what"),
     ("kb_base", "kb_base"),
 ];
 
@@ -136,8 +140,6 @@ const UNMODELLED: &[&str] = &[
     "error_dump",
     "exec_postrun",
     "exec_prerun",
-    "exit_what",
-    "exitall",
     "exitall_on_error",
     "experimental_verify",
     "fadvise_hint",
@@ -417,6 +419,7 @@ impl Builder {
             "group_reporting" => self.spec.group_reporting = flag(value)?,
             "new_group" => self.spec.new_group = flag(value)?,
             "stonewall" => self.spec.stonewall = flag(value)?,
+            "exitall" => self.spec.exitall = flag(value)?,
             _ => {
                 let Some(v) = value else {
                     return Err(OptionError::Value(format!(
@@ -545,6 +548,14 @@ impl Builder {
                 spec.number_ios = (n > 0).then_some(n);
             }
             "fsync" => spec.fsync_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "exit_what" => {
+                spec.exit_what = match v {
+                    "group" => ExitWhat::Group,
+                    "stonewall" => ExitWhat::Stonewall,
+                    "all" => ExitWhat::All,
+                    _ => return Err(format!("`{v}` is not one of group, stonewall, all")),
+                }
+            }
             "kb_base" => {
                 self.kb_base = match v.trim() {
                     "1024" => 1024,
@@ -941,6 +952,14 @@ mod tests {
         let s = applied(&[("kb_base", Some("1000")), ("size", Some("8k"))]);
         assert_eq!(s.size, Some(Amount::Bytes(8000)));
         assert!(value_err("kb_base", "1023").contains("1024 or 1000"));
+    }
+
+    #[test]
+    fn exitall_and_exit_what() {
+        let s = applied(&[("exitall", None), ("exit_what", Some("all"))]);
+        assert!(s.exitall);
+        assert_eq!(s.exit_what, ExitWhat::All);
+        assert!(value_err("exit_what", "some").contains("group, stonewall, all"));
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub fn run_experiment(
             for (i, value) in Experiment::row_values(t).iter().enumerate() {
                 let mut vars: BTreeMap<String, String> =
                     t.vars.iter().map(|(k, x)| (k.clone(), tunable_text(x))).collect();
+                if let Some(row) = t.row_vars.get(i) {
+                    vars.extend(row.iter().map(|(k, x)| (k.clone(), tunable_text(x))));
+                }
                 if let Some(name) = &t.vary {
                     vars.insert(name.clone(), value.clone());
                 }

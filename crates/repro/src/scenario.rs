@@ -65,6 +65,9 @@ pub struct Table {
     /// Other `${VAR}`s for the job file.
     #[serde(default)]
     pub vars: toml::Table,
+    /// More `${VAR}`s per row, parallel to `values` (e.g. a size that depends on N).
+    #[serde(default)]
+    pub row_vars: Vec<toml::Table>,
     pub columns: Vec<String>,
     /// Column headers; default: from the metrics.
     pub headers: Option<Vec<String>>,
@@ -109,6 +112,15 @@ impl Experiment {
                     "{}: table `{}`: `vary` needs `values`",
                     path.display(),
                     t.title
+                ));
+            }
+            if !t.row_vars.is_empty() && t.row_vars.len() != t.values.len() {
+                return Err(format!(
+                    "{}: table `{}`: {} row_vars for {} values",
+                    path.display(),
+                    t.title,
+                    t.row_vars.len(),
+                    t.values.len()
                 ));
             }
             if let Some(h) = &t.headers {

@@ -25,6 +25,9 @@ const NONE: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug)]
 pub struct Bio {
     pub process: u32,
+    /// The volume-stack node this piece belongs to, or [`crate::stack::NO_NODE`] for a bio
+    /// issued straight to this device.
+    pub node: u32,
     pub op: Op,
     pub len_bytes: u64,
     pub issue_ns: Nanos,
@@ -173,6 +176,7 @@ impl BlockQueue {
     pub fn plug_bio(
         &mut self,
         process: u32,
+        node: u32,
         op: Op,
         offset_bytes: u64,
         len_bytes: u64,
@@ -182,6 +186,7 @@ impl BlockQueue {
     ) {
         let pieces = if len_bytes == 0 { 1 } else { len_bytes.div_ceil(self.max_len_bytes) as u32 };
         let bio = self.bios.insert(Bio {
+            node,
             process,
             op,
             len_bytes,

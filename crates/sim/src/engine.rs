@@ -11,10 +11,12 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use elevator_core::{Cgroup, IoPrio, IoPrioClass, Nanos, Owner, RandomStream};
-use elevator_fio::{Amount, JobFile, JobSpec};
+use elevator_fio::{Amount, ExitWhat, JobFile, JobSpec};
 
 use crate::block::{Bio, BlockQueue, DiskCounters};
-use crate::topology::Topology;
+use crate::files::FileTree;
+use crate::stack::{LeafIo, Stack, NO_NODE};
+use crate::topology::{Route, Topology};
 use crate::workload::{Next, Process, Region, State};
 
 /// How a run is set up beyond the job file and topology.
@@ -76,6 +78,10 @@ struct Engine {
     current_phase: u32,
     done_bios: Vec<Bio>,
     unblocked: Vec<u32>,
+    stack: Stack,
+    leaves: Vec<LeafIo>,
+    /// Devices that received work since they were last kicked.
+    touched: Vec<bool>,
 }
 
 /// Runs a job file on a topology.
@@ -122,6 +128,9 @@ pub fn simulate(
         current_phase: 0,
         done_bios: Vec::new(),
         unblocked: Vec::new(),
+        stack: Stack::new(&topology.volumes),
+        leaves: Vec::new(),
+        touched: vec![false; topology.devices.len()],
     };
     engine.start_phase(0);
     engine.run();
@@ -206,31 +215,51 @@ impl Engine {
         if self.procs[pi].blocked || self.procs[pi].state != State::Running {
             return;
         }
-        let d = self.procs[pi].region.device;
+        let route = self.procs[pi].region.route;
         let batch = self.procs[pi].batch;
         let mut in_batch = 0;
-        let mut touched = false;
         loop {
             match self.procs[pi].next(now) {
                 Next::Issue(io) => {
                     let owner = self.procs[pi].owner;
-                    self.queues[d].plug_bio(
-                        p,
-                        io.op,
-                        io.offset_bytes,
-                        io.len_bytes,
-                        io.sync,
-                        owner,
-                        now,
-                    );
                     self.procs[pi].issued();
-                    touched = true;
-                    in_batch += 1;
-                    if in_batch == batch {
-                        in_batch = 0;
-                        if !self.queues[d].unplug(p, now) {
-                            self.procs[pi].blocked = true;
-                            break;
+                    match route {
+                        Route::Device(d) => {
+                            self.queues[d].plug_bio(
+                                p,
+                                NO_NODE,
+                                io.op,
+                                io.offset_bytes,
+                                io.len_bytes,
+                                io.sync,
+                                owner,
+                                now,
+                            );
+                            self.touched[d] = true;
+                            in_batch += 1;
+                            if in_batch == batch {
+                                in_batch = 0;
+                                if !self.queues[d].unplug(p, now) {
+                                    self.procs[pi].blocked = true;
+                                    break;
+                                }
+                            }
+                        }
+                        Route::Volume(v) => {
+                            let mut leaves = std::mem::take(&mut self.leaves);
+                            self.stack.submit(
+                                p,
+                                v,
+                                io.op,
+                                io.offset_bytes,
+                                io.len_bytes,
+                                io.sync,
+                                owner,
+                                now,
+                                &mut leaves,
+                            );
+                            self.send_leaves(&mut leaves);
+                            self.leaves = leaves;
                         }
                     }
                 }
@@ -248,12 +277,43 @@ impl Engine {
                 }
             }
         }
-        if in_batch > 0 && !self.queues[d].unplug(p, now) {
-            self.procs[pi].blocked = true;
+        if let (Route::Device(d), true) = (route, in_batch > 0) {
+            if !self.queues[d].unplug(p, now) {
+                self.procs[pi].blocked = true;
+            }
         }
-        if touched {
-            self.queues[d].kick(now);
-            self.arm_device(d as u32);
+        self.kick_touched();
+    }
+
+    /// Hands pieces that came out of the volume stack to their devices' block layers. A piece
+    /// that finds no free request waits in that block layer; the volume's worker, not the
+    /// process, is what sleeps, so the process is not marked blocked.
+    fn send_leaves(&mut self, leaves: &mut Vec<LeafIo>) {
+        let now = self.now_ns;
+        for leaf in leaves.drain(..) {
+            let q = &mut self.queues[leaf.device];
+            q.plug_bio(
+                u32::MAX,
+                leaf.node,
+                leaf.op,
+                leaf.offset_bytes,
+                leaf.len_bytes,
+                leaf.sync,
+                leaf.owner,
+                now,
+            );
+            q.unplug(u32::MAX, now);
+            self.touched[leaf.device] = true;
+        }
+    }
+
+    /// Dispatches on every device that received work, and arms its events.
+    fn kick_touched(&mut self) {
+        for d in 0..self.queues.len() {
+            if std::mem::take(&mut self.touched[d]) {
+                self.queues[d].kick(self.now_ns);
+                self.arm_device(d as u32);
+            }
         }
     }
 
@@ -287,18 +347,32 @@ impl Engine {
         let now = self.now_ns;
         let mut done = std::mem::take(&mut self.done_bios);
         let mut unblocked = std::mem::take(&mut self.unblocked);
+        let mut leaves = std::mem::take(&mut self.leaves);
         self.queues[d as usize].complete(now, &mut done, &mut unblocked);
         for bio in done.drain(..) {
-            let p = bio.process;
+            let (p, op, len_bytes, issue_ns, submit_ns) = if bio.node == NO_NODE {
+                (bio.process, bio.op, bio.len_bytes, bio.issue_ns, bio.submit_ns)
+            } else {
+                match self.stack.piece_done(bio.node, &mut leaves) {
+                    Some(root) => {
+                        (root.process, root.op, root.len_bytes, root.issue_ns, root.issue_ns)
+                    }
+                    None => continue,
+                }
+            };
             let proc = &mut self.procs[p as usize];
-            let wake = proc.completed(bio.op, bio.len_bytes, bio.issue_ns, bio.submit_ns, now);
+            let wake = proc.completed(op, len_bytes, issue_ns, submit_ns, now);
             if proc.state == State::Done {
                 self.process_done(p);
             } else if let Some(at) = wake {
                 self.arm_issue(p, at);
             }
         }
+        self.send_leaves(&mut leaves);
         for p in unblocked.drain(..) {
+            if p == u32::MAX {
+                continue; // a volume's piece, not a process
+            }
             let proc = &mut self.procs[p as usize];
             proc.blocked = false;
             if proc.state == State::Draining && proc.in_flight == 0 {
@@ -310,11 +384,15 @@ impl Engine {
         }
         self.done_bios = done;
         self.unblocked = unblocked;
-        self.queues[d as usize].kick(now);
-        self.arm_device(d);
+        self.leaves = leaves;
+        self.touched[d as usize] = true;
+        self.kick_touched();
     }
 
     fn process_done(&mut self, p: u32) {
+        if self.procs[p as usize].exitall {
+            self.exit_others(p);
+        }
         let phase = self.procs[p as usize].phase as usize;
         self.phases_left[phase] -= 1;
         let mut next = self.current_phase;
@@ -325,6 +403,37 @@ impl Engine {
             self.start_phase(next);
         } else {
             self.current_phase = next;
+        }
+    }
+}
+
+impl Engine {
+    /// fio's `exitall`: stop issuing in every running process that `exit_what` names; each
+    /// finishes when its in-flight I/O completes.
+    fn exit_others(&mut self, p: u32) {
+        let (what, group, phase) = {
+            let me = &self.procs[p as usize];
+            (me.exit_what, me.group_id, me.phase)
+        };
+        let now = self.now_ns;
+        let mut finished = Vec::new();
+        for (i, other) in self.procs.iter_mut().enumerate() {
+            let named = match what {
+                ExitWhat::Group => other.group_id == group,
+                ExitWhat::Stonewall => other.phase == phase,
+                ExitWhat::All => true,
+            };
+            if i as u32 == p || !named || other.state != State::Running {
+                continue;
+            }
+            other.runtime_expired();
+            if other.in_flight == 0 && !other.blocked {
+                other.finish(now);
+                finished.push(i as u32);
+            }
+        }
+        for i in finished {
+            self.process_done(i);
         }
     }
 }
@@ -419,7 +528,7 @@ fn build_processes(
         };
         let cgroup = cgroup_id(groups, spec.cgroup.as_deref());
         for clone in 0..spec.numjobs.max(1) {
-            let (device, region_start, region_len) = match &spec.filename {
+            let (route, region_start, region_len) = match &spec.filename {
                 Some(name) => {
                     let t = topology
                         .target(name)
@@ -439,7 +548,7 @@ fn build_processes(
                         )));
                     }
                     *users_of_name.entry(name.clone()).or_default() += 1;
-                    (t.device, t.start_bytes + offset, len)
+                    (t.route, t.start_bytes + offset, len)
                 }
                 None => {
                     let Some(Amount::Bytes(size)) = spec.size else {
@@ -457,7 +566,7 @@ fn build_processes(
                         )));
                     }
                     file_cursor = start + size;
-                    (0, start, size)
+                    (Route::Device(0), start, size)
                 }
             };
             if region_len < 512 {
@@ -476,21 +585,36 @@ fn build_processes(
                 cgroup,
                 prio,
             };
-            let io_limit = spec.io_size_bytes.or(spec.size.map(|_| region_len));
+            let tree = spec.nrfiles > 1;
+            let io_limit = if tree {
+                spec.io_size_bytes
+            } else {
+                spec.io_size_bytes.or(spec.size.map(|_| region_len))
+            };
             let stream = procs.len() as u32;
             let rng_seed = job_seed(seed, spec);
-            let region = Region { device, start_bytes: region_start, len_bytes: region_len };
-            procs.push(Process::new(
-                spec,
-                j,
-                clone,
-                group_id,
-                phase,
-                owner,
-                region,
-                io_limit,
-                RandomStream::new(rng_seed, stream),
-            ));
+            let region = Region { route, start_bytes: region_start, len_bytes: region_len };
+            let mut rng = RandomStream::new(rng_seed, stream);
+            let files = if tree {
+                let files = FileTree::lay_out(
+                    region_start,
+                    region_len,
+                    spec.nrfiles,
+                    spec.filesize,
+                    spec.file_service_type,
+                    &mut rng,
+                )
+                .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
+                Some(files)
+            } else {
+                None
+            };
+            let mut proc =
+                Process::new(spec, j, clone, group_id, phase, owner, region, io_limit, rng);
+            if let Some(files) = files {
+                proc.set_files(files);
+            }
+            procs.push(proc);
             pid += 1;
         }
     }

@@ -12,7 +12,9 @@
 
 pub mod block;
 pub mod engine;
+pub mod files;
 pub mod report;
+pub mod stack;
 pub mod stats;
 pub mod topology;
 pub mod units;

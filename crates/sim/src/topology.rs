@@ -81,11 +81,41 @@ pub struct Partition {
     pub size_bytes: u64,
 }
 
-/// What a job's `filename` resolves to: a byte range on one device.
+/// Where I/O to a name goes first: straight into a device's block layer, or into a volume
+/// (device-mapper target) that remaps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    Device(usize),
+    Volume(usize),
+}
+
+/// What a job's `filename` (or a volume's member) resolves to: a byte range of a route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Target {
-    pub device: usize,
+    pub route: Route,
     pub start_bytes: u64,
+    pub size_bytes: u64,
+}
+
+/// What a volume does with the I/O sent to it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum VolumeKind {
+    /// `dm-linear`: the members' ranges one after another.
+    Linear,
+    /// `dm-stripe` (an LVM striped LV): `chunk_bytes` chunks round-robin over the members.
+    Striped { chunk_bytes: u64 },
+    /// A virtual machine's disk: the guest may have `limit` requests in flight (its own
+    /// `nr_requests`), and the host issues them as process `pid` (blkback or tapdisk).
+    Guest { limit: u32, pid: Option<u32> },
+}
+
+/// A device-mapper target: a named address space built on devices, partitions or earlier
+/// volumes. Each member keeps its own block layer and scheduler below.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Volume {
+    pub name: String,
+    pub kind: VolumeKind,
+    pub members: Vec<Target>,
     pub size_bytes: u64,
 }
 
@@ -95,6 +125,7 @@ pub struct Topology {
     pub source: String,
     pub devices: Vec<DeviceSpec>,
     pub partitions: Vec<Partition>,
+    pub volumes: Vec<Volume>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -104,6 +135,19 @@ struct RawTopology {
     device: Vec<Spanned<RawDevice>>,
     #[serde(default)]
     partition: Vec<Spanned<RawPartition>>,
+    #[serde(default)]
+    volume: Vec<Spanned<RawVolume>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVolume {
+    name: String,
+    target: String,
+    over: Vec<String>,
+    chunk: Option<SizeValue>,
+    limit: Option<u32>,
+    pid: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,6 +194,7 @@ impl Topology {
                 max_sectors_kb: DEFAULT_MAX_SECTORS_KB,
             }],
             partitions: Vec::new(),
+            volumes: Vec::new(),
         }
     }
 
@@ -271,34 +316,122 @@ impl Topology {
             }
             partitions.push(Partition { name: p.name.clone(), device, start_bytes, size_bytes });
         }
-        Ok(Topology { source: name.to_string(), devices, partitions })
+        let mut topology =
+            Topology { source: name.to_string(), devices, partitions, volumes: Vec::new() };
+        for spanned in &raw.volume {
+            let loc = at(spanned.span());
+            let volume = build_volume(&topology, spanned.get_ref())
+                .map_err(|e| format!("{loc}: volume `{}`: {e}", spanned.get_ref().name))?;
+            topology.volumes.push(volume);
+        }
+        Ok(topology)
     }
 
-    /// Resolves a job's `filename` (a device or partition name, `/dev/` prefix optional).
+    /// Resolves a job's `filename` (a device, partition or volume name; `/dev/` and
+    /// `/dev/mapper/` prefixes optional).
     pub fn target(&self, filename: &str) -> Result<Target, String> {
         let name = filename.strip_prefix("/dev/").unwrap_or(filename);
+        let name = name.strip_prefix("mapper/").unwrap_or(name);
         if let Some(device) = self.devices.iter().position(|d| d.name == name) {
             return Ok(Target {
-                device,
+                route: Route::Device(device),
                 start_bytes: 0,
                 size_bytes: self.devices[device].model.capacity_bytes(),
             });
         }
         if let Some(p) = self.partitions.iter().find(|p| p.name == name) {
             return Ok(Target {
-                device: p.device,
+                route: Route::Device(p.device),
                 start_bytes: p.start_bytes,
                 size_bytes: p.size_bytes,
             });
         }
+        if let Some(v) = self.volumes.iter().position(|v| v.name == name) {
+            return Ok(Target {
+                route: Route::Volume(v),
+                start_bytes: 0,
+                size_bytes: self.volumes[v].size_bytes,
+            });
+        }
         let mut names: Vec<&str> = self.devices.iter().map(|d| d.name.as_str()).collect();
         names.extend(self.partitions.iter().map(|p| p.name.as_str()));
+        names.extend(self.volumes.iter().map(|v| v.name.as_str()));
         Err(format!(
-            "filename `{filename}` is not a device or partition of the topology ({}); known names: {}",
+            "filename `{filename}` is not a device, partition or volume of the topology ({}); known names: {}",
             self.source,
             names.join(", ")
         ))
     }
+}
+
+fn build_volume(topology: &Topology, v: &RawVolume) -> Result<Volume, String> {
+    if topology.devices.iter().any(|d| d.name == v.name)
+        || topology.partitions.iter().any(|p| p.name == v.name)
+        || topology.volumes.iter().any(|x| x.name == v.name)
+    {
+        return Err("the name is already used by a device, partition or volume".to_string());
+    }
+    if v.over.is_empty() {
+        return Err("`over` must name at least one device, partition or earlier volume".to_string());
+    }
+    let members = v.over.iter().map(|m| topology.target(m)).collect::<Result<Vec<_>, _>>()?;
+    let only = |what: &str| -> Result<(), String> {
+        if v.chunk.is_some() || v.limit.is_some() || v.pid.is_some() {
+            return Err(format!("`chunk`, `limit` and `pid` do not apply to a {what} target"));
+        }
+        Ok(())
+    };
+    let (kind, size_bytes) = match v.target.as_str() {
+        "linear" => {
+            only("linear")?;
+            (VolumeKind::Linear, members.iter().map(|m| m.size_bytes / 512 * 512).sum())
+        }
+        "striped" => {
+            let chunk_bytes = match &v.chunk {
+                Some(c) => size_value(c).map_err(|e| format!("chunk {e}"))?,
+                None => {
+                    return Err(
+                        "a striped target needs `chunk` (e.g. chunk = \"64KiB\")".to_string()
+                    )
+                }
+            };
+            if chunk_bytes == 0 || chunk_bytes % 512 != 0 {
+                return Err(format!(
+                    "chunk {chunk_bytes} must be a non-zero multiple of 512 bytes"
+                ));
+            }
+            if v.limit.is_some() || v.pid.is_some() {
+                return Err("`limit` and `pid` apply only to guest targets".to_string());
+            }
+            let smallest = members.iter().map(|m| m.size_bytes).min().unwrap_or(0);
+            (
+                VolumeKind::Striped { chunk_bytes },
+                smallest / chunk_bytes * chunk_bytes * members.len() as u64,
+            )
+        }
+        "guest" => {
+            if members.len() != 1 {
+                return Err(
+                    "a guest target sits on exactly one device, partition or volume".to_string()
+                );
+            }
+            if v.chunk.is_some() {
+                return Err("`chunk` applies only to striped targets".to_string());
+            }
+            let limit = v.limit.unwrap_or(DEFAULT_NR_REQUESTS);
+            if limit == 0 {
+                return Err("`limit` must be at least 1".to_string());
+            }
+            (VolumeKind::Guest { limit, pid: v.pid }, members[0].size_bytes)
+        }
+        other => {
+            return Err(format!("unknown target `{other}`; targets are: linear, striped, guest"))
+        }
+    };
+    if size_bytes == 0 {
+        return Err("it has no usable space".to_string());
+    }
+    Ok(Volume { name: v.name.clone(), kind, members, size_bytes })
 }
 
 fn build_model(d: &RawDevice, loc: &str) -> Result<DeviceModel, String> {
@@ -378,7 +511,7 @@ size = "100MiB"
         assert_eq!(t.devices[0].model.capacity_bytes(), 1 << 30);
         assert_eq!(
             t.target("sdb1").unwrap(),
-            Target { device: 0, start_bytes: 1 << 20, size_bytes: 100 << 20 }
+            Target { route: Route::Device(0), start_bytes: 1 << 20, size_bytes: 100 << 20 }
         );
         assert_eq!(t.target("/dev/sdb").unwrap().size_bytes, 1 << 30);
         assert!(t.target("sdc").unwrap_err().contains("known names: sdb, sdb1"));
@@ -400,5 +533,65 @@ size = "100MiB"
             .contains("unknown scheduler `bogus`"));
         let e = Topology::from_str("[[device]\n", "t.toml").unwrap_err();
         assert!(e.starts_with("t.toml: "), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod volume_tests {
+    use super::*;
+
+    const TWO_DISKS: &str = r#"
+[[device]]
+name = "sda"
+model = "ram"
+[[device]]
+name = "sdb"
+model = "ram"
+[[partition]]
+name = "sda1"
+device = "sda"
+start = "1MiB"
+size = "1GiB"
+[[partition]]
+name = "sdb1"
+device = "sdb"
+start = "1MiB"
+size = "2GiB"
+[[volume]]
+name = "lv0"
+target = "striped"
+chunk = "64KiB"
+over = ["sda1", "sdb1"]
+[[volume]]
+name = "vm1"
+target = "guest"
+over = ["lv0"]
+limit = 32
+pid = 4242
+"#;
+
+    #[test]
+    fn volumes_stack_and_resolve() {
+        let t = Topology::from_str(TWO_DISKS, "v.toml").unwrap();
+        assert_eq!(t.volumes[0].size_bytes, 2 << 30, "two members of the smaller size");
+        assert_eq!(t.volumes[0].members[1].route, Route::Device(1));
+        assert_eq!(t.target("/dev/mapper/vm1").unwrap().route, Route::Volume(1));
+        assert_eq!(t.volumes[1].kind, VolumeKind::Guest { limit: 32, pid: Some(4242) });
+    }
+
+    #[test]
+    fn bad_volumes_are_explained() {
+        let e = Topology::from_str(&TWO_DISKS.replace("chunk = \"64KiB\"\n", ""), "v.toml")
+            .unwrap_err();
+        assert!(e.contains("v.toml:18") && e.contains("needs `chunk`"), "{e}");
+        let e =
+            Topology::from_str(&TWO_DISKS.replace("\"sdb1\"]", "\"sdc9\"]"), "v.toml").unwrap_err();
+        assert!(e.contains("volume `lv0`") && e.contains("`sdc9`"), "{e}");
+        let e = Topology::from_str(
+            &TWO_DISKS.replace("target = \"guest\"", "target = \"raid5\""),
+            "v.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown target `raid5`"), "{e}");
     }
 }

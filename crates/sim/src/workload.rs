@@ -18,6 +18,7 @@
 use elevator_core::{Nanos, Op, Owner, RandomStream, NS_PER_SEC};
 use elevator_fio::{BlockSize, JobSpec, RwMode};
 
+use crate::files::{FileIo, FileTree};
 use crate::stats::{DirStats, LatencyBuckets};
 
 /// Data directions in fio's order: read, write, trim.
@@ -64,10 +65,10 @@ pub enum State {
     Done,
 }
 
-/// Where a process does its I/O: a byte range on one device.
+/// Where a process does its I/O: a byte range of a device or volume.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Region {
-    pub device: usize,
+    pub route: crate::topology::Route,
     pub start_bytes: u64,
     pub len_bytes: u64,
 }
@@ -101,6 +102,9 @@ pub struct Process {
     sync_writes: bool,
     pub max_in_flight: u32,
     pub batch: u32,
+    /// fio's `exitall` / `exit_what`.
+    pub exitall: bool,
+    pub exit_what: elevator_fio::ExitWhat,
     io_limit_bytes: Option<u64>,
     number_ios: Option<u64>,
     runtime_ns: Option<Nanos>,
@@ -124,6 +128,8 @@ pub struct Process {
     writes_since_fsync: u32,
     flush_pending: bool,
     stop_at_ns: Option<Nanos>,
+    /// With `nrfiles` > 1: the files and the progress through them.
+    files: Option<FileTree>,
 }
 
 impl Process {
@@ -164,6 +170,8 @@ impl Process {
             sync_writes: spec.direct,
             max_in_flight,
             batch: spec.iodepth_batch.clamp(1, max_in_flight),
+            exitall: spec.exitall,
+            exit_what: spec.exit_what,
             io_limit_bytes,
             number_ios: spec.number_ios,
             runtime_ns: spec.runtime_ns,
@@ -186,7 +194,13 @@ impl Process {
             writes_since_fsync: 0,
             flush_pending: false,
             stop_at_ns: None,
+            files: None,
         }
+    }
+
+    /// Gives the process a tree of files to work through instead of one region.
+    pub fn set_files(&mut self, files: FileTree) {
+        self.files = Some(files);
     }
 
     /// When the process starts, given the time its stonewall phase began.
@@ -236,8 +250,17 @@ impl Process {
         if let Some(at) = self.rate_wait(d, now_ns) {
             return Next::WaitUntil(at);
         }
-        let len = self.pick_block_size(d).min(self.region.len_bytes);
-        let offset = self.pick_offset(d, len);
+        let bs = self.pick_block_size(d).min(self.region.len_bytes);
+        let (op, offset, len) = match self.next_in_files(bs) {
+            Some(FileIo::Meta { offset_bytes }) => (Op::Read, offset_bytes, 4096),
+            Some(FileIo::Data { offset_bytes, len_bytes }) => (op, offset_bytes, len_bytes),
+            Some(FileIo::Done) => {
+                self.state = State::Draining;
+                return Next::Stop;
+            }
+            None => (op, self.pick_offset(d, bs), bs),
+        };
+        let d = dir_index(op);
         self.bytes_issued += len;
         self.ios_issued += 1;
         self.dir_bytes_issued[d] += len;
@@ -318,6 +341,18 @@ impl Process {
     /// The measured runtime: from the end of the ramp to the end of the job.
     pub fn runtime_ns(&self) -> Nanos {
         self.end_ns.saturating_sub(self.ramp_end_ns)
+    }
+
+    /// The next step through the file tree, if the process has one; a time-based job starts
+    /// another pass when it has read every file.
+    fn next_in_files(&mut self, bs: u64) -> Option<FileIo> {
+        let files = self.files.as_mut()?;
+        let mut io = files.next(bs, &mut self.rng);
+        if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some()) {
+            files.rewind();
+            io = files.next(bs, &mut self.rng);
+        }
+        Some(io)
     }
 
     fn limit_reached(&self) -> bool {

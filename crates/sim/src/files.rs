@@ -1,0 +1,221 @@
+//! Files of a job with `nrfiles` > 1, laid out the way an ext2/ext3 file system lays out a
+//! source tree, so that reading "a kernel tree" costs what it costs on a disk.
+//!
+//! The region is cut into block groups of [`GROUP_BYTES`] (ext3's 128 MiB). Files come in
+//! directories of [`FILES_PER_DIR`]; each directory lands in a randomly chosen group (ext3's
+//! Orlov allocator spreads directories), its inodes in one block at the start of that group's
+//! inode table and its files one after another in the group's data area. A process opens a
+//! file with a metadata read of its inode block before its first data I/O to that file.
+//!
+//! Sizes: each file's size is drawn uniformly from `filesize=min-max` in 4 KiB steps (or is
+//! `size / nrfiles` without `filesize`).
+
+use elevator_core::RandomStream;
+use elevator_fio::FileServiceType;
+
+/// ext3's block group size with 4 KiB blocks.
+pub const GROUP_BYTES: u64 = 128 << 20;
+/// How many files share a directory (and so an inode block and a block group).
+pub const FILES_PER_DIR: usize = 16;
+/// Where a group's data blocks start: after its bitmaps and inode table.
+const GROUP_DATA_OFFSET_BYTES: u64 = 4 << 20;
+const BLOCK_BYTES: u64 = 4096;
+
+/// One file: where its inode lives and where its data lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileExtent {
+    pub meta_offset_bytes: u64,
+    pub data_offset_bytes: u64,
+    pub len_bytes: u64,
+}
+
+/// The files of one process and how far it has got through them.
+#[derive(Clone, Debug)]
+pub struct FileTree {
+    pub files: Vec<FileExtent>,
+    service: FileServiceType,
+    current: usize,
+    /// Bytes of each file already issued.
+    pos: Vec<u64>,
+    opened: Vec<bool>,
+    finished: usize,
+}
+
+/// What the tree wants next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileIo {
+    /// Read the inode block at this offset.
+    Meta {
+        offset_bytes: u64,
+    },
+    Data {
+        offset_bytes: u64,
+        len_bytes: u64,
+    },
+    /// Every file has been read once.
+    Done,
+}
+
+impl FileTree {
+    /// Lays out `nrfiles` files over `[start, start + len)`.
+    pub fn lay_out(
+        start_bytes: u64,
+        len_bytes: u64,
+        nrfiles: u32,
+        filesize: Option<(u64, u64)>,
+        service: FileServiceType,
+        rng: &mut RandomStream,
+    ) -> Result<FileTree, String> {
+        let groups = (len_bytes / GROUP_BYTES).max(1);
+        let group_len = len_bytes.min(GROUP_BYTES);
+        if group_len <= GROUP_DATA_OFFSET_BYTES + BLOCK_BYTES {
+            return Err(format!(
+                "size {len_bytes} is too small for a file tree: give at least 8 MiB"
+            ));
+        }
+        let (min, max) = filesize.unwrap_or_else(|| {
+            let each = (len_bytes / 2 / u64::from(nrfiles)).max(BLOCK_BYTES);
+            (each, each)
+        });
+        let mut cursor = vec![GROUP_DATA_OFFSET_BYTES; groups as usize];
+        let mut files = Vec::with_capacity(nrfiles as usize);
+        let mut group = 0u64;
+        for i in 0..nrfiles as usize {
+            if i % FILES_PER_DIR == 0 {
+                group = rng.below(groups);
+            }
+            let steps = (max - min) / BLOCK_BYTES;
+            let size = (min + rng.below(steps + 1) * BLOCK_BYTES).max(512) / 512 * 512;
+            // A full group overflows into the next one, as ext3 would allocate elsewhere.
+            let mut tries = 0;
+            while cursor[group as usize] + size > group_len {
+                group = (group + 1) % groups;
+                tries += 1;
+                if tries > groups {
+                    return Err(format!(
+                        "{nrfiles} files of up to {max} bytes do not fit in {len_bytes} bytes; raise size= or lower nrfiles=/filesize="
+                    ));
+                }
+            }
+            let group_start = start_bytes + group * GROUP_BYTES;
+            let dir = (i / FILES_PER_DIR) as u64;
+            files.push(FileExtent {
+                meta_offset_bytes: group_start + BLOCK_BYTES * (1 + dir % 256),
+                data_offset_bytes: group_start + cursor[group as usize],
+                len_bytes: size,
+            });
+            cursor[group as usize] += size.div_ceil(BLOCK_BYTES) * BLOCK_BYTES;
+        }
+        let n = files.len();
+        Ok(FileTree {
+            files,
+            service,
+            current: 0,
+            pos: vec![0; n],
+            opened: vec![false; n],
+            finished: 0,
+        })
+    }
+
+    /// Total data bytes in the tree.
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.len_bytes).sum()
+    }
+
+    /// The next I/O of at most `bs` bytes.
+    pub fn next(&mut self, bs: u64, rng: &mut RandomStream) -> FileIo {
+        if self.finished == self.files.len() {
+            return FileIo::Done;
+        }
+        // Choose the file to serve (fio's `get_next_file`).
+        match self.service {
+            FileServiceType::Sequential => {}
+            FileServiceType::RoundRobin => self.current = (self.current + 1) % self.files.len(),
+            FileServiceType::Random => self.current = rng.below(self.files.len() as u64) as usize,
+        }
+        while self.pos[self.current] >= self.files[self.current].len_bytes {
+            self.current = (self.current + 1) % self.files.len();
+        }
+        let i = self.current;
+        let f = self.files[i];
+        if !self.opened[i] {
+            self.opened[i] = true;
+            return FileIo::Meta { offset_bytes: f.meta_offset_bytes };
+        }
+        let len = bs.min(f.len_bytes - self.pos[i]);
+        let offset = f.data_offset_bytes + self.pos[i];
+        self.pos[i] += len;
+        if self.pos[i] >= f.len_bytes {
+            self.finished += 1;
+        }
+        FileIo::Data { offset_bytes: offset, len_bytes: len }
+    }
+
+    /// Starts another pass over the tree (time-based jobs); files stay open.
+    pub fn rewind(&mut self) {
+        self.pos.iter_mut().for_each(|p| *p = 0);
+        self.finished = 0;
+        self.current = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(service: FileServiceType) -> FileTree {
+        let mut rng = RandomStream::new(1, 0);
+        FileTree::lay_out(1 << 30, 4 << 30, 100, Some((4096, 65536)), service, &mut rng).unwrap()
+    }
+
+    #[test]
+    fn files_are_clustered_by_directory_inside_the_region() {
+        let t = tree(FileServiceType::Sequential);
+        assert_eq!(t.files.len(), 100);
+        for f in &t.files {
+            assert!(f.data_offset_bytes >= 1 << 30 && f.data_offset_bytes + f.len_bytes <= 5 << 30);
+            assert!((4096..=65536).contains(&f.len_bytes) && f.len_bytes % 4096 == 0);
+        }
+        // Files of one directory are adjacent; the inode block precedes them in the group.
+        let (a, b) = (t.files[0], t.files[1]);
+        assert_eq!(b.data_offset_bytes, a.data_offset_bytes + a.len_bytes);
+        assert_eq!(a.meta_offset_bytes, b.meta_offset_bytes);
+        assert!(a.meta_offset_bytes < a.data_offset_bytes);
+    }
+
+    #[test]
+    fn sequential_service_opens_then_reads_each_file_once() {
+        let mut t = tree(FileServiceType::Sequential);
+        let mut rng = RandomStream::new(2, 0);
+        let (mut metas, mut bytes) = (0, 0);
+        loop {
+            match t.next(16384, &mut rng) {
+                FileIo::Meta { .. } => metas += 1,
+                FileIo::Data { len_bytes, .. } => bytes += len_bytes,
+                FileIo::Done => break,
+            }
+        }
+        assert_eq!(metas, 100);
+        assert_eq!(bytes, t.total_bytes());
+        t.rewind();
+        assert!(
+            matches!(t.next(16384, &mut rng), FileIo::Data { .. }),
+            "files stay open across passes"
+        );
+    }
+
+    #[test]
+    fn too_many_files_is_an_error_not_a_panic() {
+        let mut rng = RandomStream::new(1, 0);
+        let e = FileTree::lay_out(
+            0,
+            16 << 20,
+            10_000,
+            Some((1 << 20, 1 << 20)),
+            FileServiceType::Sequential,
+            &mut rng,
+        )
+        .unwrap_err();
+        assert!(e.contains("do not fit"), "{e}");
+    }
+}

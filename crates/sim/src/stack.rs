@@ -1,0 +1,318 @@
+//! Device-mapper stacking at run time: bios sent to a volume are remapped and split over its
+//! members (linear, striped), held back where a layer limits them (a guest's request limit),
+//! and finally handed to the block layers of real devices, each with its own scheduler.
+//!
+//! Every bio that crosses a volume gets a *node*; the pieces it was split into count down on
+//! it, and when the last one completes the node completes its parent, up to the root node of
+//! the bio the process issued. Stateless layers (linear, striped) add pieces to the node they
+//! were given; stateful layers (guest) make a child node so that they hear of its completion.
+
+use std::collections::VecDeque;
+
+use elevator_core::{Nanos, Op, Owner};
+
+use crate::topology::{Route, Target, Volume, VolumeKind};
+
+/// "No node": a bio issued straight to a device, or a root's parent.
+pub const NO_NODE: u32 = u32::MAX;
+
+/// One piece of I/O for a real device's block layer, on behalf of `node`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeafIo {
+    pub device: usize,
+    pub op: Op,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    pub sync: bool,
+    pub owner: Owner,
+    pub node: u32,
+}
+
+/// A bio the process issued to a volume, finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RootDone {
+    pub process: u32,
+    pub op: Op,
+    pub len_bytes: u64,
+    pub issue_ns: Nanos,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    parent: u32,
+    process: u32,
+    /// The guest volume that made this node, or `NO_NODE` for a root.
+    volume: u32,
+    op: Op,
+    len_bytes: u64,
+    issue_ns: Nanos,
+    pieces_left: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    node: u32,
+    op: Op,
+    offset_bytes: u64,
+    len_bytes: u64,
+    sync: bool,
+    owner: Owner,
+}
+
+#[derive(Clone, Debug, Default)]
+struct GuestState {
+    in_flight: u32,
+    waiting: VecDeque<Held>,
+}
+
+/// The volumes of a topology and the bios in flight through them.
+pub struct Stack {
+    volumes: Vec<Volume>,
+    guests: Vec<GuestState>,
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+}
+
+impl Stack {
+    pub fn new(volumes: &[Volume]) -> Stack {
+        Stack {
+            volumes: volumes.to_vec(),
+            guests: vec![GuestState::default(); volumes.len()],
+            nodes: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
+    fn alloc(&mut self, node: Node) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Sends a bio of `process` to volume `volume`; the device pieces are appended to `out`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit(
+        &mut self,
+        process: u32,
+        volume: usize,
+        op: Op,
+        offset_bytes: u64,
+        len_bytes: u64,
+        sync: bool,
+        owner: Owner,
+        now_ns: Nanos,
+        out: &mut Vec<LeafIo>,
+    ) {
+        let root = self.alloc(Node {
+            parent: NO_NODE,
+            process,
+            volume: NO_NODE,
+            op,
+            len_bytes,
+            issue_ns: now_ns,
+            pieces_left: 0,
+        });
+        let io = Held { node: root, op, offset_bytes, len_bytes, sync, owner };
+        self.route(Route::Volume(volume), io, out);
+    }
+
+    fn route(&mut self, target: Route, io: Held, out: &mut Vec<LeafIo>) {
+        let v = match target {
+            Route::Device(device) => {
+                self.nodes[io.node as usize].pieces_left += 1;
+                out.push(LeafIo {
+                    device,
+                    op: io.op,
+                    offset_bytes: io.offset_bytes,
+                    len_bytes: io.len_bytes,
+                    sync: io.sync,
+                    owner: io.owner,
+                    node: io.node,
+                });
+                return;
+            }
+            Route::Volume(v) => v,
+        };
+        let kind = self.volumes[v].kind.clone();
+        let member = |m: &Target, offset: u64, len: u64| {
+            (m.route, Held { offset_bytes: m.start_bytes + offset, len_bytes: len, ..io })
+        };
+        if io.len_bytes == 0 {
+            // A flush reaches every member.
+            let members = self.volumes[v].members.clone();
+            for m in &members {
+                let (route, piece) = member(m, 0, 0);
+                self.route(route, piece, out);
+            }
+            return;
+        }
+        match kind {
+            VolumeKind::Linear => {
+                let members = self.volumes[v].members.clone();
+                let (mut offset, end) = (io.offset_bytes, io.offset_bytes + io.len_bytes);
+                let mut base = 0;
+                for m in &members {
+                    let size = m.size_bytes / 512 * 512;
+                    if offset < base + size && offset < end {
+                        let len = (base + size).min(end) - offset;
+                        let (route, piece) = member(m, offset - base, len);
+                        self.route(route, piece, out);
+                        offset += len;
+                    }
+                    base += size;
+                }
+            }
+            VolumeKind::Striped { chunk_bytes } => {
+                let members = self.volumes[v].members.clone();
+                let n = members.len() as u64;
+                let (mut offset, end) = (io.offset_bytes, io.offset_bytes + io.len_bytes);
+                while offset < end {
+                    let chunk = offset / chunk_bytes;
+                    let within = offset % chunk_bytes;
+                    let len = (chunk_bytes - within).min(end - offset);
+                    let m = &members[(chunk % n) as usize];
+                    let (route, piece) = member(m, (chunk / n) * chunk_bytes + within, len);
+                    self.route(route, piece, out);
+                    offset += len;
+                }
+            }
+            VolumeKind::Guest { limit, pid } => {
+                self.nodes[io.node as usize].pieces_left += 1;
+                let parent = self.nodes[io.node as usize];
+                let child = self.alloc(Node {
+                    parent: io.node,
+                    volume: v as u32,
+                    pieces_left: 0,
+                    ..parent
+                });
+                let mut owner = io.owner;
+                if let Some(pid) = pid {
+                    owner.pid = pid;
+                    owner.pgrp = pid;
+                    owner.io_context = pid;
+                }
+                let held = Held { node: child, owner, ..io };
+                let guest = &mut self.guests[v];
+                if guest.in_flight < limit {
+                    guest.in_flight += 1;
+                    let m = self.volumes[v].members[0];
+                    self.route(
+                        m.route,
+                        Held { offset_bytes: m.start_bytes + held.offset_bytes, ..held },
+                        out,
+                    );
+                } else {
+                    guest.waiting.push_back(held);
+                }
+            }
+        }
+    }
+
+    /// One device piece of `node` completed. Pieces released from a layer's queue as a
+    /// result are appended to `out`; if the process's bio is now complete it is returned.
+    pub fn piece_done(&mut self, mut node: u32, out: &mut Vec<LeafIo>) -> Option<RootDone> {
+        loop {
+            let n = &mut self.nodes[node as usize];
+            n.pieces_left -= 1;
+            if n.pieces_left > 0 {
+                return None;
+            }
+            let done = *n;
+            self.free.push(node);
+            if done.volume != NO_NODE {
+                let v = done.volume as usize;
+                self.guests[v].in_flight -= 1;
+                if let Some(held) = self.guests[v].waiting.pop_front() {
+                    self.guests[v].in_flight += 1;
+                    let m = self.volumes[v].members[0];
+                    self.route(
+                        m.route,
+                        Held { offset_bytes: m.start_bytes + held.offset_bytes, ..held },
+                        out,
+                    );
+                }
+            }
+            if done.parent == NO_NODE {
+                return Some(RootDone {
+                    process: done.process,
+                    op: done.op,
+                    len_bytes: done.len_bytes,
+                    issue_ns: done.issue_ns,
+                });
+            }
+            node = done.parent;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Topology;
+
+    const TOPO: &str = r#"
+[[device]]
+name = "sda"
+model = "ram"
+[[device]]
+name = "sdb"
+model = "ram"
+[[volume]]
+name = "lv0"
+target = "striped"
+chunk = "64KiB"
+over = ["sda", "sdb"]
+[[volume]]
+name = "vm"
+target = "guest"
+over = ["lv0"]
+limit = 2
+pid = 77
+"#;
+
+    #[test]
+    fn striping_splits_and_conserves_bytes() {
+        let t = Topology::from_str(TOPO, "t").unwrap();
+        let mut s = Stack::new(&t.volumes);
+        let mut out = Vec::new();
+        s.submit(1, 0, Op::Read, 32768, 196608, true, Owner::process(1), 0, &mut out);
+        let pieces: Vec<(usize, u64, u64)> =
+            out.iter().map(|l| (l.device, l.offset_bytes, l.len_bytes)).collect();
+        assert_eq!(
+            pieces,
+            vec![(0, 32768, 32768), (1, 0, 65536), (0, 65536, 65536), (1, 65536, 32768)]
+        );
+        assert_eq!(out.iter().map(|l| l.len_bytes).sum::<u64>(), 196608);
+        let node = out[0].node;
+        let mut more = Vec::new();
+        for _ in 0..3 {
+            assert_eq!(s.piece_done(node, &mut more), None);
+        }
+        let done = s.piece_done(node, &mut more).unwrap();
+        assert_eq!((done.process, done.len_bytes), (1, 196608));
+    }
+
+    #[test]
+    fn a_guest_holds_bios_past_its_limit_and_reissues_them_as_the_host() {
+        let t = Topology::from_str(TOPO, "t").unwrap();
+        let mut s = Stack::new(&t.volumes);
+        let mut out = Vec::new();
+        for i in 0..3 {
+            s.submit(i, 1, Op::Read, i as u64 * 4096, 4096, true, Owner::process(i), 0, &mut out);
+        }
+        assert_eq!(out.len(), 2, "the third bio waits for a guest request slot");
+        assert!(out.iter().all(|l| l.owner.pid == 77));
+        let mut released = Vec::new();
+        let done = s.piece_done(out[0].node, &mut released).unwrap();
+        assert_eq!(done.process, 0);
+        assert_eq!(released.len(), 1);
+        assert_eq!(released[0].offset_bytes / 4096, 2);
+    }
+}
