@@ -9,6 +9,8 @@
 //! **Architecture invariant:** no device model reads a clock or does I/O; randomness (a disk's
 //! rotational phase at power-on) comes from a [`elevator_core::RandomStream`] handed in.
 
+pub mod array;
+pub mod mechanical;
 pub mod ram;
 
 use elevator_core::{Nanos, Op, RequestId};

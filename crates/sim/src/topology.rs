@@ -26,6 +26,9 @@
 
 use std::path::Path;
 
+use elevator_core::RandomStream;
+use elevator_device::array::{Array, Layout};
+use elevator_device::mechanical::{DiskParams, MechanicalDisk};
 use elevator_device::ram::{RamDevice, RamParams};
 use elevator_device::Device;
 use serde::de::DeserializeOwned;
@@ -43,19 +46,48 @@ pub const DEFAULT_MAX_SECTORS_KB: u32 = 512;
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceModel {
     Ram(RamParams),
+    Hdd(DiskParams),
+    /// A RAID-0 (striped) or linear array of identical members behind one queue.
+    Array {
+        layout: Layout,
+        members: u32,
+        member: Box<DeviceModel>,
+        queue_depth: u32,
+    },
 }
 
+/// Hard-disk presets by name.
+pub const HDD_PRESETS: &[&str] = &["sata-7200-2009", "ide-2003"];
+
 impl DeviceModel {
-    /// Builds the device. `seed_stream` is the random stream reserved for it.
-    pub fn build(&self, _seed: u64, _stream: u32) -> Box<dyn Device> {
+    /// Builds the device; its random stream (a disk's rotational phase) is `stream` of `seed`.
+    pub fn build(&self, seed: u64, stream: u32) -> Box<dyn Device> {
         match self {
             DeviceModel::Ram(p) => Box::new(RamDevice::new(p.clone())),
+            DeviceModel::Hdd(p) => Box::new(
+                MechanicalDisk::new(p.clone(), &mut RandomStream::new(seed, stream))
+                    .expect("parameters were checked when the topology was read"),
+            ),
+            DeviceModel::Array { layout, members, member, queue_depth } => {
+                let parts = (0..*members).map(|m| member.build(seed, stream + 1 + m)).collect();
+                Box::new(
+                    Array::new(*layout, parts, *queue_depth)
+                        .expect("checked when the topology was read"),
+                )
+            }
         }
     }
 
     pub fn capacity_bytes(&self) -> u64 {
         match self {
             DeviceModel::Ram(p) => p.capacity_bytes,
+            DeviceModel::Hdd(p) => p.capacity_bytes / 512 * 512,
+            DeviceModel::Array { layout, members, member, .. } => match layout {
+                Layout::Striped { chunk_bytes } => {
+                    member.capacity_bytes() / chunk_bytes * chunk_bytes * u64::from(*members)
+                }
+                Layout::Linear => member.capacity_bytes() * u64::from(*members),
+            },
         }
     }
 }
@@ -161,6 +193,19 @@ struct RawDevice {
     max_sectors_kb: Option<u32>,
     params: Option<toml::Table>,
     iosched: Option<toml::Table>,
+    /// Arrays: the members' count, model and chunk size, and the array's queue depth.
+    members: Option<u32>,
+    member: Option<RawMember>,
+    chunk: Option<SizeValue>,
+    queue_depth: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMember {
+    model: String,
+    preset: Option<String>,
+    params: Option<toml::Table>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -187,7 +232,7 @@ impl Topology {
             source: "built-in".to_string(),
             devices: vec![DeviceSpec {
                 name: "sda".to_string(),
-                model: DeviceModel::Ram(RamParams::default()),
+                model: DeviceModel::Hdd(DiskParams::sata_7200_2009()),
                 scheduler: "mq-deadline".to_string(),
                 iosched: Vec::new(),
                 nr_requests: DEFAULT_NR_REQUESTS,
@@ -435,21 +480,92 @@ fn build_volume(topology: &Topology, v: &RawVolume) -> Result<Volume, String> {
 }
 
 fn build_model(d: &RawDevice, loc: &str) -> Result<DeviceModel, String> {
+    let here = |e: String| format!("{loc}: device `{}`: {e}", d.name);
+    let array_fields =
+        d.members.is_some() || d.member.is_some() || d.chunk.is_some() || d.queue_depth.is_some();
     match d.model.as_str() {
-        "ram" => {
-            if let Some(preset) = &d.preset {
-                return Err(format!("{loc}: device `{}`: the ram model has no presets (got `{preset}`); set [device.params] instead", d.name));
+        "raid0" | "linear" => {
+            if d.preset.is_some() || d.params.is_some() {
+                return Err(here("an array has no preset or [device.params]; describe its members in [device.member]".into()));
             }
-            Ok(DeviceModel::Ram(with_overrides(
-                RamParams::default(),
-                d.params.as_ref(),
-                &d.name,
-                loc,
-            )?))
+            let members = d
+                .members
+                .filter(|&m| m >= 1)
+                .ok_or_else(|| here("an array needs `members` (≥ 1)".into()))?;
+            let m = d
+                .member
+                .as_ref()
+                .ok_or_else(|| here("an array needs a [device.member] table".into()))?;
+            let member =
+                leaf_model(&m.model, m.preset.as_deref(), m.params.as_ref()).map_err(here)?;
+            let layout = if d.model == "raid0" {
+                let chunk_bytes = match &d.chunk {
+                    Some(c) => size_value(c).map_err(|e| here(format!("chunk {e}")))?,
+                    None => {
+                        return Err(here(
+                            "a raid0 array needs `chunk` (e.g. chunk = \"64KiB\")".into(),
+                        ))
+                    }
+                };
+                if chunk_bytes == 0 || chunk_bytes % 512 != 0 {
+                    return Err(here(format!(
+                        "chunk {chunk_bytes} must be a non-zero multiple of 512 bytes"
+                    )));
+                }
+                Layout::Striped { chunk_bytes }
+            } else {
+                if d.chunk.is_some() {
+                    return Err(here("`chunk` applies only to raid0 arrays".into()));
+                }
+                Layout::Linear
+            };
+            let queue_depth = d.queue_depth.unwrap_or(128);
+            if queue_depth == 0 {
+                return Err(here("queue_depth must be at least 1".into()));
+            }
+            Ok(DeviceModel::Array { layout, members, member: Box::new(member), queue_depth })
         }
-        other => {
-            Err(format!("{loc}: device `{}`: unknown model `{other}`; models are: ram", d.name))
+        model => {
+            if array_fields {
+                return Err(here("`members`, `member`, `chunk` and `queue_depth` apply only to raid0/linear arrays".into()));
+            }
+            leaf_model(model, d.preset.as_deref(), d.params.as_ref()).map_err(here)
         }
+    }
+}
+
+/// A single (non-array) device model from its name, preset and parameter overrides.
+fn leaf_model(
+    model: &str,
+    preset: Option<&str>,
+    params: Option<&toml::Table>,
+) -> Result<DeviceModel, String> {
+    match model {
+        "ram" => {
+            if let Some(preset) = preset {
+                return Err(format!(
+                    "the ram model has no presets (got `{preset}`); set [device.params] instead"
+                ));
+            }
+            Ok(DeviceModel::Ram(with_overrides(RamParams::default(), params)?))
+        }
+        "hdd" => {
+            let base = match preset.unwrap_or("sata-7200-2009") {
+                "sata-7200-2009" => DiskParams::sata_7200_2009(),
+                "ide-2003" => DiskParams::ide_2003(),
+                other => {
+                    return Err(format!(
+                        "unknown hdd preset `{other}`; presets are: {}",
+                        HDD_PRESETS.join(", ")
+                    ))
+                }
+            };
+            let p = with_overrides(base, params)?;
+            MechanicalDisk::new(p.clone(), &mut RandomStream::new(0, 0))
+                .map_err(|e| format!("[device.params]: {e}"))?;
+            Ok(DeviceModel::Hdd(p))
+        }
+        other => Err(format!("unknown model `{other}`; models are: hdd, ram, raid0, linear")),
     }
 }
 
@@ -458,17 +574,14 @@ fn build_model(d: &RawDevice, loc: &str) -> Result<DeviceModel, String> {
 fn with_overrides<P: Serialize + DeserializeOwned>(
     preset: P,
     overrides: Option<&toml::Table>,
-    device: &str,
-    loc: &str,
 ) -> Result<P, String> {
     let Some(overrides) = overrides else { return Ok(preset) };
-    let mut table = toml::Table::try_from(&preset).map_err(|e| format!("{loc}: {e}"))?;
+    let mut table = toml::Table::try_from(&preset).map_err(|e| e.to_string())?;
     for (key, value) in overrides {
         table.insert(key.clone(), value.clone());
     }
-    P::deserialize(toml::Value::Table(table)).map_err(|e| {
-        format!("{loc}: device `{device}`: [device.params]: {}", one_line(&e.to_string()))
-    })
+    P::deserialize(toml::Value::Table(table))
+        .map_err(|e| format!("[device.params]: {}", one_line(&e.to_string())))
 }
 
 fn size_value(v: &SizeValue) -> Result<u64, String> {

@@ -1,0 +1,195 @@
+//! End-to-end tests: the real `elevator` binary on the checked-in examples.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn elevator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .current_dir(repo())
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = elevator(args);
+    assert!(
+        out.status.success(),
+        "elevator {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+fn json(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--output-format", "json"]);
+    serde_json::from_str(&ok(&all)).expect("valid JSON")
+}
+
+fn temp_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("elevator-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn every_example_runs_in_every_format() {
+    for entry in std::fs::read_dir(repo().join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("fio") {
+            continue;
+        }
+        let p = path.to_str().unwrap();
+        let topology =
+            if p.contains("ram-") { vec!["--topology", "examples/ram.toml"] } else { vec![] };
+        for format in ["normal", "json", "table"] {
+            let mut args = vec!["run", p, "--output-format", format];
+            args.extend(&topology);
+            let out = ok(&args);
+            assert!(!out.is_empty(), "{p} {format}: empty output");
+        }
+    }
+}
+
+#[test]
+fn json_has_fio_layout() {
+    let v = json(&["run", "examples/seq-vs-random.fio"]);
+    assert!(v["fio version"].as_str().unwrap().starts_with("elevator-"));
+    let jobs = v["jobs"].as_array().unwrap();
+    // 4 sequential readers reported one by one, the random reader's group merged.
+    assert_eq!(jobs.len(), 5);
+    let seq = &jobs[0];
+    assert_eq!(seq["jobname"], "seqread");
+    assert_eq!(seq["groupid"], 0);
+    assert_eq!(seq["job options"]["rw"], "read");
+    let read = &seq["read"];
+    for key in ["io_bytes", "io_kbytes", "bw", "iops", "runtime", "total_ios"] {
+        assert!(read[key].is_number(), "read.{key} missing");
+    }
+    for lat in ["lat_ns", "clat_ns", "slat_ns"] {
+        for key in ["min", "max", "mean", "stddev"] {
+            assert!(read[lat][key].is_number(), "read.{lat}.{key} missing");
+        }
+    }
+    assert!(read["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
+    assert!(read["runtime"].as_u64().unwrap() >= 29_000, "30 s runtime");
+    assert_eq!(jobs[4]["groupid"], 1);
+    assert_eq!(jobs[4]["jobname"], "randread");
+}
+
+#[test]
+fn same_seed_same_bytes_different_seed_differs() {
+    let a = ok(&["run", "examples/seq-vs-random.fio", "--output-format", "json", "--seed", "7"]);
+    let b = ok(&["run", "examples/seq-vs-random.fio", "--output-format", "json", "--seed", "7"]);
+    let c = ok(&["run", "examples/seq-vs-random.fio", "--output-format", "json", "--seed", "8"]);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn output_file_is_written() {
+    let path = std::env::temp_dir().join(format!("elevator-out-{}.json", std::process::id()));
+    let p = path.to_str().unwrap();
+    assert!(ok(&["run", "examples/randread-qd1.fio", "--output-format", "json", "--output", p])
+        .is_empty());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["jobs"][0]["jobname"], "randread");
+}
+
+#[test]
+fn errors_name_the_file_line_and_option() {
+    let bad = temp_file("bad.fio", "[global]\nbs=4k\n[job]\nrw=read\nfrobnicate=1\n");
+    let out = elevator(&["run", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.fio:5") && err.contains("frobnicate"), "{err}");
+
+    let out = elevator(&["run", "examples/randread-qd1.fio", "--scheduler", "bogus"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown scheduler `bogus`"));
+
+    let out = elevator(&["run", "examples/randread-qd1.fio", "--iosched", "read_expire=-3"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("read_expire"));
+
+    let out = elevator(&["run", "/nonexistent.fio"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.fio"));
+
+    let topo = temp_file("bad.toml", "[[device]]\nname = \"x\"\nmodel = \"tape\"\n");
+    let out = elevator(&["run", "examples/randread-qd1.fio", "--topology", topo.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml:1") && err.contains("unknown model `tape`"), "{err}");
+}
+
+#[test]
+fn schedulers_lists_names_and_tunables() {
+    let list = ok(&["schedulers"]);
+    assert!(list.contains("mq-deadline") && list.contains("none"));
+    let tunables = ok(&["schedulers", "deadline"]);
+    for name in ["read_expire", "write_expire", "fifo_batch", "writes_starved", "front_merges"] {
+        assert!(tunables.contains(name), "{name} missing from\n{tunables}");
+    }
+}
+
+/// The default disk behaves like a 7200 rpm disk: QD1 random 4 KiB reads give
+/// 1 / (average seek + half a rotation + transfer), about 70–100 IOPS.
+#[test]
+fn default_hdd_random_reads_at_qd1() {
+    let v = json(&["run", "examples/randread-qd1.fio"]);
+    let iops = v["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    assert!((70.0..=100.0).contains(&iops), "QD1 random read IOPS {iops}");
+}
+
+/// Sequential 1 MiB reads reach the outer zone's media rate (> 100 MB/s on a 2009 SATA disk).
+#[test]
+fn default_hdd_sequential_reads_reach_media_rate() {
+    let v = json(&["run", "examples/seqread-1m.fio"]);
+    let bw = v["jobs"][0]["read"]["bw_bytes"].as_f64().unwrap();
+    assert!(bw > 100e6 && bw < 160e6, "sequential 1 MiB read bandwidth {bw} B/s");
+}
+
+/// mq-deadline bounds a reader's latency under a heavy write load; `none` does not: as the
+/// writer queues more, the reader waits longer behind it under `none` only.
+#[test]
+fn deadline_bounds_read_latency_under_writes() {
+    let example = std::fs::read_to_string(repo().join("examples/reads-under-writes.fio")).unwrap();
+    assert!(example.contains("iodepth=256"));
+    let shallow = temp_file("writes-32.fio", &example.replace("iodepth=256", "iodepth=32"));
+    let p99_ms = |job: &str, sched: &str| {
+        let v = json(&["run", job, "--scheduler", sched]);
+        let reader = v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["jobname"] == "reader")
+            .unwrap()
+            .clone();
+        reader["read"]["clat_ns"]["percentile"]["99.000000"].as_f64().unwrap() / 1e6
+    };
+    let deep = "examples/reads-under-writes.fio";
+    let shallow = shallow.to_str().unwrap();
+    let (dl_shallow, dl_deep) = (p99_ms(shallow, "mq-deadline"), p99_ms(deep, "mq-deadline"));
+    let (none_shallow, none_deep) = (p99_ms(shallow, "none"), p99_ms(deep, "none"));
+    // read_expire (500 ms) plus what the drive's own queue adds.
+    assert!(dl_deep < 750.0, "mq-deadline p99 {dl_deep} ms");
+    assert!(
+        dl_deep < dl_shallow * 1.15,
+        "mq-deadline {dl_shallow} -> {dl_deep} ms as writes deepen"
+    );
+    assert!(
+        none_deep > none_shallow * 1.3,
+        "none {none_shallow} -> {none_deep} ms as writes deepen"
+    );
+    assert!(none_deep > dl_deep * 1.3, "none {none_deep} ms vs mq-deadline {dl_deep} ms");
+}
