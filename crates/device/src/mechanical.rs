@@ -31,6 +31,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Command, Completion, Device};
 
+/// log2 of the sectors per bucket of the SPTF loop's cache filter (2 MiB buckets).
+const FILTER_SHIFT: u32 = 12;
+
 /// Parameters of a [`MechanicalDisk`]. Times in milliseconds as datasheets give them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -164,11 +167,12 @@ struct Zone {
     first_track: u64,
 }
 
-/// Where a sector is: its cylinder and the angle (fraction of a turn) it passes the head at.
+/// Where a sector is: its cylinder and when in a turn (ns after the index mark) it passes
+/// the head.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Place {
     cylinder: u64,
-    angle: f64,
+    angle_ns: u64,
     sector_ns: f64,
     sectors_per_track: u64,
     sector_in_track: u64,
@@ -204,6 +208,16 @@ impl Segment {
     }
 }
 
+/// A cache segment as the SPTF pass sees it at one instant.
+#[derive(Clone, Copy, Debug)]
+struct SegmentView {
+    start: u64,
+    end_now: u64,
+    limit: u64,
+    streaming: Option<(Nanos, f64)>,
+    end: u64,
+}
+
 /// The disk.
 #[derive(Debug)]
 pub struct MechanicalDisk {
@@ -212,11 +226,19 @@ pub struct MechanicalDisk {
     total_sectors: u64,
     cylinders: u64,
     period_ns: f64,
-    phase_ns: f64,
+    /// The rotation period and the power-on phase, in whole ns, for integer angle math.
+    period_whole_ns: u64,
+    phase_whole_ns: u64,
+    inv_period: f64,
     seek_a: f64,
     seek_b: f64,
     head_cylinder: u64,
     queue: VecDeque<Queued>,
+    /// The queue's cylinders, angles (in turns) and write-settle times, as parallel arrays
+    /// for the SPTF loop.
+    queue_cylinder: Vec<f64>,
+    queue_angle_turns: Vec<f64>,
+    queue_settle_ns: Vec<f64>,
     /// The command on the media now and when it completes.
     active: Option<(Command, Nanos)>,
     segments: VecDeque<Segment>,
@@ -268,7 +290,8 @@ impl MechanicalDisk {
         } else {
             ((y1 * d2 - y2 * d1) / det, (d1.sqrt() * y2 - d2.sqrt() * y1) / det)
         };
-        let phase_ns = rng.unit() * period_ns;
+        let period_whole_ns = period_ns.round() as u64;
+        let phase_whole_ns = rng.below(period_whole_ns);
         Ok(MechanicalDisk {
             segments: VecDeque::with_capacity(p.cache_segments as usize),
             p,
@@ -276,11 +299,16 @@ impl MechanicalDisk {
             total_sectors,
             cylinders,
             period_ns,
-            phase_ns,
+            period_whole_ns,
+            phase_whole_ns,
+            inv_period: 1.0 / period_whole_ns as f64,
             seek_a: seek_a.max(0.0),
             seek_b: seek_b.max(0.0),
             head_cylinder: 0,
             queue: VecDeque::new(),
+            queue_cylinder: Vec::new(),
+            queue_angle_turns: Vec::new(),
+            queue_settle_ns: Vec::new(),
             active: None,
         })
     }
@@ -308,27 +336,25 @@ impl MechanicalDisk {
         // Track skew: each track starts `head_switch` later in the rotation than the last.
         let skew = self.p.head_switch_ms * 1e6 / sector_ns;
         let track = z.first_track + track_in_zone;
-        let angle = ((sector as f64 + skew * track as f64) / z.sectors_per_track as f64).fract();
+        let turns = (sector as f64 + skew * track as f64) / z.sectors_per_track as f64;
+        let angle_ns = ((turns - turns.floor()) * self.period_ns) as u64 % self.period_whole_ns;
         Place {
             cylinder,
-            angle,
+            angle_ns,
             sector_ns,
             sectors_per_track: z.sectors_per_track,
             sector_in_track: sector,
         }
     }
 
-    /// The platter's angle at `t`, in turns.
-    fn angle_at(&self, t_ns: f64) -> f64 {
-        ((t_ns + self.phase_ns) / self.period_ns).fract()
-    }
-
-    /// Time from `start_ns` until the first sector of `q` is under the head (seek + rotation).
+    /// Time from `start_ns` until the first sector of `place` is under the head: overhead,
+    /// seek, then the rotation until that sector comes round.
     fn positioning_ns(&self, place: &Place, write: bool, start_ns: f64) -> f64 {
         let seek = self.seek_ns(place.cylinder.abs_diff(self.head_cylinder), write);
         let arrive = start_ns + self.p.command_overhead_ms * 1e6 + seek;
-        let wait_turns = (place.angle - self.angle_at(arrive)).rem_euclid(1.0);
-        arrive - start_ns + wait_turns * self.period_ns
+        let head_at = (arrive as u64 + self.phase_whole_ns) % self.period_whole_ns;
+        let wait = (place.angle_ns + self.period_whole_ns - head_at) % self.period_whole_ns;
+        arrive - start_ns + wait as f64
     }
 
     /// Media transfer time of `sectors` from `place`, with head switches at track ends.
@@ -378,19 +404,79 @@ impl MechanicalDisk {
                 return 0;
             }
         }
+        // Each segment's valid end and read-ahead state at `now`, computed once and sorted by
+        // start, so a candidate looks only at the segment that starts at or before it.
+        let mut view: Vec<SegmentView> = self
+            .segments
+            .iter()
+            .map(|s| SegmentView {
+                start: s.start,
+                end_now: s.end_at(now),
+                limit: s.limit,
+                streaming: s.streaming_since,
+                end: s.end,
+            })
+            .collect();
+        view.sort_unstable_by_key(|v| v.start);
+        // A direct-mapped filter of the 2 MiB buckets the segments touch: a candidate whose
+        // bucket is absent cannot be in the cache, which is nearly every random one.
+        let mut buckets = [u64::MAX; 64];
+        for v in &view {
+            for b in (v.start >> FILTER_SHIFT)..=(v.limit.max(v.start) >> FILTER_SHIFT) {
+                buckets[(b & 63) as usize] = b;
+            }
+        }
+        let mut collided = [false; 64];
+        for v in &view {
+            for b in (v.start >> FILTER_SHIFT)..=(v.limit.max(v.start) >> FILTER_SHIFT) {
+                collided[(b & 63) as usize] |= buckets[(b & 63) as usize] != b;
+            }
+        }
+        // Where the platter is when a command started now would finish its overhead.
+        let overhead_ns = self.p.command_overhead_ms * 1e6;
+        let base_ns = (now + overhead_ns as u64 + self.phase_whole_ns) % self.period_whole_ns;
+        // Pass 1, branch-light over parallel arrays: seek + rotation for every candidate.
+        let head = self.head_cylinder as f64;
+        let base_turns = base_ns as f64 * self.inv_period;
+        let period = self.period_whole_ns as f64;
+        let (c_ns, a_ns, b_ns) =
+            (self.p.track_to_track_seek_ms * 1e6, self.seek_a * 1e6, self.seek_b * 1e6);
         let mut best = (f64::INFINITY, 0);
+        for i in 0..self.queue_cylinder.len() {
+            let d = (self.queue_cylinder[i] - head).abs();
+            let moved = if d >= 1.0 { 1.0 } else { 0.0 };
+            let dm1 = (d - 1.0).max(0.0);
+            let seek = (a_ns * dm1.sqrt() + b_ns * dm1 + c_ns) * moved + self.queue_settle_ns[i];
+            // Turns until the sector comes round after the seek, in [0, 1): x is positive.
+            let x = self.queue_angle_turns[i] - base_turns - seek * self.inv_period + 8.0;
+            let wait = x - (x as i64) as f64;
+            let cost = overhead_ns + seek + wait * period;
+            if cost < best.0 {
+                best = (cost, i);
+            }
+        }
+        // Pass 2, rarely taken: reads that the cache holds or is reading ahead.
         for (i, q) in self.queue.iter().enumerate() {
             let lba = q.cmd.offset_bytes / SECTOR_BYTES;
             let n = q.cmd.len_bytes / SECTOR_BYTES;
-            let cost = if q.cmd.op != Op::Read || n == 0 {
-                self.positioning_ns(&q.place, q.cmd.op.is_write(), now as f64)
-            } else if self.cached(lba, n, now) {
+            let bucket = lba >> FILTER_SHIFT;
+            let slot = (bucket & 63) as usize;
+            if q.cmd.op != Op::Read || n == 0 || !(buckets[slot] == bucket || collided[slot]) {
+                continue;
+            }
+            let k = view.partition_point(|v| v.start <= lba);
+            if k == 0 {
+                continue;
+            }
+            let v = view[k - 1];
+            let cost = if lba + n <= v.end_now {
                 0.0
-            } else if let Some(at) = self.streaming_until(lba, n) {
+            } else if let Some((since, sector_ns)) = v.streaming.filter(|_| lba + n <= v.limit) {
                 // Being read ahead: positioned once its first sector passes the head.
-                (at as f64 - n as f64 * q.place.sector_ns - now as f64).max(0.0)
+                let at = since as f64 + (lba + n).saturating_sub(v.end) as f64 * sector_ns;
+                (at - n as f64 * q.place.sector_ns - now as f64).max(0.0)
             } else {
-                self.positioning_ns(&q.place, false, now as f64)
+                continue;
             };
             if cost < best.0 {
                 best = (cost, i);
@@ -406,6 +492,9 @@ impl MechanicalDisk {
         }
         let i = self.pick(now);
         let q = self.queue.remove(i).expect("picked index is in the queue");
+        self.queue_cylinder.remove(i);
+        self.queue_angle_turns.remove(i);
+        self.queue_settle_ns.remove(i);
         let done = self.service(&q, now);
         self.active = Some((q.cmd, done));
     }
@@ -501,6 +590,13 @@ impl Device for MechanicalDisk {
     fn submit(&mut self, cmd: Command, now_ns: Nanos) {
         let place = self.place(cmd.offset_bytes / SECTOR_BYTES);
         self.queue.push_back(Queued { cmd, arrived_ns: now_ns, place });
+        self.queue_cylinder.push(place.cylinder as f64);
+        self.queue_angle_turns.push(place.angle_ns as f64 / self.period_whole_ns as f64);
+        self.queue_settle_ns.push(if cmd.op.is_write() {
+            self.p.write_settle_ms * 1e6
+        } else {
+            0.0
+        });
         self.start_next(now_ns);
     }
 
