@@ -1,0 +1,25 @@
+//! Reads DiskSim 4.0 validation drives (parameter files, seek curves, traces, statdefs)
+//! and computes DiskSim's `rms` demerit exactly, so an HDD model can be checked against
+//! the same figure DiskSim reports. Pure parsing and statistics: no drive simulation.
+
+pub mod drive;
+pub mod error;
+pub mod params;
+pub mod plot;
+pub mod rms;
+pub mod statdefs;
+pub mod trace;
+
+pub use drive::{
+    load_drive, DiskModel, DiskSimDrive, DiskSpec, Layout, MechModel, Pbn, SeekCurve,
+    SparingScheme, Zone,
+};
+pub use error::DiskSimError;
+pub use params::{parse_file, parse_str, Block, Item, Node, ParamFile, Value};
+pub use plot::cdf_svg;
+pub use rms::{
+    cdf_points, histogram, mean, median, p99, parse_cdf_tsv, percentile, rms_between_cdfs,
+    rms_demerit_ms, rms_from_cdf, CdfRow,
+};
+pub use statdefs::{Buckets, StatDef, StatDefs};
+pub use trace::{load_trace, parse_trace, TraceRecord};
