@@ -12,6 +12,8 @@
 //! **Architecture invariant:** a scheduler never reads a clock, sleeps, spawns or does I/O. Time
 //! comes in as `now_ns`. The simulator and the io_uring server drive the very same code.
 
+pub mod anticipatory;
+pub mod cfq;
 pub mod deadline;
 pub mod noop;
 pub mod tunables;
@@ -98,6 +100,16 @@ pub const SCHEDULERS: &[(&str, &[&str], &str)] = &[
         &["deadline"],
         "Sector-sorted per direction with read/write FIFO deadlines (block/mq-deadline.c).",
     ),
+    (
+        "cfq",
+        &[],
+        "Completely Fair Queueing with blkio groups, Linux 2.6.33-2.6.38 (block/cfq-iosched.c).",
+    ),
+    (
+        "anticipatory",
+        &["as"],
+        "Anticipatory scheduling: deadline batches plus waiting for the last reader (as-iosched.c).",
+    ),
 ];
 
 /// Builds a scheduler by its name or alias, with its default tunables.
@@ -105,6 +117,8 @@ pub fn by_name(name: &str) -> Result<Box<dyn Scheduler>, String> {
     match name {
         "none" | "noop" => Ok(Box::new(noop::Noop::new())),
         "mq-deadline" | "deadline" => Ok(Box::new(deadline::Deadline::new())),
+        "cfq" => Ok(Box::new(cfq::Cfq::new())),
+        "anticipatory" | "as" => Ok(Box::new(anticipatory::Anticipatory::new())),
         _ => {
             let known: Vec<&str> = SCHEDULERS.iter().map(|(n, _, _)| *n).collect();
             Err(format!("unknown scheduler `{name}`; known schedulers: {}", known.join(", ")))

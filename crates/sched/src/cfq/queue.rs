@@ -1,0 +1,200 @@
+//! A CFQ queue (`struct cfq_queue`) and the per-process I/O context statistics
+//! (`struct cfq_io_context`) it consults, plus `cfq_choose_req`.
+
+use std::collections::BTreeMap;
+
+use elevator_core::{Nanos, Request};
+
+/// Priority class index (`enum wl_prio_t`).
+pub const RT: usize = 0;
+pub const BE: usize = 1;
+pub const IDLE: usize = 2;
+
+/// Workload type (`enum wl_type_t`).
+pub const WL_ASYNC: usize = 0;
+pub const WL_SYNC_NOIDLE: usize = 1;
+pub const WL_SYNC: usize = 2;
+
+/// `CFQQ_SEEK_THR`: a request farther than this many sectors from the previous one is a seek.
+pub const SEEK_THR_SECTORS: u64 = 8 * 100;
+/// `CFQQ_CLOSE_THR`: a request this close to the head counts as "close" (for preemption).
+pub const CLOSE_THR_SECTORS: u64 = 8 * 1024;
+
+/// Key of a queued request in the sector-sorted tree: (sector, request id).
+pub type SortKey = (u64, u64);
+
+#[derive(Debug)]
+pub struct Queued {
+    pub rq: Request,
+    pub insert_ns: Nanos,
+    /// Key in the FIFO: (fifo expiry time, request id).
+    pub fifo_key: (Nanos, u64),
+}
+
+#[derive(Debug)]
+pub struct Queue {
+    pub group: usize,
+    pub sync: bool,
+    pub class: usize,
+    /// 0 (highest) ..= 7.
+    pub prio: u8,
+    pub sort: BTreeMap<SortKey, Queued>,
+    pub fifo: BTreeMap<(Nanos, u64), SortKey>,
+    pub next_rq: Option<SortKey>,
+    pub on_rr: bool,
+    /// Which service tree of its group the queue sits on, and its key there.
+    pub st: Option<(usize, (i64, u64))>,
+    pub slice_start: Option<Nanos>,
+    pub slice_end: Nanos,
+    pub allocated_slice: Nanos,
+    pub dispatch_start: Nanos,
+    pub slice_resid: i64,
+    pub slice_dispatch: u32,
+    pub dispatched: u32,
+    pub idle_window: bool,
+    pub slice_new: bool,
+    pub wait_request: bool,
+    pub must_dispatch: bool,
+    pub fifo_expire: bool,
+    pub wait_busy: bool,
+    pub deep: bool,
+    pub seek_history: u32,
+    pub last_request_pos: Option<u64>,
+    pub io_context: u32,
+}
+
+impl Queue {
+    pub fn new(group: usize, sync: bool, class: usize, prio: u8, io_context: u32) -> Queue {
+        Queue {
+            group,
+            sync,
+            class,
+            prio,
+            sort: BTreeMap::new(),
+            fifo: BTreeMap::new(),
+            next_rq: None,
+            on_rr: false,
+            st: None,
+            slice_start: None,
+            slice_end: 0,
+            allocated_slice: 0,
+            dispatch_start: 0,
+            slice_resid: 0,
+            slice_dispatch: 0,
+            dispatched: 0,
+            // cfq_init_cfqq: sync queues (not of the idle class) start with an idle window.
+            idle_window: sync && class != IDLE,
+            slice_new: false,
+            wait_request: false,
+            must_dispatch: false,
+            fifo_expire: false,
+            wait_busy: false,
+            deep: false,
+            seek_history: 0,
+            last_request_pos: None,
+            io_context,
+        }
+    }
+
+    /// `cfqq_type`.
+    pub fn workload(&self) -> usize {
+        if !self.sync {
+            WL_ASYNC
+        } else if !self.idle_window {
+            WL_SYNC_NOIDLE
+        } else {
+            WL_SYNC
+        }
+    }
+
+    /// `CFQQ_SEEKY`: more than 4 of the last 32 requests were seeks.
+    pub fn seeky(&self) -> bool {
+        self.seek_history.count_ones() > 32 / 8
+    }
+
+    /// `cfq_update_io_seektime` (rotational variant).
+    pub fn update_seek(&mut self, rq: &Request) {
+        let sdist = match self.last_request_pos {
+            Some(last) => last.abs_diff(rq.sector()),
+            None => 0,
+        };
+        self.seek_history <<= 1;
+        self.seek_history |= u32::from(sdist > SEEK_THR_SECTORS);
+        self.last_request_pos = Some(rq.end_sector());
+    }
+}
+
+/// `struct cfq_io_context`'s think-time statistics, fixed point as the kernel keeps them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Cic {
+    pub ttime_samples: u64,
+    pub ttime_total: u64,
+    pub ttime_mean: u64,
+    pub last_end_request: Option<Nanos>,
+}
+
+impl Cic {
+    /// `sample_valid`: the average is trusted after enough samples.
+    pub fn sample_valid(&self) -> bool {
+        self.ttime_samples > 80
+    }
+
+    /// `cfq_update_io_thinktime`: exponentially weighted (7/8) mean of the time between the
+    /// completion of this context's last sync request and its next request, capped at
+    /// `2 * slice_idle`.
+    pub fn update_thinktime(&mut self, now: Nanos, slice_idle_ns: Nanos) {
+        let Some(last) = self.last_end_request else { return };
+        let ttime = now.saturating_sub(last).min(2 * slice_idle_ns);
+        self.ttime_samples = (7 * self.ttime_samples + 256) / 8;
+        self.ttime_total = (7 * self.ttime_total + 256 * ttime) / 8;
+        self.ttime_mean = (self.ttime_total + 128) / self.ttime_samples.max(1);
+    }
+}
+
+/// `cfq_choose_req`: of two candidate requests, the one the head should go to next from
+/// `last` (sector): sync before async, then the shorter distance, where going backwards by at
+/// most `back_max` sectors costs `penalty` times the distance, and farther back "wraps".
+pub fn choose_req(
+    a: Option<&Request>,
+    b: Option<&Request>,
+    last: u64,
+    back_max: u64,
+    penalty: u64,
+) -> Option<bool> {
+    // Returns Some(true) to pick `a`, Some(false) for `b`, None if both are absent.
+    let (a, b) = match (a, b) {
+        (None, None) => return None,
+        (Some(_), None) => return Some(true),
+        (None, Some(_)) => return Some(false),
+        (Some(a), Some(b)) => (a, b),
+    };
+    if a.id == b.id {
+        return Some(true);
+    }
+    if a.sync != b.sync {
+        return Some(a.sync);
+    }
+    let dist = |s: u64| -> Option<u64> {
+        if s >= last {
+            Some(s - last)
+        } else if s + back_max >= last {
+            Some((last - s) * penalty)
+        } else {
+            None
+        }
+    };
+    let (s1, s2) = (a.sector(), b.sector());
+    match (dist(s1), dist(s2)) {
+        (Some(d1), Some(d2)) => {
+            if d1 != d2 {
+                Some(d1 < d2)
+            } else {
+                Some(s1 >= s2)
+            }
+        }
+        (Some(_), None) => Some(true),
+        (None, Some(_)) => Some(false),
+        // Both wrapped: start from the lowest sector.
+        (None, None) => Some(s1 <= s2),
+    }
+}
