@@ -1,0 +1,234 @@
+use super::*;
+use proptest::prelude::*;
+
+fn export(name: &str) -> ExportInfo {
+    ExportInfo {
+        name: name.into(),
+        description: "d".into(),
+        size: 1 << 20,
+        read_only: false,
+        min_block: 1,
+    }
+}
+
+fn opt(o: u32, data: &[u8]) -> Vec<u8> {
+    let mut v = IHAVEOPT.to_be_bytes().to_vec();
+    v.extend_from_slice(&o.to_be_bytes());
+    v.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+fn go_data(name: &str, infos: &[u16]) -> Vec<u8> {
+    let mut v = (name.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(name.as_bytes());
+    v.extend_from_slice(&(infos.len() as u16).to_be_bytes());
+    for i in infos {
+        v.extend_from_slice(&i.to_be_bytes());
+    }
+    v
+}
+
+/// Splits option replies into (option, type, data).
+fn replies(mut b: &[u8]) -> Vec<(u32, u32, Vec<u8>)> {
+    let mut r = vec![];
+    while !b.is_empty() {
+        assert_eq!(be64(b), OPT_REPLY_MAGIC);
+        let len = be32(&b[16..]) as usize;
+        r.push((be32(&b[8..]), be32(&b[12..]), b[20..20 + len].to_vec()));
+        b = &b[20 + len..];
+    }
+    r
+}
+
+#[test]
+fn greeting_and_go() {
+    let (mut hs, greet) = ServerHandshake::new(vec![export("a"), export("b")]);
+    assert_eq!(greet.len(), 18);
+    assert_eq!(be64(&greet), NBDMAGIC);
+    let mut input = 3u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+    input.extend(opt(OPT_GO, &go_data("b", &[INFO_NAME, INFO_BLOCK_SIZE])));
+    // Byte by byte: the state machine must cope with any fragmentation.
+    let mut out = vec![];
+    let mut buf = vec![];
+    let mut done = None;
+    for byte in input {
+        buf.push(byte);
+        let (used, p) = hs.process(&buf, &mut out).unwrap();
+        buf.drain(..used);
+        if p != Progress::NeedMore {
+            done = Some(p);
+        }
+    }
+    assert_eq!(done, Some(Progress::Done { export: 1, structured: true }));
+    let r = replies(&out);
+    assert_eq!(r[0], (OPT_STRUCTURED_REPLY, REP_ACK, vec![]));
+    assert_eq!(r[1].1, REP_INFO);
+    assert_eq!(be16(&r[1].2), INFO_EXPORT);
+    assert_eq!(be64(&r[1].2[2..]), 1 << 20);
+    assert!(r.iter().any(|x| x.1 == REP_INFO && be16(&x.2) == INFO_NAME && &x.2[2..] == b"b"));
+    assert_eq!(r.last().unwrap().1, REP_ACK);
+}
+
+#[test]
+fn list_unknown_unsup_and_abort() {
+    let (mut hs, _) = ServerHandshake::new(vec![export("a"), export("b")]);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_LIST, &[]));
+    input.extend(opt(OPT_GO, &go_data("zz", &[])));
+    input.extend(opt(OPT_INFO, b"\0\0"));
+    input.extend(opt(99, b"x"));
+    input.extend(opt(OPT_ABORT, &[]));
+    let mut out = vec![];
+    let (used, p) = hs.process(&input, &mut out).unwrap();
+    assert_eq!((used, p), (input.len(), Progress::Abort));
+    let types: Vec<u32> = replies(&out).iter().map(|r| r.1).collect();
+    assert_eq!(
+        types,
+        vec![
+            REP_SERVER,
+            REP_SERVER,
+            REP_ACK,
+            REP_ERR_UNKNOWN,
+            REP_ERR_INVALID,
+            REP_ERR_UNSUP,
+            REP_ACK
+        ]
+    );
+}
+
+#[test]
+fn meta_contexts() {
+    let q = |name: &str, qs: &[&str]| {
+        let mut v = (name.len() as u32).to_be_bytes().to_vec();
+        v.extend_from_slice(name.as_bytes());
+        v.extend_from_slice(&(qs.len() as u32).to_be_bytes());
+        for x in qs {
+            v.extend_from_slice(&(x.len() as u32).to_be_bytes());
+            v.extend_from_slice(x.as_bytes());
+        }
+        v
+    };
+    let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_SET_META_CONTEXT, &q("a", &[BASE_ALLOCATION])));
+    input.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+    input.extend(opt(OPT_LIST_META_CONTEXT, &q("a", &[])));
+    input.extend(opt(OPT_SET_META_CONTEXT, &q("a", &["qemu:dirty-bitmap:x", BASE_ALLOCATION])));
+    input.extend(opt(OPT_SET_META_CONTEXT, b"\0\0\0\x01a\0\0\0\x05"));
+    input.extend(opt(OPT_GO, &go_data("a", &[])));
+    let mut out = vec![];
+    let (_, p) = hs.process(&input, &mut out).unwrap();
+    assert_eq!(p, Progress::Done { export: 0, structured: true });
+    assert!(hs.base_allocation());
+    let types: Vec<u32> = replies(&out).iter().map(|r| r.1).take(7).collect();
+    assert_eq!(
+        types,
+        vec![
+            REP_ERR_INVALID,
+            REP_ACK,
+            REP_META_CONTEXT,
+            REP_ACK,
+            REP_META_CONTEXT,
+            REP_ACK,
+            REP_ERR_INVALID
+        ]
+    );
+}
+
+#[test]
+fn export_name_old_style_finish() {
+    let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_EXPORT_NAME, b"a"));
+    let mut out = vec![];
+    let (_, p) = hs.process(&input, &mut out).unwrap();
+    assert_eq!(p, Progress::Done { export: 0, structured: false });
+    assert_eq!(out.len(), 8 + 2 + 124);
+    let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_EXPORT_NAME, b"nope"));
+    assert!(matches!(hs.process(&input, &mut vec![]), Err(ProtoError::UnknownExport(_))));
+}
+
+#[test]
+fn malformed_handshake() {
+    let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+    assert_eq!(hs.process(&0u32.to_be_bytes(), &mut vec![]), Err(ProtoError::BadClientFlags(0)));
+    let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend_from_slice(&[0xff; 16]);
+    assert!(matches!(hs.process(&input, &mut vec![]), Err(ProtoError::BadMagic(_))));
+    let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend_from_slice(&IHAVEOPT.to_be_bytes());
+    input.extend_from_slice(&OPT_GO.to_be_bytes());
+    input.extend_from_slice(&u32::MAX.to_be_bytes());
+    assert_eq!(hs.process(&input, &mut vec![]), Err(ProtoError::OptionTooLong(u32::MAX)));
+}
+
+#[test]
+fn requests() {
+    let h = RequestHeader {
+        flags: CMD_FLAG_FUA,
+        command: Command::Write,
+        handle: 7,
+        offset: 4096,
+        length: 3,
+    };
+    let mut b = h.encode().to_vec();
+    assert_eq!(parse_request(&b).unwrap(), None, "payload missing");
+    b.extend_from_slice(b"abc");
+    let (p, range, used) = parse_request(&b).unwrap().unwrap();
+    assert_eq!((p, &b[range], used), (h, &b"abc"[..], 31));
+    assert_eq!(parse_request(&b[..27]).unwrap(), None, "truncated header");
+    let mut bad = b.clone();
+    bad[0] = 0;
+    assert!(matches!(parse_request(&bad), Err(ProtoError::BadMagic(_))));
+    let unk = RequestHeader { command: Command::Unknown(77), ..h }.encode();
+    assert_eq!(parse_request(&unk).unwrap().unwrap().0.command, Command::Unknown(77));
+    let big = RequestHeader { length: MAX_PAYLOAD + 1, ..h }.encode();
+    assert_eq!(parse_request(&big), Err(ProtoError::PayloadTooLong(MAX_PAYLOAD + 1)));
+    // A big read is the server's business (EINVAL), not a protocol error.
+    let big_read = RequestHeader { command: Command::Read, length: u32::MAX, ..h }.encode();
+    assert!(parse_request(&big_read).unwrap().is_some());
+}
+
+#[test]
+fn replies_encode() {
+    let mut out = vec![];
+    encode_simple_reply(&mut out, 9, EPERM);
+    assert_eq!(out.len(), 16);
+    assert_eq!(be32(&out[4..]), EPERM);
+    out.clear();
+    encode_offset_data_header(&mut out, 9, 512, 4);
+    assert_eq!((out.len(), be32(&out[16..])), (28, 12));
+    out.clear();
+    encode_error_chunk(&mut out, 9, EIO, "boom");
+    assert_eq!(be16(&out[6..]), REPLY_TYPE_ERROR);
+    assert_eq!(out.len(), 20 + 6 + 4);
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512), prefix in any::<bool>()) {
+        let _ = parse_request(&data);
+        let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+        let mut input = if prefix { 1u32.to_be_bytes().to_vec() } else { vec![] };
+        if prefix { input.extend_from_slice(&IHAVEOPT.to_be_bytes()); }
+        input.extend_from_slice(&data);
+        let mut out = vec![];
+        if let Ok((used, _)) = hs.process(&input, &mut out) {
+            prop_assert!(used <= input.len());
+        }
+    }
+
+    #[test]
+    fn arbitrary_options_never_panic(o in 0u32..12, data in proptest::collection::vec(any::<u8>(), 0..64)) {
+        let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+        let mut input = 1u32.to_be_bytes().to_vec();
+        input.extend(opt(o, &data));
+        let _ = hs.process(&input, &mut vec![]);
+    }
+}

@@ -1,0 +1,182 @@
+//! The TOML configuration.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Server configuration, as read from TOML:
+///
+/// ```toml
+/// listen = "127.0.0.1:10809"        # "" disables TCP
+/// unix_socket = "/run/elevator.sock" # optional
+/// scheduler = "mq-deadline"
+/// queue_depth = 32                   # requests in flight per backing file
+/// direct = true                      # O_DIRECT, falls back to buffered if refused
+/// [tunables]
+/// read_expire = 500
+/// [[export]]
+/// name = "disk0"
+/// path = "/var/lib/disk0.img"
+/// size = 1073741824                  # optional: defaults to the file's size
+/// read_only = false
+/// weight = 500
+/// ```
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    #[serde(default = "default_listen")]
+    pub listen: String,
+    #[serde(default)]
+    pub unix_socket: Option<PathBuf>,
+    #[serde(default = "default_scheduler")]
+    pub scheduler: String,
+    #[serde(default)]
+    pub tunables: BTreeMap<String, toml::Value>,
+    #[serde(default = "default_queue_depth")]
+    pub queue_depth: u32,
+    #[serde(default = "default_true")]
+    pub direct: bool,
+    #[serde(rename = "export", default)]
+    pub exports: Vec<ExportConfig>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportConfig {
+    pub name: String,
+    pub path: PathBuf,
+    #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
+    pub read_only: bool,
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    #[serde(default)]
+    pub description: String,
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:10809".into()
+}
+fn default_scheduler() -> String {
+    "mq-deadline".into()
+}
+fn default_queue_depth() -> u32 {
+    32
+}
+fn default_true() -> bool {
+    true
+}
+fn default_weight() -> u32 {
+    elevator_core::Cgroup::DEFAULT_WEIGHT
+}
+
+impl ServerConfig {
+    pub fn from_toml_str(text: &str) -> Result<ServerConfig, crate::ServerError> {
+        let c: ServerConfig =
+            toml::from_str(text).map_err(|e| crate::ServerError::Config(e.to_string()))?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn from_toml_file(path: impl AsRef<Path>) -> Result<ServerConfig, crate::ServerError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| crate::ServerError::Config(format!("{}: {e}", path.display())))?;
+        Self::from_toml_str(&text)
+    }
+
+    /// A config with the given exports and defaults elsewhere (handy for tests).
+    pub fn with_exports(exports: Vec<ExportConfig>) -> ServerConfig {
+        ServerConfig {
+            listen: default_listen(),
+            unix_socket: None,
+            scheduler: default_scheduler(),
+            tunables: BTreeMap::new(),
+            queue_depth: default_queue_depth(),
+            direct: true,
+            exports,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), crate::ServerError> {
+        let err = |m: String| Err(crate::ServerError::Config(m));
+        if self.exports.is_empty() {
+            return err("no [[export]] configured".into());
+        }
+        if self.queue_depth == 0 || self.queue_depth > 4096 {
+            return err(format!("queue_depth {} must be in 1..=4096", self.queue_depth));
+        }
+        if self.listen.is_empty() && self.unix_socket.is_none() {
+            return err("neither `listen` nor `unix_socket` is set".into());
+        }
+        let mut names = std::collections::HashSet::new();
+        for e in &self.exports {
+            if !names.insert(e.name.as_str()) {
+                return err(format!("export `{}` is defined twice", e.name));
+            }
+            if e.name.len() > 4096 {
+                return err("export name longer than 4096 bytes".into());
+            }
+        }
+        elevator_sched::by_name(&self.scheduler).map_err(crate::ServerError::Config)?;
+        Ok(())
+    }
+
+    pub(crate) fn tunable_strings(&self) -> Vec<(String, String)> {
+        self.tunables
+            .iter()
+            .map(|(k, v)| {
+                let s = match v {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Boolean(b) => u8::from(*b).to_string(),
+                    other => other.to_string(),
+                };
+                (k.clone(), s)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_example() {
+        let c = ServerConfig::from_toml_str(
+            r#"
+            listen = "127.0.0.1:10809"
+            scheduler = "mq-deadline"
+            queue_depth = 16
+            [tunables]
+            read_expire = 250
+            [[export]]
+            name = "disk0"
+            path = "/tmp/disk0.img"
+            size = 1048576
+            [[export]]
+            name = "ro"
+            path = "/tmp/ro.img"
+            read_only = true
+            weight = 100
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.exports.len(), 2);
+        assert_eq!(c.exports[1].weight, 100);
+        assert_eq!(c.exports[0].weight, 500);
+        assert_eq!(c.tunable_strings(), vec![("read_expire".to_string(), "250".to_string())]);
+    }
+
+    #[test]
+    fn rejects_bad_configs() {
+        let e = |t: &str| ServerConfig::from_toml_str(t).unwrap_err().to_string();
+        assert!(e("").contains("no [[export]]"));
+        assert!(e("scheduler = \"cfqq\"\n[[export]]\nname=\"a\"\npath=\"/x\"")
+            .contains("unknown scheduler"));
+        assert!(e("bogus = 1").contains("bogus"));
+        let dup = "[[export]]\nname=\"a\"\npath=\"/x\"\n[[export]]\nname=\"a\"\npath=\"/y\"";
+        assert!(e(dup).contains("twice"));
+    }
+}

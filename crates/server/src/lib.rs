@@ -1,0 +1,305 @@
+//! elevator's real backend: an NBD server whose requests are scheduled by the same
+//! [`elevator_sched::Scheduler`] code the simulator drives, and executed with io_uring.
+//!
+//! Threads: one listener per socket, a reader and a writer per connection (the protocol is
+//! parsed by the sans-I/O [`elevator_nbd`] codec), and one worker per backing file that owns
+//! the scheduler and the io_uring (see `worker.rs`). Each export is a scheduler group
+//! (`Owner.cgroup` = export index + 1, declared with `Scheduler::set_group`), each connection
+//! an I/O context (`Owner.pid` = `Owner.io_context` = connection id).
+
+mod config;
+mod conn;
+mod stats;
+mod worker;
+
+pub use config::{ExportConfig, ServerConfig};
+pub use stats::ExportStatsSnapshot;
+
+use conn::Stream;
+use elevator_core::Cgroup;
+use elevator_nbd::ExportInfo;
+use stats::ExportStats;
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use worker::{Msg, WorkerHandle};
+
+#[derive(Debug)]
+pub enum ServerError {
+    Config(String),
+    Io(String, std::io::Error),
+}
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerError::Config(m) => write!(f, "configuration: {m}"),
+            ServerError::Io(what, e) => write!(f, "{what}: {e}"),
+        }
+    }
+}
+impl std::error::Error for ServerError {}
+
+pub(crate) struct ExportRuntime {
+    pub info: ExportInfo,
+    pub read_only: bool,
+    pub worker: WorkerHandle,
+    /// The backing file, for SEEK_DATA/SEEK_HOLE (block status).
+    pub file: Arc<std::fs::File>,
+}
+
+pub(crate) struct Shared {
+    pub exports: Vec<ExportRuntime>,
+}
+
+/// A running server. Dropping it without [`Server::shutdown`] leaves its threads running.
+pub struct Server {
+    stop: Arc<AtomicBool>,
+    tcp_addr: Option<SocketAddr>,
+    unix_path: Option<PathBuf>,
+    listeners: Vec<JoinHandle<()>>,
+    workers: Vec<(WorkerHandle, JoinHandle<()>)>,
+    conns: Arc<ConnTable>,
+    stats: Arc<Vec<Mutex<ExportStats>>>,
+}
+
+/// Runs a server until `shutdown` becomes true, then stops it cleanly (in-flight requests
+/// finish, connections are closed).
+pub fn serve(config: ServerConfig, shutdown: Arc<AtomicBool>) -> Result<(), ServerError> {
+    let server = Server::start(config)?;
+    while !shutdown.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.shutdown();
+    Ok(())
+}
+
+impl Server {
+    /// Opens the exports, starts the workers and listeners, and returns at once.
+    pub fn start(config: ServerConfig) -> Result<Server, ServerError> {
+        config.validate()?;
+        let start = Instant::now();
+        let stats: Arc<Vec<Mutex<ExportStats>>> = Arc::new(
+            config.exports.iter().map(|e| Mutex::new(ExportStats::new(&e.name))).collect(),
+        );
+        // Group exports by backing file: one scheduler + ring per file.
+        let mut groups: Vec<(PathBuf, Vec<usize>)> = Vec::new();
+        for (i, e) in config.exports.iter().enumerate() {
+            let key = std::fs::canonicalize(&e.path).unwrap_or_else(|_| e.path.clone());
+            match groups.iter_mut().find(|(p, _)| *p == key) {
+                Some((_, v)) => v.push(i),
+                None => groups.push((key, vec![i])),
+            }
+        }
+        let mut runtimes: Vec<Option<ExportRuntime>> =
+            config.exports.iter().map(|_| None).collect();
+        let mut workers = Vec::new();
+        for (path, members) in &groups {
+            let writable = members.iter().any(|&i| !config.exports[i].read_only);
+            let create = members.iter().any(|&i| config.exports[i].size.is_some()) && writable;
+            let open = |direct: bool| {
+                let mut o = OpenOptions::new();
+                o.read(true).write(writable).create(create);
+                if direct {
+                    o.custom_flags(libc::O_DIRECT);
+                }
+                o.open(path)
+            };
+            let ioerr = |e| ServerError::Io(format!("opening {}", path.display()), e);
+            let (file, direct) = if config.direct {
+                match open(true) {
+                    Ok(f) => (f, true),
+                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                        tracing::warn!(path = %path.display(), "O_DIRECT refused, using buffered I/O");
+                        (open(false).map_err(ioerr)?, false)
+                    }
+                    Err(e) => return Err(ioerr(e)),
+                }
+            } else {
+                (open(false).map_err(ioerr)?, false)
+            };
+            let file_len = file.metadata().map_err(ioerr)?.len();
+            let want = members.iter().filter_map(|&i| config.exports[i].size).max().unwrap_or(0);
+            if want > file_len && writable {
+                file.set_len(want).map_err(ioerr)?;
+            }
+            let mut sched =
+                elevator_sched::by_name(&config.scheduler).map_err(ServerError::Config)?;
+            for (k, v) in config.tunable_strings() {
+                sched
+                    .set_tunable(&k, &v)
+                    .map_err(|e| ServerError::Config(format!("tunable {k}: {e}")))?;
+            }
+            for &i in members {
+                let e = &config.exports[i];
+                sched.set_group(&Cgroup {
+                    id: i as u32 + 1,
+                    parent: Some(0),
+                    path: e.name.clone(),
+                    weight: e.weight,
+                });
+            }
+            let name = config.exports[members[0]].name.clone();
+            let seek_file = Arc::new(file.try_clone().map_err(ioerr)?);
+            let setup = worker::WorkerSetup {
+                name,
+                file,
+                direct,
+                sched,
+                depth: config.queue_depth as usize,
+                start,
+                stats: stats.clone(),
+            };
+            let (handle, jh) = worker::spawn(setup)
+                .map_err(|e| ServerError::Io("starting io_uring worker".into(), e))?;
+            for &i in members {
+                let e = &config.exports[i];
+                runtimes[i] = Some(ExportRuntime {
+                    info: ExportInfo {
+                        name: e.name.clone(),
+                        description: e.description.clone(),
+                        size: e.size.unwrap_or(file_len),
+                        read_only: e.read_only,
+                        min_block: 1,
+                    },
+                    read_only: e.read_only,
+                    worker: handle.clone(),
+                    file: seek_file.clone(),
+                });
+                tracing::info!(export = %e.name, path = %path.display(), direct, "export ready");
+            }
+            workers.push((handle, jh));
+        }
+        let shared = Arc::new(Shared {
+            exports: runtimes.into_iter().map(|r| r.expect("every export is in a group")).collect(),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let conns: Arc<ConnTable> = Arc::default();
+        let next_conn = Arc::new(AtomicU32::new(1));
+        let mut listeners = Vec::new();
+        let mut tcp_addr = None;
+        if !config.listen.is_empty() {
+            let l = TcpListener::bind(&config.listen)
+                .map_err(|e| ServerError::Io(format!("binding {}", config.listen), e))?;
+            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
+            tcp_addr = l.local_addr().ok();
+            tracing::info!(addr = ?tcp_addr, "listening");
+            let (stop, conns, shared, next) =
+                (stop.clone(), conns.clone(), shared.clone(), next_conn.clone());
+            listeners.push(std::thread::spawn(move || {
+                accept_loop(&stop, &conns, &shared, &next, || {
+                    l.accept().and_then(|(s, _)| {
+                        s.set_nonblocking(false)?;
+                        Ok(Stream::Tcp(s))
+                    })
+                })
+            }));
+        }
+        if let Some(p) = &config.unix_socket {
+            let _ = std::fs::remove_file(p);
+            let l = UnixListener::bind(p)
+                .map_err(|e| ServerError::Io(format!("binding {}", p.display()), e))?;
+            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
+            tracing::info!(path = %p.display(), "listening");
+            let (stop, conns, shared, next) =
+                (stop.clone(), conns.clone(), shared.clone(), next_conn.clone());
+            listeners.push(std::thread::spawn(move || {
+                accept_loop(&stop, &conns, &shared, &next, || {
+                    l.accept().and_then(|(s, _)| {
+                        s.set_nonblocking(false)?;
+                        Ok(Stream::Unix(s))
+                    })
+                })
+            }));
+        }
+        Ok(Server {
+            stop,
+            tcp_addr,
+            unix_path: config.unix_socket.clone(),
+            listeners,
+            workers,
+            conns,
+            stats,
+        })
+    }
+
+    /// The bound TCP address (useful with port 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.tcp_addr
+    }
+
+    /// Per-export counters, in config order.
+    pub fn stats(&self) -> Vec<ExportStatsSnapshot> {
+        self.stats.iter().filter_map(|s| s.lock().ok().map(|s| s.snapshot())).collect()
+    }
+
+    /// Stops accepting, closes connections, lets in-flight I/O finish and joins all threads.
+    pub fn shutdown(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for l in self.listeners {
+            let _ = l.join();
+        }
+        let handles: Vec<JoinHandle<()>> = {
+            let mut c = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+            c.values_mut()
+                .filter_map(|(s, h)| {
+                    s.shutdown();
+                    h.take()
+                })
+                .collect()
+        };
+        for h in handles {
+            let _ = h.join();
+        }
+        for (w, _) in &self.workers {
+            w.send(Msg::Shutdown);
+        }
+        for (_, jh) in self.workers {
+            let _ = jh.join();
+        }
+        if let Some(p) = self.unix_path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+type ConnTable = Mutex<HashMap<u32, (Stream, Option<JoinHandle<()>>)>>;
+
+fn accept_loop(
+    stop: &AtomicBool,
+    conns: &Arc<ConnTable>,
+    shared: &Arc<Shared>,
+    next: &AtomicU32,
+    accept: impl Fn() -> std::io::Result<Stream>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        match accept() {
+            Ok(s) => {
+                let id = next.fetch_add(1, Ordering::Relaxed);
+                let Ok(clone) = s.try_clone() else { continue };
+                let (shared2, conns2) = (shared.clone(), conns.clone());
+                let mut table = conns.lock().unwrap_or_else(|e| e.into_inner());
+                let h = std::thread::spawn(move || {
+                    conn::handle(s, id, shared2);
+                    conns2.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                });
+                table.insert(id, (clone, Some(h)));
+                tracing::debug!(conn = id, "accepted");
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}

@@ -1,0 +1,538 @@
+//! One worker thread per backing file: the scheduler and the io_uring executor.
+//!
+//! Jobs arrive on a channel (with an eventfd kick that an io_uring read on the eventfd turns
+//! into a completion), become sector-aligned [`Request`]s, are offered to the scheduler for a
+//! merge or inserted, and are submitted to the kernel only when `Scheduler::dispatch` hands
+//! them out, at most `queue_depth` at a time. `Dispatch::WaitUntil` becomes the timeout of the
+//! ring wait. Completions go back to `Scheduler::completed` and to the connections' writers.
+
+use crate::stats::ExportStats;
+use elevator_core::{IoPrio, Op, Owner, Request, RequestId};
+use elevator_nbd as nbd;
+use elevator_sched::{Dispatch, Scheduler};
+use io_uring::{opcode, types, IoUring};
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const EVENTFD_TOKEN: u64 = u64::MAX;
+const MAX_MERGE_BYTES: u64 = 1 << 20;
+
+#[derive(Debug)]
+pub(crate) enum JobKind {
+    Read,
+    Write(Vec<u8>),
+    Flush,
+    Trim,
+    WriteZeroes,
+}
+
+/// One client command on its way to the device.
+pub(crate) struct Job {
+    pub export: usize,
+    pub conn: u32,
+    pub handle: u64,
+    pub kind: JobKind,
+    pub offset: u64,
+    pub len: u64,
+    pub fua: bool,
+    pub reply: Sender<Reply>,
+    pub arrived: Instant,
+}
+
+/// A reply for a connection's writer thread.
+pub(crate) struct Reply {
+    pub handle: u64,
+    pub error: u32,
+    pub is_read: bool,
+    pub offset: u64,
+    pub data: Vec<u8>,
+    /// A successful NBD_CMD_BLOCK_STATUS: base:allocation extents.
+    pub status: Option<Vec<(u32, u32)>>,
+}
+
+pub(crate) enum Msg {
+    Job(Job),
+    Shutdown,
+}
+
+/// The sending side of a worker.
+#[derive(Clone)]
+pub(crate) struct WorkerHandle {
+    tx: Sender<Msg>,
+    efd: Arc<OwnedFd>,
+}
+
+impl WorkerHandle {
+    pub fn send(&self, m: Msg) -> bool {
+        let ok = self.tx.send(m).is_ok();
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes from a valid u64 to an eventfd we own.
+        unsafe { libc::write(self.efd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        ok
+    }
+}
+
+/// A zeroed, 4096-aligned buffer for O_DIRECT.
+struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+    layout: std::alloc::Layout,
+}
+// SAFETY: the buffer is uniquely owned.
+unsafe impl Send for AlignedBuf {}
+
+impl AlignedBuf {
+    fn new(len: usize) -> AlignedBuf {
+        let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096)
+            .expect("length bounded by MAX_PAYLOAD rounded");
+        // SAFETY: non-zero size layout.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        AlignedBuf { ptr, len, layout }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: ptr is valid for len bytes, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+struct Inflight {
+    rq: Request,
+    jobs: Vec<Job>,
+    buf: Option<AlignedBuf>,
+    remaining: u32,
+    error: u32,
+    /// A FUA trim/zero: fdatasync after the fallocates.
+    sync_after: bool,
+}
+
+pub(crate) struct WorkerSetup {
+    pub name: String,
+    pub file: File,
+    pub direct: bool,
+    pub sched: Box<dyn Scheduler>,
+    pub depth: usize,
+    pub start: Instant,
+    pub stats: Arc<Vec<Mutex<ExportStats>>>,
+}
+
+pub(crate) fn spawn(
+    setup: WorkerSetup,
+) -> std::io::Result<(WorkerHandle, std::thread::JoinHandle<()>)> {
+    // SAFETY: plain syscall; the result is checked.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh, owned descriptor.
+    let efd = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
+    let ring = IoUring::new((setup.depth as u32 + 64).next_power_of_two())?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = WorkerHandle { tx, efd: efd.clone() };
+    let name = format!("elevator-io-{}", setup.name);
+    let jh = std::thread::Builder::new().name(name).spawn(move || {
+        let mut w = Worker {
+            align: if setup.direct { 4096 } else { 512 },
+            setup,
+            ring,
+            rx,
+            efd,
+            efd_buf: Box::new(0),
+            efd_armed: false,
+            next_id: 1,
+            pending: HashMap::new(),
+            inflight: HashMap::new(),
+            parked: VecDeque::new(),
+            stopping: false,
+        };
+        w.run();
+    })?;
+    Ok((handle, jh))
+}
+
+struct Worker {
+    setup: WorkerSetup,
+    align: u64,
+    ring: IoUring,
+    rx: Receiver<Msg>,
+    efd: Arc<OwnedFd>,
+    efd_buf: Box<u64>,
+    efd_armed: bool,
+    next_id: u64,
+    /// Jobs of requests inserted and not yet dispatched, by request (merges append).
+    pending: HashMap<RequestId, Vec<Job>>,
+    inflight: HashMap<u64, Inflight>,
+    /// Dispatched writes waiting for an overlapping in-flight write to finish (read-modify-write
+    /// must not race with another write to the same block).
+    parked: VecDeque<(Request, Vec<Job>)>,
+    stopping: bool,
+}
+
+fn errno_to_nbd(e: i32) -> u32 {
+    match e {
+        libc::EPERM | libc::EROFS => nbd::EPERM,
+        libc::ENOSPC | libc::EDQUOT => nbd::ENOSPC,
+        libc::ENOMEM => nbd::ENOMEM,
+        libc::EOPNOTSUPP => nbd::ENOTSUP,
+        _ => nbd::EIO,
+    }
+}
+
+impl Worker {
+    fn now(&self) -> u64 {
+        self.setup.start.elapsed().as_nanos() as u64
+    }
+
+    fn run(&mut self) {
+        loop {
+            if !self.efd_armed {
+                let sqe = opcode::Read::new(
+                    types::Fd(self.efd.as_raw_fd()),
+                    (&mut *self.efd_buf as *mut u64).cast(),
+                    8,
+                )
+                .build()
+                .user_data(EVENTFD_TOKEN);
+                self.push(sqe);
+                self.efd_armed = true;
+            }
+            loop {
+                match self.rx.try_recv() {
+                    Ok(Msg::Job(j)) => self.accept(j),
+                    Ok(Msg::Shutdown) | Err(TryRecvError::Disconnected) => {
+                        self.stopping = true;
+                        break;
+                    }
+                    Err(TryRecvError::Empty) => break,
+                }
+            }
+            self.retry_parked();
+            let mut deadline = None;
+            while self.inflight.len() + self.parked.len() < self.setup.depth {
+                let now = self.now();
+                match self.setup.sched.dispatch(now) {
+                    Dispatch::Request(rq) => self.start(rq),
+                    Dispatch::WaitUntil { until_ns } => {
+                        deadline = Some(until_ns);
+                        break;
+                    }
+                    Dispatch::Empty => break,
+                }
+            }
+            if self.stopping
+                && self.inflight.is_empty()
+                && self.parked.is_empty()
+                && self.pending.is_empty()
+            {
+                tracing::debug!(worker = %self.setup.name, "worker stopped");
+                return;
+            }
+            self.wait(deadline);
+            self.reap();
+        }
+    }
+
+    fn push(&mut self, sqe: io_uring::squeue::Entry) {
+        loop {
+            // SAFETY: every buffer referenced by an SQE lives in `inflight` (or is the
+            // boxed eventfd buffer) until its completion is reaped.
+            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
+                return;
+            }
+            if let Err(e) = self.ring.submit() {
+                tracing::error!(error = %e, "io_uring submit failed");
+            }
+        }
+    }
+
+    fn wait(&mut self, deadline: Option<u64>) {
+        let res = match deadline {
+            Some(until) => {
+                let d = Duration::from_nanos(until.saturating_sub(self.now()).max(1));
+                let ts = types::Timespec::from(d);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+            None => self.ring.submit_and_wait(1),
+        };
+        if let Err(e) = res {
+            match e.raw_os_error() {
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) => {}
+                _ => tracing::error!(error = %e, "io_uring wait failed"),
+            }
+        }
+    }
+
+    fn accept(&mut self, job: Job) {
+        let now = self.now();
+        let (op, off, end) = match job.kind {
+            JobKind::Flush => (Op::Flush, 0, 0),
+            _ => {
+                let op = match job.kind {
+                    JobKind::Read => Op::Read,
+                    JobKind::Write(_) => Op::Write,
+                    _ => Op::Discard,
+                };
+                let a = self.align;
+                (op, job.offset / a * a, (job.offset + job.len).div_ceil(a) * a)
+            }
+        };
+        let owner = Owner {
+            job: job.export as u32,
+            pid: job.conn,
+            pgrp: job.conn,
+            uid: 0,
+            gid: 0,
+            io_context: job.conn,
+            cgroup: job.export as u32 + 1,
+            prio: IoPrio::DEFAULT,
+        };
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        let mut rq = match Request::new(id, op, off, end - off, true, owner, now) {
+            Ok(rq) => rq,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot build request");
+                self.finish_job(job, nbd::EINVAL, None, 0);
+                return;
+            }
+        };
+        rq.fua = job.fua;
+        if op != Op::Flush {
+            if let Some(m) = self.setup.sched.try_merge(&rq, MAX_MERGE_BYTES, now) {
+                if let Some(v) = self.pending.get_mut(&m.into) {
+                    v.push(job);
+                    return;
+                }
+                tracing::error!(into = m.into.0, "scheduler merged into an unknown request");
+            }
+        }
+        self.setup.sched.insert(rq, now);
+        self.pending.insert(id, vec![job]);
+    }
+
+    fn overlaps_inflight_write(&self, rq: &Request, before: usize) -> bool {
+        let hit = |o: &Request| {
+            o.op.is_write()
+                && o.op != Op::Flush
+                && o.offset_bytes < rq.end_bytes()
+                && rq.offset_bytes < o.end_bytes()
+        };
+        self.inflight.values().any(|f| hit(&f.rq))
+            || self.parked.iter().take(before).any(|(p, _)| hit(p))
+    }
+
+    fn start(&mut self, rq: Request) {
+        let jobs = self.pending.remove(&rq.id).unwrap_or_default();
+        if rq.op.is_write()
+            && rq.op != Op::Flush
+            && self.overlaps_inflight_write(&rq, self.parked.len())
+        {
+            self.parked.push_back((rq, jobs));
+            return;
+        }
+        self.submit(rq, jobs);
+    }
+
+    fn retry_parked(&mut self) {
+        let mut i = 0;
+        while i < self.parked.len() {
+            let rq = self.parked[i].0;
+            if self.overlaps_inflight_write(&rq, i) {
+                i += 1;
+                continue;
+            }
+            if let Some((rq, jobs)) = self.parked.remove(i) {
+                self.submit(rq, jobs);
+            }
+        }
+    }
+
+    fn submit(&mut self, rq: Request, jobs: Vec<Job>) {
+        let fd = types::Fd(self.setup.file.as_raw_fd());
+        let user = rq.id.0;
+        let mut f = Inflight { rq, jobs, buf: None, remaining: 1, error: 0, sync_after: false };
+        let sqes: Vec<io_uring::squeue::Entry> = match rq.op {
+            Op::Read => {
+                let mut buf = AlignedBuf::new(rq.len_bytes as usize);
+                let sqe = opcode::Read::new(fd, buf.as_mut().as_mut_ptr(), rq.len_bytes as u32)
+                    .offset(rq.offset_bytes)
+                    .build();
+                f.buf = Some(buf);
+                vec![sqe]
+            }
+            Op::Write => {
+                let mut buf = AlignedBuf::new(rq.len_bytes as usize);
+                let partial = f
+                    .jobs
+                    .iter()
+                    .any(|j| j.offset % self.align != 0 || (j.offset + j.len) % self.align != 0);
+                if partial {
+                    // Read-modify-write for the blocks the client only partly writes.
+                    if let Err(e) = pread_full(&self.setup.file, buf.as_mut(), rq.offset_bytes) {
+                        tracing::warn!(error = %e, "read-modify-write read failed");
+                        f.error = errno_to_nbd(e.raw_os_error().unwrap_or(libc::EIO));
+                        self.inflight.insert(user, f);
+                        self.complete(user, 0);
+                        return;
+                    }
+                }
+                let mut fua = false;
+                for j in &f.jobs {
+                    if let JobKind::Write(data) = &j.kind {
+                        let at = (j.offset - rq.offset_bytes) as usize;
+                        buf.as_mut()[at..at + data.len()].copy_from_slice(data);
+                    }
+                    fua |= j.fua;
+                }
+                let flags = if fua { libc::RWF_DSYNC } else { 0 };
+                let sqe = opcode::Write::new(fd, buf.as_ref().as_ptr(), rq.len_bytes as u32)
+                    .offset(rq.offset_bytes)
+                    .rw_flags(flags)
+                    .build();
+                f.buf = Some(buf);
+                vec![sqe]
+            }
+            Op::Flush => vec![opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build()],
+            Op::Discard => {
+                f.sync_after = f.jobs.iter().any(|j| j.fua);
+                f.jobs
+                    .iter()
+                    .map(|j| {
+                        opcode::Fallocate::new(fd, j.len)
+                            .offset(j.offset)
+                            .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                            .build()
+                    })
+                    .collect()
+            }
+        };
+        f.remaining = sqes.len() as u32;
+        self.inflight.insert(user, f);
+        if sqes.is_empty() {
+            self.complete(user, 0);
+            return;
+        }
+        for s in sqes {
+            self.push(s.user_data(user));
+        }
+    }
+
+    fn reap(&mut self) {
+        let cqes: Vec<(u64, i32)> =
+            self.ring.completion().map(|c| (c.user_data(), c.result())).collect();
+        for (user, res) in cqes {
+            if user == EVENTFD_TOKEN {
+                self.efd_armed = false;
+                continue;
+            }
+            self.complete(user, res);
+        }
+    }
+
+    fn complete(&mut self, user: u64, res: i32) {
+        let Some(f) = self.inflight.get_mut(&user) else {
+            tracing::error!(user, "completion for unknown request");
+            return;
+        };
+        if res < 0 {
+            tracing::warn!(op = ?f.rq.op, offset = f.rq.offset_bytes, errno = -res, "I/O error");
+            f.error = errno_to_nbd(-res);
+        } else if f.rq.op == Op::Write && (res as u64) < f.rq.len_bytes {
+            tracing::warn!(offset = f.rq.offset_bytes, res, "short write");
+            f.error = nbd::EIO;
+        }
+        f.remaining = f.remaining.saturating_sub(1);
+        if f.remaining > 0 {
+            return;
+        }
+        if f.sync_after && f.error == 0 {
+            f.sync_after = false;
+            f.remaining = 1;
+            let fd = types::Fd(self.setup.file.as_raw_fd());
+            let sqe =
+                opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build().user_data(user);
+            self.push(sqe);
+            return;
+        }
+        let Some(f) = self.inflight.remove(&user) else { return };
+        let now = self.now();
+        self.setup.sched.completed(&f.rq, now);
+        let base = f.rq.offset_bytes;
+        let mut buf = f.buf;
+        for job in f.jobs {
+            self.finish_job(job, f.error, buf.as_mut().map(|b| b.as_ref()), base);
+        }
+    }
+
+    fn finish_job(&self, job: Job, error: u32, buf: Option<&[u8]>, base: u64) {
+        let mut data = Vec::new();
+        let is_read = matches!(job.kind, JobKind::Read);
+        if error == 0 && is_read {
+            if let Some(b) = buf {
+                let at = (job.offset - base) as usize;
+                data.extend_from_slice(&b[at..at + job.len as usize]);
+            }
+        }
+        if let Some(s) = self.setup.stats.get(job.export) {
+            if let Ok(mut s) = s.lock() {
+                match job.kind {
+                    JobKind::Read => {
+                        s.reads += 1;
+                        s.read_bytes += job.len;
+                    }
+                    JobKind::Write(_) => {
+                        s.writes += 1;
+                        s.write_bytes += job.len;
+                    }
+                    JobKind::Flush => s.flushes += 1,
+                    JobKind::Trim => s.trims += 1,
+                    JobKind::WriteZeroes => s.write_zeroes += 1,
+                }
+                if error != 0 {
+                    s.errors += 1;
+                }
+                let ns = job.arrived.elapsed().as_nanos() as u64;
+                s.latency_ns.saturating_record(ns.max(1_000));
+            }
+        }
+        let _ = job.reply.send(Reply {
+            handle: job.handle,
+            error,
+            is_read,
+            offset: job.offset,
+            data,
+            status: None,
+        });
+    }
+}
+
+fn pread_full(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break, // past EOF: the buffer is already zeroed
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,258 @@
+//! Real NBD clients against the in-process server: qemu-img, nbdcopy, nbdsh, fio.
+
+use elevator_server::{ExportConfig, Server, ServerConfig};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MIB: u64 = 1 << 20;
+
+fn have(bin: &str) -> bool {
+    let ok = Path::new(bin).exists();
+    if !ok {
+        eprintln!("SKIP: {bin} is not installed");
+    }
+    ok
+}
+
+fn random_bytes(len: usize, mut seed: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len);
+    while v.len() < len {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        v.extend_from_slice(&seed.to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}
+
+/// A directory on the build disk (O_DIRECT usually works there, unlike tmpfs).
+fn workdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("nbd-test").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn export(dir: &Path, name: &str, size: u64, read_only: bool) -> ExportConfig {
+    let path = dir.join(format!("{name}.img"));
+    if read_only {
+        std::fs::write(&path, random_bytes(size as usize, 99)).unwrap();
+    }
+    ExportConfig {
+        name: name.into(),
+        path,
+        size: if read_only { None } else { Some(size) },
+        read_only,
+        weight: 500,
+        description: format!("test export {name}"),
+    }
+}
+
+fn start(exports: Vec<ExportConfig>, scheduler: &str) -> (Server, String) {
+    let mut c = ServerConfig::with_exports(exports);
+    c.listen = "127.0.0.1:0".into();
+    c.scheduler = scheduler.into();
+    c.queue_depth = 8;
+    let s = Server::start(c).expect("server starts");
+    let port = s.local_addr().unwrap().port();
+    eprintln!("server bound to 127.0.0.1:{port}");
+    (s, format!("nbd://127.0.0.1:{port}"))
+}
+
+/// nbdsh runs `python3 -m nbd`; the system python has the module, a pyenv one may not.
+fn nbdsh() -> Command {
+    let mut c = Command::new("/usr/bin/nbdsh");
+    let path = std::env::var("PATH").unwrap_or_default();
+    c.env("PATH", format!("/usr/bin:{path}"));
+    c
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("client runs");
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{cmd:?} failed: {text}");
+    text
+}
+
+#[test]
+fn qemu_img_convert_and_compare() {
+    if !have("/usr/bin/qemu-img") {
+        return;
+    }
+    let dir = workdir();
+    let src: PathBuf = dir.path().join("src.raw");
+    let data = random_bytes((8 * MIB) as usize, 1);
+    std::fs::write(&src, &data).unwrap();
+    let ex = export(dir.path(), "disk", 8 * MIB, false);
+    let backing = ex.path.clone();
+    let (server, uri) = start(vec![ex], "mq-deadline");
+    let uri = format!("{uri}/disk");
+    run(Command::new("qemu-img")
+        .args(["convert", "-n", "-f", "raw", "-O", "raw"])
+        .arg(&src)
+        .arg(&uri));
+    run(Command::new("qemu-img").args(["compare", "-f", "raw", "-F", "raw"]).arg(&src).arg(&uri));
+    let stats = server.stats();
+    server.shutdown();
+    assert_eq!(std::fs::read(&backing).unwrap(), data, "backing file content");
+    assert!(stats[0].writes > 0 && stats[0].reads > 0, "{stats:?}");
+    assert_eq!(stats[0].errors, 0);
+}
+
+#[test]
+fn nbdcopy_both_ways() {
+    if !have("/usr/bin/nbdcopy") {
+        return;
+    }
+    let dir = workdir();
+    let src = dir.path().join("src.raw");
+    let back = dir.path().join("back.raw");
+    let data = random_bytes((8 * MIB) as usize, 2);
+    std::fs::write(&src, &data).unwrap();
+    let (server, uri) = start(vec![export(dir.path(), "d", 8 * MIB, false)], "none");
+    let uri = format!("{uri}/d");
+    run(Command::new("nbdcopy").arg(&src).arg(&uri));
+    run(Command::new("nbdcopy").arg(&uri).arg(&back));
+    server.shutdown();
+    assert!(std::fs::read(&back).unwrap() == data, "nbdcopy round trip differs");
+}
+
+#[test]
+fn nbdsh_commands_and_read_only() {
+    if !have("/usr/bin/nbdsh") {
+        return;
+    }
+    if !nbdsh().arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
+        eprintln!("SKIP: nbdsh does not run (python nbd module missing?)");
+        return;
+    }
+    let dir = workdir();
+    let (server, uri) = start(
+        vec![export(dir.path(), "rw", 4 * MIB, false), export(dir.path(), "ro", MIB, true)],
+        "mq-deadline",
+    );
+    let script = r#"
+import errno
+assert h.get_size() == 4 * 1024 * 1024
+assert h.can_flush() and h.can_trim() and h.can_zero() and h.can_fua()
+h.pwrite(b"\xab" * 65536, 0)
+h.pwrite(b"hello, unaligned", 1000)      # read-modify-write path
+h.flush()
+buf = h.pread(65536, 0)
+assert buf[1000:1016] == b"hello, unaligned", buf[990:1020]
+assert buf[:1000] == b"\xab" * 1000 and buf[1016:] == b"\xab" * (65536 - 1016)
+h.zero(4096, 8192)
+assert h.pread(4096, 8192) == bytes(4096)
+h.trim(4096, 16384)
+h.pwrite(b"z" * 512, 123456, nbd.CMD_FLAG_FUA)
+assert h.pread(512, 123456) == b"z" * 512
+h.set_strict_mode(0)   # let the server, not libnbd, judge the bounds
+try:
+    h.pread(4096, 4 * 1024 * 1024 - 100)
+    assert False, "read past end succeeded"
+except nbd.Error as e:
+    assert e.errno in ("EINVAL", errno.EINVAL), (e, e.errno)
+try:
+    h.pwrite(b"w" * 4096, 4 * 1024 * 1024 - 100)
+    assert False, "write past end succeeded"
+except nbd.Error as e:
+    assert e.errno in ("ENOSPC", errno.ENOSPC), (e, e.errno)
+"#;
+    run(nbdsh().arg("-u").arg(format!("{uri}/rw")).arg("-c").arg(script));
+    let ro = r#"
+import errno
+assert h.is_read_only()
+h.set_strict_mode(0)
+assert len(h.pread(4096, 0)) == 4096
+try:
+    h.pwrite(b"x" * 512, 0)
+    assert False, "write to read-only export succeeded"
+except nbd.Error as e:
+    assert e.errno in ("EPERM", errno.EPERM), (e, e.errno)
+"#;
+    run(nbdsh().arg("-u").arg(format!("{uri}/ro")).arg("-c").arg(ro));
+    let stats = server.stats();
+    server.shutdown();
+    assert!(
+        stats[0].trims >= 1 && stats[0].write_zeroes >= 1 && stats[0].flushes >= 1,
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn fio_randrw_verify_two_exports() {
+    if !have("/usr/bin/fio") {
+        return;
+    }
+    let dir = workdir();
+    let (server, uri) = start(
+        vec![export(dir.path(), "a", 16 * MIB, false), export(dir.path(), "b", 16 * MIB, false)],
+        "mq-deadline",
+    );
+    let mut cmd = Command::new("fio");
+    cmd.args(["--ioengine=nbd", "--rw=randrw", "--bs=4k", "--size=16M", "--iodepth=8"]).args([
+        "--verify=crc32c",
+        "--verify_fatal=1",
+        "--do_verify=1",
+        "--group_reporting=0",
+    ]);
+    for name in ["a", "b"] {
+        cmd.arg(format!("--name={name}")).arg(format!("--uri={uri}/{name}"));
+    }
+    let out = run(&mut cmd);
+    for l in out.lines().filter(|l| l.contains("err=") || l.contains("IOPS")) {
+        eprintln!("fio: {l}");
+    }
+    let stats = server.stats();
+    eprintln!("stats: {stats:?}");
+    server.shutdown();
+    assert!(out.matches("err= 0").count() == 2, "fio output: {out}");
+    assert!(stats.iter().all(|s| s.writes > 0 && s.errors == 0), "{stats:?}");
+}
+
+#[test]
+fn nbdsh_block_status_base_allocation() {
+    if !have("/usr/bin/nbdsh") {
+        return;
+    }
+    if !nbdsh().arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
+        eprintln!("SKIP: nbdsh does not run (python nbd module missing?)");
+        return;
+    }
+    let dir = workdir();
+    let (server, uri) = start(vec![export(dir.path(), "sparse", 4 * MIB, false)], "none");
+    let script = format!(
+        r#"
+h2 = nbd.NBD()
+h2.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+h2.connect_uri("{uri}/sparse")
+assert h2.can_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+h2.pwrite(b"x" * 65536, 1048576)
+h2.flush()
+ext = []
+def cb(meta, off, entries, err):
+    if meta == nbd.CONTEXT_BASE_ALLOCATION:
+        ext.extend(zip(entries[0::2], entries[1::2]))
+    return 0
+h2.block_status(4 * 1048576, 0, cb)
+pos, flags_at = 0, {{}}
+for length, flags in ext:
+    flags_at[pos] = flags
+    pos += length
+print(ext)
+assert flags_at[0] & nbd.STATE_HOLE, ext
+assert 1048576 in flags_at and flags_at[1048576] == 0, ext
+one = []
+h2.block_status(4 * 1048576, 0, lambda m, o, e, err: one.extend(e) or 0, nbd.CMD_FLAG_REQ_ONE)
+assert len(one) == 2, one
+# Without the context negotiated the server refuses BLOCK_STATUS.
+h.set_strict_mode(0)
+try:
+    h.block_status(4096, 0, lambda *a: 0)
+    assert False, "block status without context succeeded"
+except nbd.Error as e:
+    pass
+"#
+    );
+    run(nbdsh().arg("-u").arg(format!("{uri}/sparse")).arg("-c").arg(script));
+    server.shutdown();
+}
