@@ -7,6 +7,7 @@ mod compare;
 mod reproduce;
 mod run;
 mod schedulers;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,8 @@ enum Command {
     /// Rerun a reference experiment (seed mail) from its scenario file and print its tables
     /// beside the published numbers.
     Reproduce(reproduce::ReproduceArgs),
+    /// Serve files or block devices over NBD, scheduled by the same schedulers, on io_uring.
+    Serve(serve::ServeArgs),
     /// List the schedulers, or the tunables of one (as /sys/block/<dev>/queue/iosched shows them).
     Schedulers(schedulers::SchedulersArgs),
 }
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Schedulers(args) => schedulers::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
