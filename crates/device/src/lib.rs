@@ -10,6 +10,7 @@
 //! rotational phase at power-on) comes from a [`elevator_core::RandomStream`] handed in.
 
 pub mod array;
+pub mod hdd;
 pub mod mechanical;
 pub mod ram;
 

@@ -1,0 +1,157 @@
+//! The on-drive cache: a few segments, each a contiguous range of sectors, replaced LRU.
+//! After a read the drive keeps reading the following sectors into the read's segment
+//! (prefetch / read-ahead, DiskSim's "read-ahead over requested") until the segment is full
+//! or the next media command preempts it, so a sequential read arriving shortly after is a
+//! hit (data already read) or waits only until the head has passed its sectors. Read-ahead
+//! advances at the zone's sustained rate (sector time × (spt + track skew) / spt, i.e. head
+//! switches folded in). Writes invalidate overlapping cached data; write-back data is kept in
+//! a separate dirty list by the state machine and is not served to reads (documented
+//! simplification).
+
+/// A cached range `[start, end)`; while `stream` is `Some((since_ns, sector_ns))` the head is
+/// still reading ahead into it from `end`, up to `limit`.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment {
+    pub start: u64,
+    pub end: u64,
+    pub limit: u64,
+    pub stream: Option<(f64, f64)>,
+}
+
+impl Segment {
+    /// End of the valid data at `now`.
+    #[inline]
+    pub fn end_at(&self, now_ns: f64) -> u64 {
+        match self.stream {
+            Some((since, sector_ns)) if now_ns > since => {
+                (self.end + ((now_ns - since) / sector_ns) as u64).min(self.limit)
+            }
+            _ => self.end,
+        }
+    }
+}
+
+/// What a lookup found.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Lookup {
+    Miss,
+    /// All sectors are in the cache now.
+    Hit,
+    /// The sectors are being read ahead; the last one is in at this time.
+    Streaming {
+        ready_ns: f64,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Cache {
+    /// Most recently used first; never longer than `segments`.
+    pub segs: Vec<Segment>,
+    segments: usize,
+    segment_sectors: u64,
+}
+
+impl Cache {
+    pub fn new(segments: u32, segment_sectors: u64) -> Cache {
+        Cache {
+            segs: Vec::with_capacity(segments as usize + 1),
+            segments: segments as usize,
+            segment_sectors,
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.segments > 0 && self.segment_sectors > 0
+    }
+
+    #[inline]
+    pub fn lookup(&self, lbn: u64, n: u64, now_ns: f64) -> Lookup {
+        for s in &self.segs {
+            if s.start <= lbn && lbn + n <= s.end_at(now_ns) {
+                return Lookup::Hit;
+            }
+            // A read that starts inside the window being read ahead rides on it: the head
+            // keeps streaming past the segment's limit into the read (DiskSim's partial hit
+            // on an active prefetch).
+            if let Some((since, sector_ns)) = s.stream {
+                if s.start <= lbn && lbn <= s.limit {
+                    let ready = since + (lbn + n - s.end) as f64 * sector_ns;
+                    return Lookup::Streaming { ready_ns: ready };
+                }
+            }
+        }
+        Lookup::Miss
+    }
+
+    /// Stops any read-ahead at `now`; returns the LBN the head stopped at (the next sector
+    /// it would have read), if it was reading ahead.
+    pub fn stop_readahead(&mut self, now_ns: f64) -> Option<u64> {
+        let mut stopped = None;
+        for s in self.segs.iter_mut() {
+            if s.stream.is_some() {
+                s.end = s.end_at(now_ns);
+                s.stream = None;
+                stopped = Some(s.end);
+            }
+        }
+        stopped
+    }
+
+    /// Drops cached data overlapping `[lbn, lbn+n)`.
+    pub fn invalidate(&mut self, lbn: u64, n: u64) {
+        self.segs.retain(|s| lbn + n <= s.start || s.end.max(s.limit) <= lbn || s.end <= lbn);
+    }
+
+    /// After a media read of `[lbn, end)` finishing at `done`, the drive reads ahead from
+    /// `end` at `sector_ns` per sector into that read's segment, up to `total_sectors`.
+    pub fn read_done(
+        &mut self,
+        lbn: u64,
+        end: u64,
+        done_ns: f64,
+        sector_ns: f64,
+        total_sectors: u64,
+    ) {
+        if !self.enabled() {
+            return;
+        }
+        self.stop_readahead(done_ns);
+        // Reuse a segment this read continues (sequential stream), else take the LRU one.
+        let i = self.segs.iter().position(|s| s.start <= lbn && lbn <= s.end);
+        let mut seg = match i {
+            Some(i) => self.segs.remove(i),
+            None => Segment { start: lbn, end, limit: end, stream: None },
+        };
+        seg.end = seg.end.max(end);
+        seg.start = seg.start.max(seg.end.saturating_sub(self.segment_sectors));
+        seg.limit = (seg.start + self.segment_sectors).max(seg.end).min(total_sectors);
+        // Keep streaming: slide the window so at least half a segment lies ahead.
+        let ahead = self.segment_sectors / 2;
+        if seg.limit < seg.end + ahead {
+            seg.limit = (seg.end + ahead).min(total_sectors);
+            seg.start = seg.limit.saturating_sub(self.segment_sectors).min(lbn);
+        }
+        seg.stream = (seg.limit > seg.end).then_some((done_ns, sector_ns));
+        self.segs.insert(0, seg);
+        self.segs.truncate(self.segments);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_ahead_fills_over_time_and_stops() {
+        let mut c = Cache::new(2, 100);
+        c.read_done(0, 8, 1000.0, 10.0, 10_000);
+        assert_eq!(c.lookup(0, 8, 1000.0), Lookup::Hit);
+        assert_eq!(c.lookup(8, 8, 1000.0), Lookup::Streaming { ready_ns: 1080.0 });
+        assert_eq!(c.lookup(8, 8, 1080.0), Lookup::Hit);
+        assert_eq!(c.stop_readahead(1040.0), Some(12));
+        assert_eq!(c.lookup(8, 8, 5000.0), Lookup::Miss);
+        assert_eq!(c.lookup(0, 12, 5000.0), Lookup::Hit);
+        c.invalidate(0, 1);
+        assert_eq!(c.lookup(0, 1, 5000.0), Lookup::Miss);
+    }
+}
