@@ -99,3 +99,29 @@ fn group_scheduling_isolates_where_vanilla_cfq_does_not() {
     assert!(vanilla[5] < 0.1 * vanilla[0], "vanilla lone reader {} -> {}", vanilla[0], vanilla[5]);
     assert!(grouped[5] > 0.6 * grouped[0], "grouped lone reader {} -> {}", grouped[0], grouped[5]);
 }
+
+#[test]
+fn dm_ioband_shares_follow_weights_and_fail_where_seed_000_says() {
+    let v = reproduce("ioband");
+    let shares = |table: &str, variant: &str, groups: usize| -> Vec<f64> {
+        (0..groups).map(|g| column(&v, table, variant, 2 * g + 1)[0]).collect()
+    };
+    let near = |got: &[f64], want: &[f64]| got.iter().zip(want).all(|(g, w)| (g - w).abs() <= 1.0);
+    let s = shares("Per partition, weights 40/20/10", "dm-ioband", 3);
+    assert!(near(&s, &[57.1, 28.6, 14.3]), "40/20/10: {s:?}");
+    let s = shares("Per partition, equal weights", "dm-ioband", 3);
+    assert!(near(&s, &[33.3, 33.3, 33.3]), "equal: {s:?}");
+    let s = shares("Per partition, no dm-ioband", "direct access", 3);
+    assert!(s[0] < s[1] && s[1] < s[2], "without ioband the process counts decide: {s:?}");
+    for t in ["Per striped logical volume", "Per Xen virtual block device", "Per tapdisk process"] {
+        let s = shares(t, "dm-ioband", 2);
+        assert!(near(&s, &[66.7, 33.3]), "{t}: {s:?}");
+    }
+    // 000's rows: the lone random reader is not protected as N grows...
+    let t = "000: sequential readers vs random reader";
+    let bw = column(&v, t, "dm-ioband + CFQ", 6);
+    assert!(bw[5] < 0.25 * bw[0], "random reader under dm-ioband: {bw:?}");
+    // ...and with 16 random readers the byte fairness costs most of the array's throughput.
+    let total = column(&v, "000: 16 sequential readers vs M random readers", "dm-ioband + CFQ", 8);
+    assert!(total[4] < 0.5 * total[0], "array total under dm-ioband: {total:?}");
+}

@@ -106,6 +106,10 @@ pub struct JobSpec {
     pub offset: Amount,
     /// `filename=`: a device or partition name of the topology; `None` = the default device.
     pub filename: Option<String>,
+    /// `directory=`: where the job's own files live when it has no `filename=`. In elevator a
+    /// device, partition or volume of the topology stands for the file system mounted on it;
+    /// `None` = the default (first) device.
+    pub directory: Option<String>,
     /// `direct=1` (or `buffered=0`).
     pub direct: bool,
     pub ioengine: IoEngine,
@@ -190,6 +194,7 @@ impl JobSpec {
             size: None,
             offset: Amount::Bytes(0),
             filename: None,
+            directory: None,
             direct: false,
             ioengine: IoEngine::Psync,
             iodepth: 1,

@@ -52,6 +52,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("offset", "offset"),
     ("fileoffset", "offset"),
     ("filename", "filename"),
+    ("directory", "directory"),
     ("direct", "direct"),
     ("buffered", "buffered"),
     ("ioengine", "ioengine"),
@@ -128,7 +129,6 @@ const UNMODELLED: &[&str] = &[
     "dedupe_mode",
     "dedupe_percentage",
     "dedupe_working_set_percentage",
-    "directory",
     "disable_bw",
     "disable_bw_measurement",
     "disable_clat",
@@ -502,6 +502,12 @@ impl Builder {
                     return Err("a device or file name is expected".into());
                 }
                 spec.filename = Some(v.to_string());
+            }
+            "directory" => {
+                if v.is_empty() {
+                    return Err("a device, partition or volume name is expected".into());
+                }
+                spec.directory = Some(v.to_string());
             }
             "direct" => spec.direct = parse_bool(v)?,
             "buffered" => spec.direct = !parse_bool(v)?,

@@ -6,7 +6,9 @@
 //!   `agg_bw` (KB/s of the scope), `agg_mbs` (MB/s, 10^6), `max_lat` / `avg_lat` (completion
 //!   latency), `runtime` (seconds, the longest member), `ios`, `read_ios`, `write_ios`,
 //!   `share` (% of all I/Os in the run), `byte_share` (% of all bytes), `over_2s` / `over_10s`
-//!   (% of I/Os with completion latency above 2 s / 10 s, as tiobench reports).
+//!   (% of I/Os with completion latency above 2 s / 10 s, as tiobench reports), `timed_ios` /
+//!   `timed_share` (I/Os completed before the runtime ran out, and their % of all such: "I/Os
+//!   done in 60 seconds", not counting the drain after it).
 
 use elevator_sim::workload::Process;
 use elevator_sim::SimResult;
@@ -35,6 +37,8 @@ pub enum Quantity {
     ByteShare,
     Over2s,
     Over10s,
+    TimedIos,
+    TimedShare,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -66,6 +70,8 @@ const QUANTITIES: &[(&str, Quantity)] = &[
     ("byte_share", Quantity::ByteShare),
     ("over_2s", Quantity::Over2s),
     ("over_10s", Quantity::Over10s),
+    ("timed_ios", Quantity::TimedIos),
+    ("timed_share", Quantity::TimedShare),
 ];
 
 impl Metric {
@@ -116,6 +122,8 @@ impl Metric {
                 Quantity::ByteShare => "Byte-share",
                 Quantity::Over2s => "Lat%>2s",
                 Quantity::Over10s => "Lat%>10s",
+                Quantity::TimedIos => "IOs",
+                Quantity::TimedShare => "Share",
             }
             .to_string(),
         }
@@ -228,6 +236,16 @@ fn quantity(members: &[&Process], q: Quantity, result: &SimResult) -> Value {
             let of = |p: &Process| if q == Quantity::Share { ios(p) } else { bytes(p) };
             let mine: u64 = members.iter().map(|p| of(p)).sum();
             let all: u64 = result.processes.iter().map(of).sum();
+            let pct = if all == 0 { 0.0 } else { mine as f64 * 100.0 / all as f64 };
+            Value { number: pct, text: format!("{pct:.1}%") }
+        }
+        Quantity::TimedIos => {
+            let n: u64 = members.iter().map(|p| p.ios_in_runtime).sum();
+            Value { number: n as f64, text: n.to_string() }
+        }
+        Quantity::TimedShare => {
+            let mine: u64 = members.iter().map(|p| p.ios_in_runtime).sum();
+            let all: u64 = result.processes.iter().map(|p| p.ios_in_runtime).sum();
             let pct = if all == 0 { 0.0 } else { mine as f64 * 100.0 / all as f64 };
             Value { number: pct, text: format!("{pct:.1}%") }
         }

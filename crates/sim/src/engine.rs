@@ -49,6 +49,8 @@ pub struct SimResult {
     pub end_ns: Nanos,
     /// Number of requests completed by all devices: the simulator's unit of work.
     pub requests_completed: u64,
+    /// Per-group counters of every dm-ioband device group, in topology order.
+    pub ioband: Vec<elevator_control::GroupCounters>,
 }
 
 pub struct DeviceResult {
@@ -112,6 +114,7 @@ pub fn simulate(
         queues.push(BlockQueue::new(scheduler, device, spec.nr_requests, spec.max_sectors_kb));
     }
     let procs = build_processes(jobs, topology, &groups, options.seed)?;
+    let stack = Stack::new(&topology.volumes, &topology.ioband, &groups).map_err(SimError)?;
     let phases = procs.iter().map(|p| p.phase).max().map_or(0, |m| m + 1);
     let mut phases_left = vec![0u32; phases as usize];
     for p in &procs {
@@ -128,7 +131,7 @@ pub fn simulate(
         current_phase: 0,
         done_bios: Vec::new(),
         unblocked: Vec::new(),
-        stack: Stack::new(&topology.volumes),
+        stack,
         leaves: Vec::new(),
         touched: vec![false; topology.devices.len()],
     };
@@ -147,7 +150,8 @@ pub fn simulate(
             counters: q.counters.clone(),
         });
     }
-    Ok(SimResult { processes: engine.procs, devices, groups, end_ns, requests_completed })
+    let ioband = engine.stack.ioband_counters();
+    Ok(SimResult { processes: engine.procs, devices, groups, end_ns, requests_completed, ioband })
 }
 
 impl Engine {
@@ -353,7 +357,7 @@ impl Engine {
             let (p, op, len_bytes, issue_ns, submit_ns) = if bio.node == NO_NODE {
                 (bio.process, bio.op, bio.len_bytes, bio.issue_ns, bio.submit_ns)
             } else {
-                match self.stack.piece_done(bio.node, &mut leaves) {
+                match self.stack.piece_done(bio.node, now, &mut leaves) {
                     Some(root) => {
                         (root.process, root.op, root.len_bytes, root.issue_ns, root.issue_ns)
                     }
@@ -498,9 +502,10 @@ fn build_processes(
     let mut procs = Vec::new();
     let mut group_id = 0u32;
     let mut phase = 0u32;
-    // Files of jobs without a filename are allocated one after another from the start of the
-    // first device, like files written in order on a fresh file system.
-    let mut file_cursor = 0u64;
+    // Files of jobs without a filename are allocated one after another from the start of their
+    // directory's device (the first device by default), like files written in order on a fresh
+    // file system.
+    let mut file_cursors: BTreeMap<String, u64> = BTreeMap::new();
     let mut pid = 1000u32;
     let mut users_of_name: BTreeMap<String, u32> = BTreeMap::new();
     for (j, spec) in jobs.jobs.iter().enumerate() {
@@ -557,16 +562,21 @@ fn build_processes(
                             spec.name
                         )));
                     };
-                    let capacity = topology.devices[0].model.capacity_bytes();
-                    let start = file_cursor + amount_bytes(spec.offset, size);
-                    if start + size > capacity {
+                    let dir =
+                        spec.directory.clone().unwrap_or_else(|| topology.devices[0].name.clone());
+                    let t = topology.target(&dir).map_err(|e| {
+                        SimError(format!("{at}: job `{}`: directory={dir}: {e}", spec.name))
+                    })?;
+                    let cursor = file_cursors.entry(dir.clone()).or_default();
+                    let start = *cursor + amount_bytes(spec.offset, size);
+                    if start + size > t.size_bytes {
                         return Err(SimError(format!(
-                            "{at}: job `{}`: its files do not fit on device `{}` ({capacity} bytes); reduce size= or numjobs=",
-                            spec.name, topology.devices[0].name
+                            "{at}: job `{}`: its files do not fit on `{dir}` ({} bytes); reduce size= or numjobs=",
+                            spec.name, t.size_bytes
                         )));
                     }
-                    file_cursor = start + size;
-                    (Route::Device(0), start, size)
+                    *cursor = start + size;
+                    (t.route, t.start_bytes + start, size)
                 }
             };
             if region_len < 512 {

@@ -9,9 +9,11 @@
 
 use std::collections::VecDeque;
 
-use elevator_core::{Nanos, Op, Owner};
+use elevator_control::ioband::{GroupType, IobandDevice, IobandShare};
+use elevator_control::{Bio, Controller};
+use elevator_core::{Cgroup, Nanos, Op, Owner, Request, RequestId};
 
-use crate::topology::{Route, Target, Volume, VolumeKind};
+use crate::topology::{IobandShareSpec, Route, Target, Volume, VolumeKind};
 
 /// "No node": a bio issued straight to a device, or a root's parent.
 pub const NO_NODE: u32 = u32::MAX;
@@ -47,6 +49,8 @@ struct Node {
     len_bytes: u64,
     issue_ns: Nanos,
     pieces_left: u32,
+    /// For ioband nodes: the bio as the controller saw it (to report its completion).
+    bio: Option<Bio>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -69,18 +73,100 @@ struct GuestState {
 pub struct Stack {
     volumes: Vec<Volume>,
     guests: Vec<GuestState>,
+    /// One dm-ioband controller per device group, and the volume of each of its devices.
+    shares: Vec<IobandShare>,
+    share_volumes: Vec<Vec<usize>>,
+    released: Vec<Bio>,
     nodes: Vec<Node>,
     free: Vec<u32>,
 }
 
 impl Stack {
-    pub fn new(volumes: &[Volume]) -> Stack {
-        Stack {
+    /// Builds the volumes and their controllers. Cgroup paths in ioband group tables resolve
+    /// through `cgroups`; other group ids are numbers.
+    pub fn new(
+        volumes: &[Volume],
+        ioband: &[IobandShareSpec],
+        cgroups: &[Cgroup],
+    ) -> Result<Stack, String> {
+        let mut shares = Vec::new();
+        let mut share_volumes = Vec::new();
+        for spec in ioband {
+            let mut devices = Vec::new();
+            for d in &spec.devices {
+                let mut groups = Vec::new();
+                for (id, weight) in &d.groups {
+                    let key = if d.group_type == GroupType::Cgroup {
+                        let path = id.trim_matches('/');
+                        match cgroups.iter().find(|g| g.path == path) {
+                            Some(g) => g.id,
+                            None => continue, // no job runs in that cgroup
+                        }
+                    } else {
+                        id.parse().map_err(|_| {
+                            format!("ioband device `{}`: group `{id}` is not a number (a pid, pgrp, uid or gid)", d.name)
+                        })?
+                    };
+                    groups.push((key, *weight));
+                }
+                devices.push(IobandDevice {
+                    name: d.name.clone(),
+                    group_type: d.group_type,
+                    weight: d.weight,
+                    groups,
+                });
+            }
+            shares.push(
+                IobandShare::new(spec.settings, devices)
+                    .map_err(|e| format!("ioband `{}`: {e}", spec.name))?,
+            );
+            let vols = spec
+                .devices
+                .iter()
+                .map(|d| {
+                    volumes
+                        .iter()
+                        .position(|v| v.name == d.name)
+                        .expect("ioband devices are volumes")
+                })
+                .collect();
+            share_volumes.push(vols);
+        }
+        Ok(Stack {
             volumes: volumes.to_vec(),
             guests: vec![GuestState::default(); volumes.len()],
+            shares,
+            share_volumes,
+            released: Vec::new(),
             nodes: Vec::new(),
             free: Vec::new(),
+        })
+    }
+
+    /// Per-group counters of every ioband device group.
+    pub fn ioband_counters(&self) -> Vec<elevator_control::GroupCounters> {
+        self.shares.iter().flat_map(|s| s.counters()).collect()
+    }
+
+    /// Sends what the controller of share `s` releases now down to its volumes' members.
+    fn release_share(&mut self, s: usize, now_ns: Nanos, out: &mut Vec<LeafIo>) {
+        let mut released = std::mem::take(&mut self.released);
+        self.shares[s].release(now_ns, &mut released);
+        for bio in released.drain(..) {
+            let v = self.share_volumes[s][bio.device as usize];
+            let m = self.volumes[v].members[0];
+            let r = bio.request;
+            let held = Held {
+                node: r.id.0 as u32,
+                op: r.op,
+                offset_bytes: m.start_bytes + r.offset_bytes,
+                len_bytes: r.len_bytes,
+                sync: r.sync,
+                owner: r.owner,
+            };
+            self.route(m.route, held, now_ns, out);
         }
+        self.released = released;
     }
 
     fn alloc(&mut self, node: Node) -> u32 {
@@ -118,12 +204,13 @@ impl Stack {
             len_bytes,
             issue_ns: now_ns,
             pieces_left: 0,
+            bio: None,
         });
         let io = Held { node: root, op, offset_bytes, len_bytes, sync, owner };
-        self.route(Route::Volume(volume), io, out);
+        self.route(Route::Volume(volume), io, now_ns, out);
     }
 
-    fn route(&mut self, target: Route, io: Held, out: &mut Vec<LeafIo>) {
+    fn route(&mut self, target: Route, io: Held, now_ns: Nanos, out: &mut Vec<LeafIo>) {
         let v = match target {
             Route::Device(device) => {
                 self.nodes[io.node as usize].pieces_left += 1;
@@ -149,7 +236,7 @@ impl Stack {
             let members = self.volumes[v].members.clone();
             for m in &members {
                 let (route, piece) = member(m, 0, 0);
-                self.route(route, piece, out);
+                self.route(route, piece, now_ns, out);
             }
             return;
         }
@@ -163,7 +250,7 @@ impl Stack {
                     if offset < base + size && offset < end {
                         let len = (base + size).min(end) - offset;
                         let (route, piece) = member(m, offset - base, len);
-                        self.route(route, piece, out);
+                        self.route(route, piece, now_ns, out);
                         offset += len;
                     }
                     base += size;
@@ -179,19 +266,12 @@ impl Stack {
                     let len = (chunk_bytes - within).min(end - offset);
                     let m = &members[(chunk % n) as usize];
                     let (route, piece) = member(m, (chunk / n) * chunk_bytes + within, len);
-                    self.route(route, piece, out);
+                    self.route(route, piece, now_ns, out);
                     offset += len;
                 }
             }
             VolumeKind::Guest { limit, pid } => {
-                self.nodes[io.node as usize].pieces_left += 1;
-                let parent = self.nodes[io.node as usize];
-                let child = self.alloc(Node {
-                    parent: io.node,
-                    volume: v as u32,
-                    pieces_left: 0,
-                    ..parent
-                });
+                let child = self.child_node(io.node, v);
                 let mut owner = io.owner;
                 if let Some(pid) = pid {
                     owner.pid = pid;
@@ -203,21 +283,47 @@ impl Stack {
                 if guest.in_flight < limit {
                     guest.in_flight += 1;
                     let m = self.volumes[v].members[0];
-                    self.route(
-                        m.route,
-                        Held { offset_bytes: m.start_bytes + held.offset_bytes, ..held },
-                        out,
-                    );
+                    let held = Held { offset_bytes: m.start_bytes + held.offset_bytes, ..held };
+                    self.route(m.route, held, now_ns, out);
                 } else {
                     guest.waiting.push_back(held);
                 }
             }
+            VolumeKind::Ioband { share, device } => {
+                let child = self.child_node(io.node, v);
+                let request = Request {
+                    id: RequestId(u64::from(child)),
+                    op: io.op,
+                    offset_bytes: io.offset_bytes,
+                    len_bytes: io.len_bytes,
+                    sync: io.sync,
+                    fua: false,
+                    owner: io.owner,
+                    submit_ns: now_ns,
+                };
+                let bio = Bio { device: device as u32, request };
+                self.nodes[child as usize].bio = Some(bio);
+                self.shares[share].submit(bio, now_ns);
+                self.release_share(share, now_ns, out);
+            }
         }
+    }
+
+    /// A node for a stateful layer (guest, ioband) under `parent`, counted as one of its pieces.
+    fn child_node(&mut self, parent: u32, volume: usize) -> u32 {
+        self.nodes[parent as usize].pieces_left += 1;
+        let p = self.nodes[parent as usize];
+        self.alloc(Node { parent, volume: volume as u32, pieces_left: 0, bio: None, ..p })
     }
 
     /// One device piece of `node` completed. Pieces released from a layer's queue as a
     /// result are appended to `out`; if the process's bio is now complete it is returned.
-    pub fn piece_done(&mut self, mut node: u32, out: &mut Vec<LeafIo>) -> Option<RootDone> {
+    pub fn piece_done(
+        &mut self,
+        mut node: u32,
+        now_ns: Nanos,
+        out: &mut Vec<LeafIo>,
+    ) -> Option<RootDone> {
         loop {
             let n = &mut self.nodes[node as usize];
             n.pieces_left -= 1;
@@ -228,15 +334,18 @@ impl Stack {
             self.free.push(node);
             if done.volume != NO_NODE {
                 let v = done.volume as usize;
-                self.guests[v].in_flight -= 1;
-                if let Some(held) = self.guests[v].waiting.pop_front() {
-                    self.guests[v].in_flight += 1;
-                    let m = self.volumes[v].members[0];
-                    self.route(
-                        m.route,
-                        Held { offset_bytes: m.start_bytes + held.offset_bytes, ..held },
-                        out,
-                    );
+                if let VolumeKind::Ioband { share, .. } = self.volumes[v].kind {
+                    let bio = done.bio.expect("ioband nodes carry their bio");
+                    self.shares[share].completed(&bio, now_ns);
+                    self.release_share(share, now_ns, out);
+                } else {
+                    self.guests[v].in_flight -= 1;
+                    if let Some(held) = self.guests[v].waiting.pop_front() {
+                        self.guests[v].in_flight += 1;
+                        let m = self.volumes[v].members[0];
+                        let held = Held { offset_bytes: m.start_bytes + held.offset_bytes, ..held };
+                        self.route(m.route, held, now_ns, out);
+                    }
                 }
             }
             if done.parent == NO_NODE {
@@ -280,7 +389,7 @@ pid = 77
     #[test]
     fn striping_splits_and_conserves_bytes() {
         let t = Topology::from_str(TOPO, "t").unwrap();
-        let mut s = Stack::new(&t.volumes);
+        let mut s = Stack::new(&t.volumes, &t.ioband, &[]).unwrap();
         let mut out = Vec::new();
         s.submit(1, 0, Op::Read, 32768, 196608, true, Owner::process(1), 0, &mut out);
         let pieces: Vec<(usize, u64, u64)> =
@@ -293,16 +402,16 @@ pid = 77
         let node = out[0].node;
         let mut more = Vec::new();
         for _ in 0..3 {
-            assert_eq!(s.piece_done(node, &mut more), None);
+            assert_eq!(s.piece_done(node, 0, &mut more), None);
         }
-        let done = s.piece_done(node, &mut more).unwrap();
+        let done = s.piece_done(node, 0, &mut more).unwrap();
         assert_eq!((done.process, done.len_bytes), (1, 196608));
     }
 
     #[test]
     fn a_guest_holds_bios_past_its_limit_and_reissues_them_as_the_host() {
         let t = Topology::from_str(TOPO, "t").unwrap();
-        let mut s = Stack::new(&t.volumes);
+        let mut s = Stack::new(&t.volumes, &t.ioband, &[]).unwrap();
         let mut out = Vec::new();
         for i in 0..3 {
             s.submit(i, 1, Op::Read, i as u64 * 4096, 4096, true, Owner::process(i), 0, &mut out);
@@ -310,7 +419,7 @@ pid = 77
         assert_eq!(out.len(), 2, "the third bio waits for a guest request slot");
         assert!(out.iter().all(|l| l.owner.pid == 77));
         let mut released = Vec::new();
-        let done = s.piece_done(out[0].node, &mut released).unwrap();
+        let done = s.piece_done(out[0].node, 0, &mut released).unwrap();
         assert_eq!(done.process, 0);
         assert_eq!(released.len(), 1);
         assert_eq!(released[0].offset_bytes / 4096, 2);

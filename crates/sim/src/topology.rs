@@ -26,6 +26,7 @@
 
 use std::path::Path;
 
+use elevator_control::ioband::{GroupType, Policy, ShareSettings};
 use elevator_core::RandomStream;
 use elevator_device::array::{Array, Layout};
 use elevator_device::mechanical::{DiskParams, MechanicalDisk};
@@ -39,6 +40,8 @@ use crate::units::parse_size_bytes;
 
 /// The kernel's default `nr_requests` for a scheduler queue (`BLKDEV_DEFAULT_RQ`).
 pub const DEFAULT_NR_REQUESTS: u32 = 128;
+/// dm-ioband's default weight of a device's default group (`weight` in its table line).
+pub const DEFAULT_IOBAND_WEIGHT: u32 = 100;
 /// The default `max_sectors_kb`: requests are split above 512 KiB.
 pub const DEFAULT_MAX_SECTORS_KB: u32 = 512;
 
@@ -139,6 +142,26 @@ pub enum VolumeKind {
     /// A virtual machine's disk: the guest may have `limit` requests in flight (its own
     /// `nr_requests`), and the host issues them as process `pid` (blkback or tapdisk).
     Guest { limit: u32, pid: Option<u32> },
+    /// A dm-ioband device: device `device` of ioband device group `share`.
+    Ioband { share: usize, device: usize },
+}
+
+/// A dm-ioband device group: the ioband devices on one disk whose groups compete.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IobandShareSpec {
+    pub name: String,
+    pub settings: ShareSettings,
+    /// Its devices, in order: the volume's name, group type, default weight, and extra
+    /// groups by id as written (a number, or a cgroup path).
+    pub devices: Vec<IobandDeviceSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct IobandDeviceSpec {
+    pub name: String,
+    pub group_type: GroupType,
+    pub weight: u32,
+    pub groups: Vec<(String, u32)>,
 }
 
 /// A device-mapper target: a named address space built on devices, partitions or earlier
@@ -158,6 +181,7 @@ pub struct Topology {
     pub devices: Vec<DeviceSpec>,
     pub partitions: Vec<Partition>,
     pub volumes: Vec<Volume>,
+    pub ioband: Vec<IobandShareSpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -169,6 +193,18 @@ struct RawTopology {
     partition: Vec<Spanned<RawPartition>>,
     #[serde(default)]
     volume: Vec<Spanned<RawVolume>>,
+    #[serde(default)]
+    ioband: Vec<Spanned<RawIoband>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIoband {
+    name: String,
+    policy: Policy,
+    token_base: Option<u64>,
+    io_throttle: Option<u32>,
+    io_limit: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -180,6 +216,13 @@ struct RawVolume {
     chunk: Option<SizeValue>,
     limit: Option<u32>,
     pid: Option<u32>,
+    /// ioband: the device group, the default group's weight, how bios are grouped, and
+    /// extra groups (id -> weight).
+    share: Option<String>,
+    weight: Option<u32>,
+    group_type: Option<GroupType>,
+    #[serde(default)]
+    groups: toml::Table,
 }
 
 #[derive(Debug, Deserialize)]
@@ -240,6 +283,7 @@ impl Topology {
             }],
             partitions: Vec::new(),
             volumes: Vec::new(),
+            ioband: Vec::new(),
         }
     }
 
@@ -361,11 +405,33 @@ impl Topology {
             }
             partitions.push(Partition { name: p.name.clone(), device, start_bytes, size_bytes });
         }
+        let mut ioband: Vec<IobandShareSpec> = Vec::new();
+        for spanned in &raw.ioband {
+            let loc = at(spanned.span());
+            let r = spanned.get_ref();
+            if ioband.iter().any(|x| x.name == r.name) {
+                return Err(format!("{loc}: ioband device group `{}` is defined twice", r.name));
+            }
+            let d = ShareSettings::default();
+            let settings = ShareSettings {
+                policy: r.policy,
+                token_base: r.token_base.unwrap_or(d.token_base),
+                io_throttle: r.io_throttle.unwrap_or(d.io_throttle),
+                io_limit: r.io_limit.unwrap_or(d.io_limit),
+            };
+            if settings.token_base == 0 || settings.io_limit == 0 {
+                return Err(format!(
+                    "{loc}: ioband `{}`: token_base and io_limit must be at least 1",
+                    r.name
+                ));
+            }
+            ioband.push(IobandShareSpec { name: r.name.clone(), settings, devices: Vec::new() });
+        }
         let mut topology =
-            Topology { source: name.to_string(), devices, partitions, volumes: Vec::new() };
+            Topology { source: name.to_string(), devices, partitions, volumes: Vec::new(), ioband };
         for spanned in &raw.volume {
             let loc = at(spanned.span());
-            let volume = build_volume(&topology, spanned.get_ref())
+            let volume = build_volume(&mut topology, spanned.get_ref())
                 .map_err(|e| format!("{loc}: volume `{}`: {e}", spanned.get_ref().name))?;
             topology.volumes.push(volume);
         }
@@ -409,7 +475,7 @@ impl Topology {
     }
 }
 
-fn build_volume(topology: &Topology, v: &RawVolume) -> Result<Volume, String> {
+fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String> {
     if topology.devices.iter().any(|d| d.name == v.name)
         || topology.partitions.iter().any(|p| p.name == v.name)
         || topology.volumes.iter().any(|x| x.name == v.name)
@@ -420,6 +486,13 @@ fn build_volume(topology: &Topology, v: &RawVolume) -> Result<Volume, String> {
         return Err("`over` must name at least one device, partition or earlier volume".to_string());
     }
     let members = v.over.iter().map(|m| topology.target(m)).collect::<Result<Vec<_>, _>>()?;
+    let ioband_fields =
+        v.share.is_some() || v.weight.is_some() || v.group_type.is_some() || !v.groups.is_empty();
+    if ioband_fields && v.target != "ioband" {
+        return Err(
+            "`share`, `weight`, `group_type` and `groups` apply only to ioband targets".to_string()
+        );
+    }
     let only = |what: &str| -> Result<(), String> {
         if v.chunk.is_some() || v.limit.is_some() || v.pid.is_some() {
             return Err(format!("`chunk`, `limit` and `pid` do not apply to a {what} target"));
@@ -469,8 +542,63 @@ fn build_volume(topology: &Topology, v: &RawVolume) -> Result<Volume, String> {
             }
             (VolumeKind::Guest { limit, pid: v.pid }, members[0].size_bytes)
         }
+        "ioband" => {
+            if members.len() != 1 {
+                return Err(
+                    "an ioband target sits on exactly one device, partition or volume".to_string()
+                );
+            }
+            if v.chunk.is_some() || v.limit.is_some() || v.pid.is_some() {
+                return Err(
+                    "`chunk`, `limit` and `pid` do not apply to an ioband target".to_string()
+                );
+            }
+            let share_name = v.share.as_deref().ok_or_else(|| {
+                "an ioband target needs `share`, the name of an [[ioband]] device group".to_string()
+            })?;
+            let names: Vec<&str> = topology.ioband.iter().map(|s| s.name.as_str()).collect();
+            let share =
+                topology.ioband.iter().position(|s| s.name == share_name).ok_or_else(|| {
+                    format!(
+                        "`share = \"{share_name}\"` names no [[ioband]] device group; defined: {}",
+                        if names.is_empty() {
+                            "none (add an [[ioband]] table)".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    )
+                })?;
+            let weight = v.weight.unwrap_or(DEFAULT_IOBAND_WEIGHT);
+            let group_type = v.group_type.unwrap_or(GroupType::None);
+            if !v.groups.is_empty() && group_type == GroupType::None {
+                return Err(
+                    "`groups` needs a `group_type` (pid, pgrp, uid, gid or cgroup)".to_string()
+                );
+            }
+            let mut groups = Vec::new();
+            for (id, w) in &v.groups {
+                let w =
+                    w.as_integer().filter(|&w| (1..=i64::from(u32::MAX)).contains(&w)).ok_or_else(
+                        || format!("group `{id}`: the weight must be a positive integer, got {w}"),
+                    )?;
+                if group_type != GroupType::Cgroup && id.parse::<u32>().is_err() {
+                    return Err(format!(
+                        "group `{id}`: pid, pgrp, uid and gid groups are named by a number (e.g. \"1000\" = 20)"
+                    ));
+                }
+                groups.push((id.clone(), w as u32));
+            }
+            if weight == 0 {
+                return Err("`weight` must be at least 1".to_string());
+            }
+            let devices = &mut topology.ioband[share].devices;
+            devices.push(IobandDeviceSpec { name: v.name.clone(), group_type, weight, groups });
+            (VolumeKind::Ioband { share, device: devices.len() - 1 }, members[0].size_bytes)
+        }
         other => {
-            return Err(format!("unknown target `{other}`; targets are: linear, striped, guest"))
+            return Err(format!(
+                "unknown target `{other}`; targets are: linear, striped, guest, ioband"
+            ))
         }
     };
     if size_bytes == 0 {
@@ -628,6 +756,57 @@ size = "100MiB"
         );
         assert_eq!(t.target("/dev/sdb").unwrap().size_bytes, 1 << 30);
         assert!(t.target("sdc").unwrap_err().contains("known names: sdb, sdb1"));
+    }
+
+    const IOBAND: &str = r#"
+[[ioband]]
+name = "g"
+policy = "weight"
+
+[[volume]]
+name = "ioband1"
+target = "ioband"
+over = ["sdb1"]
+share = "g"
+weight = 40
+group_type = "uid"
+groups = { "1000" = 20 }
+"#;
+
+    #[test]
+    fn parses_ioband_devices_into_their_device_group() {
+        let t = Topology::from_str(&format!("{TWO_PARTS}{IOBAND}"), "t.toml").unwrap();
+        assert_eq!(t.ioband.len(), 1);
+        let d = &t.ioband[0].devices[0];
+        assert_eq!((d.name.as_str(), d.weight, d.group_type), ("ioband1", 40, GroupType::Uid));
+        assert_eq!(d.groups, vec![("1000".to_string(), 20)]);
+        assert_eq!(t.volumes[0].kind, VolumeKind::Ioband { share: 0, device: 0 });
+        assert_eq!(t.target("ioband1").unwrap().size_bytes, 100 << 20);
+    }
+
+    #[test]
+    fn malformed_ioband_tables_are_rejected_with_the_line_and_the_fix() {
+        let cases = [
+            ("share = \"g\"", "share = \"h\"", "names no [[ioband]] device group; defined: g"),
+            ("policy = \"weight\"", "policy = \"fastest\"", "unknown variant `fastest`"),
+            ("weight = 40", "weight = 0", "`weight` must be at least 1"),
+            ("\"1000\" = 20", "\"alice\" = 20", "named by a number"),
+            ("\"1000\" = 20", "\"1000\" = -3", "positive integer"),
+            ("group_type = \"uid\"", "group_type = \"uuid\"", "unknown variant `uuid`"),
+            ("group_type = \"uid\"\n", "", "`groups` needs a `group_type`"),
+            ("over = [\"sdb1\"]", "over = [\"sdb1\", \"sdb\"]", "exactly one"),
+            ("target = \"ioband\"", "target = \"linear\"", "apply only to ioband targets"),
+            (
+                "policy = \"weight\"",
+                "policy = \"weight\"\nio_limit = 0",
+                "io_limit must be at least 1",
+            ),
+        ];
+        for (from, to, want) in cases {
+            let bad = format!("{TWO_PARTS}{IOBAND}").replacen(from, to, 1);
+            let e = Topology::from_str(&bad, "t.toml").unwrap_err();
+            assert!(e.starts_with("t.toml:") && e.contains(want), "{from} -> {to}: {e}");
+        }
     }
 
     #[test]

@@ -95,6 +95,10 @@ pub struct Process {
     pub lat_buckets: LatencyBuckets,
     /// Deepest queue this process reached (fio's IO depths line).
     pub depth_hist: [u64; 7],
+    /// I/Os (not flushes) completed after the ramp and before the runtime ran out: "the I/Os
+    /// done in 60 seconds" as seed 001 counts them. fio's totals also count the I/Os that were
+    /// in flight at the end, which can have waited long in a throttling layer.
+    pub ios_in_runtime: u64,
     // Configuration copied from the spec.
     rw: RwMode,
     rwmixread_percent: u32,
@@ -164,6 +168,7 @@ impl Process {
             stats: [DirStats::new(0), DirStats::new(0), DirStats::new(0)],
             lat_buckets: LatencyBuckets::default(),
             depth_hist: [0; 7],
+            ios_in_runtime: 0,
             rw: spec.rw,
             rwmixread_percent: spec.rwmixread_percent.min(100),
             block_size: spec.block_size.clone(),
@@ -313,6 +318,9 @@ impl Process {
         if now_ns >= self.ramp_end_ns && op != Op::Flush {
             self.stats[dir_index(op)].record(len_bytes, issue_ns, submit_ns, now_ns);
             self.lat_buckets.add(now_ns - issue_ns);
+            if self.state == State::Running {
+                self.ios_in_runtime += 1;
+            }
         }
         match self.state {
             State::Running if self.thinking => {
