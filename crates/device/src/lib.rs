@@ -11,7 +11,6 @@
 
 pub mod array;
 pub mod hdd;
-pub mod mechanical;
 pub mod ram;
 
 use elevator_core::{Nanos, Op, RequestId};

@@ -29,7 +29,7 @@ use std::path::Path;
 use elevator_control::ioband::{GroupType, Policy, ShareSettings};
 use elevator_core::RandomStream;
 use elevator_device::array::{Array, Layout};
-use elevator_device::mechanical::{DiskParams, MechanicalDisk};
+use elevator_device::hdd::{Hdd, HddParams};
 use elevator_device::ram::{RamDevice, RamParams};
 use elevator_device::Device;
 use serde::de::DeserializeOwned;
@@ -49,7 +49,11 @@ pub const DEFAULT_MAX_SECTORS_KB: u32 = 512;
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceModel {
     Ram(RamParams),
-    Hdd(DiskParams),
+    /// A hard disk and its capacity (from its zone table, computed when it was checked).
+    Hdd {
+        params: HddParams,
+        capacity_bytes: u64,
+    },
     /// A RAID-0 (striped) or linear array of identical members behind one queue.
     Array {
         layout: Layout,
@@ -67,8 +71,8 @@ impl DeviceModel {
     pub fn build(&self, seed: u64, stream: u32) -> Box<dyn Device> {
         match self {
             DeviceModel::Ram(p) => Box::new(RamDevice::new(p.clone())),
-            DeviceModel::Hdd(p) => Box::new(
-                MechanicalDisk::new(p.clone(), &mut RandomStream::new(seed, stream))
+            DeviceModel::Hdd { params, .. } => Box::new(
+                Hdd::new(params.clone(), &mut RandomStream::new(seed, stream))
                     .expect("parameters were checked when the topology was read"),
             ),
             DeviceModel::Array { layout, members, member, queue_depth } => {
@@ -84,7 +88,7 @@ impl DeviceModel {
     pub fn capacity_bytes(&self) -> u64 {
         match self {
             DeviceModel::Ram(p) => p.capacity_bytes,
-            DeviceModel::Hdd(p) => p.capacity_bytes / 512 * 512,
+            DeviceModel::Hdd { capacity_bytes, .. } => *capacity_bytes,
             DeviceModel::Array { layout, members, member, .. } => match layout {
                 Layout::Striped { chunk_bytes } => {
                     member.capacity_bytes() / chunk_bytes * chunk_bytes * u64::from(*members)
@@ -275,7 +279,7 @@ impl Topology {
             source: "built-in".to_string(),
             devices: vec![DeviceSpec {
                 name: "sda".to_string(),
-                model: DeviceModel::Hdd(DiskParams::sata_7200_2009()),
+                model: hdd_model(HddParams::sata_7200_2009()).expect("the preset is valid"),
                 scheduler: "mq-deadline".to_string(),
                 iosched: Vec::new(),
                 nr_requests: DEFAULT_NR_REQUESTS,
@@ -662,6 +666,13 @@ fn build_model(d: &RawDevice, loc: &str) -> Result<DeviceModel, String> {
     }
 }
 
+/// Checks a disk's parameters by building it once, and keeps its capacity.
+fn hdd_model(params: HddParams) -> Result<DeviceModel, String> {
+    let disk = Hdd::new(params.clone(), &mut RandomStream::new(0, 0))
+        .map_err(|e| format!("[device.params]: {e}"))?;
+    Ok(DeviceModel::Hdd { params, capacity_bytes: disk.capacity_bytes() })
+}
+
 /// A single (non-array) device model from its name, preset and parameter overrides.
 fn leaf_model(
     model: &str,
@@ -679,8 +690,8 @@ fn leaf_model(
         }
         "hdd" => {
             let base = match preset.unwrap_or("sata-7200-2009") {
-                "sata-7200-2009" => DiskParams::sata_7200_2009(),
-                "ide-2003" => DiskParams::ide_2003(),
+                "sata-7200-2009" => HddParams::sata_7200_2009(),
+                "ide-2003" => HddParams::ide_2003(),
                 other => {
                     return Err(format!(
                         "unknown hdd preset `{other}`; presets are: {}",
@@ -688,10 +699,7 @@ fn leaf_model(
                     ))
                 }
             };
-            let p = with_overrides(base, params)?;
-            MechanicalDisk::new(p.clone(), &mut RandomStream::new(0, 0))
-                .map_err(|e| format!("[device.params]: {e}"))?;
-            Ok(DeviceModel::Hdd(p))
+            hdd_model(with_overrides(base, params)?)
         }
         other => Err(format!("unknown model `{other}`; models are: hdd, ram, raid0, linear")),
     }

@@ -116,24 +116,25 @@ impl HddParams {
         }
     }
 
-    /// An early-2000s IDE disk: 7200 rpm ATA-100 80 GB (Seagate Barracuda ATA IV /
-    /// WD800BB class): 8.9 ms average seek (Barracuda ATA IV manual: 9.5 ms read; WD800BB:
-    /// 8.9 ms), ~45 MB/s outer and ~26 MB/s inner media rate, 2 MB cache in 4 segments,
-    /// ATA-100 bus (100 MB/s), no command queueing. Track-to-track 1.0 ms, full stroke
-    /// 21 ms, head switch 1.0 ms and 0.2 ms overheads are typical values of the generation
-    /// (assumptions). Write cache off (see above).
+    /// An IDE disk of 2003: the Seagate Barracuda 7200.7 80 GB (ST380011A) product manual:
+    /// 7200 rpm, one platter and two heads (80 GB/platter), 58 MB/s maximum sustained
+    /// (outer zone), 8.5 ms average read seek, 2 MB cache, Ultra ATA/100, no command
+    /// queueing. Inner-zone rate ~31 MB/s (about 0.55 of the outer, as transfer-rate curves
+    /// of the generation show: assumption). Track-to-track 1.0 ms, full stroke 18 ms, head
+    /// switch 1.0 ms and 0.2 ms command overheads are typical values of the generation
+    /// (assumptions); the 2 MB cache is 4 segments of 512 KiB. Write cache off (see above).
     pub fn ide_2003() -> HddParams {
         let period_ns = 60e9 / 7200.0;
         HddParams {
             interface: "IDE".into(),
             rpm: 7200.0,
-            surfaces: 4,
-            // 45 MB/s → 732 sectors/track, 26 MB/s → 423; 67,700 cylinders → ~80 GB.
-            zones: ZoneSpec::linear(67_700, 12, 732, 423, period_ns, 1.0e6, 1.0e6),
+            surfaces: 2,
+            // 58 MB/s → 944 sectors/track, 31 MB/s → 505; 108,000 cylinders → ~80 GB.
+            zones: ZoneSpec::linear(108_000, 16, 944, 505, period_ns, 1.0e6, 1.0e6),
             seek: SeekSpec::ThreePoint {
                 single_cylinder_ms: 1.0,
-                average_ms: 8.9,
-                full_stroke_ms: 21.0,
+                average_ms: 8.5,
+                full_stroke_ms: 18.0,
             },
             head_switch_ms: 1.0,
             write_settle_ms: 0.5,
@@ -206,6 +207,8 @@ pub struct Hdd {
     write_overhead_ns: f64,
     bus_ns_per_byte: f64,
     age_limit_ns: Nanos,
+    /// Per-command costs of one SPTF pass (kept to avoid allocating).
+    cost_scratch: Vec<f64>,
     head: HeadState,
     queue: Queue,
     cache: Cache,
@@ -264,6 +267,7 @@ impl Hdd {
             write_overhead_ns: p.write_overhead_ms * 1e6,
             bus_ns_per_byte: 1e9 / p.bus_bytes_per_sec,
             age_limit_ns: (p.max_queue_age_ms * 1e6) as Nanos,
+            cost_scratch: Vec::with_capacity(p.queue_depth as usize),
             period_ns,
             inv_period: 1.0 / period_ns,
             phase_ns,
@@ -441,35 +445,79 @@ impl Hdd {
                 self.filter[k >> 6] |= 1 << (k & 63);
             }
         }
+        if now.saturating_sub(self.queue.items[0].arrived_ns) > self.age_limit_ns {
+            return 0;
+        }
         let head = self.planning_head(now_f);
         let base = (now_f + self.read_overhead_ns + self.phase_ns) * self.inv_period;
         let base_turns = base - (base as i64) as f64;
-        let this = &*self;
-        this.queue.pick(now, false, this.age_limit_ns, |i| {
-            let q = &this.queue.items[i];
-            if q.cmd.op == Op::Read && this.cache.enabled() {
-                let k = Self::bucket_bit(q.lbn >> BUCKET_SHIFT);
-                if this.filter[k >> 6] & (1 << (k & 63)) != 0 {
-                    match this.cache.lookup(q.lbn, q.sectors, now_f) {
-                        Lookup::Hit => return -1.0,
-                        Lookup::Streaming { ready_ns } => return ready_ns - now_f,
-                        Lookup::Miss => {}
-                    }
-                }
-            }
-            let dist = q.chs.cylinder.abs_diff(head.cylinder);
-            let mv = if dist > 0 {
-                this.seek.seek_ns(dist)
-            } else if q.chs.head != head.head {
-                this.head_switch_ns
+        // Pass 1, branch-light over the parallel arrays: seek (or head switch) + settle +
+        // rotational wait for every queued command, the seek curve's form hoisted out.
+        let q = &self.queue;
+        let head_cyl = head.cylinder as f64;
+        let positioning = |i: usize, seek_ns: f64| -> f64 {
+            let mv = if seek_ns > 0.0 {
+                seek_ns
+            } else if q.items[i].chs.head != head.head {
+                self.head_switch_ns
             } else {
                 0.0
             };
-            let mv = if mv > 0.0 { mv + this.queue.settle_ns[i] } else { mv };
+            let mv = if mv > 0.0 { mv + q.settle_ns[i] } else { mv };
             // Turns to wait after the move, in [0, 1): the argument is positive.
-            let x = this.queue.angle_turns[i] - base_turns - mv * this.inv_period + 2.0;
-            mv + (x - (x as i64) as f64) * this.period_ns
-        })
+            let x = q.angle_turns[i] - base_turns - mv * self.inv_period + 2.0;
+            mv + (x - (x as i64) as f64) * self.period_ns
+        };
+        let mut costs = std::mem::take(&mut self.cost_scratch);
+        costs.clear();
+        match &self.seek {
+            SeekCurve::Formula { a_ns, b_ns, c_ns } => {
+                costs.extend((0..q.len()).map(|i| {
+                    let d = (q.cylinder[i] - head_cyl).abs();
+                    let x = (d - 1.0).max(0.0);
+                    let seek = if d >= 1.0 { a_ns * x.sqrt() + b_ns * x + c_ns } else { 0.0 };
+                    positioning(i, seek)
+                }));
+            }
+            curve => {
+                costs.extend((0..q.len()).map(|i| {
+                    positioning(i, curve.seek_ns(q.items[i].chs.cylinder.abs_diff(head.cylinder)))
+                }));
+            }
+        }
+        // Pass 2, rarely taken: a read the cache holds or is reading ahead costs what the
+        // cache says instead.
+        if self.cache.enabled() {
+            for (i, item) in q.items.iter().enumerate() {
+                if item.cmd.op != Op::Read {
+                    continue;
+                }
+                let k = Self::bucket_bit(item.lbn >> BUCKET_SHIFT);
+                if self.filter[k >> 6] & (1 << (k & 63)) == 0 {
+                    continue;
+                }
+                costs[i] = match self.cache.lookup(item.lbn, item.sectors, now_f) {
+                    Lookup::Hit => -1.0,
+                    // Positioning cost, like a miss's: until its first sector passes under
+                    // the head (its transfer is not part of the choice).
+                    Lookup::Streaming { ready_ns } => {
+                        let transfer =
+                            item.sectors as f64 * self.readahead_sector_ns[item.chs.zone];
+                        (ready_ns - transfer - now_f).max(0.0)
+                    }
+                    Lookup::Miss => continue,
+                };
+            }
+        }
+        // The lowest cost; ties to the oldest.
+        let mut best = (f64::INFINITY, 0usize);
+        for (i, &c) in costs.iter().enumerate() {
+            if c < best.0 {
+                best = (c, i);
+            }
+        }
+        self.cost_scratch = costs;
+        best.1
     }
 
     fn start_next(&mut self, now: Nanos) {
