@@ -94,6 +94,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         iosched: parse_iosched(&args.iosched)?,
     };
     let result = simulate(&jobs, &topology, &options).map_err(|e| e.to_string())?;
+    for w in result.warnings() {
+        eprintln!("elevator: warning: {w}");
+    }
     let text = match args.output_format {
         OutputFormat::Normal => report::normal::render(&result, &jobs),
         OutputFormat::Json => report::json::render(&result, &jobs, args.seed, &topology.source),

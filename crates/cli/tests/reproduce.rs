@@ -134,4 +134,19 @@ fn dm_ioband_shares_follow_weights_and_fail_where_seed_000_says() {
     // ...and with 16 random readers the byte fairness costs most of the array's throughput.
     let total = column(&v, "000: 16 sequential readers vs M random readers", "dm-ioband + CFQ", 8);
     assert!(total[4] < 0.5 * total[0], "array total under dm-ioband: {total:?}");
+    // range-bw: each group inside its range while the disk has room (KiB/s columns)...
+    let t = "range-bw with room";
+    let capped = column(&v, t, "dm-ioband range-bw", 0)[0] * 1.024;
+    let floor = column(&v, t, "dm-ioband range-bw", 1)[0] * 1.024;
+    assert!(capped <= 200.0 * 1.03, "capped group {capped} KB/s over its 200 KB/s maximum");
+    assert!(floor >= 250.0 * 0.97, "floor group {floor} KB/s under its 250 KB/s minimum");
+    // ...and minimums the disk cannot deliver are reported, not silently missed.
+    let over = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["title"].as_str().unwrap().starts_with("range-bw oversubscribed"))
+        .unwrap();
+    let warnings = over["variants"][0]["rows"][0]["warnings"].as_array().map_or(0, |w| w.len());
+    assert!(warnings > 0, "oversubscribed minimums must be reported");
 }

@@ -26,7 +26,12 @@
 //! - **Priority.** While the device group is busy, the group with the largest fraction of its
 //!   tokens left goes first (dm-ioband's `iopriority()`), so groups spend in step.
 //!
-//! Deviations: the `range-bw` policy is not modelled yet; tokens are refilled at once when an
+//! - **range-bw** gives each group a `min:max` range in KB/s instead of a weight: credit at
+//!   the maximum rate (a limit even on an idle device), and a debt at the minimum rate while
+//!   the group is active; a group in debt goes first and holds the others back, and a minimum
+//!   the device cannot deliver is reported in the group's counters.
+//!
+//! Deviations: tokens are refilled at once when an
 //! epoch ends (dm-ioband does it from the same decision point); while the device group is not
 //! busy, waiting groups take turns.
 
@@ -46,7 +51,23 @@ pub enum Policy {
     /// Tokens by size: shares of bytes.
     #[serde(rename = "weight-iosize")]
     WeightIosize,
+    /// A bandwidth range per group: at least `min_kbs` while it asks for it, never more than
+    /// `max_kbs` (the range-bw policy of dm-ioband 1.10, by Dong-Jae Kang, ETRI).
+    #[serde(rename = "range-bw")]
+    RangeBw,
 }
+
+/// A group's bandwidth range under `range-bw`, in KB/s (1000 bytes per second, as
+/// dm-ioband's table takes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BwRange {
+    pub min_kbs: u64,
+    pub max_kbs: u64,
+}
+
+/// How much bandwidth credit a range-bw group may bank: this long at its rate. Bounds the
+/// burst after an idle spell, as the per-period token refill of range-bw does.
+pub const RANGE_BW_BURST_NS: u64 = 50_000_000;
 
 /// What decides a bio's group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -75,6 +96,8 @@ pub struct IobandDevice {
     pub weight: u32,
     /// Extra groups: the id the group type matches (a number, or a cgroup id) and a weight.
     pub groups: Vec<(u32, u32)>,
+    /// Under `range-bw`: the default group's range, then each extra group's, in order.
+    pub ranges: Vec<BwRange>,
 }
 
 /// Settings of a whole device group (dm-ioband keeps them in `struct ioband_device`, shared
@@ -111,6 +134,13 @@ struct Group {
     in_flight: u32,
     waiting: VecDeque<Bio>,
     counters: GroupCounters,
+    /// range-bw: the range, bytes it may still send under its maximum, bytes of its minimum
+    /// it is owed, and whether it fell short of the minimum while it had I/O waiting.
+    range: Option<BwRange>,
+    max_credit_bytes: f64,
+    min_owed_bytes: f64,
+    /// Time it was active (had I/O waiting or in flight): what its minimum is measured over.
+    active_ns: f64,
 }
 
 /// A device group: ioband devices whose groups share one disk's bandwidth.
@@ -123,6 +153,18 @@ pub struct IobandShare {
     held: usize,
     next: usize,
     epochs: u64,
+    /// range-bw: when credits were last brought up to date.
+    credited_ns: Nanos,
+}
+
+impl Group {
+    /// Whether it got less than its minimum over the time it was active (3 % slack for the
+    /// bio in flight at the end). Reported, never silently: the minimums of a device group
+    /// can add up to more than the device delivers.
+    fn min_unmet(&self, r: &BwRange) -> bool {
+        let owed_bytes = r.min_kbs as f64 * 1e3 * self.active_ns / 1e9;
+        self.active_ns > 0.0 && (self.counters.bytes as f64) < 0.97 * owed_bytes
+    }
 }
 
 impl IobandShare {
@@ -141,6 +183,24 @@ impl IobandShare {
             if dev.weight == 0 || dev.groups.iter().any(|&(_, w)| w == 0) {
                 return Err(format!("ioband device `{}`: weights must be at least 1", dev.name));
             }
+            let want = if settings.policy == Policy::RangeBw { 1 + dev.groups.len() } else { 0 };
+            if dev.ranges.len() != want {
+                return Err(format!(
+                    "ioband device `{}`: {}",
+                    dev.name,
+                    if want == 0 {
+                        "bandwidth ranges apply only to the range-bw policy".to_string()
+                    } else {
+                        format!("range-bw needs a min:max range for each of its {want} groups")
+                    }
+                ));
+            }
+            if let Some(r) = dev.ranges.iter().find(|r| r.max_kbs == 0 || r.min_kbs > r.max_kbs) {
+                return Err(format!(
+                    "ioband device `{}`: range {}:{} KB/s: the maximum must be at least 1 and at least the minimum",
+                    dev.name, r.min_kbs, r.max_kbs
+                ));
+            }
             if dev.group_type == GroupType::None && !dev.groups.is_empty() {
                 return Err(format!(
                     "ioband device `{}`: extra groups need a group_type other than none",
@@ -148,7 +208,15 @@ impl IobandShare {
                 ));
             }
             let mut add = |name: String, key: Option<u32>, weight: u32| {
+                let range = dev
+                    .ranges
+                    .get(groups.iter().filter(|g: &&Group| g.device == d).count())
+                    .copied();
                 groups.push(Group {
+                    range,
+                    max_credit_bytes: 0.0,
+                    min_owed_bytes: 0.0,
+                    active_ns: 0.0,
                     counters: GroupCounters { name: name.clone(), ..GroupCounters::default() },
                     name,
                     device: d,
@@ -164,8 +232,16 @@ impl IobandShare {
                 add(format!("{}:{key}", dev.name), Some(key), weight);
             }
         }
-        let mut share =
-            IobandShare { settings, devices, groups, in_flight: 0, held: 0, next: 0, epochs: 0 };
+        let mut share = IobandShare {
+            settings,
+            devices,
+            groups,
+            in_flight: 0,
+            held: 0,
+            next: 0,
+            epochs: 0,
+            credited_ns: 0,
+        };
         share.refill();
         Ok(share)
     }
@@ -188,7 +264,7 @@ impl IobandShare {
 
     fn cost(&self, bio: &Bio) -> i64 {
         match self.settings.policy {
-            Policy::Weight => 1,
+            Policy::Weight | Policy::RangeBw => 1,
             // A 4 KiB bio costs one token; larger ones proportionally more.
             Policy::WeightIosize => {
                 bio.request.len_bytes.div_ceil(SECTOR_BYTES).div_ceil(8).max(1) as i64
@@ -252,6 +328,72 @@ impl IobandShare {
         best.map(|(i, _, _)| i)
     }
 
+    /// range-bw: credits every group with the bytes its range earned since the last update.
+    /// A group's maximum credit is capped at [`RANGE_BW_BURST_NS`] worth. What it is owed of
+    /// its minimum accrues while it is active (I/O waiting or in flight; an idle group is
+    /// owed nothing), capped at twice that burst.
+    fn credit(&mut self, now_ns: Nanos) {
+        let dt = now_ns.saturating_sub(self.credited_ns) as f64;
+        self.credited_ns = self.credited_ns.max(now_ns);
+        for g in &mut self.groups {
+            let Some(r) = g.range else { continue };
+            let per_ns = |kbs: u64| kbs as f64 * 1e3 / 1e9;
+            let burst = |kbs: u64| (per_ns(kbs) * RANGE_BW_BURST_NS as f64).max(65536.0);
+            let next = g.waiting.front().map_or(0.0, |b| b.request.len_bytes as f64);
+            g.max_credit_bytes =
+                (g.max_credit_bytes + per_ns(r.max_kbs) * dt).min(burst(r.max_kbs).max(next));
+            if g.waiting.is_empty() && g.in_flight == 0 {
+                g.min_owed_bytes = 0.0;
+            } else {
+                g.active_ns += dt;
+                let cap = 2.0 * burst(r.min_kbs);
+                g.min_owed_bytes = (g.min_owed_bytes + per_ns(r.min_kbs) * dt).min(cap);
+            }
+        }
+    }
+
+    /// range-bw: while the device group has room, a group owed its minimum goes first (the
+    /// one owed most). Other groups within their maximum go in turn, but only while no active
+    /// group is behind its minimum by more than a bio (or nothing is in flight at all):
+    /// holding them back is what lets a group with few bios outstanding reach its floor. A
+    /// group over its maximum waits for its credit to grow, even on an idle device.
+    fn release_range_bw(&mut self, now_ns: Nanos, out: &mut Vec<Bio>) {
+        self.credit(now_ns);
+        let n = self.groups.len();
+        while self.in_flight < self.settings.io_limit {
+            let fits = |g: &Group| {
+                g.waiting.front().is_some_and(|b| b.request.len_bytes as f64 <= g.max_credit_bytes)
+            };
+            let owed = (0..n)
+                .filter(|&i| fits(&self.groups[i]) && self.groups[i].min_owed_bytes > 0.0)
+                .max_by(|&a, &b| {
+                    self.groups[a].min_owed_bytes.total_cmp(&self.groups[b].min_owed_bytes)
+                });
+            let behind = self.groups.iter().any(|g| g.min_owed_bytes > 4096.0);
+            let open = !behind || self.in_flight == 0;
+            let turn = || (0..n).map(|k| (self.next + k) % n).find(|&i| fits(&self.groups[i]));
+            let Some(i) = owed.or_else(|| if open { turn() } else { None }) else {
+                break;
+            };
+            let bio = self.groups[i].waiting.pop_front().expect("fits() saw a bio");
+            let bytes = bio.request.len_bytes;
+            let busy = self.in_flight >= self.settings.io_throttle;
+            let g = &mut self.groups[i];
+            g.max_credit_bytes -= bytes as f64;
+            g.min_owed_bytes = (g.min_owed_bytes - bytes as f64).max(0.0);
+            g.in_flight += 1;
+            g.counters.ios += 1;
+            g.counters.bytes += bytes;
+            if busy {
+                g.counters.held += 1;
+            }
+            self.held -= 1;
+            self.in_flight += 1;
+            self.next = (i + 1) % n;
+            out.push(bio);
+        }
+    }
+
     /// Epochs so far (for tests and reports).
     pub fn epochs(&self) -> u64 {
         self.epochs
@@ -269,7 +411,11 @@ impl Controller for IobandShare {
         self.held += 1;
     }
 
-    fn release(&mut self, _now_ns: Nanos, out: &mut Vec<Bio>) {
+    fn release(&mut self, now_ns: Nanos, out: &mut Vec<Bio>) {
+        if self.settings.policy == Policy::RangeBw {
+            self.release_range_bw(now_ns, out);
+            return;
+        }
         while self.in_flight < self.settings.io_limit {
             let busy = self.in_flight >= self.settings.io_throttle;
             let pick = if busy { self.highest_priority_waiting() } else { self.next_waiting() };
@@ -313,7 +459,24 @@ impl Controller for IobandShare {
     }
 
     fn next_timer_ns(&self) -> Option<Nanos> {
-        None
+        if self.settings.policy != Policy::RangeBw || self.in_flight >= self.settings.io_limit {
+            return None;
+        }
+        // The earliest time a waiting group has earned the bytes of its next bio.
+        self.groups
+            .iter()
+            .filter_map(|g| {
+                let bio = g.waiting.front()?;
+                let r = g.range?;
+                // A group held back for another's minimum waits for a completion, not time.
+                let short = bio.request.len_bytes as f64 - g.max_credit_bytes;
+                if short <= 0.0 {
+                    return None;
+                }
+                let wait_ns = (short * 1e6 / r.max_kbs as f64).ceil() as Nanos;
+                Some(self.credited_ns + wait_ns.max(1))
+            })
+            .min()
     }
 
     fn held(&self) -> usize {
@@ -323,7 +486,11 @@ impl Controller for IobandShare {
     fn counters(&self) -> Vec<GroupCounters> {
         self.groups
             .iter()
-            .map(|g| GroupCounters { name: g.name.clone(), ..g.counters.clone() })
+            .map(|g| GroupCounters {
+                name: g.name.clone(),
+                min_unmet_kbs: g.range.filter(|r| g.min_unmet(r)).map(|r| r.min_kbs),
+                ..g.counters.clone()
+            })
             .collect()
     }
 }
@@ -339,6 +506,7 @@ mod tests {
             group_type: GroupType::None,
             weight,
             groups: Vec::new(),
+            ranges: Vec::new(),
         }
     }
 
@@ -471,5 +639,99 @@ mod tests {
         assert!(IobandShare::new(ok, vec![device("a", 0)]).unwrap_err().contains("weights"));
         let dev = IobandDevice { groups: vec![(1, 10)], ..device("a", 1) };
         assert!(IobandShare::new(ok, vec![dev]).unwrap_err().contains("group_type"));
+    }
+
+    /// A synthetic disk serving one bio every `service_ns`, oldest first; group `d` keeps
+    /// `outstanding[d]` 4 KiB bios submitted. Returns each group's KB/s over `secs`.
+    fn drive_timed(
+        share: &mut IobandShare,
+        outstanding: &[u32],
+        service_ns: u64,
+        secs: u64,
+    ) -> Vec<f64> {
+        let n = outstanding.len();
+        let mut bytes = vec![0u64; n];
+        let mut pending = vec![0u32; n];
+        let mut in_device: VecDeque<Bio> = VecDeque::new();
+        let (mut id, mut out) = (0, Vec::new());
+        let end = secs * 1_000_000_000;
+        let mut now = 0;
+        while now < end {
+            for d in 0..n {
+                while pending[d] < outstanding[d] {
+                    share.submit(bio(id, d as u32, d as u32, 4096), now);
+                    id += 1;
+                    pending[d] += 1;
+                }
+            }
+            share.release(now, &mut out);
+            in_device.extend(out.drain(..));
+            if let Some(b) = in_device.pop_front() {
+                share.completed(&b, now);
+                pending[b.device as usize] -= 1;
+                bytes[b.device as usize] += b.request.len_bytes;
+            }
+            now += service_ns;
+        }
+        bytes.iter().map(|&b| b as f64 / 1e3 / secs as f64).collect()
+    }
+
+    fn ranged(name: &str, min_kbs: u64, max_kbs: u64) -> IobandDevice {
+        IobandDevice { ranges: vec![BwRange { min_kbs, max_kbs }], ..device(name, 1) }
+    }
+
+    #[test]
+    fn range_bw_holds_each_group_inside_its_range() {
+        // 4 KiB every 100 µs: a 40,960 KB/s device.
+        let devices = vec![
+            ranged("capped", 0, 4000),
+            ranged("floor", 8000, 40000),
+            ranged("greedy", 0, 40000),
+        ];
+        let mut s = share(Policy::RangeBw, devices);
+        let kbs = drive_timed(&mut s, &[16, 2, 16], 100_000, 4);
+        assert!(kbs[0] <= 4000.0 * 1.02 && kbs[0] > 3500.0, "capped group: {kbs:?}");
+        assert!(kbs[1] >= 8000.0 * 0.98, "the floor group gets its minimum: {kbs:?}");
+        assert!(kbs.iter().sum::<f64>() > 40960.0 * 0.95, "the device stays busy: {kbs:?}");
+        assert!(s.counters().iter().all(|c| c.min_unmet_kbs.is_none()));
+    }
+
+    #[test]
+    fn range_bw_reports_minimums_the_device_cannot_meet() {
+        let devices = vec![ranged("a", 30000, 40000), ranged("b", 30000, 40000)];
+        let mut s = share(Policy::RangeBw, devices);
+        let kbs = drive_timed(&mut s, &[16, 16], 100_000, 2);
+        assert!(kbs.iter().sum::<f64>() <= 41000.0, "{kbs:?}");
+        let unmet: Vec<_> = s.counters().into_iter().filter_map(|c| c.min_unmet_kbs).collect();
+        assert!(!unmet.is_empty(), "60,000 KB/s of minimums on a 40,960 KB/s device is reported");
+    }
+
+    #[test]
+    fn range_bw_asks_for_a_timer_when_every_group_is_over_its_maximum() {
+        let mut s = share(Policy::RangeBw, vec![ranged("a", 0, 1000)]);
+        let mut out = Vec::new();
+        for i in 0..4 {
+            s.submit(bio(i, 0, 1, 4096), 0);
+        }
+        s.release(0, &mut out);
+        assert!(out.is_empty(), "no credit at time 0");
+        let t = s.next_timer_ns().expect("a timer");
+        // 4096 bytes at 1,000 KB/s: 4.096 ms.
+        assert!((4_000_000..=4_200_000).contains(&t), "{t}");
+        s.release(t, &mut out);
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn range_bw_needs_a_range_per_group() {
+        let ok = ShareSettings { policy: Policy::RangeBw, ..ShareSettings::default() };
+        assert!(IobandShare::new(ok, vec![device("a", 1)]).unwrap_err().contains("min:max"));
+        assert!(IobandShare::new(ok, vec![ranged("a", 10, 5)])
+            .unwrap_err()
+            .contains("at least the minimum"));
+        let weight = ShareSettings::default();
+        assert!(IobandShare::new(weight, vec![ranged("a", 1, 5)])
+            .unwrap_err()
+            .contains("only to the range-bw"));
     }
 }

@@ -39,6 +39,9 @@ pub struct GroupCounters {
     pub bytes: u64,
     /// Bios that had to wait in the controller.
     pub held: u64,
+    /// A guaranteed minimum this group did not get although it kept I/O waiting (the
+    /// minimums add up to more than the device delivers): its KB/s floor, else `None`.
+    pub min_unmet_kbs: Option<u64>,
 }
 
 /// A group controller.

@@ -41,6 +41,9 @@ pub fn text(r: &ExperimentResult) -> String {
                     row.published.as_deref().unwrap_or("-")
                 );
             }
+            for w in v.rows.iter().flat_map(|r| &r.warnings) {
+                let _ = writeln!(out, "  ! {w}");
+            }
             out.push('\n');
         }
         if let Some(note) = &t.note {

@@ -44,6 +44,9 @@ pub struct RowResult {
     pub cells: Vec<String>,
     /// The published row, as printed in the seed mail.
     pub published: Option<String>,
+    /// What the run reported beyond its numbers (e.g. a bandwidth minimum not met).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// How many simulations an experiment runs (for progress bars).
@@ -112,6 +115,7 @@ pub fn run_experiment(
                     numbers: values.iter().map(|x| x.number).collect(),
                     cells: values.into_iter().map(|x| x.text).collect(),
                     published: v.published.get(i).cloned(),
+                    warnings: result.warnings(),
                 });
                 done += 1;
                 progress(done, total, &format!("{} · {} · {}", t.title, v.label, value));

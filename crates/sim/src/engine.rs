@@ -53,6 +53,25 @@ pub struct SimResult {
     pub ioband: Vec<elevator_control::GroupCounters>,
 }
 
+impl SimResult {
+    /// What the run should tell its user although nothing failed: a range-bw group whose
+    /// guaranteed minimum the device could not deliver, with what it got.
+    pub fn warnings(&self) -> Vec<String> {
+        let secs = self.end_ns as f64 / 1e9;
+        self.ioband
+            .iter()
+            .filter_map(|c| {
+                let min = c.min_unmet_kbs?;
+                let got = if secs > 0.0 { c.bytes as f64 / 1e3 / secs } else { 0.0 };
+                Some(format!(
+                    "ioband group `{}`: its minimum of {min} KB/s was not met (it got {got:.0} KB/s over the run): the minimums of its device group add up to more than the device delivers for this workload",
+                    c.name
+                ))
+            })
+            .collect()
+    }
+}
+
 pub struct DeviceResult {
     pub name: String,
     pub description: String,
@@ -67,6 +86,8 @@ enum Event {
     RuntimeEnd(u32),
     Device(u32),
     Timer(u32),
+    /// A group controller in the volume stack asked to be woken (range-bw credit).
+    StackTimer,
 }
 
 struct Engine {
@@ -82,6 +103,7 @@ struct Engine {
     unblocked: Vec<u32>,
     stack: Stack,
     leaves: Vec<LeafIo>,
+    armed_stack_ns: Option<Nanos>,
     /// Devices that received work since they were last kicked.
     touched: Vec<bool>,
 }
@@ -133,6 +155,7 @@ pub fn simulate(
         unblocked: Vec::new(),
         stack,
         leaves: Vec::new(),
+        armed_stack_ns: None,
         touched: vec![false; topology.devices.len()],
     };
     engine.start_phase(0);
@@ -199,6 +222,16 @@ impl Engine {
                     if self.queues[d as usize].armed_device_ns == Some(self.now_ns) {
                         self.queues[d as usize].armed_device_ns = None;
                         self.device_event(d);
+                    }
+                }
+                Event::StackTimer => {
+                    if self.armed_stack_ns == Some(self.now_ns) {
+                        self.armed_stack_ns = None;
+                        let mut leaves = std::mem::take(&mut self.leaves);
+                        self.stack.timer(self.now_ns, &mut leaves);
+                        self.send_leaves(&mut leaves);
+                        self.leaves = leaves;
+                        self.kick_touched();
                     }
                 }
                 Event::Timer(d) => {
@@ -308,6 +341,13 @@ impl Engine {
             );
             q.unplug(u32::MAX, now);
             self.touched[leaf.device] = true;
+        }
+        if let Some(t) = self.stack.next_timer_ns() {
+            let t = t.max(now + 1);
+            if self.armed_stack_ns.is_none_or(|armed| t < armed || armed <= now) {
+                self.armed_stack_ns = Some(t);
+                self.push(t, Event::StackTimer);
+            }
         }
     }
 

@@ -95,7 +95,9 @@ impl Stack {
             let mut devices = Vec::new();
             for d in &spec.devices {
                 let mut groups = Vec::new();
-                for (id, weight) in &d.groups {
+                // Under range-bw: the default group's range, then those of the groups kept.
+                let mut ranges: Vec<_> = d.ranges.first().copied().into_iter().collect();
+                for (j, (id, weight)) in d.groups.iter().enumerate() {
                     let key = if d.group_type == GroupType::Cgroup {
                         let path = id.trim_matches('/');
                         match cgroups.iter().find(|g| g.path == path) {
@@ -108,12 +110,14 @@ impl Stack {
                         })?
                     };
                     groups.push((key, *weight));
+                    ranges.extend(d.ranges.get(1 + j).copied());
                 }
                 devices.push(IobandDevice {
                     name: d.name.clone(),
                     group_type: d.group_type,
                     weight: d.weight,
                     groups,
+                    ranges,
                 });
             }
             shares.push(
@@ -146,6 +150,19 @@ impl Stack {
     /// Per-group counters of every ioband device group.
     pub fn ioband_counters(&self) -> Vec<elevator_control::GroupCounters> {
         self.shares.iter().flat_map(|s| s.counters()).collect()
+    }
+
+    /// When a controller wants to release bios without any arrival or completion (a
+    /// bandwidth limit's credit growing).
+    pub fn next_timer_ns(&self) -> Option<Nanos> {
+        self.shares.iter().filter_map(|s| s.next_timer_ns()).min()
+    }
+
+    /// The controllers' timer fired: whatever they release now goes down.
+    pub fn timer(&mut self, now_ns: Nanos, out: &mut Vec<LeafIo>) {
+        for s in 0..self.shares.len() {
+            self.release_share(s, now_ns, out);
+        }
     }
 
     /// Sends what the controller of share `s` releases now down to its volumes' members.

@@ -26,7 +26,7 @@
 
 use std::path::Path;
 
-use elevator_control::ioband::{GroupType, Policy, ShareSettings};
+use elevator_control::ioband::{BwRange, GroupType, Policy, ShareSettings};
 use elevator_core::RandomStream;
 use elevator_device::array::{Array, Layout};
 use elevator_device::hdd::{Hdd, HddParams};
@@ -166,6 +166,8 @@ pub struct IobandDeviceSpec {
     pub group_type: GroupType,
     pub weight: u32,
     pub groups: Vec<(String, u32)>,
+    /// Under `range-bw`: the default group's range, then each extra group's.
+    pub ranges: Vec<BwRange>,
 }
 
 /// A device-mapper target: a named address space built on devices, partitions or earlier
@@ -224,6 +226,9 @@ struct RawVolume {
     /// extra groups (id -> weight).
     share: Option<String>,
     weight: Option<u32>,
+    /// range-bw: the default group's minimum and maximum, KB/s.
+    min_bw: Option<u64>,
+    max_bw: Option<u64>,
     group_type: Option<GroupType>,
     #[serde(default)]
     groups: toml::Table,
@@ -572,6 +577,7 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
                         }
                     )
                 })?;
+            let range_bw = topology.ioband[share].settings.policy == Policy::RangeBw;
             let weight = v.weight.unwrap_or(DEFAULT_IOBAND_WEIGHT);
             let group_type = v.group_type.unwrap_or(GroupType::None);
             if !v.groups.is_empty() && group_type == GroupType::None {
@@ -579,24 +585,62 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
                     "`groups` needs a `group_type` (pid, pgrp, uid, gid or cgroup)".to_string()
                 );
             }
+            let mut ranges = Vec::new();
+            if range_bw {
+                if v.weight.is_some() {
+                    return Err(format!("device group `{share_name}` uses range-bw: give `min_bw` and `max_bw` (KB/s) instead of `weight`"));
+                }
+                let (Some(min_kbs), Some(max_kbs)) = (v.min_bw, v.max_bw) else {
+                    return Err(format!("device group `{share_name}` uses range-bw: the volume needs `min_bw` and `max_bw` in KB/s (e.g. min_bw = 1000, max_bw = 5000)"));
+                };
+                ranges.push(BwRange { min_kbs, max_kbs });
+            } else if v.min_bw.is_some() || v.max_bw.is_some() {
+                return Err(format!("`min_bw` and `max_bw` apply to range-bw device groups; `{share_name}` uses weights"));
+            }
             let mut groups = Vec::new();
             for (id, w) in &v.groups {
-                let w =
+                let w = if range_bw {
+                    let text = w.as_str().unwrap_or_default();
+                    let range = text.split_once(':').and_then(|(a, b)| {
+                        Some(BwRange {
+                            min_kbs: a.trim().parse().ok()?,
+                            max_kbs: b.trim().parse().ok()?,
+                        })
+                    });
+                    let Some(range) = range else {
+                        return Err(format!("group `{id}`: under range-bw a group is \"MIN:MAX\" in KB/s (e.g. \"{id}\" = \"1000:5000\"), got {w}"));
+                    };
+                    ranges.push(range);
+                    1
+                } else {
                     w.as_integer().filter(|&w| (1..=i64::from(u32::MAX)).contains(&w)).ok_or_else(
                         || format!("group `{id}`: the weight must be a positive integer, got {w}"),
-                    )?;
+                    )? as u32
+                };
                 if group_type != GroupType::Cgroup && id.parse::<u32>().is_err() {
                     return Err(format!(
                         "group `{id}`: pid, pgrp, uid and gid groups are named by a number (e.g. \"1000\" = 20)"
                     ));
                 }
-                groups.push((id.clone(), w as u32));
+                groups.push((id.clone(), w));
             }
             if weight == 0 {
                 return Err("`weight` must be at least 1".to_string());
             }
+            if let Some(r) = ranges.iter().find(|r| r.max_kbs == 0 || r.min_kbs > r.max_kbs) {
+                return Err(format!(
+                    "range {}:{} KB/s: the maximum must be at least 1 and at least the minimum",
+                    r.min_kbs, r.max_kbs
+                ));
+            }
             let devices = &mut topology.ioband[share].devices;
-            devices.push(IobandDeviceSpec { name: v.name.clone(), group_type, weight, groups });
+            devices.push(IobandDeviceSpec {
+                name: v.name.clone(),
+                group_type,
+                weight,
+                groups,
+                ranges,
+            });
             (VolumeKind::Ioband { share, device: devices.len() - 1 }, members[0].size_bytes)
         }
         other => {
@@ -810,6 +854,22 @@ groups = { "1000" = 20 }
                 "io_limit must be at least 1",
             ),
         ];
+        let range_bw = format!("{TWO_PARTS}{IOBAND}")
+            .replace("policy = \"weight\"", "policy = \"range-bw\"")
+            .replace("weight = 40", "min_bw = 100\nmax_bw = 500")
+            .replace("\"1000\" = 20", "\"1000\" = \"10:50\"");
+        let t = Topology::from_str(&range_bw, "t.toml").unwrap();
+        assert_eq!(t.ioband[0].devices[0].ranges.len(), 2);
+        let range_cases = [
+            ("min_bw = 100\nmax_bw = 500", "weight = 3", "instead of `weight`"),
+            ("max_bw = 500", "max_bw = 50", "at least the minimum"),
+            ("\"10:50\"", "\"fast\"", "is \"MIN:MAX\" in KB/s"),
+            ("min_bw = 100\n", "", "needs `min_bw` and `max_bw`"),
+        ];
+        for (from, to, want) in range_cases {
+            let e = Topology::from_str(&range_bw.replacen(from, to, 1), "t.toml").unwrap_err();
+            assert!(e.starts_with("t.toml:") && e.contains(want), "{from} -> {to}: {e}");
+        }
         for (from, to, want) in cases {
             let bad = format!("{TWO_PARTS}{IOBAND}").replacen(from, to, 1);
             let e = Topology::from_str(&bad, "t.toml").unwrap_err();
