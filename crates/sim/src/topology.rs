@@ -27,8 +27,8 @@
 use std::path::Path;
 
 use elevator_control::ioband::{BwRange, GroupType, Policy, ShareSettings};
-use elevator_core::RandomStream;
-use elevator_device::array::{Array, Layout};
+use elevator_core::{Nanos, RandomStream};
+use elevator_device::array::{Array, ControllerCache, Layout};
 use elevator_device::hdd::{Hdd, HddParams};
 use elevator_device::ram::{RamDevice, RamParams};
 use elevator_device::Device;
@@ -60,6 +60,8 @@ pub enum DeviceModel {
         members: u32,
         member: Box<DeviceModel>,
         queue_depth: u32,
+        /// A hardware array's controller cache and read-ahead, if it has one.
+        cache: Option<ControllerCache>,
     },
 }
 
@@ -75,12 +77,14 @@ impl DeviceModel {
                 Hdd::new(params.clone(), &mut RandomStream::new(seed, stream))
                     .expect("parameters were checked when the topology was read"),
             ),
-            DeviceModel::Array { layout, members, member, queue_depth } => {
+            DeviceModel::Array { layout, members, member, queue_depth, cache } => {
                 let parts = (0..*members).map(|m| member.build(seed, stream + 1 + m)).collect();
-                Box::new(
-                    Array::new(*layout, parts, *queue_depth)
-                        .expect("checked when the topology was read"),
-                )
+                let array = Array::new(*layout, parts, *queue_depth)
+                    .expect("checked when the topology was read");
+                Box::new(match cache {
+                    Some(c) => array.with_cache(*c),
+                    None => array,
+                })
             }
         }
     }
@@ -250,6 +254,9 @@ struct RawDevice {
     member: Option<RawMember>,
     chunk: Option<SizeValue>,
     queue_depth: Option<u32>,
+    /// Hardware arrays: controller read cache and sequential read-ahead window.
+    controller_cache: Option<SizeValue>,
+    read_ahead: Option<SizeValue>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -657,8 +664,12 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
 
 fn build_model(d: &RawDevice, loc: &str) -> Result<DeviceModel, String> {
     let here = |e: String| format!("{loc}: device `{}`: {e}", d.name);
-    let array_fields =
-        d.members.is_some() || d.member.is_some() || d.chunk.is_some() || d.queue_depth.is_some();
+    let array_fields = d.members.is_some()
+        || d.member.is_some()
+        || d.chunk.is_some()
+        || d.queue_depth.is_some()
+        || d.controller_cache.is_some()
+        || d.read_ahead.is_some();
     match d.model.as_str() {
         "raid0" | "linear" => {
             if d.preset.is_some() || d.params.is_some() {
@@ -699,7 +710,37 @@ fn build_model(d: &RawDevice, loc: &str) -> Result<DeviceModel, String> {
             if queue_depth == 0 {
                 return Err(here("queue_depth must be at least 1".into()));
             }
-            Ok(DeviceModel::Array { layout, members, member: Box::new(member), queue_depth })
+            let cache = match &d.controller_cache {
+                None => {
+                    if d.read_ahead.is_some() {
+                        return Err(here("`read_ahead` needs a `controller_cache` (e.g. controller_cache = \"512MiB\")".into()));
+                    }
+                    None
+                }
+                Some(c) => {
+                    let size_bytes =
+                        size_value(c).map_err(|e| here(format!("controller_cache {e}")))?;
+                    let stripe = match layout {
+                        Layout::Striped { chunk_bytes } => chunk_bytes * u64::from(members),
+                        Layout::Linear => 1 << 20,
+                    };
+                    let read_ahead_bytes = match &d.read_ahead {
+                        Some(r) => size_value(r).map_err(|e| here(format!("read_ahead {e}")))?,
+                        None => stripe,
+                    };
+                    if read_ahead_bytes % 512 != 0 || read_ahead_bytes > size_bytes / 4 {
+                        return Err(here(format!("read_ahead {read_ahead_bytes} must be a multiple of 512 bytes and at most a quarter of controller_cache")));
+                    }
+                    Some(ControllerCache {
+                        size_bytes,
+                        read_ahead_bytes,
+                        streams: ARRAY_CACHE_STREAMS,
+                        hit_overhead_ns: ARRAY_CACHE_HIT_NS,
+                        link_bytes_per_sec: ARRAY_LINK_BYTES_PER_SEC,
+                    })
+                }
+            };
+            Ok(DeviceModel::Array { layout, members, member: Box::new(member), queue_depth, cache })
         }
         model => {
             if array_fields {
@@ -716,6 +757,13 @@ fn hdd_model(params: HddParams) -> Result<DeviceModel, String> {
         .map_err(|e| format!("[device.params]: {e}"))?;
     Ok(DeviceModel::Hdd { params, capacity_bytes: disk.capacity_bytes() })
 }
+
+/// A hardware array controller's read-ahead: sequential streams it follows at once (entry-level
+/// controllers of 2009 kept a few dozen), the time to answer a read from its memory, and its
+/// host link (4 Gb/s Fibre Channel, about 400 MB/s). Typical values, not one product's.
+const ARRAY_CACHE_STREAMS: u32 = 64;
+const ARRAY_CACHE_HIT_NS: Nanos = 50_000;
+const ARRAY_LINK_BYTES_PER_SEC: u64 = 400_000_000;
 
 /// A single (non-array) device model from its name, preset and parameter overrides.
 fn leaf_model(
