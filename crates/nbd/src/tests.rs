@@ -232,3 +232,122 @@ proptest! {
         let _ = hs.process(&input, &mut vec![]);
     }
 }
+
+/// Option payloads a fuzzer would take a long time to find: well-formed GO/INFO/meta requests
+/// for known and unknown exports, and random bytes.
+fn option_data() -> impl Strategy<Value = (u32, Vec<u8>)> {
+    let name = prop_oneof![Just("a".to_string()), Just(String::new()), Just("zz".to_string())];
+    let infos = proptest::collection::vec(0u16..6, 0..4);
+    let queries = proptest::collection::vec(
+        prop_oneof![Just("base:allocation".to_string()), Just("base:".to_string()), "[a-z:]{0,12}"],
+        0..3,
+    );
+    prop_oneof![
+        (prop_oneof![Just(OPT_GO), Just(OPT_INFO)], name.clone(), infos)
+            .prop_map(|(o, n, i)| (o, go_data(&n, &i))),
+        (prop_oneof![Just(OPT_LIST_META_CONTEXT), Just(OPT_SET_META_CONTEXT)], name, queries)
+            .prop_map(|(o, n, qs)| {
+                let mut v = (n.len() as u32).to_be_bytes().to_vec();
+                v.extend_from_slice(n.as_bytes());
+                v.extend_from_slice(&(qs.len() as u32).to_be_bytes());
+                for q in qs {
+                    v.extend_from_slice(&(q.len() as u32).to_be_bytes());
+                    v.extend_from_slice(q.as_bytes());
+                }
+                (o, v)
+            }),
+        (
+            prop_oneof![Just(OPT_LIST), Just(OPT_STRUCTURED_REPLY), Just(4u32), Just(77u32)],
+            proptest::collection::vec(any::<u8>(), 0..3)
+        ),
+        (0u32..16, proptest::collection::vec(any::<u8>(), 0..40)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Any sequence of options, cut into any fragments: the server answers each option it
+    /// consumed with well-formed option replies for that option (ending in an ACK or an
+    /// error), in order, until GO/ABORT/EXPORT_NAME ends the negotiation.
+    #[test]
+    fn option_sequences_get_well_formed_replies(
+        opts in proptest::collection::vec(option_data(), 1..12),
+        step in 1usize..40,
+    ) {
+        let (mut hs, _) = ServerHandshake::new(vec![export("a"), export("b")]);
+        let mut input = 3u32.to_be_bytes().to_vec();
+        for (o, d) in &opts {
+            input.extend(opt(*o, d));
+        }
+        let (mut buf, mut out) = (vec![], vec![]);
+        let mut end = None;
+        for chunk in input.chunks(step) {
+            buf.extend_from_slice(chunk);
+            match hs.process(&buf, &mut out) {
+                Ok((used, p)) => {
+                    prop_assert!(used <= buf.len());
+                    buf.drain(..used);
+                    if p != Progress::NeedMore {
+                        end = Some(p);
+                        break;
+                    }
+                }
+                Err(e) => {
+                    end = Some(Progress::Abort);
+                    prop_assert!(matches!(e, ProtoError::UnknownExport(_)), "{e}");
+                    break;
+                }
+            }
+        }
+        // EXPORT_NAME's reply is not an option reply: check the others only.
+        let last_is_export_name = matches!(end, Some(Progress::Done { .. }))
+            && opts.iter().any(|(o, _)| *o == OPT_EXPORT_NAME);
+        if !last_is_export_name {
+            let mut answered = opts.iter().map(|(o, _)| *o);
+            let mut current = None;
+            for (o, ty, data) in replies(&out) {
+                if current != Some(o) {
+                    let next = answered.next();
+                    prop_assert_eq!(next, Some(o), "reply for an option not asked next");
+                    current = Some(o);
+                }
+                if ty == REP_META_CONTEXT {
+                    prop_assert!(data.len() > 4);
+                }
+                if ty == REP_ACK || ty & (1 << 31) != 0 {
+                    current = None;
+                }
+            }
+            prop_assert_eq!(current, None, "an option's replies did not end");
+        }
+    }
+
+    /// Requests encoded back to back and cut anywhere parse back to themselves.
+    #[test]
+    fn request_streams_parse_back(
+        reqs in proptest::collection::vec(
+            (0u16..10, any::<u16>(), any::<u64>(), any::<u64>(), 0u32..2048), 1..20),
+        step in 1usize..200,
+    ) {
+        let mut wire = vec![];
+        let mut want = vec![];
+        for (i, &(t, flags, handle, offset, length)) in reqs.iter().enumerate() {
+            let h = RequestHeader { flags, command: Command::from_u16(t), handle, offset, length };
+            wire.extend_from_slice(&h.encode());
+            let payload: Vec<u8> = (0..h.payload_len()).map(|k| (k + i) as u8).collect();
+            wire.extend_from_slice(&payload);
+            want.push((h, payload));
+        }
+        let (mut buf, mut got) = (vec![], vec![]);
+        for chunk in wire.chunks(step) {
+            buf.extend_from_slice(chunk);
+            while let Some((h, range, used)) = parse_request(&buf).unwrap() {
+                got.push((h, buf[range].to_vec()));
+                buf.drain(..used);
+            }
+        }
+        prop_assert!(buf.is_empty());
+        prop_assert_eq!(got, want);
+    }
+}
