@@ -210,6 +210,63 @@ fn replies_encode() {
     assert_eq!(out.len(), 20 + 6 + 4);
 }
 
+#[test]
+fn starttls_modes() {
+    let start = |mode| {
+        let (hs, _) = ServerHandshake::with_tls(vec![export("a")], mode);
+        hs
+    };
+    // NOTLS: STARTTLS is refused by policy, the rest goes on.
+    let mut hs = start(TlsMode::Off);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_STARTTLS, &[]));
+    let mut out = vec![];
+    assert_eq!(hs.process(&input, &mut out).unwrap().1, Progress::NeedMore);
+    assert_eq!(replies(&out)[0].1, REP_ERR_POLICY);
+    // FORCEDTLS: options before STARTTLS get TLS_REQD, EXPORT_NAME closes; after the upgrade
+    // everything works and a second STARTTLS is invalid.
+    let mut hs = start(TlsMode::Require);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_LIST, &[]));
+    input.extend(opt(OPT_GO, &go_data("a", &[])));
+    input.extend(opt(77, &[]));
+    input.extend(opt(OPT_STARTTLS, &[]));
+    input.extend(opt(OPT_LIST, &[]));
+    let mut out = vec![];
+    let (used, p) = hs.process(&input, &mut out).unwrap();
+    assert_eq!(p, Progress::StartTls);
+    assert_eq!(used, input.len() - 16, "stops right after STARTTLS");
+    let types: Vec<u32> = replies(&out).iter().map(|r| r.1).collect();
+    assert_eq!(types, [REP_ERR_TLS_REQD, REP_ERR_TLS_REQD, REP_ERR_TLS_REQD, REP_ACK]);
+    assert!(hs.tls_started());
+    let mut out = vec![];
+    let mut rest = input[used..].to_vec();
+    rest.extend(opt(OPT_STARTTLS, &[]));
+    rest.extend(opt(OPT_GO, &go_data("a", &[])));
+    let (_, p) = hs.process(&rest, &mut out).unwrap();
+    assert_eq!(p, Progress::Done { export: 0, structured: false });
+    let types: Vec<u32> = replies(&out).iter().map(|r| r.1).collect();
+    assert_eq!(types[..3], [REP_SERVER, REP_ACK, REP_ERR_INVALID]);
+    let mut hs = start(TlsMode::Require);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_EXPORT_NAME, b"a"));
+    assert_eq!(hs.process(&input, &mut vec![]), Err(ProtoError::TlsRequired));
+    // SELECTIVETLS: no upgrade needed; STARTTLS with data is invalid; structured replies
+    // negotiated before the upgrade are forgotten.
+    let mut hs = start(TlsMode::On);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_STARTTLS, b"x"));
+    input.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+    input.extend(opt(OPT_STARTTLS, &[]));
+    input.extend(opt(OPT_GO, &go_data("a", &[])));
+    let mut out = vec![];
+    let (used, p) = hs.process(&input, &mut out).unwrap();
+    assert_eq!(p, Progress::StartTls);
+    assert_eq!(replies(&out)[0].1, REP_ERR_INVALID);
+    let (_, p) = hs.process(&input[used..], &mut vec![]).unwrap();
+    assert_eq!(p, Progress::Done { export: 0, structured: false });
+}
+
 proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512), prefix in any::<bool>()) {

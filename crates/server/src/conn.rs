@@ -91,7 +91,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
         let _ = s.set_nodelay(true);
     }
     let infos = shared.exports.iter().map(|e| e.info.clone()).collect();
-    let (mut hs, greeting) = ServerHandshake::new(infos);
+    let (mut hs, greeting) = ServerHandshake::with_tls(infos, shared.tls_mode);
     if stream.write_all(&greeting).is_err() {
         return;
     }
@@ -115,6 +115,18 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                     Progress::NeedMore => {}
                     Progress::Abort => return,
                     Progress::Done { export, structured } => break (export, structured),
+                    Progress::StartTls => {
+                        let Some(config) = shared.tls.clone() else { return };
+                        let already = std::mem::take(&mut buf);
+                        stream = match crate::tls::start(stream, already, config, conn) {
+                            Ok(s) => s,
+                            Err(e) => {
+                                tracing::warn!(conn, error = %e, "cannot start TLS");
+                                return;
+                            }
+                        };
+                        tracing::debug!(conn, "TLS started");
+                    }
                 }
             }
             Err(e) => {
