@@ -6,13 +6,17 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use clap::Args;
-use elevator_server::{serve, ServerConfig};
+use elevator_server::{serve, ServerConfig, TlsSetting};
 
 #[derive(Args)]
 pub struct ServeArgs {
     /// Server configuration (TOML): listen address, exports, scheduler and tunables.
     #[arg(long)]
     pub config: PathBuf,
+    /// TLS policy, overriding the config's `tls`: off, on (the client's choice: STARTTLS is
+    /// offered) or require (every option but STARTTLS is refused until TLS is up).
+    #[arg(long, value_name = "off|on|require")]
+    pub tls: Option<TlsSetting>,
 }
 
 pub fn run(args: &ServeArgs) -> Result<(), String> {
@@ -23,7 +27,11 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let config = ServerConfig::from_toml_file(&args.config).map_err(|e| e.to_string())?;
+    let mut config = ServerConfig::from_toml_file(&args.config).map_err(|e| e.to_string())?;
+    if let Some(t) = args.tls {
+        config.tls = t;
+        config.validate().map_err(|e| e.to_string())?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))

@@ -21,6 +21,7 @@ pub const CFLAG_NO_ZEROES: u32 = 2;
 pub const OPT_EXPORT_NAME: u32 = 1;
 pub const OPT_ABORT: u32 = 2;
 pub const OPT_LIST: u32 = 3;
+pub const OPT_STARTTLS: u32 = 5;
 pub const OPT_INFO: u32 = 6;
 pub const OPT_GO: u32 = 7;
 pub const OPT_STRUCTURED_REPLY: u32 = 8;
@@ -39,7 +40,9 @@ pub const REP_ACK: u32 = 1;
 pub const REP_SERVER: u32 = 2;
 pub const REP_INFO: u32 = 3;
 pub const REP_ERR_UNSUP: u32 = 1 | (1 << 31);
+pub const REP_ERR_POLICY: u32 = 2 | (1 << 31);
 pub const REP_ERR_INVALID: u32 = 3 | (1 << 31);
+pub const REP_ERR_TLS_REQD: u32 = 5 | (1 << 31);
 pub const REP_ERR_UNKNOWN: u32 = 6 | (1 << 31);
 
 pub const INFO_EXPORT: u16 = 0;
@@ -88,6 +91,8 @@ pub enum ProtoError {
     OptionTooLong(u32),
     /// NBD_OPT_EXPORT_NAME for an export that does not exist: the spec says close.
     UnknownExport(String),
+    /// NBD_OPT_EXPORT_NAME before STARTTLS when TLS is required: the spec says close.
+    TlsRequired,
     PayloadTooLong(u32),
 }
 
@@ -98,6 +103,7 @@ impl std::fmt::Display for ProtoError {
             ProtoError::BadClientFlags(x) => write!(f, "unsupported client flags {x:#x}"),
             ProtoError::OptionTooLong(n) => write!(f, "option payload of {n} bytes is too long"),
             ProtoError::UnknownExport(n) => write!(f, "unknown export `{n}`"),
+            ProtoError::TlsRequired => write!(f, "NBD_OPT_EXPORT_NAME before TLS was started"),
             ProtoError::PayloadTooLong(n) => {
                 write!(f, "payload of {n} bytes exceeds {MAX_PAYLOAD}")
             }
@@ -141,6 +147,19 @@ impl ExportInfo {
     }
 }
 
+/// The server's TLS policy (proto.md, "TLS support").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TlsMode {
+    /// NOTLS: NBD_OPT_STARTTLS is answered NBD_REP_ERR_POLICY.
+    #[default]
+    Off,
+    /// SELECTIVETLS with no TLS-only export: the client may upgrade, or not.
+    On,
+    /// FORCEDTLS: every option but STARTTLS and ABORT is refused with NBD_REP_ERR_TLS_REQD
+    /// until TLS is up, and NBD_OPT_EXPORT_NAME closes the connection.
+    Require,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum HsState {
     ClientFlags,
@@ -157,6 +176,10 @@ pub enum Progress {
     Done { export: usize, structured: bool },
     /// The client aborted (NBD_OPT_ABORT): send the output and close.
     Abort,
+    /// NBD_OPT_STARTTLS was acknowledged: send the output in the clear, then run the TLS
+    /// handshake (server side) on the connection; every byte after the consumed ones is TLS.
+    /// Feed the decrypted bytes to `process` from then on.
+    StartTls,
 }
 
 /// The server side of the fixed-newstyle handshake.
@@ -168,11 +191,18 @@ pub struct ServerHandshake {
     /// Export name and whether base:allocation was selected by NBD_OPT_SET_META_CONTEXT.
     meta: Option<(String, bool)>,
     allocation: bool,
+    tls_mode: TlsMode,
+    tls: bool,
 }
 
 impl ServerHandshake {
     /// Starts a handshake; the returned bytes (the greeting) go out first.
     pub fn new(exports: Vec<ExportInfo>) -> (Self, Vec<u8>) {
+        Self::with_tls(exports, TlsMode::Off)
+    }
+
+    /// Like [`ServerHandshake::new`], with a TLS policy.
+    pub fn with_tls(exports: Vec<ExportInfo>, tls_mode: TlsMode) -> (Self, Vec<u8>) {
         let mut out = Vec::with_capacity(18);
         out.extend_from_slice(&NBDMAGIC.to_be_bytes());
         out.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -185,6 +215,8 @@ impl ServerHandshake {
                 structured: false,
                 meta: None,
                 allocation: false,
+                tls_mode,
+                tls: false,
             },
             out,
         )
@@ -235,9 +267,13 @@ impl ServerHandshake {
                     }
                     let data = &rest[16..total];
                     pos += total;
-                    if let Some(p) = self.option(opt, data, out)? {
-                        self.state = HsState::Finished;
-                        return Ok((pos, p));
+                    match self.option(opt, data, out)? {
+                        Some(Progress::StartTls) => return Ok((pos, Progress::StartTls)),
+                        Some(p) => {
+                            self.state = HsState::Finished;
+                            return Ok((pos, p));
+                        }
+                        None => {}
                     }
                 }
             }
@@ -250,7 +286,32 @@ impl ServerHandshake {
         data: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<Option<Progress>, ProtoError> {
+        if self.tls_mode == TlsMode::Require && !self.tls {
+            match opt {
+                OPT_STARTTLS | OPT_ABORT => {}
+                OPT_EXPORT_NAME => return Err(ProtoError::TlsRequired),
+                _ => {
+                    opt_reply(out, opt, REP_ERR_TLS_REQD, b"TLS is required: send STARTTLS");
+                    return Ok(None);
+                }
+            }
+        }
         match opt {
+            OPT_STARTTLS => {
+                if self.tls_mode == TlsMode::Off {
+                    opt_reply(out, opt, REP_ERR_POLICY, b"TLS is not enabled on this server");
+                } else if self.tls || !data.is_empty() {
+                    opt_reply(out, opt, REP_ERR_INVALID, b"TLS already started, or data sent");
+                } else {
+                    // proto.md: no negotiation state survives the upgrade.
+                    self.structured = false;
+                    self.meta = None;
+                    self.tls = true;
+                    opt_reply(out, opt, REP_ACK, &[]);
+                    return Ok(Some(Progress::StartTls));
+                }
+                Ok(None)
+            }
             OPT_EXPORT_NAME => {
                 let name = String::from_utf8_lossy(data).into_owned();
                 let Some(idx) = self.find(&name) else {
@@ -404,6 +465,11 @@ impl ServerHandshake {
     /// (then NBD_CMD_BLOCK_STATUS is allowed, with context id [`BASE_ALLOCATION_ID`]).
     pub fn base_allocation(&self) -> bool {
         self.allocation
+    }
+
+    /// Whether NBD_OPT_STARTTLS was acknowledged on this connection.
+    pub fn tls_started(&self) -> bool {
+        self.tls
     }
 }
 

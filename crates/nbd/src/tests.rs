@@ -210,6 +210,63 @@ fn replies_encode() {
     assert_eq!(out.len(), 20 + 6 + 4);
 }
 
+#[test]
+fn starttls_modes() {
+    let start = |mode| {
+        let (hs, _) = ServerHandshake::with_tls(vec![export("a")], mode);
+        hs
+    };
+    // NOTLS: STARTTLS is refused by policy, the rest goes on.
+    let mut hs = start(TlsMode::Off);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_STARTTLS, &[]));
+    let mut out = vec![];
+    assert_eq!(hs.process(&input, &mut out).unwrap().1, Progress::NeedMore);
+    assert_eq!(replies(&out)[0].1, REP_ERR_POLICY);
+    // FORCEDTLS: options before STARTTLS get TLS_REQD, EXPORT_NAME closes; after the upgrade
+    // everything works and a second STARTTLS is invalid.
+    let mut hs = start(TlsMode::Require);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_LIST, &[]));
+    input.extend(opt(OPT_GO, &go_data("a", &[])));
+    input.extend(opt(77, &[]));
+    input.extend(opt(OPT_STARTTLS, &[]));
+    input.extend(opt(OPT_LIST, &[]));
+    let mut out = vec![];
+    let (used, p) = hs.process(&input, &mut out).unwrap();
+    assert_eq!(p, Progress::StartTls);
+    assert_eq!(used, input.len() - 16, "stops right after STARTTLS");
+    let types: Vec<u32> = replies(&out).iter().map(|r| r.1).collect();
+    assert_eq!(types, [REP_ERR_TLS_REQD, REP_ERR_TLS_REQD, REP_ERR_TLS_REQD, REP_ACK]);
+    assert!(hs.tls_started());
+    let mut out = vec![];
+    let mut rest = input[used..].to_vec();
+    rest.extend(opt(OPT_STARTTLS, &[]));
+    rest.extend(opt(OPT_GO, &go_data("a", &[])));
+    let (_, p) = hs.process(&rest, &mut out).unwrap();
+    assert_eq!(p, Progress::Done { export: 0, structured: false });
+    let types: Vec<u32> = replies(&out).iter().map(|r| r.1).collect();
+    assert_eq!(types[..3], [REP_SERVER, REP_ACK, REP_ERR_INVALID]);
+    let mut hs = start(TlsMode::Require);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_EXPORT_NAME, b"a"));
+    assert_eq!(hs.process(&input, &mut vec![]), Err(ProtoError::TlsRequired));
+    // SELECTIVETLS: no upgrade needed; STARTTLS with data is invalid; structured replies
+    // negotiated before the upgrade are forgotten.
+    let mut hs = start(TlsMode::On);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_STARTTLS, b"x"));
+    input.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+    input.extend(opt(OPT_STARTTLS, &[]));
+    input.extend(opt(OPT_GO, &go_data("a", &[])));
+    let mut out = vec![];
+    let (used, p) = hs.process(&input, &mut out).unwrap();
+    assert_eq!(p, Progress::StartTls);
+    assert_eq!(replies(&out)[0].1, REP_ERR_INVALID);
+    let (_, p) = hs.process(&input[used..], &mut vec![]).unwrap();
+    assert_eq!(p, Progress::Done { export: 0, structured: false });
+}
+
 proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512), prefix in any::<bool>()) {
@@ -230,5 +287,124 @@ proptest! {
         let mut input = 1u32.to_be_bytes().to_vec();
         input.extend(opt(o, &data));
         let _ = hs.process(&input, &mut vec![]);
+    }
+}
+
+/// Option payloads a fuzzer would take a long time to find: well-formed GO/INFO/meta requests
+/// for known and unknown exports, and random bytes.
+fn option_data() -> impl Strategy<Value = (u32, Vec<u8>)> {
+    let name = prop_oneof![Just("a".to_string()), Just(String::new()), Just("zz".to_string())];
+    let infos = proptest::collection::vec(0u16..6, 0..4);
+    let queries = proptest::collection::vec(
+        prop_oneof![Just("base:allocation".to_string()), Just("base:".to_string()), "[a-z:]{0,12}"],
+        0..3,
+    );
+    prop_oneof![
+        (prop_oneof![Just(OPT_GO), Just(OPT_INFO)], name.clone(), infos)
+            .prop_map(|(o, n, i)| (o, go_data(&n, &i))),
+        (prop_oneof![Just(OPT_LIST_META_CONTEXT), Just(OPT_SET_META_CONTEXT)], name, queries)
+            .prop_map(|(o, n, qs)| {
+                let mut v = (n.len() as u32).to_be_bytes().to_vec();
+                v.extend_from_slice(n.as_bytes());
+                v.extend_from_slice(&(qs.len() as u32).to_be_bytes());
+                for q in qs {
+                    v.extend_from_slice(&(q.len() as u32).to_be_bytes());
+                    v.extend_from_slice(q.as_bytes());
+                }
+                (o, v)
+            }),
+        (
+            prop_oneof![Just(OPT_LIST), Just(OPT_STRUCTURED_REPLY), Just(4u32), Just(77u32)],
+            proptest::collection::vec(any::<u8>(), 0..3)
+        ),
+        (0u32..16, proptest::collection::vec(any::<u8>(), 0..40)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Any sequence of options, cut into any fragments: the server answers each option it
+    /// consumed with well-formed option replies for that option (ending in an ACK or an
+    /// error), in order, until GO/ABORT/EXPORT_NAME ends the negotiation.
+    #[test]
+    fn option_sequences_get_well_formed_replies(
+        opts in proptest::collection::vec(option_data(), 1..12),
+        step in 1usize..40,
+    ) {
+        let (mut hs, _) = ServerHandshake::new(vec![export("a"), export("b")]);
+        let mut input = 3u32.to_be_bytes().to_vec();
+        for (o, d) in &opts {
+            input.extend(opt(*o, d));
+        }
+        let (mut buf, mut out) = (vec![], vec![]);
+        let mut end = None;
+        for chunk in input.chunks(step) {
+            buf.extend_from_slice(chunk);
+            match hs.process(&buf, &mut out) {
+                Ok((used, p)) => {
+                    prop_assert!(used <= buf.len());
+                    buf.drain(..used);
+                    if p != Progress::NeedMore {
+                        end = Some(p);
+                        break;
+                    }
+                }
+                Err(e) => {
+                    end = Some(Progress::Abort);
+                    prop_assert!(matches!(e, ProtoError::UnknownExport(_)), "{e}");
+                    break;
+                }
+            }
+        }
+        // EXPORT_NAME's reply is not an option reply: check the others only.
+        let last_is_export_name = matches!(end, Some(Progress::Done { .. }))
+            && opts.iter().any(|(o, _)| *o == OPT_EXPORT_NAME);
+        if !last_is_export_name {
+            let mut answered = opts.iter().map(|(o, _)| *o);
+            let mut current = None;
+            for (o, ty, data) in replies(&out) {
+                if current != Some(o) {
+                    let next = answered.next();
+                    prop_assert_eq!(next, Some(o), "reply for an option not asked next");
+                    current = Some(o);
+                }
+                if ty == REP_META_CONTEXT {
+                    prop_assert!(data.len() > 4);
+                }
+                if ty == REP_ACK || ty & (1 << 31) != 0 {
+                    current = None;
+                }
+            }
+            prop_assert_eq!(current, None, "an option's replies did not end");
+        }
+    }
+
+    /// Requests encoded back to back and cut anywhere parse back to themselves.
+    #[test]
+    fn request_streams_parse_back(
+        reqs in proptest::collection::vec(
+            (0u16..10, any::<u16>(), any::<u64>(), any::<u64>(), 0u32..2048), 1..20),
+        step in 1usize..200,
+    ) {
+        let mut wire = vec![];
+        let mut want = vec![];
+        for (i, &(t, flags, handle, offset, length)) in reqs.iter().enumerate() {
+            let h = RequestHeader { flags, command: Command::from_u16(t), handle, offset, length };
+            wire.extend_from_slice(&h.encode());
+            let payload: Vec<u8> = (0..h.payload_len()).map(|k| (k + i) as u8).collect();
+            wire.extend_from_slice(&payload);
+            want.push((h, payload));
+        }
+        let (mut buf, mut got) = (vec![], vec![]);
+        for chunk in wire.chunks(step) {
+            buf.extend_from_slice(chunk);
+            while let Some((h, range, used)) = parse_request(&buf).unwrap() {
+                got.push((h, buf[range].to_vec()));
+                buf.drain(..used);
+            }
+        }
+        prop_assert!(buf.is_empty());
+        prop_assert_eq!(got, want);
     }
 }

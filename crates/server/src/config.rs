@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 /// scheduler = "mq-deadline"
 /// queue_depth = 32                   # requests in flight per backing file
 /// direct = true                      # O_DIRECT, falls back to buffered if refused
+/// tls = "off"                        # "off", "on" (client's choice) or "require"
+/// tls_cert = "/etc/elevator/server-cert.pem"  # PEM chain, with tls = "on"/"require"
+/// tls_key = "/etc/elevator/server-key.pem"    # PEM private key
 /// [tunables]
 /// read_expire = 500
 /// [[export]]
@@ -36,8 +39,37 @@ pub struct ServerConfig {
     pub queue_depth: u32,
     #[serde(default = "default_true")]
     pub direct: bool,
+    #[serde(default)]
+    pub tls: TlsSetting,
+    #[serde(default)]
+    pub tls_cert: Option<PathBuf>,
+    #[serde(default)]
+    pub tls_key: Option<PathBuf>,
     #[serde(rename = "export", default)]
     pub exports: Vec<ExportConfig>,
+}
+
+/// `tls = "off" | "on" | "require"`: NOTLS, SELECTIVETLS (every export available with or
+/// without TLS) or FORCEDTLS in proto.md's terms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsSetting {
+    #[default]
+    Off,
+    On,
+    Require,
+}
+
+impl std::str::FromStr for TlsSetting {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(TlsSetting::Off),
+            "on" => Ok(TlsSetting::On),
+            "require" => Ok(TlsSetting::Require),
+            _ => Err(format!("tls must be off, on or require, not `{s}`")),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -95,6 +127,9 @@ impl ServerConfig {
             tunables: BTreeMap::new(),
             queue_depth: default_queue_depth(),
             direct: true,
+            tls: TlsSetting::Off,
+            tls_cert: None,
+            tls_key: None,
             exports,
         }
     }
@@ -120,6 +155,9 @@ impl ServerConfig {
             }
         }
         elevator_sched::by_name(&self.scheduler).map_err(crate::ServerError::Config)?;
+        if self.tls != TlsSetting::Off && (self.tls_cert.is_none() || self.tls_key.is_none()) {
+            return err("tls needs both `tls_cert` and `tls_key`".into());
+        }
         Ok(())
     }
 
@@ -178,5 +216,8 @@ mod tests {
         assert!(e("bogus = 1").contains("bogus"));
         let dup = "[[export]]\nname=\"a\"\npath=\"/x\"\n[[export]]\nname=\"a\"\npath=\"/y\"";
         assert!(e(dup).contains("twice"));
+        let tls = "tls = \"require\"\n[[export]]\nname=\"a\"\npath=\"/x\"";
+        assert!(e(tls).contains("tls_cert"));
+        assert!(e(&tls.replace("require", "sometimes")).contains("sometimes"));
     }
 }

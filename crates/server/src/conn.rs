@@ -6,13 +6,41 @@ use elevator_nbd::{self as nbd, Command, Progress, ServerHandshake};
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::sync::mpsc::{channel, sync_channel, Sender};
-use std::sync::Arc;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-/// Replies (and so requests) outstanding per connection: bounds memory to this many
-/// payloads of at most 32 MiB.
-const MAX_OUTSTANDING: usize = 16;
+/// Requests outstanding (read from the socket, reply not yet written) per connection.
+const MAX_OUTSTANDING: usize = 256;
+/// Bytes of read or write payload outstanding per connection (one larger request may still
+/// go alone).
+const MAX_OUTSTANDING_BYTES: u64 = 64 << 20;
+
+/// Flow control between a connection's reader and writer: the reader takes a credit for each
+/// request, the writer returns it when the reply is written.
+#[derive(Default)]
+struct Credits {
+    state: Mutex<(usize, u64)>,
+    cv: Condvar,
+}
+
+impl Credits {
+    fn acquire(&self, cost: u64) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while st.0 >= MAX_OUTSTANDING || (st.1 > 0 && st.1 + cost > MAX_OUTSTANDING_BYTES) {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.0 += 1;
+        st.1 += cost;
+    }
+
+    fn release(&self, cost: u64) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 = st.0.saturating_sub(1);
+        st.1 = st.1.saturating_sub(cost);
+        self.cv.notify_one();
+    }
+}
 
 pub(crate) enum Stream {
     Tcp(TcpStream),
@@ -63,7 +91,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
         let _ = s.set_nodelay(true);
     }
     let infos = shared.exports.iter().map(|e| e.info.clone()).collect();
-    let (mut hs, greeting) = ServerHandshake::new(infos);
+    let (mut hs, greeting) = ServerHandshake::with_tls(infos, shared.tls_mode);
     if stream.write_all(&greeting).is_err() {
         return;
     }
@@ -87,6 +115,18 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                     Progress::NeedMore => {}
                     Progress::Abort => return,
                     Progress::Done { export, structured } => break (export, structured),
+                    Progress::StartTls => {
+                        let Some(config) = shared.tls.clone() else { return };
+                        let already = std::mem::take(&mut buf);
+                        stream = match crate::tls::start(stream, already, config, conn) {
+                            Ok(s) => s,
+                            Err(e) => {
+                                tracing::warn!(conn, error = %e, "cannot start TLS");
+                                return;
+                            }
+                        };
+                        tracing::debug!(conn, "TLS started");
+                    }
                 }
             }
             Err(e) => {
@@ -101,7 +141,8 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
 
     let Ok(wstream) = stream.try_clone() else { return };
     let (reply_tx, reply_rx) = channel::<Reply>();
-    let (credit_tx, credit_rx) = sync_channel::<()>(MAX_OUTSTANDING);
+    let credits = Arc::new(Credits::default());
+    let credit_rx = credits.clone();
     let writer = std::thread::spawn(move || {
         let mut w = std::io::BufWriter::with_capacity(64 << 10, wstream);
         let mut broken = false;
@@ -138,8 +179,8 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                 if !broken {
                     broken = write_one(&mut w, &mut hdr, &r);
                 }
+                credit_rx.release(r.cost);
                 drop(r);
-                let _ = credit_rx.try_recv();
                 next = reply_rx.try_recv().ok();
             }
             if !broken {
@@ -150,7 +191,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
     });
 
     let mut rd = BufReader::with_capacity(64 << 10, std::io::Cursor::new(buf).chain(stream));
-    let reply_now = |tx: &Sender<Reply>, handle: u64, error: u32| {
+    let reply_now = |tx: &Sender<Reply>, handle: u64, error: u32, cost: u64| {
         let _ = tx.send(Reply {
             handle,
             error,
@@ -158,6 +199,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
             offset: 0,
             data: Vec::new(),
             status: None,
+            cost,
         });
     };
     loop {
@@ -185,9 +227,12 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
         if hdr.command == Command::Disc {
             break;
         }
-        if credit_tx.send(()).is_err() {
-            break;
-        }
+        // Reads and writes hold their payload's worth of credit until the reply is out.
+        let cost = match hdr.command {
+            Command::Read | Command::Write => u64::from(hdr.length.min(nbd::MAX_PAYLOAD)),
+            _ => 0,
+        };
+        credits.acquire(cost);
         let size = ex.info.size;
         let len = hdr.length as u64;
         let known_flags =
@@ -201,7 +246,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
             Command::Cache => {
                 // Advisory; the range is still checked (proto.md, NBD_CMD_CACHE).
                 let e = if out_of_range(hdr.offset, len, size) { nbd::EINVAL } else { 0 };
-                reply_now(&reply_tx, hdr.handle, e);
+                reply_now(&reply_tx, hdr.handle, e, cost);
                 continue;
             }
             Command::BlockStatus => {
@@ -221,13 +266,14 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                     offset: hdr.offset,
                     data: vec![],
                     status,
+                    cost,
                 });
                 continue;
             }
             Command::Disc => break,
             Command::Unknown(t) => {
                 tracing::debug!(conn, command = t, "unknown command");
-                reply_now(&reply_tx, hdr.handle, nbd::EINVAL);
+                reply_now(&reply_tx, hdr.handle, nbd::EINVAL, cost);
                 continue;
             }
         };
@@ -262,9 +308,10 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                     offset: hdr.offset,
                     data: vec![],
                     status: None,
+                    cost,
                 });
             } else {
-                reply_now(&reply_tx, hdr.handle, err);
+                reply_now(&reply_tx, hdr.handle, err, cost);
             }
             continue;
         }
@@ -276,6 +323,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                 offset: hdr.offset,
                 data: vec![],
                 status: None,
+                cost,
             });
             continue;
         }
@@ -287,6 +335,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
             offset: hdr.offset,
             len,
             fua: hdr.flags & nbd::CMD_FLAG_FUA != 0,
+            cost,
             reply: reply_tx.clone(),
             arrived: Instant::now(),
         };

@@ -10,9 +10,10 @@
 mod config;
 mod conn;
 mod stats;
+mod tls;
 mod worker;
 
-pub use config::{ExportConfig, ServerConfig};
+pub use config::{ExportConfig, ServerConfig, TlsSetting};
 pub use stats::ExportStatsSnapshot;
 
 use conn::Stream;
@@ -57,6 +58,8 @@ pub(crate) struct ExportRuntime {
 
 pub(crate) struct Shared {
     pub exports: Vec<ExportRuntime>,
+    pub tls_mode: elevator_nbd::TlsMode,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// A running server. Dropping it without [`Server::shutdown`] leaves its threads running.
@@ -85,6 +88,17 @@ impl Server {
     /// Opens the exports, starts the workers and listeners, and returns at once.
     pub fn start(config: ServerConfig) -> Result<Server, ServerError> {
         config.validate()?;
+        let tls = match (&config.tls_cert, &config.tls_key, config.tls) {
+            (Some(c), Some(k), t) if t != TlsSetting::Off => {
+                Some(tls::server_config(c, k).map_err(ServerError::Config)?)
+            }
+            _ => None,
+        };
+        let tls_mode = match config.tls {
+            TlsSetting::Off => elevator_nbd::TlsMode::Off,
+            TlsSetting::On => elevator_nbd::TlsMode::On,
+            TlsSetting::Require => elevator_nbd::TlsMode::Require,
+        };
         let start = Instant::now();
         let stats: Arc<Vec<Mutex<ExportStats>>> = Arc::new(
             config.exports.iter().map(|e| Mutex::new(ExportStats::new(&e.name))).collect(),
@@ -179,6 +193,8 @@ impl Server {
         }
         let shared = Arc::new(Shared {
             exports: runtimes.into_iter().map(|r| r.expect("every export is in a group")).collect(),
+            tls_mode,
+            tls,
         });
         let stop = Arc::new(AtomicBool::new(false));
         let conns: Arc<ConnTable> = Arc::default();

@@ -39,6 +39,8 @@ pub(crate) struct Job {
     pub offset: u64,
     pub len: u64,
     pub fua: bool,
+    /// Flow-control credit the connection returns when the reply is written.
+    pub cost: u64,
     pub reply: Sender<Reply>,
     pub arrived: Instant,
 }
@@ -52,6 +54,7 @@ pub(crate) struct Reply {
     pub data: Vec<u8>,
     /// A successful NBD_CMD_BLOCK_STATUS: base:allocation extents.
     pub status: Option<Vec<(u32, u32)>>,
+    pub cost: u64,
 }
 
 pub(crate) enum Msg {
@@ -519,6 +522,7 @@ impl Worker {
             offset: job.offset,
             data,
             status: None,
+            cost: job.cost,
         });
     }
 }

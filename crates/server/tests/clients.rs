@@ -189,6 +189,8 @@ fn fio_randrw_verify_two_exports() {
         "mq-deadline",
     );
     let mut cmd = Command::new("fio");
+    // fio leaves verify state files in its working directory: keep them in the temp dir.
+    cmd.current_dir(dir.path());
     cmd.args(["--ioengine=nbd", "--rw=randrw", "--bs=4k", "--size=16M", "--iodepth=8"]).args([
         "--verify=crc32c",
         "--verify_fatal=1",

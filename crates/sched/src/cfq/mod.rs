@@ -60,6 +60,15 @@
 //! extends the slice of a group's only queue by one idle period at its last completion so the
 //! group is not dequeued between two requests.
 //!
+//! **IOPS mode** (2.6.36+, `iops_mode()`): with `slice_idle = 0` on a device that queues
+//! commands (`hw_tag`, estimated as `cfq_update_hw_tag` does: after 50 samples with more than
+//! `CFQ_HW_QUEUE_MIN` = 5 requests queued or in the driver, whether the driver ever held 5 or
+//! more), disk time cannot be measured per queue, so a group is charged the number of requests
+//! its queue dispatched in the slice instead of the time it used (one request counts as one
+//! jiffy, 1 ms, as the kernel adds both to the same `vdisktime`). This is the mode the
+//! kernel's blkio documentation recommends for fast devices, and the one the NBD server's
+//! weighted exports use.
+//!
 //! # Tunables (sysfs units)
 //!
 //! `quantum` 4 requests; `fifo_expire_sync` 125 ms; `fifo_expire_async` 250 ms;
@@ -74,7 +83,8 @@
 //! - Time is nanoseconds, not jiffies; "one jiffy" is 1 ns where it only orders events
 //!   (`slice_end = jiffies + 1`) and 1 ms (HZ = 1000) where it is a length
 //!   (`cfq_should_wait_busy`'s "one jiffy left").
-//! - The device is rotational: no `hw_tag`/non-rotational shortcuts, no IOPS mode.
+//! - The device is rotational: no non-rotational shortcuts; `hw_tag` is estimated only to
+//!   decide IOPS mode (the kernel also uses it to allow deep queues to keep their idle window).
 //! - No `REQ_META`: requests carry no metadata flag, so the metadata preemption and
 //!   `cfq_choose_req`'s metadata preference do not exist.
 //! - Close cooperators (`cfq_close_cooperator`, `cfq_setup_merge`, queue merging and
@@ -117,6 +127,8 @@ const MIN_TT: Nanos = 2 * NS_PER_MS;
 const SLICE_SCALE: Nanos = 5;
 /// `BLKIO_WEIGHT_DEFAULT`.
 const WEIGHT_DEFAULT: u64 = 500;
+/// `CFQ_HW_QUEUE_MIN`: requests in the driver that show a queueing device.
+const HW_QUEUE_MIN: u32 = 5;
 /// `PAGE_CACHE_SIZE`.
 const PAGE_BYTES: u64 = 4096;
 
@@ -272,6 +284,10 @@ pub struct Cfq {
     idle_until: Option<Nanos>,
     rq_queued: usize,
     in_driver: u32,
+    /// `hw_tag`: -1 unknown, 0 no command queueing, 1 command queueing.
+    hw_tag: i8,
+    hw_tag_est_depth: u32,
+    hw_tag_samples: u32,
     in_flight: [u32; 2],
     busy_queues: u32,
     last_position: u64,
@@ -315,6 +331,9 @@ impl Cfq {
             idle_until: None,
             rq_queued: 0,
             in_driver: 0,
+            hw_tag: -1,
+            hw_tag_est_depth: 0,
+            hw_tag_samples: 0,
             in_flight: [0; 2],
             busy_queues: 0,
             last_position: 0,
@@ -364,6 +383,37 @@ impl Cfq {
     pub fn idle_window(&self, io_context: u32, cgroup: u32) -> Option<bool> {
         let g = self.group_idx_lookup(cgroup)?;
         self.sync_map.get(&(io_context, g)).map(|&q| self.queues[q].idle_window)
+    }
+
+    /// `iops_mode`: groups are charged requests, not time (no idling on a queueing device).
+    pub fn iops_mode(&self) -> bool {
+        self.t.slice_idle == 0 && self.hw_tag == 1
+    }
+
+    /// `cfq_update_hw_tag`, called at each completion before the driver count drops.
+    fn update_hw_tag(&mut self) {
+        self.hw_tag_est_depth = self.hw_tag_est_depth.max(self.in_driver);
+        if self.hw_tag == 1 {
+            return;
+        }
+        if self.rq_queued <= HW_QUEUE_MIN as usize && self.in_driver <= HW_QUEUE_MIN {
+            return;
+        }
+        // An active queue that could idle and has too few requests might not fill the device.
+        if let Some(q) = self.active {
+            let qq = &self.queues[q];
+            if qq.idle_window
+                && (qq.dispatched as usize + qq.sort.len()) < HW_QUEUE_MIN as usize
+                && self.in_driver < HW_QUEUE_MIN
+            {
+                return;
+            }
+        }
+        self.hw_tag_samples += 1;
+        if self.hw_tag_samples <= 50 {
+            return;
+        }
+        self.hw_tag = i8::from(self.hw_tag_est_depth >= HW_QUEUE_MIN);
     }
 
     fn seq(&mut self) -> u64 {
@@ -601,7 +651,9 @@ impl Cfq {
         let mut charge = used;
         let grp = &self.groups[g];
         let nr_sync = grp.nr_cfqq as usize - grp.busy_async() - grp.trees[6].len();
-        if !self.queues[q].sync && nr_sync == 0 {
+        if self.iops_mode() {
+            charge = u64::from(self.queues[q].slice_dispatch) * NS_PER_MS;
+        } else if !self.queues[q].sync && nr_sync == 0 {
             charge = self.queues[q].allocated_slice.max(charge);
         }
         let grp = &mut self.groups[g];
@@ -1163,6 +1215,7 @@ impl Scheduler for Cfq {
         let now = now_ns;
         self.advance(now);
         let Some((q, dispatch_ns)) = self.inflight.remove(&rq.id) else { return };
+        self.update_hw_tag();
         let sync = self.queues[q].sync;
         let g = self.queues[q].group;
         self.in_driver -= 1;

@@ -214,3 +214,72 @@ fn tunables_round_trip() {
     assert!(s.set_tunable("low_latency", "2").is_err());
     assert!(s.set_tunable("nope", "1").is_err());
 }
+
+/// Two groups (weights 1000 and 500), one process each keeping 32 random reads outstanding on
+/// a device that runs 8 at a time; the heavy group's requests take 4x longer. Returns the
+/// requests served per group and whether CFQ switched to IOPS mode.
+fn weighted_groups_on_queueing_device(slice_idle: &str) -> ([u64; 3], bool) {
+    let mut s = Cfq::new();
+    s.set_tunable("slice_idle", slice_idle).unwrap();
+    // 2.6.33+'s quantum: a queue may fill the device's 8 slots (hw_tag needs more than 5).
+    s.set_tunable("quantum", "8").unwrap();
+    s.set_group(&Cgroup { id: 1, parent: Some(0), path: "heavy".into(), weight: 1000 });
+    s.set_group(&Cgroup { id: 2, parent: Some(0), path: "light".into(), weight: 500 });
+    let (mut now, mut id, mut rng) = (0u64, 0u64, 42u64);
+    let mut submit = |s: &mut Cfq, cg: u32, now: Nanos| {
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        id += 1;
+        s.insert(rq(id, cg, cg, (rng >> 24) % 10_000_000 * 8, true, now), now);
+    };
+    for cg in [1, 2] {
+        for _ in 0..32 {
+            submit(&mut s, cg, 0);
+        }
+    }
+    let mut inflight: Vec<(Nanos, Request)> = Vec::new();
+    let mut served = [0u64; 3];
+    while now < 20_000 * NS_PER_MS {
+        let mut wake = None;
+        while inflight.len() < 8 {
+            match s.dispatch(now) {
+                Dispatch::Request(r) => {
+                    let lat = if r.owner.cgroup == 1 { 400 } else { 100 } * NS_PER_US;
+                    inflight.push((now + lat, r));
+                }
+                Dispatch::WaitUntil { until_ns } => {
+                    wake = Some(until_ns);
+                    break;
+                }
+                Dispatch::Empty => break,
+            }
+        }
+        let next = inflight.iter().map(|(t, _)| *t).min();
+        now = match (next, wake) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => panic!("stuck at {now}"),
+        };
+        while let Some(i) = inflight.iter().position(|(t, _)| *t <= now) {
+            let (_, r) = inflight.swap_remove(i);
+            s.completed(&r, now);
+            served[r.owner.cgroup as usize] += 1;
+            submit(&mut s, r.owner.cgroup, now);
+        }
+    }
+    eprintln!("slice_idle={slice_idle}: served {served:?}, iops mode {}", s.iops_mode());
+    (served, s.iops_mode())
+}
+
+#[test]
+fn iops_mode_shares_requests_by_weight() {
+    let (served, iops) = weighted_groups_on_queueing_device("0");
+    assert!(iops, "slice_idle=0 on a queueing device is IOPS mode");
+    let share = served[1] as f64 / (served[1] + served[2]) as f64;
+    assert!((share - 2.0 / 3.0).abs() < 0.02, "heavy share {share} of requests, {served:?}");
+    // In time mode the same weights share disk *time* 2:1: the slow group gets fewer requests.
+    let (served, iops) = weighted_groups_on_queueing_device("8");
+    assert!(!iops);
+    let share = served[1] as f64 / (served[1] + served[2]) as f64;
+    assert!(share < 0.5, "time mode: heavy share {share} of requests, {served:?}");
+}

@@ -1,0 +1,137 @@
+//! `elevator serve` as a child process: a write acknowledged after FLUSH survives `kill -9`.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SIZE: u64 = 8 << 20;
+
+fn spawn(config: &Path, sock: &Path) -> Child {
+    let _ = std::fs::remove_file(sock);
+    let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("elevator serve starts");
+    let t0 = Instant::now();
+    while UnixStream::connect(sock).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "server did not come up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes(b[..4].try_into().unwrap())
+}
+
+fn connect(sock: &Path) -> UnixStream {
+    let mut s = UnixStream::connect(sock).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut g = [0u8; 18];
+    s.read_exact(&mut g).unwrap();
+    assert_eq!(&g[..8], b"NBDMAGIC");
+    let mut m = 3u32.to_be_bytes().to_vec(); // fixed newstyle, no zeroes
+    m.extend_from_slice(b"IHAVEOPT");
+    m.extend_from_slice(&1u32.to_be_bytes()); // NBD_OPT_EXPORT_NAME
+    m.extend_from_slice(&4u32.to_be_bytes());
+    m.extend_from_slice(b"disk");
+    s.write_all(&m).unwrap();
+    let mut r = [0u8; 10];
+    s.read_exact(&mut r).unwrap();
+    assert_eq!(u64::from_be_bytes(r[..8].try_into().unwrap()), SIZE);
+    s
+}
+
+fn request(s: &mut UnixStream, cmd: u16, handle: u64, offset: u64, data: &[u8], len: u32) {
+    let mut m = 0x2560_9513u32.to_be_bytes().to_vec();
+    m.extend_from_slice(&0u16.to_be_bytes());
+    m.extend_from_slice(&cmd.to_be_bytes());
+    m.extend_from_slice(&handle.to_be_bytes());
+    m.extend_from_slice(&offset.to_be_bytes());
+    m.extend_from_slice(&len.to_be_bytes());
+    m.extend_from_slice(data);
+    s.write_all(&m).unwrap();
+}
+
+fn reply(s: &mut UnixStream) -> (u64, u32) {
+    let mut r = [0u8; 16];
+    s.read_exact(&mut r).unwrap();
+    assert_eq!(be32(&r), 0x6744_6698, "simple reply magic");
+    (u64::from_be_bytes(r[8..].try_into().unwrap()), be32(&r[4..]))
+}
+
+#[test]
+fn flushed_writes_survive_kill_9() {
+    let dir = tempfile_dir();
+    let img = dir.join("disk.img");
+    let sock = dir.join("nbd.sock");
+    let config = dir.join("server.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"\"\nunix_socket = \"{}\"\nscheduler = \"mq-deadline\"\n\
+             [[export]]\nname = \"disk\"\npath = \"{}\"\nsize = {SIZE}\n",
+            sock.display(),
+            img.display()
+        ),
+    )
+    .unwrap();
+    let mut child = spawn(&config, &sock);
+    let mut s = connect(&sock);
+    let mut model = vec![0u8; SIZE as usize];
+    let mut seed = 0x1234_5678_9abc_def1u64;
+    // Pipelined writes, aligned and not, then FLUSH; all acknowledged before the kill. Writes
+    // in flight together have no order (NBD), so each gets a 32 KiB slot of its own.
+    let mut n = 0u64;
+    let slot = SIZE / 256;
+    for i in 0..256u64 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let len = 1 + (seed >> 40) % (slot - 4096);
+        let off = i * slot + if i % 2 == 0 { 0 } else { (seed >> 8) % 4096 };
+        let data: Vec<u8> = (0..len).map(|k| (k as u8) ^ (i as u8) ^ 0x5a).collect();
+        model[off as usize..(off + len) as usize].copy_from_slice(&data);
+        request(&mut s, 1, i, off, &data, len as u32);
+        n += 1;
+    }
+    for _ in 0..n {
+        assert_eq!(reply(&mut s).1, 0, "write acknowledged");
+    }
+    request(&mut s, 3, 999, 0, &[], 0);
+    assert_eq!(reply(&mut s), (999, 0), "flush acknowledged");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let mut child = spawn(&config, &sock);
+    let mut s = connect(&sock);
+    let mut got = vec![0u8; SIZE as usize];
+    for (i, chunk) in got.chunks_mut(1 << 20).enumerate() {
+        request(&mut s, 0, i as u64, (i as u64) << 20, &[], 1 << 20);
+        assert_eq!(reply(&mut s), (i as u64, 0));
+        s.read_exact(chunk).unwrap();
+    }
+    request(&mut s, 2, 0, 0, &[], 0); // NBD_CMD_DISC
+                                      // SAFETY: plain kill(2) on our child's pid.
+    unsafe { libc_kill(child.id() as i32, 15) };
+    let status = child.wait().unwrap();
+    assert!(status.success(), "SIGTERM stops the server cleanly: {status:?}");
+    assert!(got == model, "data acknowledged by FLUSH was lost across kill -9");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let d =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-kill9-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
