@@ -67,7 +67,7 @@ fn anticipatory_beats_deadline_where_seed_003_says() {
     // Small-file trees during streams: AS finishes much sooner (published 22x, 52x, 2.6x).
     let tree = |title: &str| (column(&v, title, "DL", 0)[0], column(&v, title, "AS", 0)[0]);
     let (d, a) = tree("cat a kernel tree during a streaming read");
-    assert!(d >= 3.0 * a, "cat during read: DL {d} s vs AS {a} s");
+    assert!(d >= 5.0 * a, "cat during read: DL {d} s vs AS {a} s");
     let (d, a) = tree("cat a kernel tree during a streaming write");
     assert!(d >= 5.0 * a, "cat during write: DL {d} s vs AS {a} s");
     let (d, a) = tree("ls -lR");

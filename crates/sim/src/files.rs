@@ -2,9 +2,13 @@
 //! source tree, so that reading "a kernel tree" costs what it costs on a disk.
 //!
 //! The region is cut into block groups of [`GROUP_BYTES`] (ext3's 128 MiB). Files come in
-//! directories of [`FILES_PER_DIR`]; each directory lands in a randomly chosen group (ext3's
-//! Orlov allocator spreads directories), its inodes in one block at the start of that group's
-//! inode table and its files one after another in the group's data area. A process opens a
+//! directories of [`FILES_PER_DIR`], created depth first. ext3's Orlov allocator
+//! (`find_group_orlov`) spreads only top-level directories over random groups; a
+//! subdirectory goes to its parent's group while that has room, and a file to its
+//! directory's group. So one top-level directory in [`DIRS_PER_TOP_LEVEL`] lands in a random
+//! group and the others follow it (a full group spills into the next). Each directory's inodes
+//! are one block at the start of its group's inode table; its files lie one after another in
+//! the group's data area. A process opens a
 //! file with a metadata read of its inode block before its first data I/O to that file,
 //! unless that block is the one it read last: the kernel's inode cache keeps the block, so a
 //! directory walk reads each directory's inode block once.
@@ -19,6 +23,9 @@ use elevator_fio::FileServiceType;
 pub const GROUP_BYTES: u64 = 128 << 20;
 /// How many files share a directory (and so an inode block and a block group).
 pub const FILES_PER_DIR: usize = 16;
+/// Directories per top-level directory: a Linux source tree has about 20 top-level directories
+/// among about 1,000 (2.6.x), so one in 50 starts a new random group.
+pub const DIRS_PER_TOP_LEVEL: usize = 50;
 /// Where a group's data blocks start: after its bitmaps and inode table.
 const GROUP_DATA_OFFSET_BYTES: u64 = 4 << 20;
 const BLOCK_BYTES: u64 = 4096;
@@ -85,7 +92,7 @@ impl FileTree {
         let mut files = Vec::with_capacity(nrfiles as usize);
         let mut group = 0u64;
         for i in 0..nrfiles as usize {
-            if i % FILES_PER_DIR == 0 {
+            if i % (FILES_PER_DIR * DIRS_PER_TOP_LEVEL) == 0 {
                 group = rng.below(groups);
             }
             let steps = (max - min) / BLOCK_BYTES;
