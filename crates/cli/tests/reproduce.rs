@@ -103,6 +103,11 @@ fn group_scheduling_isolates_where_vanilla_cfq_does_not() {
             lat[0]
         );
     }
+    // Against random writers too: the reader keeps its bandwidth at every N under group
+    // control (its requests come from its own group's request descriptors).
+    let t = "Random writers vs random reader";
+    let bw = column(&v, t, group, 6);
+    assert!(bw.iter().all(|b| *b >= 0.8 * bw[0]), "group control vs random writers: {bw:?}");
     // A lone sequential reader keeps its bandwidth under group control, not under vanilla CFQ.
     let t = "Sequential readers vs sequential reader";
     let (vanilla, grouped) = (column(&v, t, "Vanilla CFQ", 6), column(&v, t, group, 6));

@@ -73,6 +73,14 @@ pub trait Scheduler: Send {
     /// Schedulers without group scheduling ignore this.
     fn set_group(&mut self, _group: &Cgroup) {}
 
+    /// Whether requests are scheduled per control group now. The block layer then gives each
+    /// group its own request descriptors (`nr_requests` per group and class, as the IO
+    /// controller patches and, since 3.6, blk-cgroup's per-group request lists do), so one
+    /// group's flood of requests cannot put another's submitters to sleep.
+    fn groups_active(&self) -> bool {
+        false
+    }
+
     /// Number of requests inserted and not yet dispatched.
     fn queued(&self) -> usize;
 

@@ -6,8 +6,12 @@
 //!   (fio's `iodepth_batch_submit`) collect in a plug list, where contiguous ones merge
 //!   (`blk_attempt_plug_merge`), and go to the scheduler together when the batch ends.
 //! - **Merge** into a queued request through the scheduler (`bio_merge`), else **allocate** a
-//!   request (`blk_mq_get_tag`): at most `nr_requests` may exist, and a submitter who finds none
-//!   sleeps until one completes, in FIFO order.
+//!   request: at most `nr_requests` sync and `nr_requests` async requests may exist, counted
+//!   apart as the 2.6 kernels' `request_list` does (`rl->count[is_sync]`, the era of CFQ, AS and
+//!   dm-ioband), so a flood of async writes cannot take a reader's request slots; while the
+//!   scheduler schedules control groups each group has pools of its own (the IO controller
+//!   patches' and blk-cgroup's per-group request lists). A submitter who finds no slot in its
+//!   pool sleeps until one completes, in FIFO order.
 //! - **Dispatch**: the scheduler is pulled while the device has a free queue slot.
 //!
 //! A request remembers its pieces as a linked list through a slab, so merging is O(1) and the
@@ -122,12 +126,14 @@ pub struct BlockQueue {
     bios: Slab<Bio>,
     pieces: Slab<Piece>,
     entries: Slab<Entry>,
-    /// Requests allocated: in the scheduler or in the device.
-    allocated: u32,
+    /// Requests allocated per pool, async and sync (`[sync as usize]`): in the scheduler or the
+    /// device. One pool, or one per cgroup id while the scheduler schedules groups.
+    allocated: Vec<[u32; 2]>,
     in_device: u32,
     next_seq: u64,
     plug: Vec<Pending>,
-    waiting: VecDeque<(u32, Pending)>,
+    /// Submitters sleeping for a request slot, per pool, async and sync.
+    waiting: Vec<[VecDeque<(u32, Pending)>; 2]>,
     completions: Vec<Completion>,
     busy_since_ns: Option<Nanos>,
     pub counters: DiskCounters,
@@ -156,11 +162,11 @@ impl BlockQueue {
             bios: Slab::new(),
             pieces: Slab::new(),
             entries: Slab::new(),
-            allocated: 0,
+            allocated: Vec::new(),
             in_device: 0,
             next_seq: 0,
             plug: Vec::new(),
-            waiting: VecDeque::new(),
+            waiting: Vec::new(),
             completions: Vec::new(),
             busy_since_ns: None,
             counters: DiskCounters::default(),
@@ -255,15 +261,18 @@ impl BlockQueue {
     /// request slot (the rest of its plug waits with it).
     pub fn unplug(&mut self, process: u32, now_ns: Nanos) -> bool {
         let plug = std::mem::take(&mut self.plug);
-        let mut blocked = !self.waiting.is_empty();
+        let mut blocked = false;
         for pending in plug.iter().copied() {
-            if blocked {
-                self.waiting.push_back((process, pending));
+            let (pool, class) = self.pool(&pending.rq);
+            // Behind anyone already asleep for this pool, and behind its own earlier pieces.
+            if blocked || !self.waiting[pool][class].is_empty() {
+                blocked = true;
+                self.waiting[pool][class].push_back((process, pending));
                 continue;
             }
             if !self.place(pending, now_ns) {
                 blocked = true;
-                self.waiting.push_back((process, pending));
+                self.waiting[pool][class].push_back((process, pending));
             }
         }
         self.plug = plug;
@@ -286,10 +295,11 @@ impl BlockQueue {
                 return true;
             }
         }
-        if self.allocated >= self.nr_requests {
+        let (pool, class) = self.pool(&rq);
+        if self.allocated[pool][class] >= self.nr_requests {
             return false;
         }
-        self.allocated += 1;
+        self.allocated[pool][class] += 1;
         let slot = self.entries.insert(Entry { rq, head: pending.head, tail: pending.tail });
         self.next_seq += 1;
         rq.id = RequestId((self.next_seq << 32) | u64::from(slot));
@@ -356,7 +366,8 @@ impl BlockQueue {
             let entry = self.entries.remove(slot);
             debug_assert_eq!(entry.rq.id, c.id);
             self.scheduler.completed(&entry.rq, c.done_ns);
-            self.allocated -= 1;
+            let (pool, class) = self.pool(&entry.rq);
+            self.allocated[pool][class] -= 1;
             self.in_device -= 1;
             let d = dir(entry.rq.op);
             self.counters.ios[d] += 1;
@@ -379,26 +390,44 @@ impl BlockQueue {
                 self.counters.busy_ns += now_ns - since;
             }
         }
-        // Wake sleepers in FIFO order while slots are free.
-        while let Some(&(process, pending)) = self.waiting.front() {
-            if !self.place(pending, now_ns) {
-                break;
-            }
-            self.waiting.pop_front();
-            if !self.waiting.iter().any(|&(p, _)| p == process) {
-                unblocked.push(process);
+        // Wake sleepers of each pool in FIFO order while slots are free.
+        for pool in 0..self.waiting.len() {
+            for class in [1, 0] {
+                while let Some(&(process, pending)) = self.waiting[pool][class].front() {
+                    if !self.place(pending, now_ns) {
+                        break;
+                    }
+                    self.waiting[pool][class].pop_front();
+                    let still =
+                        self.waiting.iter().flatten().any(|w| w.iter().any(|&(p, _)| p == process));
+                    if !still {
+                        unblocked.push(process);
+                    }
+                }
             }
         }
     }
 
-    /// Requests allocated (in scheduler or device).
+    /// Requests allocated (in scheduler or device), every pool together.
     pub fn allocated(&self) -> u32 {
-        self.allocated
+        self.allocated.iter().map(|a| a[0] + a[1]).sum()
+    }
+
+    /// The request pool and class (async 0, sync 1) a request draws from; makes sure it exists.
+    fn pool(&mut self, rq: &Request) -> (usize, usize) {
+        let pool = if self.scheduler.groups_active() { rq.owner.cgroup as usize } else { 0 };
+        if pool >= self.allocated.len() {
+            self.allocated.resize(pool + 1, [0; 2]);
+            self.waiting.resize_with(pool + 1, Default::default);
+        }
+        (pool, usize::from(rq.sync))
     }
 
     /// True when nothing is queued, in flight or waiting.
     pub fn idle(&self) -> bool {
-        self.allocated == 0 && self.waiting.is_empty() && self.plug.is_empty()
+        self.allocated() == 0
+            && self.waiting.iter().flatten().all(VecDeque::is_empty)
+            && self.plug.is_empty()
     }
 
     /// Closes the busy-time account at the end of the simulation.

@@ -142,3 +142,44 @@ proptest! {
         prop_assert!(*max_outstanding.lock().unwrap() <= queue_depth);
     }
 }
+
+/// Async and sync requests draw from separate `nr_requests` pools (the 2.6 request list), and
+/// under a group scheduler each cgroup has its own: a flood of one kind or group does not put
+/// another's submitter to sleep.
+#[test]
+fn request_pools_are_per_class_and_per_group() {
+    let run = |scheduler: &str, flood_sync: bool, flood_cgroup: u32| -> bool {
+        let device = RamDevice::new(RamParams { queue_depth: 1, ..RamParams::default() });
+        let sched = elevator_sched::by_name(scheduler).unwrap();
+        let mut q = BlockQueue::new(sched, Box::new(device), 4, 512);
+        let mut flooder = Owner::process(1);
+        flooder.cgroup = flood_cgroup;
+        for i in 0..8u64 {
+            q.plug_bio(
+                1,
+                elevator_sim::stack::NO_NODE,
+                Op::Write,
+                i << 20,
+                4096,
+                flood_sync,
+                flooder,
+                0,
+            );
+        }
+        q.unplug(1, 0);
+        q.plug_bio(
+            2,
+            elevator_sim::stack::NO_NODE,
+            Op::Read,
+            900 << 20,
+            4096,
+            true,
+            Owner::process(2),
+            0,
+        );
+        q.unplug(2, 0) // true: the reader got a request without sleeping
+    };
+    assert!(run("mq-deadline", false, 0), "async writes leave the sync pool alone");
+    assert!(!run("mq-deadline", true, 0), "sync writes fill the sync pool the reader needs");
+    assert!(run("cfq", true, 1), "with CFQ groups, another group's flood uses its own pool");
+}

@@ -1280,6 +1280,10 @@ impl Scheduler for Cfq {
         TUNABLES.iter().map(|s| s.info(self.get(s.name))).collect()
     }
 
+    fn groups_active(&self) -> bool {
+        self.t.group_scheduling
+    }
+
     fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), TunableError> {
         let spec = TUNABLES
             .iter()
