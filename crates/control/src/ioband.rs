@@ -734,4 +734,35 @@ mod tests {
             .unwrap_err()
             .contains("only to the range-bw"));
     }
+
+    #[test]
+    fn tokens_are_spent_per_bio_and_carry_over_at_most_one_epoch() {
+        // token_base 8 over weights 3:1: 6 and 2 tokens an epoch.
+        let settings = ShareSettings { token_base: 8, io_throttle: 1, ..ShareSettings::default() };
+        let mut s = IobandShare::new(settings, vec![device("a", 3), device("b", 1)]).unwrap();
+        assert_eq!((s.groups[0].tokens, s.groups[1].tokens), (6, 2));
+        let mut out = Vec::new();
+        // One bio of `a` in flight makes the device group busy; `b` spends its 2 tokens on
+        // 2 of its 5 bios and then waits, while `a` (tokens left, a bio in flight) is not
+        // active enough to end the epoch... until `a` has nothing in flight.
+        s.submit(bio(1, 0, 1, 4096), 0);
+        for i in 0..5 {
+            s.submit(bio(10 + i, 1, 2, 4096), 0);
+        }
+        s.release(0, &mut out);
+        let from_b = out.iter().filter(|b| b.device == 1).count();
+        assert_eq!(from_b, 2, "b may send its 2 tokens' worth while a is active");
+        assert_eq!((s.groups[0].tokens, s.groups[1].tokens), (5, 0));
+        // `a` completes and goes idle: no group with tokens is active, so epochs turn over
+        // while `b` waits (two more here, for its last 3 bios); `a` banks what it did not
+        // spend, but never more than two epochs' worth (5 + 6 + 6 capped at 12).
+        let first = out.iter().find(|b| b.device == 0).copied().unwrap();
+        s.completed(&first, 1);
+        out.clear();
+        s.release(1, &mut out);
+        assert_eq!(out.len(), 3);
+        assert!(out.iter().all(|b| b.device == 1));
+        assert_eq!(s.epochs(), 3);
+        assert_eq!(s.groups[0].tokens, 12, "carry-over is capped at one extra epoch");
+    }
 }
