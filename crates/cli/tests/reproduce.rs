@@ -144,9 +144,18 @@ fn dm_ioband_shares_follow_weights_and_fail_where_seed_000_says() {
     let t = "000: sequential readers vs random reader";
     let bw = column(&v, t, "dm-ioband + CFQ", 6);
     assert!(bw[5] < 0.25 * bw[0], "random reader under dm-ioband: {bw:?}");
-    // ...and with 16 random readers the byte fairness costs most of the array's throughput.
+    // ...and with 16 random readers the byte fairness costs most of the array's throughput:
+    // a small fraction of vanilla CFQ's total for the same job (seed 000: 2.7 vs 6.9 MB/s).
     let total = column(&v, "000: 16 sequential readers vs M random readers", "dm-ioband + CFQ", 8);
-    assert!(total[4] < 0.5 * total[0], "array total under dm-ioband: {total:?}");
+    let vanilla = reproduce("io-controller");
+    let t = "16 sequential readers vs M random readers";
+    let vanilla_total =
+        column(&vanilla, t, "Vanilla CFQ", 3)[4] + column(&vanilla, t, "Vanilla CFQ", 6)[4];
+    assert!(
+        total[4] < 0.25 * vanilla_total,
+        "dm-ioband {} vs vanilla {vanilla_total} KB/s",
+        total[4]
+    );
     // range-bw: each group inside its range while the disk has room (KiB/s columns)...
     let t = "range-bw with room";
     let capped = column(&v, t, "dm-ioband range-bw", 0)[0] * 1.024;

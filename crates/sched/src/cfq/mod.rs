@@ -230,6 +230,14 @@ pub const TUNABLES: &[TunableSpec] = &[
         max: 1,
         description: "elevator: 1 = blkio groups by cgroup, 0 = vanilla CFQ (root group only).",
     },
+    TunableSpec {
+        name: "workload_trees",
+        unit: "bool",
+        default: 1,
+        min: 0,
+        max: 1,
+        description: "elevator: 1 = sync/sync-noidle/async service trees (2.6.33+), 0 = one tree per class (2.6.31).",
+    },
 ];
 
 #[derive(Clone, Copy, Debug)]
@@ -244,6 +252,7 @@ struct Tun {
     group_idle: Nanos,
     low_latency: bool,
     group_scheduling: bool,
+    workload_trees: bool,
 }
 
 impl Default for Tun {
@@ -259,6 +268,7 @@ impl Default for Tun {
             group_idle: 8 * NS_PER_MS,
             low_latency: true,
             group_scheduling: true,
+            workload_trees: true,
         }
     }
 }
@@ -488,6 +498,16 @@ impl Cfq {
         TARGET_LATENCY * u64::from(self.groups[g].weight) / tw
     }
 
+    /// The service tree's workload type of queue `q`: every queue is "sync" when the
+    /// workload trees are off (2.6.31 kept one service tree per class).
+    fn wl(&self, q: usize) -> usize {
+        if self.t.workload_trees {
+            self.queues[q].workload()
+        } else {
+            WL_SYNC
+        }
+    }
+
     /// `cfq_should_idle`.
     fn should_idle(&self, q: usize) -> bool {
         let qq = &self.queues[q];
@@ -496,6 +516,9 @@ impl Cfq {
         }
         if qq.idle_window {
             return true;
+        }
+        if !self.t.workload_trees {
+            return false; // 2.6.31: no idling at the end of a sync-noidle tree
         }
         match qq.st {
             Some((tree, _)) => self.groups[qq.group].trees[tree].len() == 1 && qq.sync,
@@ -508,9 +531,10 @@ impl Cfq {
     /// `cfq_service_tree_add`.
     fn service_tree_add(&mut self, q: usize, add_front: bool, now: Nanos) {
         let g = self.queues[q].group;
-        let (class, wl, sync, prio) = {
+        let wl = self.wl(q);
+        let (class, sync, prio) = {
             let qq = &self.queues[q];
-            (qq.class, qq.workload(), qq.sync, qq.prio)
+            (qq.class, qq.sync, qq.prio)
         };
         let tree = tree_index(class, wl);
         let key: i64 = if class == IDLE {
@@ -728,6 +752,12 @@ impl Cfq {
             self.workload_expires = Some(now + 1);
             return;
         };
+        if !self.t.workload_trees {
+            // One tree per class: no workload slices to expire.
+            self.serving_type = WL_SYNC;
+            self.workload_expires = Some(Nanos::MAX / 2);
+            return;
+        }
         let count = grp.trees[tree_index(self.serving_prio, self.serving_type)].len();
         if original == self.serving_prio && count > 0 {
             if let Some(e) = self.workload_expires {
@@ -1035,7 +1065,8 @@ impl Cfq {
         if nq.class == RT && aq.class != RT {
             return true;
         }
-        if nq.workload() == WL_SYNC_NOIDLE
+        if self.t.workload_trees
+            && nq.workload() == WL_SYNC_NOIDLE
             && aq.workload() == WL_SYNC_NOIDLE
             && nq.st.is_some_and(|(t, _)| self.groups[nq.group].trees[t].len() == 2)
             && aq.sort.is_empty()
@@ -1050,9 +1081,9 @@ impl Cfq {
 
     /// `cfq_preempt_queue`.
     fn preempt_queue(&mut self, q: usize, now: Nanos) {
-        let old_type = self.active.map(|a| self.queues[a].workload());
+        let old_type = self.active.map(|a| self.wl(a));
         self.slice_expired(true, now);
-        if old_type != Some(self.queues[q].workload()) {
+        if old_type != Some(self.wl(q)) {
             let g = self.queues[q].group;
             self.groups[g].saved_workload_slice = 0;
         }
@@ -1072,7 +1103,10 @@ impl Cfq {
         if qq.sort.len() >= 4 {
             qq.deep = true;
         }
-        if slice_idle == 0 || (!qq.deep && qq.seeky()) {
+        // 2.6.31 (`workload_trees` 0): a seeky queue on a queueing device never idles; 2.6.33+
+        // keeps idling for seeky queues that keep a deep queue.
+        let seeky_no_idle = if self.t.workload_trees { !qq.deep && qq.seeky() } else { qq.seeky() };
+        if slice_idle == 0 || seeky_no_idle {
             qq.idle_window = false;
         } else if cic.sample_valid() {
             qq.idle_window = cic.ttime_mean <= slice_idle;
@@ -1304,6 +1338,7 @@ impl Scheduler for Cfq {
             "group_idle" => t.group_idle = v * NS_PER_MS,
             "low_latency" => t.low_latency = v == 1,
             "group_scheduling" => t.group_scheduling = v == 1,
+            "workload_trees" => t.workload_trees = v == 1,
             _ => unreachable!(),
         }
         Ok(())
@@ -1326,6 +1361,7 @@ impl Cfq {
             "group_idle" => t.group_idle / NS_PER_MS,
             "low_latency" => u64::from(t.low_latency),
             "group_scheduling" => u64::from(t.group_scheduling),
+            "workload_trees" => u64::from(t.workload_trees),
             _ => 0,
         }
     }

@@ -283,3 +283,24 @@ fn iops_mode_shares_requests_by_weight() {
     let share = served[1] as f64 / (served[1] + served[2]) as f64;
     assert!(share < 0.5, "time mode: heavy share {share} of requests, {served:?}");
 }
+
+/// 2.6.31 (`workload_trees` 0) keeps one service tree per class: an async queue and a seeky
+/// sync queue share the sync tree, and no tree-end idling is done for the seeky one.
+#[test]
+fn without_workload_trees_every_queue_shares_one_tree_per_class() {
+    for (trees, want_async) in [("1", WL_ASYNC), ("0", WL_SYNC)] {
+        let mut s = Cfq::new();
+        s.set_tunable("workload_trees", trees).unwrap();
+        s.insert(rq(1, 1, 0, 0, false, 0), 0); // async write
+        s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0); // sync read
+        let aq = *s.async_map.values().next().unwrap();
+        let sq = *s.sync_map.values().next().unwrap();
+        assert_eq!(s.wl(aq), want_async, "workload_trees={trees}");
+        // A queue without an idle window (a seeky one) is never idled on in 2.6.31.
+        s.queues[sq].idle_window = false;
+        if trees == "0" {
+            assert!(!s.should_idle(sq));
+        }
+    }
+    assert!(Cfq::new().tunables().iter().any(|t| t.name == "workload_trees"));
+}
