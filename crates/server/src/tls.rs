@@ -47,8 +47,7 @@ pub(crate) fn start(
     config: Arc<rustls::ServerConfig>,
     conn: u32,
 ) -> std::io::Result<Stream> {
-    let tls = rustls::ServerConnection::new(config)
-        .map_err(std::io::Error::other)?;
+    let tls = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
     let (inner, outer) = UnixStream::pair()?;
     std::thread::Builder::new().name(format!("elevator-tls-{conn}")).spawn(move || {
         if let Err(e) = pump(tls, raw, outer, already) {
