@@ -4,6 +4,7 @@
 //! errors: every failure prints one message on stderr and exits non-zero.
 
 mod compare;
+mod ctl;
 mod reproduce;
 mod run;
 mod schedulers;
@@ -35,6 +36,8 @@ enum Command {
     Reproduce(reproduce::ReproduceArgs),
     /// Serve files or block devices over NBD, scheduled by the same schedulers, on io_uring.
     Serve(serve::ServeArgs),
+    /// Read and change a running server's scheduler tunables, and read its statistics.
+    Ctl(ctl::CtlArgs),
     /// List the schedulers, or the tunables of one (as /sys/block/<dev>/queue/iosched shows them).
     Schedulers(schedulers::SchedulersArgs),
 }
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Schedulers(args) => schedulers::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Ctl(args) => ctl::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

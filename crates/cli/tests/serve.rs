@@ -8,7 +8,32 @@ use std::time::{Duration, Instant};
 
 const SIZE: u64 = 8 << 20;
 
-fn spawn(config: &Path, sock: &Path) -> Child {
+/// A server child process, killed if the test fails before stopping it.
+struct Serve(Child);
+
+impl Serve {
+    fn kill_9(&mut self) {
+        self.0.kill().unwrap(); // SIGKILL
+        self.0.wait().unwrap();
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        // SAFETY: plain kill(2) on our child's pid.
+        unsafe { libc_kill(self.0.id() as i32, 15) };
+        self.0.wait().unwrap()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn spawn(config: &Path, sock: &Path) -> Serve {
     let _ = std::fs::remove_file(sock);
     let child = Command::new(env!("CARGO_BIN_EXE_elevator"))
         .args(["serve", "--config"])
@@ -23,7 +48,7 @@ fn spawn(config: &Path, sock: &Path) -> Child {
         assert!(t0.elapsed() < Duration::from_secs(20), "server did not come up");
         std::thread::sleep(Duration::from_millis(20));
     }
-    child
+    Serve(child)
 }
 
 fn be32(b: &[u8]) -> u32 {
@@ -68,7 +93,7 @@ fn reply(s: &mut UnixStream) -> (u64, u32) {
 
 #[test]
 fn flushed_writes_survive_kill_9() {
-    let dir = tempfile_dir();
+    let dir = tempfile_dir("kill9");
     let img = dir.join("disk.img");
     let sock = dir.join("nbd.sock");
     let config = dir.join("server.toml");
@@ -104,8 +129,7 @@ fn flushed_writes_survive_kill_9() {
     }
     request(&mut s, 3, 999, 0, &[], 0);
     assert_eq!(reply(&mut s), (999, 0), "flush acknowledged");
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    child.kill_9();
     let mut child = spawn(&config, &sock);
     let mut s = connect(&sock);
     let mut got = vec![0u8; SIZE as usize];
@@ -115,9 +139,7 @@ fn flushed_writes_survive_kill_9() {
         s.read_exact(chunk).unwrap();
     }
     request(&mut s, 2, 0, 0, &[], 0); // NBD_CMD_DISC
-                                      // SAFETY: plain kill(2) on our child's pid.
-    unsafe { libc_kill(child.id() as i32, 15) };
-    let status = child.wait().unwrap();
+    let status = child.terminate();
     assert!(status.success(), "SIGTERM stops the server cleanly: {status:?}");
     assert!(got == model, "data acknowledged by FLUSH was lost across kill -9");
     let _ = std::fs::remove_dir_all(&dir);
@@ -128,10 +150,62 @@ extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
-fn tempfile_dir() -> std::path::PathBuf {
+fn tempfile_dir(test: &str) -> std::path::PathBuf {
     let d =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-kill9-{}", std::process::id()));
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("serve-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+fn ctl(sock: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["ctl", "--socket"])
+        .arg(sock)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn ctl_reads_and_changes_tunables_of_a_running_server() {
+    let dir = tempfile_dir("ctl");
+    let sock = dir.join("nbd.sock");
+    let ctl_sock = dir.join("ctl.sock");
+    let config = dir.join("server.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"\"\nunix_socket = \"{}\"\ncontrol_socket = \"{}\"\n\
+             scheduler = \"mq-deadline\"\n[tunables]\nread_expire = 250\n\
+             [[export]]\nname = \"disk\"\npath = \"{}\"\nsize = {SIZE}\n",
+            sock.display(),
+            ctl_sock.display(),
+            dir.join("disk.img").display()
+        ),
+    )
+    .unwrap();
+    let mut child = spawn(&config, &sock);
+    let text = |o: std::process::Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert_eq!(text(ctl(&ctl_sock, &["get", "disk", "read_expire"])).trim(), "250");
+    text(ctl(&ctl_sock, &["set", "disk", "read_expire", "100"]));
+    assert_eq!(text(ctl(&ctl_sock, &["get", "disk", "read_expire"])).trim(), "100");
+    let all = text(ctl(&ctl_sock, &["get", "disk"]));
+    assert!(all.contains("# scheduler mq-deadline") && all.contains("fifo_batch"), "{all}");
+    let bad = ctl(&ctl_sock, &["set", "disk", "read_expire", "soon"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("read_expire"), "{bad:?}");
+    let mut s = connect(&sock);
+    request(&mut s, 1, 1, 0, &[7u8; 4096], 4096);
+    assert_eq!(reply(&mut s), (1, 0));
+    let stats = text(ctl(&ctl_sock, &["stats"]));
+    assert!(stats.lines().nth(1).unwrap().starts_with("disk"), "{stats}");
+    let json = text(ctl(&ctl_sock, &["--json", "stats"]));
+    assert!(json.contains("\"writes\":1"), "{json}");
+    let list = text(ctl(&ctl_sock, &["list"]));
+    assert!(list.contains("mq-deadline"), "{list}");
+    assert!(child.terminate().success());
 }

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 /// ```toml
 /// listen = "127.0.0.1:10809"        # "" disables TCP
 /// unix_socket = "/run/elevator.sock" # optional
+/// control_socket = "/run/elevator.ctl" # optional: `elevator ctl --socket ...`
+/// metrics = "127.0.0.1:9187"         # optional: Prometheus text format at /metrics
 /// scheduler = "mq-deadline"
 /// queue_depth = 32                   # requests in flight per backing file
 /// direct = true                      # O_DIRECT, falls back to buffered if refused
@@ -31,6 +33,10 @@ pub struct ServerConfig {
     pub listen: String,
     #[serde(default)]
     pub unix_socket: Option<PathBuf>,
+    #[serde(default)]
+    pub control_socket: Option<PathBuf>,
+    #[serde(default)]
+    pub metrics: Option<String>,
     #[serde(default = "default_scheduler")]
     pub scheduler: String,
     #[serde(default)]
@@ -123,6 +129,8 @@ impl ServerConfig {
         ServerConfig {
             listen: default_listen(),
             unix_socket: None,
+            control_socket: None,
+            metrics: None,
             scheduler: default_scheduler(),
             tunables: BTreeMap::new(),
             queue_depth: default_queue_depth(),

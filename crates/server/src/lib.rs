@@ -9,6 +9,7 @@
 
 mod config;
 mod conn;
+mod control;
 mod stats;
 mod tls;
 mod worker;
@@ -50,6 +51,9 @@ impl std::error::Error for ServerError {}
 
 pub(crate) struct ExportRuntime {
     pub info: ExportInfo,
+    pub path: PathBuf,
+    /// The group weight, as last set (config or `elevator ctl set EXPORT weight N`).
+    pub weight: AtomicU32,
     pub read_only: bool,
     pub worker: WorkerHandle,
     /// The backing file, for SEEK_DATA/SEEK_HOLE (block status).
@@ -64,6 +68,8 @@ pub(crate) struct Shared {
 
 /// A running server. Dropping it without [`Server::shutdown`] leaves its threads running.
 pub struct Server {
+    metrics_addr: Option<SocketAddr>,
+    control_path: Option<PathBuf>,
     stop: Arc<AtomicBool>,
     tcp_addr: Option<SocketAddr>,
     unix_path: Option<PathBuf>,
@@ -176,6 +182,8 @@ impl Server {
             for &i in members {
                 let e = &config.exports[i];
                 runtimes[i] = Some(ExportRuntime {
+                    path: path.clone(),
+                    weight: AtomicU32::new(e.weight),
                     info: ExportInfo {
                         name: e.name.clone(),
                         description: e.description.clone(),
@@ -235,7 +243,29 @@ impl Server {
                 })
             }));
         }
+        if let Some(p) = &config.control_socket {
+            let _ = std::fs::remove_file(p);
+            let l = UnixListener::bind(p)
+                .map_err(|e| ServerError::Io(format!("binding {}", p.display()), e))?;
+            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
+            tracing::info!(path = %p.display(), "control socket");
+            let (stop, shared, stats) = (stop.clone(), shared.clone(), stats.clone());
+            listeners.push(std::thread::spawn(move || control::serve_ctl(l, &stop, shared, stats)));
+        }
+        let mut metrics_addr = None;
+        if let Some(a) = &config.metrics {
+            let l = TcpListener::bind(a)
+                .map_err(|e| ServerError::Io(format!("binding metrics {a}"), e))?;
+            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
+            metrics_addr = l.local_addr().ok();
+            tracing::info!(addr = ?metrics_addr, "metrics");
+            let (stop, shared, stats) = (stop.clone(), shared.clone(), stats.clone());
+            listeners
+                .push(std::thread::spawn(move || control::serve_metrics(l, &stop, shared, stats)));
+        }
         Ok(Server {
+            metrics_addr,
+            control_path: config.control_socket.clone(),
             stop,
             tcp_addr,
             unix_path: config.unix_socket.clone(),
@@ -249,6 +279,11 @@ impl Server {
     /// The bound TCP address (useful with port 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.tcp_addr
+    }
+
+    /// The bound metrics address (useful with port 0).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// Per-export counters, in config order.
@@ -280,7 +315,7 @@ impl Server {
         for (_, jh) in self.workers {
             let _ = jh.join();
         }
-        if let Some(p) = self.unix_path {
+        for p in [self.unix_path, self.control_path].into_iter().flatten() {
             let _ = std::fs::remove_file(p);
         }
     }

@@ -13,10 +13,11 @@ pub(crate) struct ExportStats {
     pub write_bytes: u64,
     pub errors: u64,
     pub latency_ns: Histogram<u64>,
+    pub latency_sum_ns: u64,
 }
 
 /// A snapshot of one export's counters; latencies are from request arrival to reply queued.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ExportStatsSnapshot {
     pub name: String,
     pub reads: u64,
@@ -28,8 +29,13 @@ pub struct ExportStatsSnapshot {
     pub write_bytes: u64,
     pub errors: u64,
     pub latency_p50_ns: u64,
+    pub latency_p90_ns: u64,
     pub latency_p99_ns: u64,
+    pub latency_p999_ns: u64,
     pub latency_max_ns: u64,
+    /// Requests measured and the sum of their latencies (a Prometheus summary's count/sum).
+    pub latency_count: u64,
+    pub latency_sum_ns: u64,
 }
 
 impl ExportStats {
@@ -46,6 +52,7 @@ impl ExportStats {
             errors: 0,
             latency_ns: Histogram::new_with_bounds(1_000, 600_000_000_000, 3)
                 .expect("static histogram bounds are valid"),
+            latency_sum_ns: 0,
         }
     }
 
@@ -62,8 +69,12 @@ impl ExportStats {
             write_bytes: self.write_bytes,
             errors: self.errors,
             latency_p50_ns: h.value_at_quantile(0.5),
+            latency_p90_ns: h.value_at_quantile(0.9),
             latency_p99_ns: h.value_at_quantile(0.99),
+            latency_p999_ns: h.value_at_quantile(0.999),
             latency_max_ns: h.max(),
+            latency_count: h.len(),
+            latency_sum_ns: self.latency_sum_ns,
         }
     }
 }

@@ -59,7 +59,31 @@ pub(crate) struct Reply {
 
 pub(crate) enum Msg {
     Job(Job),
+    /// A control request (`elevator ctl`, metrics), answered on the sender.
+    Ctl(Ctl, Sender<CtlReply>),
     Shutdown,
+}
+
+/// What the control socket may ask a worker: its scheduler lives on the worker thread.
+pub(crate) enum Ctl {
+    Tunables,
+    SetTunable(String, String),
+    /// A new weight for export `.0` (its group, named `.1`).
+    SetWeight(usize, String, u32),
+    Queue,
+}
+
+pub(crate) enum CtlReply {
+    Tunables {
+        scheduler: &'static str,
+        tunables: Vec<elevator_sched::TunableInfo>,
+    },
+    Done(Result<(), String>),
+    /// Requests queued in the scheduler, in flight, and parked.
+    Queue {
+        queued: usize,
+        inflight: usize,
+    },
 }
 
 /// The sending side of a worker.
@@ -218,6 +242,9 @@ impl Worker {
             loop {
                 match self.rx.try_recv() {
                     Ok(Msg::Job(j)) => self.accept(j),
+                    Ok(Msg::Ctl(c, tx)) => {
+                        let _ = tx.send(self.control(c));
+                    }
                     Ok(Msg::Shutdown) | Err(TryRecvError::Disconnected) => {
                         self.stopping = true;
                         break;
@@ -248,6 +275,32 @@ impl Worker {
             }
             self.wait(deadline);
             self.reap();
+        }
+    }
+
+    fn control(&mut self, c: Ctl) -> CtlReply {
+        let sched = &mut self.setup.sched;
+        match c {
+            Ctl::Tunables => {
+                CtlReply::Tunables { scheduler: sched.name(), tunables: sched.tunables() }
+            }
+            Ctl::SetTunable(name, value) => {
+                let r = sched.set_tunable(&name, &value).map_err(|e| e.to_string());
+                if r.is_ok() {
+                    tracing::info!(worker = %self.setup.name, %name, %value, "tunable set");
+                }
+                CtlReply::Done(r)
+            }
+            Ctl::SetWeight(export, path, weight) => {
+                let id = export as u32 + 1;
+                sched.set_group(&elevator_core::Cgroup { id, parent: Some(0), path, weight });
+                tracing::info!(worker = %self.setup.name, export, weight, "weight set");
+                CtlReply::Done(Ok(()))
+            }
+            Ctl::Queue => CtlReply::Queue {
+                queued: sched.queued(),
+                inflight: self.inflight.len() + self.parked.len(),
+            },
         }
     }
 
@@ -513,6 +566,7 @@ impl Worker {
                 }
                 let ns = job.arrived.elapsed().as_nanos() as u64;
                 s.latency_ns.saturating_record(ns.max(1_000));
+                s.latency_sum_ns += ns;
             }
         }
         let _ = job.reply.send(Reply {
