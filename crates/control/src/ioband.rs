@@ -377,21 +377,27 @@ impl IobandShare {
             };
             let bio = self.groups[i].waiting.pop_front().expect("fits() saw a bio");
             let bytes = bio.request.len_bytes;
-            let busy = self.in_flight >= self.settings.io_throttle;
             let g = &mut self.groups[i];
             g.max_credit_bytes -= bytes as f64;
             g.min_owed_bytes = (g.min_owed_bytes - bytes as f64).max(0.0);
-            g.in_flight += 1;
-            g.counters.ios += 1;
-            g.counters.bytes += bytes;
-            if busy {
-                g.counters.held += 1;
-            }
-            self.held -= 1;
-            self.in_flight += 1;
-            self.next = (i + 1) % n;
-            out.push(bio);
+            self.send(i, bio, out);
         }
+    }
+
+    /// Group `i`'s bio goes down: the counters, the in-flight counts and whose turn is next.
+    fn send(&mut self, i: usize, bio: Bio, out: &mut Vec<Bio>) {
+        let busy = self.in_flight >= self.settings.io_throttle;
+        let g = &mut self.groups[i];
+        g.in_flight += 1;
+        g.counters.ios += 1;
+        g.counters.bytes += bio.request.len_bytes;
+        if busy {
+            g.counters.held += 1;
+        }
+        self.held -= 1;
+        self.in_flight += 1;
+        self.next = (i + 1) % self.groups.len();
+        out.push(bio);
     }
 
     /// Epochs so far (for tests and reports).
@@ -433,21 +439,9 @@ impl Controller for IobandShare {
                 }
                 break;
             };
-            let n = self.groups.len();
             let bio = self.groups[i].waiting.pop_front().expect("picked groups are waiting");
-            let cost = self.cost(&bio);
-            let g = &mut self.groups[i];
-            g.tokens -= cost;
-            g.in_flight += 1;
-            g.counters.ios += 1;
-            g.counters.bytes += bio.request.len_bytes;
-            if busy {
-                g.counters.held += 1;
-            }
-            self.held -= 1;
-            self.in_flight += 1;
-            self.next = (i + 1) % n;
-            out.push(bio);
+            self.groups[i].tokens -= self.cost(&bio);
+            self.send(i, bio, out);
         }
     }
 
