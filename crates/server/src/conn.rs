@@ -1,6 +1,6 @@
 //! One connection: handshake, a reader that turns commands into jobs, a writer for replies.
 
-use crate::worker::{Job, JobKind, Msg, Reply};
+use crate::worker::{Job, JobKind, Msg, Payload, Reply};
 use crate::Shared;
 use elevator_nbd::{self as nbd, Command, Progress, ServerHandshake};
 use std::io::{BufReader, Read, Write};
@@ -149,7 +149,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
         let mut hdr = Vec::with_capacity(64);
         let write_one = |w: &mut std::io::BufWriter<Stream>, hdr: &mut Vec<u8>, r: &Reply| {
             hdr.clear();
-            let payload: &[u8] = if r.error == 0 { &r.data } else { &[] };
+            let payload: &[u8] = if r.error == 0 { r.data.as_slice() } else { &[] };
             if let (Some(ext), 0) = (&r.status, r.error) {
                 nbd::encode_block_status(hdr, r.handle, nbd::BASE_ALLOCATION_ID, ext);
             } else if structured && (r.is_read || r.status.is_some()) {
@@ -197,7 +197,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
             error,
             is_read: false,
             offset: 0,
-            data: Vec::new(),
+            data: Payload::Empty,
             status: None,
             cost,
         });
@@ -264,7 +264,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                     error: err,
                     is_read: false,
                     offset: hdr.offset,
-                    data: vec![],
+                    data: Payload::Empty,
                     status,
                     cost,
                 });
@@ -306,7 +306,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                     error: err,
                     is_read,
                     offset: hdr.offset,
-                    data: vec![],
+                    data: Payload::Empty,
                     status: None,
                     cost,
                 });
@@ -321,7 +321,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                 error: 0,
                 is_read,
                 offset: hdr.offset,
-                data: vec![],
+                data: Payload::Empty,
                 status: None,
                 cost,
             });
