@@ -143,10 +143,29 @@ unsafe impl Send for AlignedBuf {}
 // SAFETY: shared references only read the bytes.
 unsafe impl Sync for AlignedBuf {}
 
+/// Freed I/O buffers by capacity (powers of two from 4 KiB), reused so that a request does
+/// not pay for fresh pages (an mmap and a page fault per 4 KiB for large buffers).
+static POOL: std::sync::Mutex<Vec<Vec<(usize, usize)>>> = std::sync::Mutex::new(Vec::new());
+/// Buffers kept per capacity class.
+const POOL_KEEP: usize = 64;
+/// Largest buffer kept (bigger ones go back to the allocator).
+const POOL_MAX: usize = 4 << 20;
+
 impl AlignedBuf {
     fn new(len: usize) -> AlignedBuf {
-        let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096)
+        let cap = len.max(4096).next_power_of_two();
+        let layout = std::alloc::Layout::from_size_align(cap, 4096)
             .expect("length bounded by MAX_PAYLOAD rounded");
+        let class = cap.trailing_zeros() as usize;
+        if cap <= POOL_MAX {
+            let reused = POOL.lock().ok().and_then(|mut p| p.get_mut(class).and_then(Vec::pop));
+            if let Some((ptr, _)) = reused {
+                let ptr = ptr as *mut u8;
+                // SAFETY: a pooled buffer of this capacity, owned by nobody else.
+                unsafe { std::ptr::write_bytes(ptr, 0, len) };
+                return AlignedBuf { ptr, len, layout };
+            }
+        }
         // SAFETY: non-zero size layout.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
@@ -165,6 +184,19 @@ impl AlignedBuf {
 }
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        let cap = self.layout.size();
+        if cap <= POOL_MAX {
+            let class = cap.trailing_zeros() as usize;
+            if let Ok(mut p) = POOL.lock() {
+                if p.len() <= class {
+                    p.resize_with(class + 1, Vec::new);
+                }
+                if p[class].len() < POOL_KEEP {
+                    p[class].push((self.ptr as usize, cap));
+                    return;
+                }
+            }
+        }
         // SAFETY: allocated with this layout.
         unsafe { std::alloc::dealloc(self.ptr, self.layout) }
     }
