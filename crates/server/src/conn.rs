@@ -1,6 +1,6 @@
 //! One connection: handshake, a reader that turns commands into jobs, a writer for replies.
 
-use crate::worker::{Job, JobKind, Msg, Reply};
+use crate::worker::{Job, JobKind, Msg, Payload, Reply};
 use crate::Shared;
 use elevator_nbd::{self as nbd, Command, Progress, ServerHandshake};
 use std::io::{BufReader, Read, Write};
@@ -15,6 +15,30 @@ const MAX_OUTSTANDING: usize = 256;
 /// Bytes of read or write payload outstanding per connection (one larger request may still
 /// go alone).
 const MAX_OUTSTANDING_BYTES: u64 = 64 << 20;
+
+/// Reply payloads up to this size are copied into the writer's batch; larger ones are written
+/// from their I/O buffer.
+const SMALL_PAYLOAD: usize = 16 << 10;
+/// Bytes gathered before the writer writes even if more replies are queued.
+const OUT_BATCH: usize = 256 << 10;
+
+/// Writes `a` then `b` with as few syscalls as the socket allows.
+fn write_both(w: &mut Stream, mut a: &[u8], mut b: &[u8]) -> std::io::Result<()> {
+    while !a.is_empty() || !b.is_empty() {
+        let n = if a.is_empty() {
+            w.write(b)?
+        } else {
+            w.write_vectored(&[std::io::IoSlice::new(a), std::io::IoSlice::new(b)])?
+        };
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let k = n.min(a.len());
+        a = &a[k..];
+        b = &b[n - k..];
+    }
+    Ok(())
+}
 
 /// Flow control between a connection's reader and writer: the reader takes a credit for each
 /// request, the writer returns it when the reply is written.
@@ -76,6 +100,12 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+        }
+    }
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write_vectored(bufs),
+            Stream::Unix(s) => s.write_vectored(bufs),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -144,12 +174,13 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
     let credits = Arc::new(Credits::default());
     let credit_rx = credits.clone();
     let writer = std::thread::spawn(move || {
-        let mut w = std::io::BufWriter::with_capacity(64 << 10, wstream);
+        let mut w = wstream;
         let mut broken = false;
-        let mut hdr = Vec::with_capacity(64);
-        let write_one = |w: &mut std::io::BufWriter<Stream>, hdr: &mut Vec<u8>, r: &Reply| {
-            hdr.clear();
-            let payload: &[u8] = if r.error == 0 { &r.data } else { &[] };
+        // Headers and small payloads are gathered here and go out in one write per batch; a
+        // large payload goes out from its I/O buffer, behind the gathered bytes (writev).
+        let mut out: Vec<u8> = Vec::with_capacity(OUT_BATCH);
+        let write_one = |w: &mut Stream, hdr: &mut Vec<u8>, r: &Reply| {
+            let payload: &[u8] = if r.error == 0 { r.data.as_slice() } else { &[] };
             if let (Some(ext), 0) = (&r.status, r.error) {
                 nbd::encode_block_status(hdr, r.handle, nbd::BASE_ALLOCATION_ID, ext);
             } else if structured && (r.is_read || r.status.is_some()) {
@@ -170,24 +201,35 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
             } else {
                 nbd::encode_simple_reply(hdr, r.handle, r.error);
             }
-            w.write_all(hdr).is_err() || w.write_all(payload).is_err()
+            if payload.len() <= SMALL_PAYLOAD {
+                hdr.extend_from_slice(payload);
+                if hdr.len() >= OUT_BATCH {
+                    let failed = w.write_all(hdr).is_err();
+                    hdr.clear();
+                    return failed;
+                }
+                return false;
+            }
+            let failed = write_both(w, hdr, payload).is_err();
+            hdr.clear();
+            failed
         };
         while let Ok(first) = reply_rx.recv() {
             let mut next = Some(first);
             // Write everything queued, then flush once.
             while let Some(r) = next {
                 if !broken {
-                    broken = write_one(&mut w, &mut hdr, &r);
+                    broken = write_one(&mut w, &mut out, &r);
                 }
                 credit_rx.release(r.cost);
                 drop(r);
                 next = reply_rx.try_recv().ok();
             }
-            if !broken {
-                broken = w.flush().is_err();
+            if !broken && !out.is_empty() {
+                broken = w.write_all(&out).is_err();
             }
+            out.clear();
         }
-        let _ = w.flush();
     });
 
     let mut rd = BufReader::with_capacity(64 << 10, std::io::Cursor::new(buf).chain(stream));
@@ -197,7 +239,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
             error,
             is_read: false,
             offset: 0,
-            data: Vec::new(),
+            data: Payload::Empty,
             status: None,
             cost,
         });
@@ -264,7 +306,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                     error: err,
                     is_read: false,
                     offset: hdr.offset,
-                    data: vec![],
+                    data: Payload::Empty,
                     status,
                     cost,
                 });
@@ -306,7 +348,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                     error: err,
                     is_read,
                     offset: hdr.offset,
-                    data: vec![],
+                    data: Payload::Empty,
                     status: None,
                     cost,
                 });
@@ -321,7 +363,7 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
                 error: 0,
                 is_read,
                 offset: hdr.offset,
-                data: vec![],
+                data: Payload::Empty,
                 status: None,
                 cost,
             });

@@ -14,6 +14,7 @@ use io_uring::{opcode, types, IoUring};
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,7 +52,7 @@ pub(crate) struct Reply {
     pub error: u32,
     pub is_read: bool,
     pub offset: u64,
-    pub data: Vec<u8>,
+    pub data: Payload,
     /// A successful NBD_CMD_BLOCK_STATUS: base:allocation extents.
     pub status: Option<Vec<(u32, u32)>>,
     pub cost: u64,
@@ -90,32 +91,81 @@ pub(crate) enum CtlReply {
 #[derive(Clone)]
 pub(crate) struct WorkerHandle {
     tx: Sender<Msg>,
-    efd: Arc<OwnedFd>,
+    wake: Arc<Wake>,
+}
+
+/// How senders wake the worker: an eventfd that an io_uring read waits on, written only when
+/// the worker says it is about to sleep (a syscall per request otherwise).
+struct Wake {
+    efd: OwnedFd,
+    /// Messages sent and not yet received.
+    queued: AtomicUsize,
+    sleeping: AtomicBool,
 }
 
 impl WorkerHandle {
     pub fn send(&self, m: Msg) -> bool {
+        self.wake.queued.fetch_add(1, Ordering::SeqCst);
         let ok = self.tx.send(m).is_ok();
-        let one: u64 = 1;
-        // SAFETY: writing 8 bytes from a valid u64 to an eventfd we own.
-        unsafe { libc::write(self.efd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        if self.wake.sleeping.swap(false, Ordering::SeqCst) {
+            let one: u64 = 1;
+            // SAFETY: writing 8 bytes from a valid u64 to an eventfd we own.
+            unsafe { libc::write(self.wake.efd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        }
         ok
     }
 }
 
+/// A read reply's data: a slice of the request's I/O buffer, shared by the jobs merged into
+/// the request (no copy between the ring and the socket).
+pub(crate) enum Payload {
+    Empty,
+    Shared(Arc<AlignedBuf>, std::ops::Range<usize>),
+}
+
+impl Payload {
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            Payload::Empty => &[],
+            Payload::Shared(b, r) => &AlignedBuf::as_ref(b)[r.clone()],
+        }
+    }
+}
+
 /// A zeroed, 4096-aligned buffer for O_DIRECT.
-struct AlignedBuf {
+pub(crate) struct AlignedBuf {
     ptr: *mut u8,
     len: usize,
     layout: std::alloc::Layout,
 }
-// SAFETY: the buffer is uniquely owned.
+// SAFETY: the buffer is uniquely owned; once shared (Arc) it is only read.
 unsafe impl Send for AlignedBuf {}
+// SAFETY: shared references only read the bytes.
+unsafe impl Sync for AlignedBuf {}
+
+/// Freed I/O buffers by capacity (powers of two from 4 KiB), reused so that a request does
+/// not pay for fresh pages (an mmap and a page fault per 4 KiB for large buffers).
+static POOL: std::sync::Mutex<Vec<Vec<(usize, usize)>>> = std::sync::Mutex::new(Vec::new());
+/// Buffers kept per capacity class.
+const POOL_KEEP: usize = 64;
+/// Largest buffer kept (bigger ones go back to the allocator).
+const POOL_MAX: usize = 4 << 20;
 
 impl AlignedBuf {
     fn new(len: usize) -> AlignedBuf {
-        let layout = std::alloc::Layout::from_size_align(len.max(4096), 4096)
+        let cap = len.max(4096).next_power_of_two();
+        let layout = std::alloc::Layout::from_size_align(cap, 4096)
             .expect("length bounded by MAX_PAYLOAD rounded");
+        let class = cap.trailing_zeros() as usize;
+        if cap <= POOL_MAX {
+            let reused = POOL.lock().ok().and_then(|mut p| p.get_mut(class).and_then(Vec::pop));
+            if let Some((ptr, _)) = reused {
+                let ptr = ptr as *mut u8;
+                // SAFETY: a pooled buffer of this capacity, owned by nobody else.
+                unsafe { std::ptr::write_bytes(ptr, 0, len) };
+                return AlignedBuf { ptr, len, layout };
+            }
+        }
         // SAFETY: non-zero size layout.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
@@ -134,6 +184,19 @@ impl AlignedBuf {
 }
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
+        let cap = self.layout.size();
+        if cap <= POOL_MAX {
+            let class = cap.trailing_zeros() as usize;
+            if let Ok(mut p) = POOL.lock() {
+                if p.len() <= class {
+                    p.resize_with(class + 1, Vec::new);
+                }
+                if p[class].len() < POOL_KEEP {
+                    p[class].push((self.ptr as usize, cap));
+                    return;
+                }
+            }
+        }
         // SAFETY: allocated with this layout.
         unsafe { std::alloc::dealloc(self.ptr, self.layout) }
     }
@@ -168,10 +231,14 @@ pub(crate) fn spawn(
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: fd is a fresh, owned descriptor.
-    let efd = Arc::new(unsafe { OwnedFd::from_raw_fd(fd) });
+    let wake = Arc::new(Wake {
+        efd: unsafe { OwnedFd::from_raw_fd(fd) },
+        queued: AtomicUsize::new(0),
+        sleeping: AtomicBool::new(false),
+    });
     let ring = IoUring::new((setup.depth as u32 + 64).next_power_of_two())?;
     let (tx, rx) = std::sync::mpsc::channel();
-    let handle = WorkerHandle { tx, efd: efd.clone() };
+    let handle = WorkerHandle { tx, wake: wake.clone() };
     let name = format!("elevator-io-{}", setup.name);
     let jh = std::thread::Builder::new().name(name).spawn(move || {
         let mut w = Worker {
@@ -179,7 +246,7 @@ pub(crate) fn spawn(
             setup,
             ring,
             rx,
-            efd,
+            wake,
             efd_buf: Box::new(0),
             efd_armed: false,
             next_id: 1,
@@ -198,7 +265,7 @@ struct Worker {
     align: u64,
     ring: IoUring,
     rx: Receiver<Msg>,
-    efd: Arc<OwnedFd>,
+    wake: Arc<Wake>,
     efd_buf: Box<u64>,
     efd_armed: bool,
     next_id: u64,
@@ -230,7 +297,7 @@ impl Worker {
         loop {
             if !self.efd_armed {
                 let sqe = opcode::Read::new(
-                    types::Fd(self.efd.as_raw_fd()),
+                    types::Fd(self.wake.efd.as_raw_fd()),
                     (&mut *self.efd_buf as *mut u64).cast(),
                     8,
                 )
@@ -240,7 +307,11 @@ impl Worker {
                 self.efd_armed = true;
             }
             loop {
-                match self.rx.try_recv() {
+                let m = self.rx.try_recv();
+                if m.is_ok() {
+                    self.wake.queued.fetch_sub(1, Ordering::SeqCst);
+                }
+                match m {
                     Ok(Msg::Job(j)) => self.accept(j),
                     Ok(Msg::Ctl(c, tx)) => {
                         let _ = tx.send(self.control(c));
@@ -273,7 +344,18 @@ impl Worker {
                 tracing::debug!(worker = %self.setup.name, "worker stopped");
                 return;
             }
-            self.wait(deadline);
+            // Sleep only if nothing was sent since the channel was drained; a sender that
+            // comes later sees `sleeping` and kicks the eventfd.
+            self.wake.sleeping.store(true, Ordering::SeqCst);
+            if self.wake.queued.load(Ordering::SeqCst) > 0 {
+                self.wake.sleeping.store(false, Ordering::SeqCst);
+                if let Err(e) = self.ring.submit() {
+                    tracing::error!(error = %e, "io_uring submit failed");
+                }
+            } else {
+                self.wait(deadline);
+                self.wake.sleeping.store(false, Ordering::SeqCst);
+            }
             self.reap();
         }
     }
@@ -531,19 +613,19 @@ impl Worker {
         let now = self.now();
         self.setup.sched.completed(&f.rq, now);
         let base = f.rq.offset_bytes;
-        let mut buf = f.buf;
+        let buf = f.buf.map(Arc::new);
         for job in f.jobs {
-            self.finish_job(job, f.error, buf.as_mut().map(|b| b.as_ref()), base);
+            self.finish_job(job, f.error, buf.as_ref(), base);
         }
     }
 
-    fn finish_job(&self, job: Job, error: u32, buf: Option<&[u8]>, base: u64) {
-        let mut data = Vec::new();
+    fn finish_job(&self, job: Job, error: u32, buf: Option<&Arc<AlignedBuf>>, base: u64) {
+        let mut data = Payload::Empty;
         let is_read = matches!(job.kind, JobKind::Read);
         if error == 0 && is_read {
             if let Some(b) = buf {
                 let at = (job.offset - base) as usize;
-                data.extend_from_slice(&b[at..at + job.len as usize]);
+                data = Payload::Shared(b.clone(), at..at + job.len as usize);
             }
         }
         if let Some(s) = self.setup.stats.get(job.export) {
