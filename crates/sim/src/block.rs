@@ -23,6 +23,8 @@ use elevator_core::{Nanos, Op, Owner, Request, RequestId, SECTOR_BYTES};
 use elevator_device::{Command, Completion, Device};
 use elevator_sched::{Dispatch, Scheduler};
 
+use crate::slab::Slab;
+
 const NONE: u32 = u32::MAX;
 
 /// A bio as the submitter issued it, tracked until all its pieces complete.
@@ -60,45 +62,6 @@ struct Pending {
     rq: Request,
     head: u32,
     tail: u32,
-}
-
-/// Simple free-list slab.
-#[derive(Debug)]
-struct Slab<T> {
-    items: Vec<T>,
-    free: Vec<u32>,
-}
-
-impl<T: Copy> Slab<T> {
-    fn new() -> Self {
-        Slab { items: Vec::new(), free: Vec::new() }
-    }
-    #[inline]
-    fn insert(&mut self, value: T) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.items[i as usize] = value;
-                i
-            }
-            None => {
-                self.items.push(value);
-                (self.items.len() - 1) as u32
-            }
-        }
-    }
-    #[inline]
-    fn remove(&mut self, i: u32) -> T {
-        self.free.push(i);
-        self.items[i as usize]
-    }
-    #[inline]
-    fn get_mut(&mut self, i: u32) -> &mut T {
-        &mut self.items[i as usize]
-    }
-    #[inline]
-    fn get(&self, i: u32) -> &T {
-        &self.items[i as usize]
-    }
 }
 
 /// Counters in the spirit of `/sys/block/<dev>/stat`, for fio's `disk_util`.

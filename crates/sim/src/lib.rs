@@ -14,6 +14,7 @@ pub mod block;
 pub mod engine;
 pub mod files;
 pub mod report;
+mod slab;
 pub mod stack;
 pub mod stats;
 pub mod topology;

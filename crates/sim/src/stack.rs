@@ -13,6 +13,7 @@ use elevator_control::ioband::{GroupType, IobandDevice, IobandShare};
 use elevator_control::{Bio, Controller};
 use elevator_core::{Cgroup, Nanos, Op, Owner, Request, RequestId};
 
+use crate::slab::Slab;
 use crate::topology::{IobandShareSpec, Route, Target, Volume, VolumeKind};
 
 /// "No node": a bio issued straight to a device, or a root's parent.
@@ -77,8 +78,7 @@ pub struct Stack {
     shares: Vec<IobandShare>,
     share_volumes: Vec<Vec<usize>>,
     released: Vec<Bio>,
-    nodes: Vec<Node>,
-    free: Vec<u32>,
+    nodes: Slab<Node>,
 }
 
 impl Stack {
@@ -142,8 +142,7 @@ impl Stack {
             shares,
             share_volumes,
             released: Vec::new(),
-            nodes: Vec::new(),
-            free: Vec::new(),
+            nodes: Slab::new(),
         })
     }
 
@@ -187,16 +186,7 @@ impl Stack {
     }
 
     fn alloc(&mut self, node: Node) -> u32 {
-        match self.free.pop() {
-            Some(i) => {
-                self.nodes[i as usize] = node;
-                i
-            }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        }
+        self.nodes.insert(node)
     }
 
     /// Sends a bio of `process` to volume `volume`; the device pieces are appended to `out`.
@@ -230,7 +220,7 @@ impl Stack {
     fn route(&mut self, target: Route, io: Held, now_ns: Nanos, out: &mut Vec<LeafIo>) {
         let v = match target {
             Route::Device(device) => {
-                self.nodes[io.node as usize].pieces_left += 1;
+                self.nodes.get_mut(io.node).pieces_left += 1;
                 out.push(LeafIo {
                     device,
                     op: io.op,
@@ -319,7 +309,7 @@ impl Stack {
                     submit_ns: now_ns,
                 };
                 let bio = Bio { device: device as u32, request };
-                self.nodes[child as usize].bio = Some(bio);
+                self.nodes.get_mut(child).bio = Some(bio);
                 self.shares[share].submit(bio, now_ns);
                 self.release_share(share, now_ns, out);
             }
@@ -328,8 +318,8 @@ impl Stack {
 
     /// A node for a stateful layer (guest, ioband) under `parent`, counted as one of its pieces.
     fn child_node(&mut self, parent: u32, volume: usize) -> u32 {
-        self.nodes[parent as usize].pieces_left += 1;
-        let p = self.nodes[parent as usize];
+        self.nodes.get_mut(parent).pieces_left += 1;
+        let p = *self.nodes.get(parent);
         self.alloc(Node { parent, volume: volume as u32, pieces_left: 0, bio: None, ..p })
     }
 
@@ -342,13 +332,12 @@ impl Stack {
         out: &mut Vec<LeafIo>,
     ) -> Option<RootDone> {
         loop {
-            let n = &mut self.nodes[node as usize];
+            let n = self.nodes.get_mut(node);
             n.pieces_left -= 1;
             if n.pieces_left > 0 {
                 return None;
             }
-            let done = *n;
-            self.free.push(node);
+            let done = self.nodes.remove(node);
             if done.volume != NO_NODE {
                 let v = done.volume as usize;
                 if let VolumeKind::Ioband { share, .. } = self.volumes[v].kind {
