@@ -11,6 +11,7 @@
 
 pub mod array;
 pub mod hdd;
+pub mod link;
 pub mod ram;
 
 use elevator_core::{Nanos, Op, RequestId};

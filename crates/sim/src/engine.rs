@@ -10,12 +10,12 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use elevator_core::{Cgroup, IoPrio, IoPrioClass, Nanos, Owner, RandomStream};
+use elevator_core::{Cgroup, IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream};
 use elevator_fio::{Amount, ExitWhat, JobFile, JobSpec};
 
 use crate::block::{Bio, BlockQueue, DiskCounters};
 use crate::files::FileTree;
-use crate::stack::{LeafIo, Stack, NO_NODE};
+use crate::stack::{LeafIo, RootDone, Stack, NO_NODE};
 use crate::topology::{Route, Topology};
 use crate::workload::{Next, Process, Region, State};
 
@@ -103,6 +103,7 @@ struct Engine {
     unblocked: Vec<u32>,
     stack: Stack,
     leaves: Vec<LeafIo>,
+    roots: Vec<RootDone>,
     armed_stack_ns: Option<Nanos>,
     /// Devices that received work since they were last kicked.
     touched: Vec<bool>,
@@ -155,6 +156,7 @@ pub fn simulate(
         unblocked: Vec::new(),
         stack,
         leaves: Vec::new(),
+        roots: Vec::new(),
         armed_stack_ns: None,
         touched: vec![false; topology.devices.len()],
     };
@@ -228,9 +230,15 @@ impl Engine {
                     if self.armed_stack_ns == Some(self.now_ns) {
                         self.armed_stack_ns = None;
                         let mut leaves = std::mem::take(&mut self.leaves);
-                        self.stack.timer(self.now_ns, &mut leaves);
+                        let mut roots = std::mem::take(&mut self.roots);
+                        self.stack.timer(self.now_ns, &mut leaves, &mut roots);
+                        for root in roots.drain(..) {
+                            let (p, op, len) = (root.process, root.op, root.len_bytes);
+                            self.bio_done(p, op, len, root.issue_ns, root.issue_ns);
+                        }
                         self.send_leaves(&mut leaves);
                         self.leaves = leaves;
+                        self.roots = roots;
                         self.kick_touched();
                     }
                 }
@@ -404,13 +412,7 @@ impl Engine {
                     None => continue,
                 }
             };
-            let proc = &mut self.procs[p as usize];
-            let wake = proc.completed(op, len_bytes, issue_ns, submit_ns, now);
-            if proc.state == State::Done {
-                self.process_done(p);
-            } else if let Some(at) = wake {
-                self.arm_issue(p, at);
-            }
+            self.bio_done(p, op, len_bytes, issue_ns, submit_ns);
         }
         self.send_leaves(&mut leaves);
         for p in unblocked.drain(..) {
@@ -431,6 +433,17 @@ impl Engine {
         self.leaves = leaves;
         self.touched[d as usize] = true;
         self.kick_touched();
+    }
+
+    /// A bio of process `p` is complete: account it and let the process go on.
+    fn bio_done(&mut self, p: u32, op: Op, len_bytes: u64, issue_ns: Nanos, submit_ns: Nanos) {
+        let proc = &mut self.procs[p as usize];
+        let wake = proc.completed(op, len_bytes, issue_ns, submit_ns, self.now_ns);
+        if proc.state == State::Done {
+            self.process_done(p);
+        } else if let Some(at) = wake {
+            self.arm_issue(p, at);
+        }
     }
 
     fn process_done(&mut self, p: u32) {

@@ -5,16 +5,22 @@
 //! Every bio that crosses a volume gets a *node*; the pieces it was split into count down on
 //! it, and when the last one completes the node completes its parent, up to the root node of
 //! the bio the process issued. Stateless layers (linear, striped) add pieces to the node they
-//! were given; stateful layers (guest) make a child node so that they hear of its completion.
+//! were given; stateful layers (guest, ioband, iscsi) make a child node so that they hear of
+//! its completion.
+//!
+//! A remote disk (iscsi) is the one layer that takes time by itself: a command crosses the
+//! link, waits for a target thread, goes down to the target's device, and its response
+//! crosses back. Those steps are timed events of the stack ([`Stack::next_timer_ns`]).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use elevator_control::ioband::{GroupType, IobandDevice, IobandShare};
 use elevator_control::{Bio, Controller};
-use elevator_core::{Cgroup, Nanos, Op, Owner, Request, RequestId};
+use elevator_core::{Cgroup, IoPrio, Nanos, Op, Owner, Request, RequestId};
+use elevator_device::link::Link;
 
 use crate::slab::Slab;
-use crate::topology::{IobandShareSpec, Route, Target, Volume, VolumeKind};
+use crate::topology::{IobandShareSpec, RemoteSpec, Route, Target, Volume, VolumeKind};
 
 /// "No node": a bio issued straight to a device, or a root's parent.
 pub const NO_NODE: u32 = u32::MAX;
@@ -52,6 +58,8 @@ struct Node {
     pieces_left: u32,
     /// For ioband nodes: the bio as the controller saw it (to report its completion).
     bio: Option<Bio>,
+    /// For iscsi nodes: the target thread serving it.
+    thread: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -70,10 +78,38 @@ struct GuestState {
     waiting: VecDeque<Held>,
 }
 
+/// A remote disk's initiator queue, link and target threads.
+#[derive(Clone, Debug)]
+struct RemoteState {
+    spec: RemoteSpec,
+    link: Link,
+    /// Commands the initiator has sent and not yet had answered.
+    in_flight: u32,
+    /// Commands waiting for an initiator slot.
+    waiting: VecDeque<Held>,
+    /// Idle target threads, longest idle first (a wake-up takes the first waiter).
+    idle_threads: VecDeque<u32>,
+    /// Commands at the target waiting for a thread.
+    waiting_for_thread: VecDeque<Held>,
+}
+
+/// Something the stack does later by itself.
+#[derive(Clone, Copy, Debug)]
+enum Delayed {
+    /// A command reaches the target of remote volume `volume`.
+    Arrive { volume: u32, io: Held },
+    /// The response for `node` reaches the initiator.
+    Respond { node: u32 },
+}
+
 /// The volumes of a topology and the bios in flight through them.
 pub struct Stack {
     volumes: Vec<Volume>,
     guests: Vec<GuestState>,
+    remotes: Vec<Option<RemoteState>>,
+    /// Timed steps by (time, sequence): a BTreeMap keeps equal times in the order queued.
+    delayed: BTreeMap<(Nanos, u64), Delayed>,
+    delayed_seq: u64,
     /// One dm-ioband controller per device group, and the volume of each of its devices.
     shares: Vec<IobandShare>,
     share_volumes: Vec<Vec<usize>>,
@@ -136,9 +172,26 @@ impl Stack {
                 .collect();
             share_volumes.push(vols);
         }
+        let remotes = volumes
+            .iter()
+            .map(|v| match v.kind {
+                VolumeKind::Remote(spec) => Some(RemoteState {
+                    spec,
+                    link: Link::new(spec.link),
+                    in_flight: 0,
+                    waiting: VecDeque::new(),
+                    idle_threads: (0..spec.threads).collect(),
+                    waiting_for_thread: VecDeque::new(),
+                }),
+                _ => None,
+            })
+            .collect();
         Ok(Stack {
             volumes: volumes.to_vec(),
             guests: vec![GuestState::default(); volumes.len()],
+            remotes,
+            delayed: BTreeMap::new(),
+            delayed_seq: 0,
             shares,
             share_volumes,
             released: Vec::new(),
@@ -151,17 +204,78 @@ impl Stack {
         self.shares.iter().flat_map(|s| s.counters()).collect()
     }
 
-    /// When a controller wants to release bios without any arrival or completion (a
-    /// bandwidth limit's credit growing).
+    /// When the stack has something to do without any arrival or completion: a bandwidth
+    /// limit's credit growing, a command or response crossing a link.
     pub fn next_timer_ns(&self) -> Option<Nanos> {
-        self.shares.iter().filter_map(|s| s.next_timer_ns()).min()
+        let link = self.delayed.first_key_value().map(|(&(t, _), _)| t);
+        self.shares.iter().filter_map(|s| s.next_timer_ns()).chain(link).min()
     }
 
-    /// The controllers' timer fired: whatever they release now goes down.
-    pub fn timer(&mut self, now_ns: Nanos, out: &mut Vec<LeafIo>) {
+    /// The stack's timer fired at `now_ns`: links deliver what has arrived (device pieces go
+    /// to `out`, finished process bios to `roots`) and controllers release what they may.
+    pub fn timer(&mut self, now_ns: Nanos, out: &mut Vec<LeafIo>, roots: &mut Vec<RootDone>) {
+        while let Some(entry) = self.delayed.first_entry() {
+            if entry.key().0 > now_ns {
+                break;
+            }
+            match entry.remove() {
+                Delayed::Arrive { volume, io } => {
+                    let v = volume as usize;
+                    match self.remote(v).idle_threads.pop_front() {
+                        Some(thread) => self.start_on_thread(v, thread, io, now_ns, out),
+                        None => self.remote(v).waiting_for_thread.push_back(io),
+                    }
+                }
+                Delayed::Respond { node } => roots.extend(self.finish(node, now_ns, out)),
+            }
+        }
         for s in 0..self.shares.len() {
             self.release_share(s, now_ns, out);
         }
+    }
+
+    fn remote(&mut self, v: usize) -> &mut RemoteState {
+        self.remotes[v].as_mut().expect("remote nodes belong to iscsi volumes")
+    }
+
+    fn later(&mut self, at_ns: Nanos, what: Delayed) {
+        self.delayed_seq += 1;
+        self.delayed.insert((at_ns, self.delayed_seq), what);
+    }
+
+    /// The initiator sends `io` to remote volume `v`.
+    fn send_command(&mut self, v: usize, io: Held, now_ns: Nanos) {
+        let data = if io.op == Op::Write { io.len_bytes } else { 0 };
+        let at = self.remote(v).link.command(now_ns, data);
+        self.later(at, Delayed::Arrive { volume: v as u32, io });
+    }
+
+    /// Target thread `thread` of remote volume `v` submits `io` to the exported device, as
+    /// itself: a kernel thread of the target in the root cgroup.
+    fn start_on_thread(
+        &mut self,
+        v: usize,
+        thread: u32,
+        io: Held,
+        now_ns: Nanos,
+        out: &mut Vec<LeafIo>,
+    ) {
+        let spec = self.remote(v).spec;
+        self.nodes.get_mut(io.node).thread = thread;
+        let pid = spec.pid_base + thread;
+        let owner = Owner {
+            job: io.owner.job,
+            pid,
+            pgrp: spec.pid_base,
+            uid: 0,
+            gid: 0,
+            io_context: if spec.shared_context { spec.pid_base } else { pid },
+            cgroup: 0,
+            prio: IoPrio::DEFAULT,
+        };
+        let m = self.volumes[v].members[0];
+        let io = Held { offset_bytes: m.start_bytes + io.offset_bytes, owner, ..io };
+        self.route(m.route, io, now_ns, out);
     }
 
     /// Sends what the controller of share `s` releases now down to its volumes' members.
@@ -212,6 +326,7 @@ impl Stack {
             issue_ns: now_ns,
             pieces_left: 0,
             bio: None,
+            thread: u32::MAX,
         });
         let io = Held { node: root, op, offset_bytes, len_bytes, sync, owner };
         self.route(Route::Volume(volume), io, now_ns, out);
@@ -313,6 +428,17 @@ impl Stack {
                 self.shares[share].submit(bio, now_ns);
                 self.release_share(share, now_ns, out);
             }
+            VolumeKind::Remote(spec) => {
+                let child = self.child_node(io.node, v);
+                let held = Held { node: child, ..io };
+                let r = self.remote(v);
+                if r.in_flight < spec.queue_depth {
+                    r.in_flight += 1;
+                    self.send_command(v, held, now_ns);
+                } else {
+                    r.waiting.push_back(held);
+                }
+            }
         }
     }
 
@@ -320,31 +446,57 @@ impl Stack {
     fn child_node(&mut self, parent: u32, volume: usize) -> u32 {
         self.nodes.get_mut(parent).pieces_left += 1;
         let p = *self.nodes.get(parent);
-        self.alloc(Node { parent, volume: volume as u32, pieces_left: 0, bio: None, ..p })
+        self.alloc(Node {
+            parent,
+            volume: volume as u32,
+            pieces_left: 0,
+            bio: None,
+            thread: u32::MAX,
+            ..p
+        })
     }
 
     /// One device piece of `node` completed. Pieces released from a layer's queue as a
     /// result are appended to `out`; if the process's bio is now complete it is returned.
     pub fn piece_done(
         &mut self,
-        mut node: u32,
+        node: u32,
         now_ns: Nanos,
         out: &mut Vec<LeafIo>,
     ) -> Option<RootDone> {
-        loop {
-            let n = self.nodes.get_mut(node);
-            n.pieces_left -= 1;
-            if n.pieces_left > 0 {
-                return None;
+        let n = self.nodes.get_mut(node);
+        n.pieces_left -= 1;
+        if n.pieces_left > 0 {
+            return None;
+        }
+        let (v, thread, op, len_bytes) = (n.volume, n.thread, n.op, n.len_bytes);
+        if v != NO_NODE && matches!(self.volumes[v as usize].kind, VolumeKind::Remote(_)) {
+            // The target's device is done: the thread is free, the response goes back.
+            let v = v as usize;
+            match self.remote(v).waiting_for_thread.pop_front() {
+                Some(next) => self.start_on_thread(v, thread, next, now_ns, out),
+                None => self.remote(v).idle_threads.push_back(thread),
             }
-            let done = self.nodes.remove(node);
-            if done.volume != NO_NODE {
-                let v = done.volume as usize;
-                if let VolumeKind::Ioband { share, .. } = self.volumes[v].kind {
+            let data = if op == Op::Read { len_bytes } else { 0 };
+            let at = self.remote(v).link.response(now_ns, data);
+            self.later(at, Delayed::Respond { node });
+            return None;
+        }
+        self.finish(node, now_ns, out)
+    }
+
+    /// `node` is complete: its layer hears of it, and so does its parent.
+    fn finish(&mut self, node: u32, now_ns: Nanos, out: &mut Vec<LeafIo>) -> Option<RootDone> {
+        let done = self.nodes.remove(node);
+        if done.volume != NO_NODE {
+            let v = done.volume as usize;
+            match self.volumes[v].kind {
+                VolumeKind::Ioband { share, .. } => {
                     let bio = done.bio.expect("ioband nodes carry their bio");
                     self.shares[share].completed(&bio, now_ns);
                     self.release_share(share, now_ns, out);
-                } else {
+                }
+                VolumeKind::Guest { .. } => {
                     self.guests[v].in_flight -= 1;
                     if let Some(held) = self.guests[v].waiting.pop_front() {
                         self.guests[v].in_flight += 1;
@@ -353,24 +505,31 @@ impl Stack {
                         self.route(m.route, held, now_ns, out);
                     }
                 }
+                VolumeKind::Remote(_) => match self.remote(v).waiting.pop_front() {
+                    Some(next) => self.send_command(v, next, now_ns),
+                    None => self.remote(v).in_flight -= 1,
+                },
+                VolumeKind::Linear | VolumeKind::Striped { .. } => {
+                    unreachable!("stateless layers make no nodes")
+                }
             }
-            if done.parent == NO_NODE {
-                return Some(RootDone {
-                    process: done.process,
-                    op: done.op,
-                    len_bytes: done.len_bytes,
-                    issue_ns: done.issue_ns,
-                });
-            }
-            node = done.parent;
         }
+        if done.parent == NO_NODE {
+            return Some(RootDone {
+                process: done.process,
+                op: done.op,
+                len_bytes: done.len_bytes,
+                issue_ns: done.issue_ns,
+            });
+        }
+        self.piece_done(done.parent, now_ns, out)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::Topology;
+    use crate::topology::{Topology, TARGET_PID_BASE};
 
     const TOPO: &str = r#"
 [[device]]
@@ -429,5 +588,108 @@ pid = 77
         assert_eq!(done.process, 0);
         assert_eq!(released.len(), 1);
         assert_eq!(released[0].offset_bytes / 4096, 2);
+    }
+
+    const REMOTE: &str = r#"
+[[device]]
+name = "sdb"
+model = "ram"
+[[volume]]
+name = "lun"
+target = "iscsi"
+over = ["sdb"]
+bandwidth = "100MB/s"
+rtt = "100us"
+overhead = "0us"
+queue_depth = 2
+threads = 1
+"#;
+
+    fn remote_stack(extra: &str) -> Stack {
+        let t = Topology::from_str(&format!("{REMOTE}{extra}"), "t").unwrap();
+        Stack::new(&t.volumes, &t.ioband, &[]).unwrap()
+    }
+
+    #[test]
+    fn a_remote_read_crosses_the_link_both_ways() {
+        let mut s = remote_stack("");
+        let (mut out, mut roots) = (Vec::new(), Vec::new());
+        s.submit(1, 0, Op::Read, 0, 65536, true, Owner::process(1), 0, &mut out);
+        assert!(out.is_empty(), "the command is on the wire");
+        // 48-byte command at 100 MB/s (480 ns) + half the round trip.
+        assert_eq!(s.next_timer_ns(), Some(480 + 50_000));
+        s.timer(50_480, &mut out, &mut roots);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].owner.pid, TARGET_PID_BASE, "submitted by the target thread");
+        assert!(roots.is_empty());
+        assert_eq!(s.piece_done(out[0].node, 60_000, &mut out), None);
+        // The data and status go back: 65,584 bytes = 655,840 ns, then 50 µs.
+        let back = 60_000 + 655_840 + 50_000;
+        assert_eq!(s.next_timer_ns(), Some(back));
+        s.timer(back, &mut out, &mut roots);
+        assert_eq!(roots.len(), 1);
+        assert_eq!((roots[0].process, roots[0].len_bytes), (1, 65536));
+        assert_eq!(s.next_timer_ns(), None);
+    }
+
+    #[test]
+    fn commands_wait_for_an_initiator_slot_and_a_target_thread() {
+        let mut s = remote_stack("");
+        let (mut out, mut roots) = (Vec::new(), Vec::new());
+        for i in 0..3 {
+            s.submit(i, 0, Op::Read, i as u64 * 4096, 4096, true, Owner::process(i), 0, &mut out);
+        }
+        s.timer(1_000_000, &mut out, &mut roots);
+        assert_eq!(out.len(), 1, "two commands crossed, one thread serves them");
+        let first = out.pop().unwrap();
+        s.piece_done(first.node, 1_000_000, &mut out);
+        assert_eq!(out.len(), 1, "the freed thread takes the waiting command");
+        assert_eq!(out[0].offset_bytes, 4096);
+        let second = out.pop().unwrap();
+        s.timer(2_000_000, &mut out, &mut roots);
+        assert_eq!(roots.len(), 1);
+        // The first response freed an initiator slot: the third command went out.
+        s.piece_done(second.node, 2_000_000, &mut out);
+        s.timer(3_000_000, &mut out, &mut roots);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].offset_bytes, 8192);
+        s.piece_done(out[0].node, 3_000_000, &mut Vec::new());
+        s.timer(4_000_000, &mut out, &mut roots);
+        let mut done: Vec<u32> = roots.iter().map(|r| r.process).collect();
+        done.sort();
+        assert_eq!(done, vec![0, 1, 2], "each completes exactly once");
+    }
+
+    #[test]
+    fn target_threads_have_their_own_io_context_unless_shared() {
+        for (context, shared) in [("separate", false), ("shared", true)] {
+            let extra = format!("io_context = \"{context}\"\n");
+            let t = Topology::from_str(
+                &REMOTE
+                    .replace("threads = 1", "threads = 2")
+                    .replace("queue_depth = 2", &format!("queue_depth = 2\n{extra}")),
+                "t",
+            )
+            .unwrap();
+            let mut s = Stack::new(&t.volumes, &t.ioband, &[]).unwrap();
+            let (mut out, mut roots) = (Vec::new(), Vec::new());
+            for i in 0..2 {
+                s.submit(
+                    i,
+                    0,
+                    Op::Read,
+                    i as u64 * 4096,
+                    4096,
+                    true,
+                    Owner::process(i),
+                    0,
+                    &mut out,
+                );
+            }
+            s.timer(1_000_000, &mut out, &mut roots);
+            assert_eq!(out.len(), 2);
+            assert_ne!(out[0].owner.pid, out[1].owner.pid);
+            assert_eq!(out[0].owner.io_context == out[1].owner.io_context, shared, "{context}");
+        }
     }
 }

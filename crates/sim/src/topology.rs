@@ -30,13 +30,14 @@ use elevator_control::ioband::{BwRange, GroupType, Policy, ShareSettings};
 use elevator_core::{Nanos, RandomStream};
 use elevator_device::array::{Array, ControllerCache, Layout};
 use elevator_device::hdd::{Hdd, HddParams};
+use elevator_device::link::LinkParams;
 use elevator_device::ram::{RamDevice, RamParams};
 use elevator_device::Device;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::units::parse_size_bytes;
+use crate::units::{parse_duration_ns, parse_rate_bytes_per_sec, parse_size_bytes};
 
 /// The kernel's default `nr_requests` for a scheduler queue (`BLKDEV_DEFAULT_RQ`).
 pub const DEFAULT_NR_REQUESTS: u32 = 128;
@@ -152,7 +153,33 @@ pub enum VolumeKind {
     Guest { limit: u32, pid: Option<u32> },
     /// A dm-ioband device: device `device` of ioband device group `share`.
     Ioband { share: usize, device: usize },
+    /// A remote disk (an iSCSI LUN): the initiator keeps up to `queue_depth` commands in
+    /// flight, they cross `link`, and `threads` target threads (pids `pid_base`..) submit them
+    /// to the member, each in its own I/O context or all in one.
+    Remote(RemoteSpec),
 }
+
+/// The initiator, link and target-thread side of a remote disk.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RemoteSpec {
+    pub link: LinkParams,
+    /// Commands the initiator keeps in flight (open-iscsi's per-LUN `queue_depth`).
+    pub queue_depth: u32,
+    /// Target I/O threads; a command waits for a free one.
+    pub threads: u32,
+    /// All threads in one I/O context (CLONE_IO, SCST's fix of seed 002) or each its own.
+    pub shared_context: bool,
+    /// Pid of the first target thread; the others follow.
+    pub pid_base: u32,
+}
+
+/// open-iscsi's default per-LUN queue depth (`node.session.queue_depth`).
+pub const DEFAULT_REMOTE_QUEUE_DEPTH: u32 = 32;
+/// Target I/O threads per device: SCST's `scst_threads` default of 2009 was one per CPU;
+/// seed 002's target had 8 (assumption: a 4-core box with hyper-threading).
+pub const DEFAULT_TARGET_THREADS: u32 = 8;
+/// Target threads get pids from here on (10,000 per remote volume), clear of fio's.
+pub const TARGET_PID_BASE: u32 = 1_000_000;
 
 /// A dm-ioband device group: the ioband devices on one disk whose groups compete.
 #[derive(Clone, Debug, PartialEq)]
@@ -236,6 +263,14 @@ struct RawVolume {
     group_type: Option<GroupType>,
     #[serde(default)]
     groups: toml::Table,
+    /// iscsi: link rate, round trip and per-command target overhead; the initiator's queue
+    /// depth; the target's threads and whether they share one I/O context.
+    bandwidth: Option<String>,
+    rtt: Option<String>,
+    overhead: Option<String>,
+    queue_depth: Option<u32>,
+    threads: Option<u32>,
+    io_context: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -504,6 +539,15 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
     let members = v.over.iter().map(|m| topology.target(m)).collect::<Result<Vec<_>, _>>()?;
     let ioband_fields =
         v.share.is_some() || v.weight.is_some() || v.group_type.is_some() || !v.groups.is_empty();
+    let remote_fields = v.bandwidth.is_some()
+        || v.rtt.is_some()
+        || v.overhead.is_some()
+        || v.queue_depth.is_some()
+        || v.threads.is_some()
+        || v.io_context.is_some();
+    if remote_fields && v.target != "iscsi" {
+        return Err("`bandwidth`, `rtt`, `overhead`, `queue_depth`, `threads` and `io_context` apply only to iscsi targets".to_string());
+    }
     if ioband_fields && v.target != "ioband" {
         return Err(
             "`share`, `weight`, `group_type` and `groups` apply only to ioband targets".to_string()
@@ -650,9 +694,52 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
             });
             (VolumeKind::Ioband { share, device: devices.len() - 1 }, members[0].size_bytes)
         }
+        "iscsi" => {
+            if members.len() != 1 {
+                return Err(
+                    "an iscsi target exports exactly one device, partition or volume".to_string()
+                );
+            }
+            if v.chunk.is_some() || v.limit.is_some() {
+                return Err("`chunk` and `limit` do not apply to an iscsi target".to_string());
+            }
+            let mut link = LinkParams::default();
+            if let Some(b) = &v.bandwidth {
+                link.bandwidth_bytes_per_sec = parse_rate_bytes_per_sec(b)?;
+            }
+            if let Some(r) = &v.rtt {
+                link.rtt_ns = parse_duration_ns(r).map_err(|e| format!("rtt {e}"))?;
+            }
+            if let Some(o) = &v.overhead {
+                link.overhead_ns = parse_duration_ns(o).map_err(|e| format!("overhead {e}"))?;
+            }
+            let shared_context = match v.io_context.as_deref() {
+                None | Some("separate") => false,
+                Some("shared") => true,
+                Some(other) => {
+                    return Err(format!(
+                        "io_context = \"{other}\": use \"separate\" (each target thread its own, SCST's old default) or \"shared\" (one for all)"
+                    ))
+                }
+            };
+            let queue_depth = v.queue_depth.unwrap_or(DEFAULT_REMOTE_QUEUE_DEPTH);
+            let threads = v.threads.unwrap_or(DEFAULT_TARGET_THREADS);
+            if queue_depth == 0 || threads == 0 {
+                return Err("`queue_depth` and `threads` must be at least 1".to_string());
+            }
+            if threads > 10_000 {
+                return Err(format!("threads = {threads}: at most 10000 target threads"));
+            }
+            let remotes =
+                topology.volumes.iter().filter(|x| matches!(x.kind, VolumeKind::Remote(_))).count()
+                    as u32;
+            let pid_base = v.pid.unwrap_or(TARGET_PID_BASE + 10_000 * remotes);
+            let spec = RemoteSpec { link, queue_depth, threads, shared_context, pid_base };
+            (VolumeKind::Remote(spec), members[0].size_bytes)
+        }
         other => {
             return Err(format!(
-                "unknown target `{other}`; targets are: linear, striped, guest, ioband"
+                "unknown target `{other}`; targets are: linear, striped, guest, ioband, iscsi"
             ))
         }
     };
@@ -1001,5 +1088,37 @@ pid = 4242
         )
         .unwrap_err();
         assert!(e.contains("unknown target `raid5`"), "{e}");
+    }
+
+    #[test]
+    fn iscsi_targets_take_link_settings_and_explain_mistakes() {
+        let lun = "[[volume]]\nname = \"lun\"\ntarget = \"iscsi\"\nover = [\"sda1\"]\n";
+        let t = Topology::from_str(
+            &format!(
+                "{TWO_DISKS}{lun}bandwidth = \"1Gbit\"\nrtt = \"200us\"\nio_context = \"shared\"\n"
+            ),
+            "v.toml",
+        )
+        .unwrap();
+        let VolumeKind::Remote(spec) = t.volumes.last().unwrap().kind else { panic!() };
+        assert_eq!(spec.link.bandwidth_bytes_per_sec, 125e6);
+        assert_eq!(spec.link.rtt_ns, 200_000);
+        assert!(spec.shared_context);
+        assert_eq!((spec.queue_depth, spec.threads), (32, 8));
+        for (extra, expect) in [
+            ("io_context = \"mine\"\n", "use \"separate\""),
+            ("bandwidth = \"fast\"\n", "not a rate"),
+            ("rtt = \"soon\"\n", "rtt `soon` is not a duration"),
+            ("threads = 0\n", "at least 1"),
+        ] {
+            let e = Topology::from_str(&format!("{TWO_DISKS}{lun}{extra}"), "v.toml").unwrap_err();
+            assert!(e.contains("v.toml:") && e.contains(expect), "{e}");
+        }
+        let e = Topology::from_str(
+            &TWO_DISKS.replace("chunk = \"64KiB\"\n", "chunk = \"64KiB\"\nrtt = \"1ms\"\n"),
+            "v.toml",
+        )
+        .unwrap_err();
+        assert!(e.contains("apply only to iscsi targets"), "{e}");
     }
 }
