@@ -121,6 +121,14 @@ use crate::{Dispatch, Merged, Scheduler, TunableError, TunableInfo, TunableSpec}
 const TARGET_LATENCY: Nanos = 300 * NS_PER_MS;
 /// `CFQ_IDLE_DELAY`: HZ / 5.
 const IDLE_DELAY: Nanos = 200 * NS_PER_MS;
+/// How far behind the last group a group that becomes busy again is put on the group service
+/// tree (`cfq_get_cfqg_vdisktime_delay`). The kernel adds `CFQ_SLICE_MODE_GROUP_DELAY` (200 ms)
+/// to a vdisktime that counts service in ns shifted left by `CFQ_SERVICE_SHIFT` (12) and
+/// scaled by the group's share, so the gap is 200 ms / 4096 ≈ 49 µs of service at most (the
+/// IOPS-mode delay, HZ / 5 requests / 4096, is smaller still). Our vdisktime counts unshifted
+/// ns (scaled by `WEIGHT_DEFAULT / weight`), so the delay is shifted down here. (2.6.33–2.6.38
+/// added the full 200 ms to an unshifted vdisktime; later kernels made it this small.)
+const GROUP_DELAY: u64 = IDLE_DELAY >> 12;
 /// `CFQ_MIN_TT`: 2 ms.
 const MIN_TT: Nanos = 2 * NS_PER_MS;
 /// `CFQ_SLICE_SCALE`.
@@ -574,7 +582,7 @@ impl Cfq {
         self.groups[g].nr_cfqq += 1;
         if self.groups[g].on_st.is_none() {
             let vd = match self.gst.iter().next_back() {
-                Some((k, _)) => k.0 + IDLE_DELAY,
+                Some((k, _)) => k.0 + GROUP_DELAY,
                 None => self.min_vdisktime,
             };
             self.groups[g].vdisktime = vd;
