@@ -36,7 +36,10 @@ fn list_names_the_experiments() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("io-controller") && text.contains("as-vs-deadline"), "{text}");
+    assert!(
+        ["io-controller", "as-vs-deadline", "ioband", "iscsi"].iter().all(|n| text.contains(n)),
+        "{text}"
+    );
 }
 
 #[test]
@@ -171,4 +174,20 @@ fn dm_ioband_shares_follow_weights_and_fail_where_seed_000_says() {
         .unwrap();
     let warnings = over["variants"][0]["rows"][0]["warnings"].as_array().map_or(0, |w| w.len());
     assert!(warnings > 0, "oversubscribed minimums must be reported");
+}
+
+#[test]
+fn cfq_idling_helps_remote_streams_only_when_target_threads_share_a_context() {
+    let v = reproduce("iscsi");
+    let shared = "Two remote streams on one disk, target threads in one I/O context";
+    let separate = "Two remote streams on one disk, each target thread";
+    let dl = column(&v, shared, "deadline", 0)[0];
+    let cfq = column(&v, shared, "CFQ", 0)[0];
+    // Seed 002: CFQ 23 MB/s vs deadline 5 for the measured stream (> 4x).
+    assert!(cfq > 3.0 * dl, "shared contexts: CFQ {cfq} vs deadline {dl}");
+    assert!(dl < 10.0, "deadline seeks between the streams: {dl}");
+    // Separate contexts: CFQ cannot keep both streams streaming.
+    let total_shared = column(&v, shared, "CFQ", 2)[0];
+    let total_separate = column(&v, separate, "CFQ", 2)[0];
+    assert!(total_separate < 0.75 * total_shared, "{total_separate} vs {total_shared}");
 }
