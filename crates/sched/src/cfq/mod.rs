@@ -56,7 +56,8 @@
 //! queue used (the allocated slice for an async queue of a group with no sync queue), scaled
 //! by `500 / weight` (`cfq_group_served`), and the workload state is saved so it resumes. A
 //! group that goes empty leaves the tree and comes back behind the last group
-//! (`vdisktime = last + 200 ms`, `cfq_group_service_tree_add`). `cfq_should_wait_busy`
+//! (`vdisktime = last + CFQ_IDLE_DELAY`, `cfq_group_service_tree_add`, where the 200 ms is
+//! added to a vdisktime shifted by `CFQ_SERVICE_SHIFT`: about 49 µs of service). `cfq_should_wait_busy`
 //! extends the slice of a group's only queue by one idle period at its last completion so the
 //! group is not dequeued between two requests.
 //!
@@ -122,12 +123,11 @@ const TARGET_LATENCY: Nanos = 300 * NS_PER_MS;
 /// `CFQ_IDLE_DELAY`: HZ / 5.
 const IDLE_DELAY: Nanos = 200 * NS_PER_MS;
 /// How far behind the last group a group that becomes busy again is put on the group service
-/// tree (`cfq_get_cfqg_vdisktime_delay`). The kernel adds `CFQ_SLICE_MODE_GROUP_DELAY` (200 ms)
-/// to a vdisktime that counts service in ns shifted left by `CFQ_SERVICE_SHIFT` (12) and
-/// scaled by the group's share, so the gap is 200 ms / 4096 ≈ 49 µs of service at most (the
-/// IOPS-mode delay, HZ / 5 requests / 4096, is smaller still). Our vdisktime counts unshifted
-/// ns (scaled by `WEIGHT_DEFAULT / weight`), so the delay is shifted down here. (2.6.33–2.6.38
-/// added the full 200 ms to an unshifted vdisktime; later kernels made it this small.)
+/// tree (`cfq_group_service_tree_add`). The kernel adds `CFQ_IDLE_DELAY` (HZ / 5 jiffies) to a vdisktime that counts service shifted left by
+/// `CFQ_SERVICE_SHIFT` (12) and scaled by `500 / weight`, so the gap is 200 ms / 4096 ≈ 49 µs
+/// of service. Our vdisktime counts unshifted
+/// ns (scaled by `WEIGHT_DEFAULT / weight`), so the delay is shifted down here. The shift is
+/// in `cfq_scale_slice` from the first group-scheduling CFQ (2.6.33) on.
 const GROUP_DELAY: u64 = IDLE_DELAY >> 12;
 /// `CFQ_MIN_TT`: 2 ms.
 const MIN_TT: Nanos = 2 * NS_PER_MS;
