@@ -123,11 +123,11 @@ const TARGET_LATENCY: Nanos = 300 * NS_PER_MS;
 /// `CFQ_IDLE_DELAY`: HZ / 5.
 const IDLE_DELAY: Nanos = 200 * NS_PER_MS;
 /// How far behind the last group a group that becomes busy again is put on the group service
-/// tree (`cfq_group_service_tree_add`). The kernel adds `CFQ_IDLE_DELAY` (HZ / 5 jiffies) to a vdisktime that counts service shifted left by
-/// `CFQ_SERVICE_SHIFT` (12) and scaled by `500 / weight`, so the gap is 200 ms / 4096 ≈ 49 µs
-/// of service. Our vdisktime counts unshifted
-/// ns (scaled by `WEIGHT_DEFAULT / weight`), so the delay is shifted down here. The shift is
-/// in `cfq_scale_slice` from the first group-scheduling CFQ (2.6.33) on.
+/// tree (`cfq_group_service_tree_add`). The kernel adds `CFQ_IDLE_DELAY` (HZ / 5 jiffies) to
+/// a vdisktime that counts service shifted left by `CFQ_SERVICE_SHIFT` (12) and scaled by
+/// `500 / weight` (`cfq_scale_slice`, from the first group-scheduling CFQ, 2.6.33, on), so the
+/// gap is 200 ms / 4096 ≈ 49 µs of service. Our vdisktime counts unshifted ns, so the delay is
+/// shifted down here.
 const GROUP_DELAY: u64 = IDLE_DELAY >> 12;
 /// `CFQ_MIN_TT`: 2 ms.
 const MIN_TT: Nanos = 2 * NS_PER_MS;
