@@ -77,7 +77,13 @@
 //! 40 ms; `slice_async_rq` 2; `slice_idle` 8 ms; `group_idle` 8 ms; `low_latency` 1;
 //! `group_scheduling` 1 (elevator's own: 0 is CFQ built without group scheduling — every
 //! request goes to the root group, cgroups and weights are ignored, and `group_idle` is
-//! inert, as in a kernel without `CONFIG_CFQ_GROUP_IOSCHED`).
+//! inert, as in a kernel without `CONFIG_CFQ_GROUP_IOSCHED`); `workload_trees` 1 (elevator's
+//! own: 0 is 2.6.31's one service tree per class); `queue_merging` 1 (elevator's own: 0 turns
+//! off close cooperators, as before 2.6.30).
+//!
+//! **Close cooperators** (2.6.32+, [`coop`]): when the active queue runs empty and another
+//! busy sync queue's next request is close to the head, CFQ serves that queue instead of
+//! idling and merges the two; a merged queue that turns seeky is split again.
 //!
 //! # Deviations, and why
 //!
@@ -88,9 +94,6 @@
 //!   decide IOPS mode (the kernel also uses it to allow deep queues to keep their idle window).
 //! - No `REQ_META`: requests carry no metadata flag, so the metadata preemption and
 //!   `cfq_choose_req`'s metadata preference do not exist.
-//! - Close cooperators (`cfq_close_cooperator`, `cfq_setup_merge`, queue merging and
-//!   splitting) are not modelled: the prio trees exist only to find them. Interleaved
-//!   readers of one region are therefore idled on separately, as with cooperators disabled.
 //! - Groups are created on `set_group` or on first use (weight 500 for an unknown cgroup);
 //!   queues are kept for the scheduler's lifetime (the kernel frees them with the I/O context).
 //! - `quantum` defaults to 4 as elevator's brief asks (the 2.6.31–2.6.32 value); 2.6.33+
@@ -103,6 +106,7 @@
 //!   is evaluated lazily: at the next call at or after its expiry.
 //! - No `cfq_forced_dispatch`, no idle-class grace period.
 
+mod coop;
 pub mod group;
 pub mod queue;
 
@@ -246,6 +250,14 @@ pub const TUNABLES: &[TunableSpec] = &[
         max: 1,
         description: "elevator: 1 = sync/sync-noidle/async service trees (2.6.33+), 0 = one tree per class (2.6.31).",
     },
+    TunableSpec {
+        name: "queue_merging",
+        unit: "bool",
+        default: 1,
+        min: 0,
+        max: 1,
+        description: "elevator: 1 = close cooperators are served and their queues merged (2.6.32+), 0 = never (before 2.6.30).",
+    },
 ];
 
 #[derive(Clone, Copy, Debug)]
@@ -261,6 +273,7 @@ struct Tun {
     low_latency: bool,
     group_scheduling: bool,
     workload_trees: bool,
+    queue_merging: bool,
 }
 
 impl Default for Tun {
@@ -277,6 +290,7 @@ impl Default for Tun {
             low_latency: true,
             group_scheduling: true,
             workload_trees: true,
+            queue_merging: true,
         }
     }
 }
@@ -292,6 +306,8 @@ pub struct Cfq {
     group_map: HashMap<u32, usize>,
     /// Group service tree: (vdisktime, seq) → group.
     gst: BTreeMap<(u64, u64), usize>,
+    /// Busy queues by the sector of their next request, per priority level (`prio_trees`).
+    prio_trees: [BTreeMap<u64, usize>; 8],
     min_vdisktime: u64,
     total_weight: u64,
     cics: HashMap<u32, Cic>,
@@ -339,6 +355,7 @@ impl Cfq {
             groups: vec![Group::new(String::new(), Cgroup::DEFAULT_WEIGHT)],
             group_map: HashMap::new(),
             gst: BTreeMap::new(),
+            prio_trees: Default::default(),
             min_vdisktime: 0,
             total_weight: 0,
             cics: HashMap::new(),
@@ -470,7 +487,8 @@ impl Cfq {
         let (class, prio) = class_of(rq);
         if rq.sync {
             let key = (rq.owner.io_context, g);
-            if let Some(&q) = self.sync_map.get(&key) {
+            let found = self.sync_map.get(&key).copied();
+            if let Some(q) = found.and_then(|q| self.coop_redirect(key, q)) {
                 let qq = &mut self.queues[q];
                 if (qq.class != class || qq.prio != prio) && !qq.on_rr {
                     qq.class = class;
@@ -481,6 +499,7 @@ impl Cfq {
             }
             let q = self.queues.len();
             self.queues.push(Queue::new(g, true, class, prio, rq.owner.io_context));
+            self.queues[q].process_refs = 1;
             self.sync_map.insert(key, q);
             q
         } else {
@@ -578,6 +597,7 @@ impl Cfq {
         self.queues[q].on_rr = true;
         self.busy_queues += 1;
         self.service_tree_add(q, false, now);
+        self.prio_tree_update(q);
         let g = self.queues[q].group;
         self.groups[g].nr_cfqq += 1;
         if self.groups[g].on_st.is_none() {
@@ -600,6 +620,7 @@ impl Cfq {
             self.groups[g].trees[tree].remove(&k);
         }
         self.queues[q].on_rr = false;
+        self.prio_tree_update(q);
         self.busy_queues -= 1;
         let grp = &mut self.groups[g];
         grp.nr_cfqq -= 1;
@@ -723,6 +744,9 @@ impl Cfq {
             if timed_out && !qq.slice_new {
                 qq.slice_resid = qq.slice_end as i64 - now as i64;
             }
+            if qq.coop && qq.seeky() {
+                qq.split_coop = true;
+            }
         }
         self.group_served(q, now);
         if self.queues[q].on_rr && self.queues[q].sort.is_empty() {
@@ -730,6 +754,7 @@ impl Cfq {
         }
         if self.queues[q].on_rr {
             self.service_tree_add(q, false, now);
+            self.prio_tree_update(q);
         }
         self.active = None;
     }
@@ -845,6 +870,9 @@ impl Cfq {
             if !empty {
                 return Some(q);
             }
+            if let Some(n) = self.switch_to_cooperator(q, now) {
+                return Some(n);
+            }
             if self.idle_until.is_some() {
                 return None;
             }
@@ -955,6 +983,7 @@ impl Cfq {
         let rq = queued.rq;
         self.last_position = rq.end_sector();
         self.queues[q].next_rq = self.find_next_rq(q, key);
+        self.prio_tree_update(q);
         self.rq_queued -= 1;
         let sync = self.queues[q].sync;
         let g = self.queues[q].group;
@@ -1166,6 +1195,7 @@ impl Scheduler for Cfq {
             qq.sort.insert(nk, e);
             if qq.next_rq == Some(key) {
                 qq.next_rq = Some(nk);
+                self.prio_tree_update(q);
             }
             return Some(Merged { into: id, front: true });
         }
@@ -1203,6 +1233,8 @@ impl Scheduler for Cfq {
         }
         if !self.queues[q].on_rr {
             self.add_rr(q, now);
+        } else if self.queues[q].next_rq != cur {
+            self.prio_tree_update(q);
         }
         // cfq_rq_enqueued
         let slice_idle = self.t.slice_idle;
@@ -1347,6 +1379,7 @@ impl Scheduler for Cfq {
             "low_latency" => t.low_latency = v == 1,
             "group_scheduling" => t.group_scheduling = v == 1,
             "workload_trees" => t.workload_trees = v == 1,
+            "queue_merging" => t.queue_merging = v == 1,
             _ => unreachable!(),
         }
         Ok(())
@@ -1370,6 +1403,7 @@ impl Cfq {
             "low_latency" => u64::from(t.low_latency),
             "group_scheduling" => u64::from(t.group_scheduling),
             "workload_trees" => u64::from(t.workload_trees),
+            "queue_merging" => u64::from(t.queue_merging),
             _ => 0,
         }
     }

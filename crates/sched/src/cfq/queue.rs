@@ -17,7 +17,8 @@ pub const WL_SYNC: usize = 2;
 
 /// `CFQQ_SEEK_THR`: a request farther than this many sectors from the previous one is a seek.
 pub const SEEK_THR_SECTORS: u64 = 8 * 100;
-/// `CFQQ_CLOSE_THR`: a request this close to the head counts as "close" (for preemption).
+/// `CFQQ_CLOSE_THR`: a request this close to the head counts as "close" (for preemption and
+/// close cooperators).
 pub const CLOSE_THR_SECTORS: u64 = 8 * 1024;
 
 /// Key of a queued request in the sector-sorted tree: (sector, request id).
@@ -61,6 +62,14 @@ pub struct Queue {
     pub seek_history: u32,
     pub last_request_pos: Option<u64>,
     pub io_context: u32,
+    /// Close cooperators: where the queue is filed in its priority's tree, the queue it will
+    /// merge into, whether it is a merged queue, whether it must split, and how many
+    /// processes' I/O contexts point at it.
+    pub p_key: Option<u64>,
+    pub new_cfqq: Option<usize>,
+    pub coop: bool,
+    pub split_coop: bool,
+    pub process_refs: u32,
 }
 
 impl Queue {
@@ -93,6 +102,11 @@ impl Queue {
             seek_history: 0,
             last_request_pos: None,
             io_context,
+            p_key: None,
+            new_cfqq: None,
+            coop: false,
+            split_coop: false,
+            process_refs: 0,
         }
     }
 

@@ -304,3 +304,73 @@ fn without_workload_trees_every_queue_shares_one_tree_per_class() {
     }
     assert!(Cfq::new().tunables().iter().any(|t| t.name == "workload_trees"));
 }
+
+/// Two processes sharing one stream (a server's threads): each has one block in flight,
+/// block k is read by process 1 + k % 2, and a process asks for its next block (k + 2) when
+/// block k is done. Returns the scheduler and how long the blocks took in all.
+fn interleaved_stream(queue_merging: &str) -> (Cfq, Nanos) {
+    let mut s = Cfq::new();
+    s.set_tunable("queue_merging", queue_merging).unwrap();
+    let mut now = 0;
+    // A third, far-away reader keeps a second queue busy in the group.
+    s.insert(rq(10_000, 3, 0, 50_000_000, true, now), now);
+    s.insert(rq(1, 1, 0, 0, true, now), now);
+    s.insert(rq(2, 2, 0, 8, true, now), now);
+    let mut in_flight: Vec<(Nanos, Request)> = Vec::new();
+    let mut done = 0;
+    while done < 64 {
+        // The disk takes 100 µs per request, two at a time.
+        while in_flight.len() < 2 {
+            match s.dispatch(now) {
+                Dispatch::Request(r) => in_flight.push((now + 100 * NS_PER_US, r)),
+                Dispatch::WaitUntil { until_ns } if in_flight.is_empty() => now = until_ns,
+                _ => break,
+            }
+        }
+        in_flight.sort_by_key(|(t, r)| (*t, r.id));
+        let (t, r) = in_flight.remove(0);
+        now = now.max(t);
+        s.completed(&r, now);
+        let next = r.sector() + if r.owner.pid == 3 { 8 } else { 16 };
+        if r.owner.pid != 3 {
+            done += 1;
+        }
+        s.insert(rq(r.id.0 + 2, r.owner.pid, 0, next, true, now), now);
+    }
+    (s, now)
+}
+
+#[test]
+fn close_cooperators_are_served_without_idling_and_merged() {
+    let (s, _) = interleaved_stream("1");
+    let q1 = s.sync_map[&(1, 0)];
+    let q2 = s.sync_map[&(2, 0)];
+    assert_eq!(q1, q2, "the two processes share one queue");
+    assert!(s.queues[q1].coop);
+    assert_eq!(s.queues[q1].process_refs, 2);
+    let (s, _) = interleaved_stream("0");
+    assert_ne!(s.sync_map[&(1, 0)], s.sync_map[&(2, 0)], "queue_merging=0: never");
+}
+
+#[test]
+fn a_merged_queue_that_turns_seeky_splits_at_the_next_request() {
+    let (mut s, mut now) = interleaved_stream("1");
+    let q = s.sync_map[&(1, 0)];
+    // The shared queue now seeks all over the disk.
+    for k in 0..40u64 {
+        s.insert(
+            rq(100_000 + k, 1 + (k % 2) as u32, 0, (k * 7_919_993) % 90_000_000, true, now),
+            now,
+        );
+        while let Dispatch::Request(r) = s.dispatch(now) {
+            now += 5 * NS_PER_MS;
+            s.completed(&r, now);
+        }
+    }
+    // Its slice ended while it was seeky (`split_coop`); the next request of one process
+    // took that process out to a queue of its own, and the other keeps the old queue.
+    assert_ne!(s.sync_map[&(1, 0)], s.sync_map[&(2, 0)], "split again");
+    assert!(s.sync_map.values().any(|&x| x == q));
+    assert_eq!(s.queues[q].process_refs, 1);
+    assert!(!s.queues[q].coop);
+}
