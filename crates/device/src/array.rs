@@ -444,6 +444,7 @@ impl Device for Array {
 mod tests {
     use super::*;
     use crate::ram::{RamDevice, RamParams};
+    use crate::recorder::Recorder;
     use elevator_core::Op;
 
     fn ram(queue_depth: u32) -> Box<dyn Device> {
@@ -557,38 +558,6 @@ mod tests {
         assert!(a.cache.as_ref().unwrap().extents.is_empty(), "nothing was read ahead");
     }
 
-    /// A member that records what it is sent (a test double around the RAM model).
-    struct Recording {
-        inner: RamDevice,
-        member: usize,
-        log: std::sync::Arc<std::sync::Mutex<Vec<(usize, Command)>>>,
-    }
-
-    impl Device for Recording {
-        fn describe(&self) -> String {
-            self.inner.describe()
-        }
-        fn capacity_bytes(&self) -> u64 {
-            self.inner.capacity_bytes()
-        }
-        fn queue_depth(&self) -> u32 {
-            self.inner.queue_depth()
-        }
-        fn rotational(&self) -> bool {
-            false
-        }
-        fn submit(&mut self, cmd: Command, now_ns: Nanos) {
-            self.log.lock().unwrap().push((self.member, cmd));
-            self.inner.submit(cmd, now_ns)
-        }
-        fn next_event_ns(&self) -> Option<Nanos> {
-            self.inner.next_event_ns()
-        }
-        fn advance(&mut self, now_ns: Nanos, completed: &mut Vec<Completion>) {
-            self.inner.advance(now_ns, completed)
-        }
-    }
-
     proptest::proptest! {
         /// Striping and concatenation conserve bytes (every array byte reaches exactly one
         /// member byte, where the layout says), keep each command's pieces in address order
@@ -600,15 +569,16 @@ mod tests {
             members in 1usize..5,
             cmds in proptest::collection::vec((0u64..4096, 1u64..300), 1..40),
         ) {
-            let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let mut logs = Vec::new();
             let parts: Vec<Box<dyn Device>> = (0..members)
-                .map(|member| {
-                    let inner = RamDevice::new(RamParams {
+                .map(|_| {
+                    let (member, log) = Recorder::new(RamDevice::new(RamParams {
                         capacity_bytes: 8 << 20,
                         queue_depth: 2,
                         ..RamParams::default()
-                    });
-                    Box::new(Recording { inner, member, log: log.clone() }) as Box<dyn Device>
+                    }));
+                    logs.push(log);
+                    Box::new(member) as Box<dyn Device>
                 })
                 .collect();
             let chunk = chunk_sectors * 512;
@@ -620,13 +590,17 @@ mod tests {
             for (i, &(start_sector, sectors)) in cmds.iter().enumerate() {
                 let offset = (start_sector * 512 * 7) % (capacity - sectors * 512);
                 let len = sectors * 512;
-                log.lock().unwrap().clear();
+                for log in &logs {
+                    log.lock().unwrap().commands.clear();
+                }
                 a.submit(cmd(i as u64, offset, len), i as u64 * 1_000);
                 while let Some(t) = a.next_event_ns() {
                     a.advance(t, &mut done);
                 }
-                let sent = log.lock().unwrap().clone();
-                proptest::prop_assert_eq!(sent.iter().map(|(_, c)| c.len_bytes).sum::<u64>(), len);
+                let sent: Vec<Vec<Command>> =
+                    logs.iter().map(|l| l.lock().unwrap().commands.clone()).collect();
+                let total: u64 = sent.iter().flatten().map(|c| c.len_bytes).sum();
+                proptest::prop_assert_eq!(total, len);
                 // Walk the array range the way the layout cuts it; each member must get
                 // its pieces of it, in address order.
                 let mut expected = Vec::new();
@@ -644,14 +618,11 @@ mod tests {
                     expected.push((m, member_offset, piece));
                     at += piece;
                 }
-                for m in 0..members {
+                for (m, commands) in sent.iter().enumerate() {
                     let want: Vec<(u64, u64)> =
                         expected.iter().filter(|e| e.0 == m).map(|e| (e.1, e.2)).collect();
-                    let got: Vec<(u64, u64)> = sent
-                        .iter()
-                        .filter(|(sm, _)| *sm == m)
-                        .map(|(_, c)| (c.offset_bytes, c.len_bytes))
-                        .collect();
+                    let got: Vec<(u64, u64)> =
+                        commands.iter().map(|c| (c.offset_bytes, c.len_bytes)).collect();
                     proptest::prop_assert_eq!(got, want, "member {}", m);
                 }
             }

@@ -13,6 +13,7 @@ pub mod array;
 pub mod hdd;
 pub mod link;
 pub mod ram;
+pub mod recorder;
 
 use elevator_core::{Nanos, Op, RequestId};
 

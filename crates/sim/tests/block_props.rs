@@ -3,52 +3,12 @@
 //! exceeds `max_sectors_kb`, and the device never holds more than its queue depth.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use elevator_core::{Nanos, Op, Owner};
 use elevator_device::ram::{RamDevice, RamParams};
-use elevator_device::{Command, Completion, Device};
+use elevator_device::recorder::Recorder;
 use elevator_sim::block::BlockQueue;
 use proptest::prelude::*;
-
-/// A RAM device that also records every command it is given (a test double: it wraps the real
-/// RAM model and only observes).
-struct Recording {
-    inner: RamDevice,
-    log: Arc<Mutex<Vec<Command>>>,
-    outstanding: u32,
-    max_outstanding: Arc<Mutex<u32>>,
-}
-
-impl Device for Recording {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn capacity_bytes(&self) -> u64 {
-        self.inner.capacity_bytes()
-    }
-    fn queue_depth(&self) -> u32 {
-        self.inner.queue_depth()
-    }
-    fn rotational(&self) -> bool {
-        false
-    }
-    fn submit(&mut self, cmd: Command, now_ns: Nanos) {
-        self.log.lock().unwrap().push(cmd);
-        self.outstanding += 1;
-        let mut max = self.max_outstanding.lock().unwrap();
-        *max = (*max).max(self.outstanding);
-        self.inner.submit(cmd, now_ns);
-    }
-    fn next_event_ns(&self) -> Option<Nanos> {
-        self.inner.next_event_ns()
-    }
-    fn advance(&mut self, now_ns: Nanos, completed: &mut Vec<Completion>) {
-        let before = completed.len();
-        self.inner.advance(now_ns, completed);
-        self.outstanding -= (completed.len() - before) as u32;
-    }
-}
 
 #[derive(Clone, Debug)]
 struct BioPlan {
@@ -86,14 +46,8 @@ proptest! {
         queue_depth in 1u32..32,
         max_sectors_kb in prop::sample::select(vec![4u32, 64, 512]),
     ) {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let max_outstanding = Arc::new(Mutex::new(0));
-        let device = Recording {
-            inner: RamDevice::new(RamParams { queue_depth, ..RamParams::default() }),
-            log: log.clone(),
-            outstanding: 0,
-            max_outstanding: max_outstanding.clone(),
-        };
+        let (device, log) =
+            Recorder::new(RamDevice::new(RamParams { queue_depth, ..RamParams::default() }));
         let sched = elevator_sched::by_name(scheduler).unwrap();
         let mut q = BlockQueue::new(sched, Box::new(device), nr_requests, max_sectors_kb);
         let mut now: Nanos = 0;
@@ -134,12 +88,12 @@ proptest! {
         prop_assert_eq!(completed, per_process);
         // Bytes conserved: what the device was asked equals what was submitted.
         let log = log.lock().unwrap();
-        let device_bytes: u64 = log.iter().map(|c| c.len_bytes).sum();
+        let device_bytes: u64 = log.commands.iter().map(|c| c.len_bytes).sum();
         prop_assert_eq!(device_bytes, submitted_bytes);
         let done_bytes: u64 = done.iter().map(|b| b.len_bytes).sum();
         prop_assert_eq!(done_bytes, submitted_bytes);
-        prop_assert!(log.iter().all(|c| c.len_bytes <= u64::from(max_sectors_kb) * 1024));
-        prop_assert!(*max_outstanding.lock().unwrap() <= queue_depth);
+        prop_assert!(log.commands.iter().all(|c| c.len_bytes <= u64::from(max_sectors_kb) * 1024));
+        prop_assert!(log.max_outstanding <= queue_depth);
     }
 }
 
