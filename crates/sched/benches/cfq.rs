@@ -66,6 +66,13 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let mut rig = Rig::new(Cfq::new());
     g.bench_function("insert_dispatch_complete_1000_queues_10_groups", |b| b.iter(|| rig.step()));
+    // The same without close-cooperator tracking: what the per-priority sector trees cost.
+    let mut cfq = Cfq::new();
+    cfq.set_tunable("queue_merging", "0").unwrap();
+    let mut rig = Rig::new(cfq);
+    g.bench_function("insert_dispatch_complete_1000_queues_10_groups_no_queue_merging", |b| {
+        b.iter(|| rig.step())
+    });
     let mut rig = Rig::new(Anticipatory::new());
     g.bench_function("anticipatory_insert_dispatch_complete_1000_processes", |b| {
         b.iter(|| rig.step())

@@ -9,7 +9,11 @@
 //!
 //! Deviations: the per-priority trees of queues by their next request's sector
 //! (`prio_trees`) are re-keyed whenever a queue's next request changes (the kernel leaves a
-//! node where it was until the queue is resorted, so its tree may be briefly out of order);
+//! node where it was until the queue is resorted, so its tree may be briefly out of order),
+//! and hold only queues that could be chosen (sync, not seeky): the kernel files every busy
+//! queue and gives up when the nearest one is seeky or async, where this may take a farther
+//! one that is still within the threshold (it keeps the per-request cost of random workloads
+//! with many queues low);
 //! when both neighbours of the head position are close, the nearer one is taken (the kernel
 //! takes whichever is the insertion point's parent in its red-black tree). 2.6.30–2.6.31's
 //! cooperator switch without merging is not modelled: `queue_merging=0` (elevator's own)
@@ -22,20 +26,24 @@ use super::Cfq;
 
 impl Cfq {
     /// `cfq_prio_tree_add`: files `q` under its next request's sector, or takes it out.
+    /// Only queues that could be chosen are filed: sync, not seeky, not of the idle class.
     pub(super) fn prio_tree_update(&mut self, q: usize) {
         let qq = &self.queues[q];
+        let key = if self.t.queue_merging && qq.on_rr && qq.sync && qq.class != IDLE && !qq.seeky()
+        {
+            qq.next_rq.map(|k| k.0)
+        } else {
+            None
+        };
+        if key.is_some() && key == qq.p_key {
+            return;
+        }
         let prio = usize::from(qq.prio);
         if let Some(old) = qq.p_key {
             if self.prio_trees[prio].get(&old) == Some(&q) {
                 self.prio_trees[prio].remove(&old);
             }
         }
-        let qq = &self.queues[q];
-        let key = if self.t.queue_merging && qq.on_rr && qq.class != IDLE {
-            qq.next_rq.map(|k| k.0)
-        } else {
-            None
-        };
         let mut filed = None;
         if let Some(sector) = key {
             // Like the kernel, a second queue with a request at the same sector is not filed.
