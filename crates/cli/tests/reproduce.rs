@@ -37,7 +37,7 @@ fn list_names_the_experiments() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        ["io-controller", "as-vs-deadline", "ioband", "iscsi"].iter().all(|n| text.contains(n)),
+        ["io-controller", "as-vs-deadline", "ioband", "iscsi", "interactivity"].iter().all(|n| text.contains(n)),
         "{text}"
     );
 }
@@ -190,4 +190,19 @@ fn cfq_idling_helps_remote_streams_only_when_target_threads_share_a_context() {
     let total_shared = column(&v, shared, "CFQ", 2)[0];
     let total_separate = column(&v, separate, "CFQ", 2)[0];
     assert!(total_separate < 0.75 * total_shared, "{total_separate} vs {total_shared}");
+}
+
+#[test]
+fn interactive_reads_wait_less_behind_writeback_under_cfq_and_as() {
+    let v = reproduce("interactivity");
+    let table = "largedd";
+    let p95 = |variant: &str| column(&v, table, variant, 2)[0];
+    let (cfq, dl, noop, as_) = (p95("CFQ"), p95("deadline"), p95("noop"), p95("AS"));
+    // Idling schedulers keep the monitor's cold reads ahead of the writeback stream.
+    assert!(cfq < 0.5 * noop && as_ < 0.6 * noop, "p95: cfq {cfq} as {as_} noop {noop}");
+    assert!(dl < noop, "deadline's read FIFO helps: {dl} vs {noop}");
+    // Every run finishes the 4 GiB write.
+    for variant in ["CFQ", "deadline", "noop", "AS"] {
+        assert!(column(&v, table, variant, 5)[0] > 0.0);
+    }
 }

@@ -8,7 +8,8 @@
 //!   `share` (% of all I/Os in the run), `byte_share` (% of all bytes), `over_2s` / `over_10s`
 //!   (% of I/Os with completion latency above 2 s / 10 s, as tiobench reports), `timed_ios` /
 //!   `timed_share` (I/Os completed before the runtime ran out, and their % of all such: "I/Os
-//!   done in 60 seconds", not counting the drain after it).
+//!   done in 60 seconds", not counting the drain after it), `p90_lat` / `p95_lat` / `p99_lat`
+//!   (completion-latency percentiles over all the scope's I/Os).
 
 use elevator_sim::workload::Process;
 use elevator_sim::SimResult;
@@ -39,6 +40,8 @@ pub enum Quantity {
     Over10s,
     TimedIos,
     TimedShare,
+    /// Completion-latency percentile (90, 95, 99) of all the scope's I/Os.
+    PctLat(u8),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -72,6 +75,9 @@ const QUANTITIES: &[(&str, Quantity)] = &[
     ("over_10s", Quantity::Over10s),
     ("timed_ios", Quantity::TimedIos),
     ("timed_share", Quantity::TimedShare),
+    ("p90_lat", Quantity::PctLat(90)),
+    ("p95_lat", Quantity::PctLat(95)),
+    ("p99_lat", Quantity::PctLat(99)),
 ];
 
 impl Metric {
@@ -106,6 +112,7 @@ impl Metric {
     pub fn header(&self) -> String {
         match self {
             Metric::Ratio(a, b) => format!("{}/{}", a.header(), b.header()),
+            Metric::Of(_, Quantity::PctLat(p)) => format!("p{p}-latency"),
             Metric::Of(_, q) => match q {
                 Quantity::Nr => "nr",
                 Quantity::MaxBw => "Max-bandw",
@@ -124,6 +131,7 @@ impl Metric {
                 Quantity::Over10s => "Lat%>10s",
                 Quantity::TimedIos => "IOs",
                 Quantity::TimedShare => "Share",
+                Quantity::PctLat(_) => unreachable!("named above"),
             }
             .to_string(),
         }
@@ -248,6 +256,23 @@ fn quantity(members: &[&Process], q: Quantity, result: &SimResult) -> Value {
             let all: u64 = result.processes.iter().map(|p| p.ios_in_runtime).sum();
             let pct = if all == 0 { 0.0 } else { mine as f64 * 100.0 / all as f64 };
             Value { number: pct, text: format!("{pct:.1}%") }
+        }
+        Quantity::PctLat(pct) => {
+            let mut all: Option<hdrhistogram::Histogram<u64>> = None;
+            let mut max_ns = 0;
+            for d in members.iter().flat_map(|p| p.stats.iter()) {
+                max_ns = max_ns.max(d.clat_ns.max);
+                if d.clat_hist.is_empty() {
+                    continue;
+                }
+                match all.as_mut() {
+                    Some(h) => h.add(&d.clat_hist).expect("same histogram bounds"),
+                    None => all = Some(d.clat_hist.clone()),
+                }
+            }
+            // The histogram answers with its bucket's top; never above the largest seen.
+            let ns = all.map_or(0, |h| h.value_at_quantile(f64::from(pct) / 100.0).min(max_ns));
+            Value { number: ns as f64, text: latency_text(ns) }
         }
         Quantity::Over2s | Quantity::Over10s => {
             let limit_ns = if q == Quantity::Over2s { 2_000_000_000 } else { 10_000_000_000 };
