@@ -8,10 +8,14 @@
 //!
 //! **Architecture invariant:** no device model reads a clock or does I/O; randomness (a disk's
 //! rotational phase at power-on) comes from a [`elevator_core::RandomStream`] handed in.
+//!
+//! Models: [`ram`], [`hdd`] (the disk of record), [`ssd`] (SATA and NVMe flash drives), and
+//! [`array`]s of them.
 
 pub mod array;
 pub mod hdd;
 pub mod ram;
+pub mod ssd;
 
 use elevator_core::{Nanos, Op, RequestId};
 
