@@ -61,4 +61,10 @@ pub trait Device: Send {
     /// Runs the device up to `now_ns`, appending every command finished by then to `completed`
     /// in completion order.
     fn advance(&mut self, now_ns: Nanos, completed: &mut Vec<Completion>);
+
+    /// Internal counters worth reporting, by name (an SSD's write amplification and garbage
+    /// collection); none by default.
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }

@@ -644,6 +644,20 @@ impl Device for Ssd {
         }
     }
 
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let s = self.stats();
+        vec![
+            ("write_amplification", self.write_amplification()),
+            ("host_units_written", s.ftl.host_units_written as f64),
+            ("pages_programmed", s.ftl.pages_programmed as f64),
+            ("gc_runs", s.ftl.gc_runs as f64),
+            ("gc_units_moved", s.ftl.gc_units_moved as f64),
+            ("blocks_erased", s.ftl.blocks_erased as f64),
+            ("flash_page_reads", s.flash_page_reads as f64),
+            ("units_trimmed", s.ftl.units_trimmed as f64),
+        ]
+    }
+
     fn advance(&mut self, now_ns: Nanos, completed: &mut Vec<Completion>) {
         self.dispatch(now_ns);
         while let Some(&Reverse((t, _, id))) = self.done.peek() {
