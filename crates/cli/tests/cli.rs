@@ -159,6 +159,38 @@ fn default_hdd_sequential_reads_reach_media_rate() {
     assert!(bw > 100e6 && bw < 160e6, "sequential 1 MiB read bandwidth {bw} B/s");
 }
 
+/// The SSD presets under fio: a SATA drive's 4 KiB random reads at QD32 come near its 100k
+/// IOPS, an NVMe drive's QD1 writes land in its write buffer in microseconds, and the device
+/// counters (write amplification) reach the JSON report.
+#[test]
+fn ssd_presets_under_fio() {
+    let job = temp_file(
+        "ssd.fio",
+        "[global]\nioengine=libaio\ndirect=1\nbs=4k\nruntime=1\ntime_based\n\
+         [sata-randread]\nfilename=sda\nrw=randread\niodepth=32\n\
+         [nvme-randwrite]\nfilename=/dev/nvme0n1\nrw=randwrite\niodepth=1\n",
+    );
+    let v = json(&["run", job.to_str().unwrap(), "--topology", "examples/ssd.toml"]);
+    let read = &v["jobs"][0]["read"];
+    let iops = read["iops"].as_f64().unwrap();
+    assert!((80_000.0..110_000.0).contains(&iops), "SATA QD32 random read IOPS {iops}");
+    let lat_us = read["clat_ns"]["mean"].as_f64().unwrap() / 1e3;
+    assert!((250.0..400.0).contains(&lat_us), "QD32 read latency {lat_us} µs (32 / IOPS)");
+    let write = &v["jobs"][1]["write"];
+    let lat_us = write["clat_ns"]["mean"].as_f64().unwrap() / 1e3;
+    assert!((5.0..30.0).contains(&lat_us), "NVMe QD1 write latency {lat_us} µs");
+    let ios = write["total_ios"].as_f64().unwrap();
+    assert!(ios > 30_000.0, "{ios} writes in a second");
+    let devices = v["elevator"]["devices"].as_array().unwrap();
+    assert!(devices[0]["model"].as_str().unwrap().starts_with("SATA SSD, NCQ 32"));
+    let stats = &devices[1]["stats"];
+    assert_eq!(stats["host_units_written"].as_f64().unwrap(), ios);
+    // No cleaning in a second of writes to a full drive with 9 % spare: WA ≈ 1 (the units
+    // still in open pages at the end not yet counted).
+    let wa = stats["write_amplification"].as_f64().unwrap();
+    assert!((0.99..1.01).contains(&wa) && stats["gc_runs"] == 0.0, "{stats}");
+}
+
 /// mq-deadline bounds a reader's latency under a heavy write load; `none` does not: as the
 /// writer queues more, the reader waits longer behind it under `none` only.
 #[test]

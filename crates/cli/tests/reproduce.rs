@@ -37,7 +37,9 @@ fn list_names_the_experiments() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        ["io-controller", "as-vs-deadline", "ioband", "iscsi", "interactivity"].iter().all(|n| text.contains(n)),
+        ["io-controller", "as-vs-deadline", "ioband", "iscsi", "interactivity"]
+            .iter()
+            .all(|n| text.contains(n)),
         "{text}"
     );
 }

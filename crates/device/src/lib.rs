@@ -8,12 +8,16 @@
 //!
 //! **Architecture invariant:** no device model reads a clock or does I/O; randomness (a disk's
 //! rotational phase at power-on) comes from a [`elevator_core::RandomStream`] handed in.
+//!
+//! Models: [`ram`], [`hdd`] (the disk of record), [`ssd`] (SATA and NVMe flash drives), and
+//! [`array`]s of them.
 
 pub mod array;
 pub mod hdd;
 pub mod link;
 pub mod ram;
 pub mod recorder;
+pub mod ssd;
 
 use elevator_core::{Nanos, Op, RequestId};
 
@@ -59,4 +63,10 @@ pub trait Device: Send {
     /// Runs the device up to `now_ns`, appending every command finished by then to `completed`
     /// in completion order.
     fn advance(&mut self, now_ns: Nanos, completed: &mut Vec<Completion>);
+
+    /// Internal counters worth reporting, by name (an SSD's write amplification and garbage
+    /// collection); none by default.
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }

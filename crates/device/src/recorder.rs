@@ -55,6 +55,9 @@ impl<D: Device> Device for Recorder<D> {
     fn next_event_ns(&self) -> Option<Nanos> {
         self.inner.next_event_ns()
     }
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        self.inner.stats()
+    }
     fn advance(&mut self, now_ns: Nanos, completed: &mut Vec<Completion>) {
         let before = completed.len();
         self.inner.advance(now_ns, completed);

@@ -77,6 +77,8 @@ pub struct DeviceResult {
     pub description: String,
     pub scheduler: String,
     pub counters: DiskCounters,
+    /// The model's own counters ([`elevator_device::Device::stats`]).
+    pub stats: Vec<(&'static str, f64)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -173,6 +175,7 @@ pub fn simulate(
             description: q.device.describe(),
             scheduler: q.scheduler.name().to_string(),
             counters: q.counters.clone(),
+            stats: q.device.stats(),
         });
     }
     let ioband = engine.stack.ioband_counters();

@@ -4,8 +4,9 @@
 //! ```toml
 //! [[device]]
 //! name = "sda"
-//! model = "hdd"                 # "hdd" or "ram"
+//! model = "hdd"                 # "hdd", "ssd", "nvme" or "ram"
 //! preset = "sata-7200-2009"     # hdd presets: "sata-7200-2009", "ide-2003"
+//!                               # ssd/nvme presets: "sata-ssd-2015", "nvme-pcie3-2018"
 //! scheduler = "mq-deadline"     # as /sys/block/sda/queue/scheduler
 //! nr_requests = 128             # /sys/block/sda/queue/nr_requests
 //! max_sectors_kb = 512          # /sys/block/sda/queue/max_sectors_kb
@@ -32,6 +33,7 @@ use elevator_device::array::{Array, ControllerCache, Layout};
 use elevator_device::hdd::{Hdd, HddParams};
 use elevator_device::link::LinkParams;
 use elevator_device::ram::{RamDevice, RamParams};
+use elevator_device::ssd::{Ssd, SsdParams};
 use elevator_device::Device;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -55,6 +57,11 @@ pub enum DeviceModel {
         params: HddParams,
         capacity_bytes: u64,
     },
+    /// A flash SSD (SATA or NVMe) and its capacity (raw flash less over-provisioning).
+    Ssd {
+        params: SsdParams,
+        capacity_bytes: u64,
+    },
     /// A RAID-0 (striped) or linear array of identical members behind one queue.
     Array {
         layout: Layout,
@@ -68,6 +75,9 @@ pub enum DeviceModel {
 
 /// Hard-disk presets by name.
 pub const HDD_PRESETS: &[&str] = &["sata-7200-2009", "ide-2003"];
+/// SSD presets by name (models `ssd` and `nvme` take either; `ssd` defaults to the first,
+/// `nvme` to the second).
+pub const SSD_PRESETS: &[&str] = &["sata-ssd-2015", "nvme-pcie3-2018"];
 
 impl DeviceModel {
     /// Builds the device; its random stream (a disk's rotational phase) is `stream` of `seed`.
@@ -76,6 +86,10 @@ impl DeviceModel {
             DeviceModel::Ram(p) => Box::new(RamDevice::new(p.clone())),
             DeviceModel::Hdd { params, .. } => Box::new(
                 Hdd::new(params.clone(), &mut RandomStream::new(seed, stream))
+                    .expect("parameters were checked when the topology was read"),
+            ),
+            DeviceModel::Ssd { params, .. } => Box::new(
+                Ssd::new(params.clone())
                     .expect("parameters were checked when the topology was read"),
             ),
             DeviceModel::Array { layout, members, member, queue_depth, cache } => {
@@ -94,6 +108,7 @@ impl DeviceModel {
         match self {
             DeviceModel::Ram(p) => p.capacity_bytes,
             DeviceModel::Hdd { capacity_bytes, .. } => *capacity_bytes,
+            DeviceModel::Ssd { capacity_bytes, .. } => *capacity_bytes,
             DeviceModel::Array { layout, members, member, .. } => match layout {
                 Layout::Striped { chunk_bytes } => {
                     member.capacity_bytes() / chunk_bytes * chunk_bytes * u64::from(*members)
@@ -845,6 +860,12 @@ fn hdd_model(params: HddParams) -> Result<DeviceModel, String> {
     Ok(DeviceModel::Hdd { params, capacity_bytes: disk.capacity_bytes() })
 }
 
+/// Checks an SSD's parameters by building it once, and keeps its capacity.
+fn ssd_model(params: SsdParams) -> Result<DeviceModel, String> {
+    let ssd = Ssd::new(params.clone()).map_err(|e| format!("[device.params]: {e}"))?;
+    Ok(DeviceModel::Ssd { params, capacity_bytes: ssd.capacity_bytes() })
+}
+
 /// A hardware array controller's read-ahead: sequential streams it follows at once (entry-level
 /// controllers of 2009 kept a few dozen), the time to answer a read from its memory, and its
 /// host link (4 Gb/s Fibre Channel, about 400 MB/s). Typical values, not one product's.
@@ -880,7 +901,23 @@ fn leaf_model(
             };
             hdd_model(with_overrides(base, params)?)
         }
-        other => Err(format!("unknown model `{other}`; models are: hdd, ram, raid0, linear")),
+        "ssd" | "nvme" => {
+            let default = if model == "ssd" { SSD_PRESETS[0] } else { SSD_PRESETS[1] };
+            let base = match preset.unwrap_or(default) {
+                "sata-ssd-2015" => SsdParams::sata_ssd_2015(),
+                "nvme-pcie3-2018" => SsdParams::nvme_pcie3_2018(),
+                other => {
+                    return Err(format!(
+                        "unknown {model} preset `{other}`; presets are: {}",
+                        SSD_PRESETS.join(", ")
+                    ))
+                }
+            };
+            ssd_model(with_overrides(base, params)?)
+        }
+        other => {
+            Err(format!("unknown model `{other}`; models are: hdd, ssd, nvme, ram, raid0, linear"))
+        }
     }
 }
 
@@ -1028,6 +1065,40 @@ groups = { "1000" = 20 }
             .contains("unknown scheduler `bogus`"));
         let e = Topology::from_str("[[device]\n", "t.toml").unwrap_err();
         assert!(e.starts_with("t.toml: "), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod ssd_tests {
+    use super::*;
+
+    #[test]
+    fn ssd_and_nvme_models_with_presets_and_overrides() {
+        let t = Topology::from_str(
+            "[[device]]\nname = \"sda\"\nmodel = \"ssd\"\npreset = \"sata-ssd-2015\"\n\
+             [[device]]\nname = \"nvme0n1\"\nmodel = \"nvme\"\n[device.params]\nfill = \"empty\"\n",
+            "s.toml",
+        )
+        .unwrap();
+        let DeviceModel::Ssd { params, capacity_bytes } = &t.devices[1].model else {
+            panic!("an ssd")
+        };
+        assert_eq!(params.submission_queues, 64, "nvme defaults to the NVMe preset");
+        assert_eq!(*capacity_bytes, t.devices[1].model.build(0, 0).capacity_bytes());
+        let d = t.devices[0].model.build(0, 0);
+        assert!(!d.rotational() && d.queue_depth() == 32, "{}", d.describe());
+        let device = "\n[[device]]\nname = \"sda\"\nmodel = \"ssd\"\n";
+        for (extra, want) in [
+            (
+                "preset = \"x\"\n",
+                "unknown ssd preset `x`; presets are: sata-ssd-2015, nvme-pcie3-2018",
+            ),
+            ("[device.params]\ntR_us = 3\n", "unknown field `tR_us`"),
+            ("[device.params]\nover_provisioning = 0.001\n", "raise over_provisioning"),
+        ] {
+            let e = Topology::from_str(&format!("{device}{extra}"), "s.toml").unwrap_err();
+            assert!(e.starts_with("s.toml:2: device `sda`: ") && e.contains(want), "{e}");
+        }
     }
 }
 

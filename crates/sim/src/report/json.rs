@@ -46,9 +46,17 @@ pub fn render(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> 
             "topology": topology,
             "simulated_ns": result.end_ns,
             "requests_completed": result.requests_completed,
-            "devices": result.devices.iter().map(|d| json!({
-                "name": d.name, "model": d.description, "scheduler": d.scheduler,
-            })).collect::<Vec<_>>(),
+            "devices": result.devices.iter().map(|d| {
+                let mut v = json!({
+                    "name": d.name, "model": d.description, "scheduler": d.scheduler,
+                });
+                if !d.stats.is_empty() {
+                    let stats: Map<String, Value> =
+                        d.stats.iter().map(|(k, x)| (k.to_string(), json!(round6(*x)))).collect();
+                    v["stats"] = Value::Object(stats);
+                }
+                v
+            }).collect::<Vec<_>>(),
         },
     });
     let mut text = serde_json::to_string_pretty(&out).expect("JSON values always serialise");
