@@ -43,9 +43,10 @@
 //! **Capacity and memory.** The presets keep their drives' parallelism, page and block
 //! sizes and timings but only 128 blocks per plane: 32 GiB of raw flash, where the drives
 //! they follow have 8 to 32 times as many blocks. Speed and latency do not depend on the
-//! block count, the time to the write cliff does (in proportion), and the map costs up to 8
-//! bytes per raw 4 KiB (64 MiB here, 2 GiB for a 1 TB drive). Set `blocks_per_plane` for the
-//! full capacity.
+//! block count, the time to the write cliff does (in proportion), and the maps cost up to 8
+//! bytes per raw 4 KiB plus the program times of the die pages (about 72 MiB here once every
+//! unit has been written, ~2.3 GiB for a 1 TB drive; untouched pages cost nothing, as the
+//! maps are zeroed allocations). Set `blocks_per_plane` for the full capacity.
 //!
 //! Per command the work is O(die pages touched) plus O(log) per reservation and, every
 //! `pages_per_block` die pages written, a greedy victim search over one die's blocks.
