@@ -1,7 +1,7 @@
 //! `elevator reproduce NAME`: rerun a reference experiment from `scenarios/`.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use elevator_repro::{list_experiments, render, run_experiment, Experiment};
@@ -32,6 +32,9 @@ pub struct ReproduceArgs {
     pub output_format: ReproduceFormat,
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Write each table's latency CDFs (tables with a `cdf` scope) as SVG files into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
 }
 
 fn scenarios_dir(given: Option<&PathBuf>) -> PathBuf {
@@ -80,6 +83,9 @@ pub fn run(args: &ReproduceArgs) -> Result<(), String> {
         bar.set_message(what.to_string());
     })?;
     bar.finish_and_clear();
+    if let Some(dir) = &args.plot {
+        write_plots(&result, dir)?;
+    }
     let text = match args.output_format {
         ReproduceFormat::Normal => render::text(&result),
         ReproduceFormat::Json => {
@@ -89,4 +95,33 @@ pub fn run(args: &ReproduceArgs) -> Result<(), String> {
         }
     };
     emit(&text, args.output.as_deref())
+}
+
+/// One SVG per table that kept CDFs: a curve per variant (and row, if the table has several).
+fn write_plots(result: &elevator_repro::ExperimentResult, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    for (k, table) in result.tables.iter().enumerate() {
+        let mut labels = Vec::new();
+        let mut curves = Vec::new();
+        for v in &table.variants {
+            for row in v.rows.iter().filter(|r| !r.cdf.is_empty()) {
+                labels.push(if v.rows.len() > 1 {
+                    format!("{} {}", v.label, row.value)
+                } else {
+                    v.label.clone()
+                });
+                curves.push(row.cdf.clone());
+            }
+        }
+        if curves.is_empty() {
+            continue;
+        }
+        let series: Vec<(&str, &[(f64, f64)])> =
+            labels.iter().map(String::as_str).zip(curves.iter().map(Vec::as_slice)).collect();
+        let svg = elevator_disksim::cdf_svg(&table.title, "completion latency (ms)", &series);
+        let path = dir.join(format!("{}-{}.svg", result.name, k + 1));
+        std::fs::write(&path, svg).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+        eprintln!("elevator: wrote {}", path.display());
+    }
+    Ok(())
 }

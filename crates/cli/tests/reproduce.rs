@@ -208,3 +208,23 @@ fn interactive_reads_wait_less_behind_writeback_under_cfq_and_as() {
         assert!(column(&v, table, variant, 5)[0] > 0.0);
     }
 }
+
+#[test]
+fn plot_writes_one_cdf_curve_per_variant() {
+    let dir = std::env::temp_dir().join(format!("elevator-plot-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(["reproduce", "interactivity", "--output-format", "json", "--plot"])
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cdf = v["tables"][0]["variants"][0]["rows"][0]["cdf"].as_array().unwrap();
+    assert_eq!(cdf.len(), 101, "a point per percent");
+    let svg = std::fs::read_to_string(dir.join("interactivity-1.svg")).unwrap();
+    for label in ["CFQ", "deadline", "noop", "AS"] {
+        assert!(svg.contains(&format!(">{label}<")), "legend names {label}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -80,6 +80,55 @@ const QUANTITIES: &[(&str, Quantity)] = &[
     ("p99_lat", Quantity::PctLat(99)),
 ];
 
+impl Scope {
+    /// `g<N>`, `job:<name>` or `all`.
+    pub fn parse(text: &str) -> Result<Scope, String> {
+        if text == "all" {
+            Ok(Scope::All)
+        } else if let Some(name) = text.strip_prefix("job:") {
+            Ok(Scope::Job(name.to_string()))
+        } else if let Some(n) = text.strip_prefix('g').and_then(|n| n.parse().ok()) {
+            Ok(Scope::Group(n))
+        } else {
+            Err(format!("scope `{text}` is not g<N>, job:<name> or all"))
+        }
+    }
+
+    fn members<'a>(&self, result: &'a SimResult) -> Vec<&'a Process> {
+        result.processes.iter().filter(|p| in_scope(p, self, result)).collect()
+    }
+}
+
+/// All completion latencies of `members` in one histogram, and the largest seen.
+fn merged_latency(members: &[&Process]) -> Option<(hdrhistogram::Histogram<u64>, u64)> {
+    let mut all: Option<hdrhistogram::Histogram<u64>> = None;
+    let mut max_ns = 0;
+    for d in members.iter().flat_map(|p| p.stats.iter()) {
+        max_ns = max_ns.max(d.clat_ns.max);
+        if d.clat_hist.is_empty() {
+            continue;
+        }
+        match all.as_mut() {
+            Some(h) => h.add(&d.clat_hist).expect("same histogram bounds"),
+            None => all = Some(d.clat_hist.clone()),
+        }
+    }
+    all.map(|h| (h, max_ns))
+}
+
+/// The completion-latency CDF of a scope's I/Os: (latency in ms, fraction at or below) at
+/// every percent, 0 to 100. Empty if the scope did no I/O.
+pub fn latency_cdf(result: &SimResult, scope: &Scope) -> Vec<(f64, f64)> {
+    let Some((h, max_ns)) = merged_latency(&scope.members(result)) else { return Vec::new() };
+    (0..=100)
+        .map(|pct| {
+            let q = f64::from(pct) / 100.0;
+            // The histogram answers with its bucket's top; never above the largest seen.
+            (h.value_at_quantile(q).min(max_ns) as f64 / 1e6, q)
+        })
+        .collect()
+}
+
 impl Metric {
     pub fn parse(text: &str) -> Result<Metric, String> {
         if let Some((a, b)) = text.split_once('/') {
@@ -88,15 +137,7 @@ impl Metric {
         let (scope, quantity) = text
             .rsplit_once('.')
             .ok_or_else(|| format!("column `{text}`: expected SCOPE.QUANTITY, e.g. g0.agg_bw"))?;
-        let scope = if scope == "all" {
-            Scope::All
-        } else if let Some(name) = scope.strip_prefix("job:") {
-            Scope::Job(name.to_string())
-        } else if let Some(n) = scope.strip_prefix('g').and_then(|n| n.parse().ok()) {
-            Scope::Group(n)
-        } else {
-            return Err(format!("column `{text}`: scope `{scope}` is not g<N>, job:<name> or all"));
-        };
+        let scope = Scope::parse(scope).map_err(|e| format!("column `{text}`: {e}"))?;
         let quantity =
             QUANTITIES.iter().find(|(n, _)| *n == quantity).map(|(_, q)| *q).ok_or_else(|| {
                 let names: Vec<&str> = QUANTITIES.iter().map(|(n, _)| *n).collect();
@@ -144,11 +185,7 @@ impl Metric {
                 let r = if y == 0.0 { 0.0 } else { x / y };
                 Value { number: r, text: format!("{r:.2}") }
             }
-            Metric::Of(scope, q) => {
-                let members: Vec<&Process> =
-                    result.processes.iter().filter(|p| in_scope(p, scope, result)).collect();
-                quantity(&members, *q, result)
-            }
+            Metric::Of(scope, q) => quantity(&scope.members(result), *q, result),
         }
     }
 }
@@ -258,20 +295,9 @@ fn quantity(members: &[&Process], q: Quantity, result: &SimResult) -> Value {
             Value { number: pct, text: format!("{pct:.1}%") }
         }
         Quantity::PctLat(pct) => {
-            let mut all: Option<hdrhistogram::Histogram<u64>> = None;
-            let mut max_ns = 0;
-            for d in members.iter().flat_map(|p| p.stats.iter()) {
-                max_ns = max_ns.max(d.clat_ns.max);
-                if d.clat_hist.is_empty() {
-                    continue;
-                }
-                match all.as_mut() {
-                    Some(h) => h.add(&d.clat_hist).expect("same histogram bounds"),
-                    None => all = Some(d.clat_hist.clone()),
-                }
-            }
             // The histogram answers with its bucket's top; never above the largest seen.
-            let ns = all.map_or(0, |h| h.value_at_quantile(f64::from(pct) / 100.0).min(max_ns));
+            let ns = merged_latency(members)
+                .map_or(0, |(h, max_ns)| h.value_at_quantile(f64::from(pct) / 100.0).min(max_ns));
             Value { number: ns as f64, text: latency_text(ns) }
         }
         Quantity::Over2s | Quantity::Over10s => {

@@ -6,7 +6,7 @@ use std::path::Path;
 use elevator_sim::{simulate, SimOptions, Topology};
 use serde::Serialize;
 
-use crate::metric::Metric;
+use crate::metric::{latency_cdf, Metric, Scope};
 use crate::scenario::{Experiment, Table};
 
 #[derive(Clone, Debug, Serialize)]
@@ -47,6 +47,9 @@ pub struct RowResult {
     /// What the run reported beyond its numbers (e.g. a bandwidth minimum not met).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The table's `cdf` scope's completion latency: (ms, fraction at or below), per percent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cdf: Vec<(f64, f64)>,
 }
 
 /// How many simulations an experiment runs (for progress bars).
@@ -83,6 +86,12 @@ pub fn run_experiment(
             t.columns.iter().map(|c| Metric::parse(c)).collect::<Result<_, _>>()?;
         let headers =
             t.headers.clone().unwrap_or_else(|| metrics.iter().map(Metric::header).collect());
+        let cdf_scope = t
+            .cdf
+            .as_deref()
+            .map(Scope::parse)
+            .transpose()
+            .map_err(|err| format!("{}: table `{}`: cdf: {err}", e.name, t.title))?;
         let mut variants = Vec::new();
         for v in &t.variants {
             let iosched: BTreeMap<String, String> =
@@ -116,6 +125,7 @@ pub fn run_experiment(
                     cells: values.into_iter().map(|x| x.text).collect(),
                     published: v.published.get(i).cloned(),
                     warnings: result.warnings(),
+                    cdf: cdf_scope.as_ref().map(|s| latency_cdf(&result, s)).unwrap_or_default(),
                 });
                 done += 1;
                 progress(done, total, &format!("{} · {} · {}", t.title, v.label, value));

@@ -75,6 +75,9 @@ pub struct Table {
     pub variants: Vec<Variant>,
     /// A sentence on what the published numbers showed, printed under the table.
     pub note: Option<String>,
+    /// Whose completion-latency CDF to keep per run (a scope: `job:monitor`, `g1`, `all`),
+    /// for `--plot` and the JSON output.
+    pub cdf: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
