@@ -191,6 +191,18 @@ fn ssd_presets_under_fio() {
     assert!((0.99..1.01).contains(&wa) && stats["gc_runs"] == 0.0, "{stats}");
 }
 
+/// The example of the README: a fresh drive written three times over falls off the cliff.
+#[test]
+fn ssd_write_cliff_example() {
+    let v =
+        json(&["run", "examples/ssd-write-cliff.fio", "--topology", "examples/ssd-fresh-1g.toml"]);
+    let bw: Vec<f64> = (0..3).map(|i| v["jobs"][i]["write"]["bw"].as_f64().unwrap()).collect();
+    assert!(bw[0] > 1.5 * bw[2], "fresh {} KiB/s vs third pass {} KiB/s", bw[0], bw[2]);
+    assert!(bw[1] < bw[0], "{bw:?}");
+    let wa = v["elevator"]["devices"][0]["stats"]["write_amplification"].as_f64().unwrap();
+    assert!(wa > 1.2, "garbage collection copied pages: WA {wa}");
+}
+
 /// mq-deadline bounds a reader's latency under a heavy write load; `none` does not: as the
 /// writer queues more, the reader waits longer behind it under `none` only.
 #[test]
