@@ -191,6 +191,37 @@ fn ssd_presets_under_fio() {
     assert!((0.99..1.01).contains(&wa) && stats["gc_runs"] == 0.0, "{stats}");
 }
 
+/// `read_iolog=` replays a log with its recorded gaps, or without them, and names the log's
+/// line when it is wrong.
+#[test]
+fn iolog_replay_keeps_recorded_timing() {
+    let mut log = String::from("fio version 3 iolog\n0 /dev/sda add\n");
+    for i in 0..10 {
+        log += &format!("{} /dev/sda read {} 4096\n", i * 100, i * 1_048_576);
+    }
+    log += "950 /dev/sda write 0 8192\n960 /dev/sda sync 0 0\n";
+    temp_file("trace.log", &log);
+    let timed = temp_file("timed.fio", "[replay]\nread_iolog=trace.log\nioengine=libaio\n");
+    let v = json(&["run", timed.to_str().unwrap()]);
+    let job = &v["jobs"][0];
+    assert_eq!(job["read"]["total_ios"], 10);
+    assert_eq!(job["write"]["total_ios"], 1);
+    let ms = job["read"]["runtime"].as_f64().unwrap();
+    assert!((950.0..1100.0).contains(&ms), "the log spans 960 ms: {ms}");
+    let fast = temp_file(
+        "fast.fio",
+        "[replay]\nread_iolog=trace.log\nreplay_no_stall\nioengine=libaio\niodepth=4\n",
+    );
+    let ms = json(&["run", fast.to_str().unwrap()])["jobs"][0]["read"]["runtime"].as_f64().unwrap();
+    assert!(ms < 200.0, "no stalls: {ms} ms");
+    temp_file("bad.log", "fio version 2 iolog\n/dev/sda read 0 4096\n/dev/sda jump 0 512\n");
+    let bad = temp_file("bad.fio", "[r]\nread_iolog=bad.log\n");
+    let out = elevator(&["run", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("bad.fio:2") && err.contains("bad.log:3: unknown action `jump`"), "{err}");
+}
+
 /// The example of the README: a fresh drive written three times over falls off the cliff.
 #[test]
 fn ssd_write_cliff_example() {

@@ -165,6 +165,12 @@ pub struct JobSpec {
     /// `exitall`: when this job finishes, stop the jobs that `exit_what` names.
     pub exitall: bool,
     pub exit_what: ExitWhat,
+    /// `read_iolog=`: the recorded I/O to replay instead of `rw`/`bs`/`size` (path relative
+    /// to the job file); `replay_no_stall` ignores its timing; `replay_redirect=` sends it to
+    /// another device than the one it names.
+    pub iolog: Option<std::sync::Arc<crate::iolog::IoLog>>,
+    pub replay_no_stall: bool,
+    pub replay_redirect: Option<String>,
 }
 
 /// `exit_what=`: which jobs `exitall` stops.
@@ -227,6 +233,9 @@ impl JobSpec {
             fsync_every: 0,
             exitall: false,
             exit_what: ExitWhat::Group,
+            iolog: None,
+            replay_no_stall: false,
+            replay_redirect: None,
         }
     }
 }

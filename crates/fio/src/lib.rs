@@ -10,6 +10,7 @@
 //! stays a name; the simulator resolves it against the topology.
 
 mod ini;
+pub mod iolog;
 pub mod job;
 mod options;
 mod parser;

@@ -92,6 +92,9 @@ const MODELLED: &[(&str, &str)] = &[
     ("exitall", "exitall"),
     ("exit_what", "exit_what"),
     ("kb_base", "kb_base"),
+    ("read_iolog", "read_iolog"),
+    ("replay_no_stall", "replay_no_stall"),
+    ("replay_redirect", "replay_redirect"),
 ];
 
 /// fio options (and aliases) elevator accepts but does not model.
@@ -225,13 +228,10 @@ const UNMODELLED: &[&str] = &[
     "ratecycle",
     "ratemin",
     "read_beyond_wp",
-    "read_iolog",
     "read_iolog_chunked",
     "refill_buffers",
     "registerfiles",
     "replay_align",
-    "replay_no_stall",
-    "replay_redirect",
     "replay_scale",
     "replay_skip",
     "replay_time_scale",
@@ -420,6 +420,7 @@ impl Builder {
             "new_group" => self.spec.new_group = flag(value)?,
             "stonewall" => self.spec.stonewall = flag(value)?,
             "exitall" => self.spec.exitall = flag(value)?,
+            "replay_no_stall" => self.spec.replay_no_stall = flag(value)?,
             _ => {
                 let Some(v) = value else {
                     return Err(OptionError::Value(format!(
@@ -554,6 +555,19 @@ impl Builder {
                 spec.number_ios = (n > 0).then_some(n);
             }
             "fsync" => spec.fsync_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "read_iolog" => {
+                let path = std::path::Path::new(v);
+                let path = if path.is_relative() {
+                    std::path::Path::new(&spec.source.file)
+                        .parent()
+                        .unwrap_or(std::path::Path::new("."))
+                        .join(path)
+                } else {
+                    path.to_path_buf()
+                };
+                spec.iolog = Some(std::sync::Arc::new(crate::iolog::IoLog::load(&path)?));
+            }
+            "replay_redirect" => spec.replay_redirect = Some(v.to_string()),
             "exit_what" => {
                 spec.exit_what = match v {
                     "group" => ExitWhat::Group,

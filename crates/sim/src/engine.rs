@@ -588,8 +588,32 @@ fn build_processes(
             },
         };
         let cgroup = cgroup_id(groups, spec.cgroup.as_deref());
+        // A replayed log goes to the device it names, unless filename= or replay_redirect=
+        // say otherwise; it addresses the whole device.
+        let filename = match &spec.iolog {
+            Some(log) => Some(
+                spec.replay_redirect.clone().or(spec.filename.clone()).unwrap_or(log.file.clone()),
+            ),
+            None => spec.filename.clone(),
+        };
         for clone in 0..spec.numjobs.max(1) {
-            let (route, region_start, region_len) = match &spec.filename {
+            let (route, region_start, region_len) = match &filename {
+                Some(name) if spec.iolog.is_some() => {
+                    let log = spec.iolog.as_ref().expect("matched");
+                    let t = topology.target(name).map_err(|e| {
+                        SimError(format!("{at}: job `{}`: iolog {}: {e}", spec.name, log.source))
+                    })?;
+                    if let Some(e) =
+                        log.entries.iter().find(|e| e.offset_bytes + e.len_bytes > t.size_bytes)
+                    {
+                        return Err(SimError(format!(
+                            "{}:{}: job `{}`: {} bytes at offset {} reach past the end of `{name}` ({} bytes); replay_redirect= it to a larger device",
+                            log.source, e.line, spec.name, e.len_bytes, e.offset_bytes, t.size_bytes
+                        )));
+                    }
+                    *users_of_name.entry(name.clone()).or_default() += 1;
+                    (t.route, t.start_bytes, t.size_bytes)
+                }
                 Some(name) => {
                     let t = topology
                         .target(name)

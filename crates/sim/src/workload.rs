@@ -13,7 +13,10 @@
 //! - there is no page cache: buffered (`direct=0`) I/O is issued as direct I/O, except that
 //!   buffered writes are asynchronous (as writeback is) while direct writes are sync;
 //! - issuing costs no CPU time: a job issues its next I/O at the instant the previous completes
-//!   (plus `thinktime`).
+//!   (plus `thinktime`);
+//! - a replayed iolog (`read_iolog=`) is issued as recorded, each action its recorded delay
+//!   after the previous one, up to `iodepth` at once; `rate`, `thinktime`, `fsync` and
+//!   `time_based` do not apply to it (fio applies some of them to replays too).
 
 use elevator_core::{Nanos, Op, Owner, RandomStream, NS_PER_SEC};
 use elevator_fio::{BlockSize, JobSpec, RwMode};
@@ -134,6 +137,18 @@ pub struct Process {
     stop_at_ns: Option<Nanos>,
     /// With `nrfiles` > 1: the files and the progress through them.
     files: Option<FileTree>,
+    /// With `read_iolog=`: the log being replayed.
+    iolog: Option<Replay>,
+}
+
+/// Progress through a replayed fio iolog.
+#[derive(Debug)]
+struct Replay {
+    log: std::sync::Arc<elevator_fio::iolog::IoLog>,
+    next: usize,
+    /// fio's `replay_no_stall`: issue as fast as the queue depth allows.
+    no_stall: bool,
+    last_issue_ns: Nanos,
 }
 
 impl Process {
@@ -200,6 +215,12 @@ impl Process {
             flush_pending: false,
             stop_at_ns: None,
             files: None,
+            iolog: spec.iolog.clone().map(|log| Replay {
+                log,
+                next: 0,
+                no_stall: spec.replay_no_stall,
+                last_issue_ns: 0,
+            }),
         }
     }
 
@@ -224,6 +245,9 @@ impl Process {
             DirStats::new(self.ramp_end_ns),
         ];
         self.stop_at_ns = self.runtime_ns.map(|r| self.ramp_end_ns + r);
+        if let Some(r) = self.iolog.as_mut() {
+            r.last_issue_ns = now_ns;
+        }
         self.stop_at_ns
     }
 
@@ -249,6 +273,9 @@ impl Process {
         if self.flush_pending {
             self.flush_pending = false;
             return Next::Issue(Io { op: Op::Flush, offset_bytes: 0, len_bytes: 0, sync: true });
+        }
+        if self.iolog.is_some() {
+            return self.next_replayed(now_ns);
         }
         let op = self.pick_direction();
         let d = dir_index(op);
@@ -286,6 +313,33 @@ impl Process {
         }
         let sync = op != Op::Write || self.sync_writes;
         Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync })
+    }
+
+    /// The next action of the replayed log, when its delay after the previous one has passed
+    /// (fio's `iolog_delay`), unless `replay_no_stall`.
+    fn next_replayed(&mut self, now_ns: Nanos) -> Next {
+        let r = self.iolog.as_mut().expect("replaying");
+        let Some(&e) = r.log.entries.get(r.next) else {
+            self.state = State::Draining;
+            return Next::Stop;
+        };
+        if !r.no_stall && r.last_issue_ns + e.delay_ns > now_ns {
+            return Next::WaitUntil(r.last_issue_ns + e.delay_ns);
+        }
+        r.next += 1;
+        r.last_issue_ns = now_ns;
+        let d = dir_index(e.op);
+        self.bytes_issued += e.len_bytes;
+        self.ios_issued += 1;
+        self.dir_bytes_issued[d] += e.len_bytes;
+        self.dir_ios_issued[d] += 1;
+        let sync = e.op != Op::Write || self.sync_writes;
+        Next::Issue(Io {
+            op: e.op,
+            offset_bytes: self.region.start_bytes + e.offset_bytes,
+            len_bytes: e.len_bytes,
+            sync,
+        })
     }
 
     /// Records that an I/O went into the block layer.
@@ -372,7 +426,9 @@ impl Process {
         match self.io_limit_bytes {
             Some(limit) => self.bytes_issued >= limit,
             None => {
-                !self.time_based
+                // A replayed log ends with the log, however often it rereads its blocks.
+                self.iolog.is_none()
+                    && !self.time_based
                     && self.runtime_ns.is_none()
                     && self.bytes_issued >= self.region.len_bytes
             }
