@@ -222,6 +222,32 @@ fn iolog_replay_keeps_recorded_timing() {
     assert!(err.contains("bad.fio:2") && err.contains("bad.log:3: unknown action `jump`"), "{err}");
 }
 
+/// A blktrace binary replays like a fio log, once told which device it was taken on.
+#[test]
+fn blktrace_replay_needs_a_device_and_keeps_timing() {
+    use elevator_fio::blktrace::encode;
+    let queue_read = 1 | 1 << 16 | 1 << 20; // __BLK_TA_QUEUE, BLK_TC_READ | BLK_TC_QUEUE
+    let sdb = 8 << 20 | 16;
+    let mut trace = Vec::new();
+    for i in 0..20u64 {
+        trace.extend(encode(i * 10_000_000, i * 8192, 4096, queue_read, sdb, &[]));
+    }
+    let path = temp_file("trace.blktrace.0", "");
+    std::fs::write(&path, &trace).unwrap();
+    let job = temp_file("bt.fio", "[bt]\nread_iolog=trace.blktrace.0\nioengine=libaio\n");
+    let out = elevator(&["run", job.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("names its device by number (8,16)"), "{err}");
+    let job = temp_file(
+        "bt2.fio",
+        "[bt]\nread_iolog=trace.blktrace.0\nreplay_redirect=sda\nioengine=libaio\n",
+    );
+    let v = json(&["run", job.to_str().unwrap()]);
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 20);
+    let ms = v["jobs"][0]["read"]["runtime"].as_f64().unwrap();
+    assert!((190.0..260.0).contains(&ms), "20 reads 10 ms apart: {ms} ms");
+}
+
 /// The example of the README: a fresh drive written three times over falls off the cliff.
 #[test]
 fn ssd_write_cliff_example() {

@@ -30,7 +30,7 @@ pub struct IoLogEntry {
     pub len_bytes: u64,
     /// How long after the previous action was issued this one may be issued.
     pub delay_ns: Nanos,
-    /// Line in the log, for messages.
+    /// Line in the log (record number in a blktrace), for messages.
     pub line: u32,
 }
 
@@ -39,6 +39,7 @@ pub struct IoLogEntry {
 pub struct IoLog {
     /// Where it was read from, for messages.
     pub source: String,
+    /// 2 or 3 for fio's text logs, 0 for a blktrace.
     pub version: u8,
     /// The file (device) the log's I/O goes to, as written (`/dev/sdb`).
     pub file: String,
@@ -46,11 +47,23 @@ pub struct IoLog {
 }
 
 impl IoLog {
-    /// Reads and parses a log file.
+    /// Reads and parses a log file: a fio text log, or a blktrace binary trace.
     pub fn load(path: &Path) -> Result<IoLog, String> {
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|e| format!("{}: cannot read the iolog: {e}", path.display()))?;
-        IoLog::parse(&text, &path.display().to_string())
+        let source = path.display().to_string();
+        if crate::blktrace::looks_like_blktrace(&bytes) {
+            return crate::blktrace::parse(&bytes, &source);
+        }
+        let text = String::from_utf8(bytes).map_err(|_| {
+            format!("{source}: neither a fio iolog (text) nor a blktrace (binary) file")
+        })?;
+        IoLog::parse(&text, &source)
+    }
+
+    /// True for a blktrace, which names its device by number (`8,16`), not by name.
+    pub fn from_blktrace(&self) -> bool {
+        self.version == 0
     }
 
     /// Parses log text; `source` names it in messages.

@@ -9,6 +9,7 @@
 //! **Architecture invariant:** parsing only — no simulation, no topology knowledge. `filename`
 //! stays a name; the simulator resolves it against the topology.
 
+pub mod blktrace;
 mod ini;
 pub mod iolog;
 pub mod job;

@@ -591,9 +591,16 @@ fn build_processes(
         // A replayed log goes to the device it names, unless filename= or replay_redirect=
         // say otherwise; it addresses the whole device.
         let filename = match &spec.iolog {
-            Some(log) => Some(
-                spec.replay_redirect.clone().or(spec.filename.clone()).unwrap_or(log.file.clone()),
-            ),
+            Some(log) => match spec.replay_redirect.clone().or(spec.filename.clone()) {
+                Some(name) => Some(name),
+                None if log.from_blktrace() => {
+                    return Err(SimError(format!(
+                        "{at}: job `{}`: the blktrace {} names its device by number ({}); say which device of the topology it replays on with filename= or replay_redirect=",
+                        spec.name, log.source, log.file
+                    )))
+                }
+                None => Some(log.file.clone()),
+            },
             None => spec.filename.clone(),
         };
         for clone in 0..spec.numjobs.max(1) {
