@@ -132,7 +132,7 @@ pub fn parse(bytes: &[u8], source: &str) -> Result<IoLog, String> {
                 let delay_ns = last_ns.map_or(0, |l| time_ns.saturating_sub(l));
                 last_ns = Some(time_ns);
                 let (offset_bytes, len_bytes) =
-                    if op == Op::Flush { (0, 0) } else { (sector * 512, len) };
+                    if op == Op::Flush { (0, 0) } else { (sector.saturating_mul(512), len) };
                 log.entries.push(IoLogEntry {
                     op,
                     offset_bytes,
@@ -225,5 +225,19 @@ mod tests {
         assert!(e.contains("record 2 (byte 48): bad magic"), "{e}");
         let e = parse(&record(0, 0, 0, TC_NOTIFY << TC_SHIFT, SDB, &[]), "t.bin").unwrap_err();
         assert!(e.contains("no queue (Q) events"), "{e}");
+    }
+
+    proptest::proptest! {
+        /// Whatever the bytes, a trace parses or is refused with a message: never a panic.
+        #[test]
+        fn any_bytes_parse_or_fail_cleanly(
+            mut bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400),
+            magic in proptest::bool::ANY,
+        ) {
+            if magic && bytes.len() >= 4 {
+                bytes[..4].copy_from_slice(&(MAGIC | VERSION).to_le_bytes());
+            }
+            let _ = parse(&bytes, "fuzz.bin");
+        }
     }
 }

@@ -99,7 +99,8 @@ impl IoLog {
                         "timestamp {ms} ms is before the previous {last_ms} ms"
                     )));
                 }
-                pending_delay_ns += (ms - last_ms) * NS_PER_MS;
+                pending_delay_ns =
+                    pending_delay_ns.saturating_add((ms - last_ms).saturating_mul(NS_PER_MS));
                 last_ms = ms;
             }
             let (Some(file), Some(action)) = (words.next(), words.next()) else {
@@ -128,7 +129,8 @@ impl IoLog {
                 "sync" | "datasync" => Op::Flush,
                 "wait" if version == 2 => {
                     let _offset = number("an offset")?;
-                    pending_delay_ns += number("a delay in µs")? * NS_PER_US;
+                    let us = number("a delay in µs")?;
+                    pending_delay_ns = pending_delay_ns.saturating_add(us.saturating_mul(NS_PER_US));
                     continue;
                 }
                 other => {
@@ -167,7 +169,7 @@ impl IoLog {
 
     /// The highest byte any action touches.
     pub fn end_bytes(&self) -> u64 {
-        self.entries.iter().map(|e| e.offset_bytes + e.len_bytes).max().unwrap_or(0)
+        self.entries.iter().map(|e| e.offset_bytes.saturating_add(e.len_bytes)).max().unwrap_or(0)
     }
 }
 
@@ -222,6 +224,18 @@ mod tests {
         for (text, expect) in cases {
             let e = IoLog::parse(text, "t.log").unwrap_err();
             assert!(e.contains(expect), "{text:?}: {e}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the text after a valid header, a log parses or is refused: never a panic.
+        #[test]
+        fn any_text_parses_or_fails_cleanly(
+            body in "(([0-9]{1,22} )?[a-z/]{1,8} [a-z]{1,8}( [0-9]{1,22}){0,2}\n){0,20}",
+            v3 in proptest::bool::ANY,
+        ) {
+            let header = if v3 { "fio version 3 iolog\n" } else { "fio version 2 iolog\n" };
+            let _ = IoLog::parse(&format!("{header}{body}"), "fuzz.log");
         }
     }
 }

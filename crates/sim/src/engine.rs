@@ -610,8 +610,10 @@ fn build_processes(
                     let t = topology.target(name).map_err(|e| {
                         SimError(format!("{at}: job `{}`: iolog {}: {e}", spec.name, log.source))
                     })?;
-                    if let Some(e) =
-                        log.entries.iter().find(|e| e.offset_bytes + e.len_bytes > t.size_bytes)
+                    if let Some(e) = log
+                        .entries
+                        .iter()
+                        .find(|e| e.offset_bytes.saturating_add(e.len_bytes) > t.size_bytes)
                     {
                         return Err(SimError(format!(
                             "{}:{}: job `{}`: {} bytes at offset {} reach past the end of `{name}` ({} bytes); replay_redirect= it to a larger device",

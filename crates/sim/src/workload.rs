@@ -323,8 +323,9 @@ impl Process {
             self.state = State::Draining;
             return Next::Stop;
         };
-        if !r.no_stall && r.last_issue_ns + e.delay_ns > now_ns {
-            return Next::WaitUntil(r.last_issue_ns + e.delay_ns);
+        let due = r.last_issue_ns.saturating_add(e.delay_ns);
+        if !r.no_stall && due > now_ns {
+            return Next::WaitUntil(due);
         }
         r.next += 1;
         r.last_issue_ns = now_ns;
