@@ -25,6 +25,7 @@
 //! transfer; the steady state allocates nothing.
 
 pub mod cache;
+pub mod controller;
 pub mod geometry;
 pub mod queue;
 pub mod seek;
@@ -38,7 +39,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Command, Completion, Device};
 use cache::{Cache, Lookup};
-use geometry::{Geometry, ZoneSpec};
+use controller::{DiskSimController, DsState};
+use geometry::{Geometry, Sparing, SurfaceOrder, ZoneSpec};
 use queue::{Queue, Queued};
 use seek::{SeekCurve, SeekSpec};
 
@@ -70,6 +72,23 @@ pub struct HddParams {
     pub queue_depth: u32,
     /// A queued command older than this is served next, whatever SPTF says.
     pub max_queue_age_ms: f64,
+    /// Where the zones keep spare sectors (slips are per zone).
+    #[serde(skip_serializing_if = "is_default")]
+    pub sparing: Sparing,
+    /// Which surface follows which across cylinders.
+    #[serde(skip_serializing_if = "is_default")]
+    pub surface_order: SurfaceOrder,
+    /// The platter's angle at time 0, in turns; none: drawn from the random stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotation_phase_turns: Option<f64>,
+    /// DiskSim's controller (overheads by command and history, per-sector bus, its cache
+    /// and read-ahead policies: see [`controller`]); none: the simple controller above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub controller: Option<Box<DiskSimController>>,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl Default for HddParams {
@@ -113,6 +132,11 @@ impl HddParams {
             write_cache: false,
             queue_depth: 31,
             max_queue_age_ms: 500.0,
+
+            sparing: Sparing::None,
+            surface_order: SurfaceOrder::Ascending,
+            rotation_phase_turns: None,
+            controller: None,
         }
     }
 
@@ -146,6 +170,11 @@ impl HddParams {
             write_cache: false,
             queue_depth: 1,
             max_queue_age_ms: 500.0,
+
+            sparing: Sparing::None,
+            surface_order: SurfaceOrder::Ascending,
+            rotation_phase_turns: None,
+            controller: None,
         }
     }
 }
@@ -217,6 +246,8 @@ pub struct Hdd {
     dirty_sectors: u64,
     dirty_limit_sectors: u64,
     filter: [u64; 1 << (FILTER_BITS - 6)],
+    /// DiskSim's controller, when selected.
+    ds: Option<Box<DsState>>,
 }
 
 impl Hdd {
@@ -240,7 +271,7 @@ impl Hdd {
                 return Err(format!("{n} must be ≥ 0"));
             }
         }
-        let geom = Geometry::new(&p.zones, p.surfaces)?;
+        let geom = Geometry::with_layout(&p.zones, p.surfaces, p.sparing, p.surface_order)?;
         let seek = SeekCurve::new(&p.seek, geom.cylinders)?;
         let period_ns = 60e9 / p.rpm;
         let sector_ns: Vec<f64> =
@@ -253,7 +284,24 @@ impl Hdd {
                     / (z.sectors_per_track * z.sectors_per_track) as f64
             })
             .collect();
-        let phase_ns = rng.unit() * period_ns;
+        let phase_ns = match p.rotation_phase_turns {
+            Some(turns) if turns.is_finite() => turns.rem_euclid(1.0) * period_ns,
+            Some(_) => return Err("rotation_phase_turns must be finite".into()),
+            None => rng.unit() * period_ns,
+        };
+        let ds = match &p.controller {
+            Some(c) => {
+                c.validate()?;
+                let bus_sector_ns = SECTOR_BYTES as f64 * 1e9 / p.bus_bytes_per_sec;
+                Some(Box::new(DsState::new(
+                    (**c).clone(),
+                    p.cache_segments,
+                    p.segment_size_bytes / SECTOR_BYTES,
+                    bus_sector_ns,
+                )))
+            }
+            None => None,
+        };
         let segment_sectors = p.segment_size_bytes / SECTOR_BYTES;
         Ok(Hdd {
             cache: Cache::new(p.cache_segments, segment_sectors),
@@ -278,6 +326,7 @@ impl Hdd {
             head: HeadState::default(),
             active: None,
             filter: [0; 1 << (FILTER_BITS - 6)],
+            ds,
             p,
         })
     }
@@ -384,8 +433,8 @@ impl Hdd {
             } else {
                 acc.transfer_ns += mv + wait;
             }
-            let chunk = self.geom.left_on_track(&c).min(left);
-            let d = chunk as f64 * self.sector_ns[c.zone];
+            let (chunk, span) = self.geom.run(lbn, &c, left);
+            let d = span as f64 * self.sector_ns[c.zone];
             t += d;
             acc.transfer_ns += d;
             left -= chunk;
@@ -525,12 +574,15 @@ impl Hdd {
             return;
         }
         if self.queue.is_empty() {
-            self.start_destage(now);
+            if self.ds.is_none() {
+                self.start_destage(now);
+            }
             return;
         }
         let i = self.pick(now);
         let q = self.queue.remove(i);
-        let done = self.serve(&q, now);
+        let done =
+            if self.ds.is_some() { self.serve_disksim(&q, now) } else { self.serve(&q, now) };
         self.active = Some(Active { id: Some(q.cmd.id), done_ns: done.max(now) });
     }
 
