@@ -247,3 +247,24 @@ fn svg_plot() {
     assert!(s.contains("measured") && s.contains("DiskSim") && s.contains("&lt;CDF&gt;"));
     assert!(s.trim_end().ends_with("</svg>"));
 }
+
+/// The HDD model with DiskSim's controller, driven by each drive's own parameters, is at
+/// least as close to the measured access times as DiskSim 4.0 itself.
+#[test]
+fn model_demerit_at_or_below_disksim() {
+    let Some(d) = data_dir() else { return };
+    for name in ["barracuda", "cheetah9LP"] {
+        let dir = d.join(name);
+        let drv = load_drive(&dir).unwrap();
+        let params = hdd_params(&drv).unwrap();
+        let trace = load_trace(drv.trace_path.as_ref().unwrap()).unwrap();
+        let sim = replay(&params, &trace).unwrap();
+        let measured: Vec<f64> = trace.iter().map(|r| r.access_time_ms()).collect();
+        let buckets = Buckets::access_time_default();
+        let got = rms_demerit_ms(&measured, &sim, &buckets);
+        let text = std::fs::read_to_string(dir.join("disksim-simulated-cdf.tsv")).unwrap();
+        let disksim = header_rms(&text);
+        eprintln!("{name}: demerit {got:.6} ms (DiskSim {disksim})");
+        assert!(got <= disksim, "{name}: {got} > DiskSim's {disksim}");
+    }
+}
