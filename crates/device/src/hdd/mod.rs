@@ -2,7 +2,7 @@
 //! against DiskSim's traces and so that the effects that decide scheduler outcomes are there:
 //!
 //! - [`geometry`]: cylinders × surfaces, zoned recording, track and cylinder skew, the
-//!   LBN → (cylinder, head, sector) map. Spare sectors are ignored.
+//!   LBN → (cylinder, head, sector) map; optionally DiskSim's sparing schemes and slips.
 //! - [`seek`]: seek time from a measured table, the three-point form or `a·√(d−1)+b·(d−1)+c`;
 //!   plus head-switch time and write settle (added to any positioning move of a write).
 //! - Rotation is tracked continuously: the platter's angle at time `t` is
@@ -20,6 +20,9 @@
 //!   (`write_cache`): a non-FUA write completes after overhead + bus time and is destaged
 //!   when the drive is idle; a flush destages everything. Off by default (see constructors).
 //! - [`queue`]: NCQ/TCQ depth; SPTF among queued commands with an age limit; depth 1 = FIFO.
+//! - [`controller`]: with `controller` set, DiskSim's controller replaces the overhead, bus,
+//!   cache and write-back rules above (see its module docs for where it deviates from
+//!   DiskSim); the presets leave it unset and behave exactly as before it existed.
 //!
 //! Per command the work is O(queue) for the SPTF pass plus O(tracks crossed) for the
 //! transfer; the steady state allocates nothing.
