@@ -10,10 +10,17 @@
 //!   (reads: off the media; DiskSim's read water mark of one sector) and one sector time of
 //!   the bus after the previous one. A read completes with its last sector's transfer plus
 //!   the read completion overhead; a miss first disconnects and reselects.
-//! - **Cache**: `cache_segments` segments of `segment_size_bytes`, LRU. A read whose first
+//! - **Cache**: `cache_segments` segments of `segment_size_bytes`. A read whose first
 //!   block is in a segment is a hit (whole or partial: the rest streams in behind the
 //!   prefetch or is read from the media). A segment is a window that slides forward as
 //!   read-ahead fills it. Written data stays readable if `read_hits_on_write_data`.
+//!   Segments are chosen as DiskSim's `disk_buffer_select_{read,write}_segment` do, by
+//!   state (empty, clean, dirty, being read ahead) and then least recently used: a miss
+//!   takes an empty segment, else the least recently used clean one, and the one being read
+//!   ahead only last; a write takes a clean segment it overlaps first and empties the other
+//!   clean ones it overlaps (the segment being read ahead keeps its stale data, as in
+//!   DiskSim); every command moves its segment to most recently used. Read-ahead that has
+//!   reached its limit leaves its segment clean.
 //! - **Read-ahead** after every media read, as far as [`ReadAhead`] says, in the background:
 //!   the next command that needs the mechanism stops it at once, dropping the sector under
 //!   the head (DiskSim takes the pending sector event off its queue), and the heads are
@@ -140,13 +147,39 @@ impl DiskSimController {
 }
 
 /// A cache segment: blocks `[start, end)` (the window slides to the last
-/// `segment_sectors`), `write` if it holds written data.
+/// `segment_sectors`), `write` if it holds written data, dirty (not yet all on the media)
+/// until `dirty_until_ns`; `stamp` orders the segments from least to most recently used
+/// (DiskSim's segment list); an `empty` segment holds nothing (DiskSim `BUFFER_EMPTY`).
 #[derive(Clone, Copy, Debug)]
 struct Seg {
     start: u64,
     end: u64,
     write: bool,
+    empty: bool,
+    dirty_until_ns: f64,
     stamp: u64,
+}
+
+/// DiskSim's segment states (`disksim_diskcache.c`) as far as choosing a segment sees them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SegState {
+    Empty,
+    Clean,
+    /// Written data not yet on the media (`BUFFER_DIRTY` / `BUFFER_WRITING`).
+    Dirty,
+    /// Being read ahead into (`BUFFER_READING`).
+    Reading,
+}
+
+/// What choosing a segment for a command found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Choice {
+    /// The command's first block is in segment `i`, whose valid data ends at `avail`.
+    Hit { i: usize, avail: u64 },
+    /// A write continuing the dirty segment `i` (DiskSim `BUFFER_APPEND`).
+    Append(usize),
+    /// No data: segment `i` (`None`: a slot never used yet) is to be taken.
+    Take(Option<usize>),
 }
 
 /// Read-ahead in progress into segment `seg`: the heads, at `at` and free at `t_ns`, go on
@@ -158,6 +191,8 @@ struct Stream {
     t_ns: f64,
     at: HeadState,
     limit: u64,
+    /// When the read-ahead reaches `limit` (the segment is then clean).
+    end_ns: f64,
 }
 
 /// One track's run of a media walk: blocks `[first, first + len)`, the first starting
@@ -379,20 +414,131 @@ impl Hdd {
 
     /// Starts read-ahead into segment `seg` from `next`, heads at `at` free at `t_ns`.
     fn ds_start_stream(&mut self, seg: usize, next: u64, t_ns: f64, at: HeadState, limit: u64) {
-        let st = self.ds_mut();
-        st.stream = (limit > next).then_some(Stream { seg, next, t_ns, at, limit });
+        let stream = (limit > next).then(|| {
+            let mut s = Stream { seg, next, t_ns, at, limit, end_ns: t_ns };
+            s.end_ns = self.stream_end_ns(&s);
+            s
+        });
+        self.ds_mut().stream = stream;
     }
 
-    /// The least recently used segment (an unused one first), emptied.
-    fn ds_alloc(&mut self, start: u64, write: bool) -> usize {
+    /// When read-ahead `s` reaches its limit.
+    fn stream_end_ns(&self, s: &Stream) -> f64 {
+        let mut runs = Vec::new();
+        self.walk(s.at, s.t_ns, false, s.next, s.limit - s.next, &mut runs, |_, _, _| 0.0).0
+    }
+
+    /// Segment `i` as choosing a segment at `t_ns` sees it.
+    fn seg_state(&self, i: usize, t_ns: f64) -> SegState {
+        let st = self.ds();
+        let s = &st.segs[i];
+        if s.empty {
+            SegState::Empty
+        } else if st.stream.is_some_and(|x| x.seg == i && t_ns < x.end_ns) {
+            SegState::Reading
+        } else if s.write && t_ns < s.dirty_until_ns {
+            SegState::Dirty
+        } else {
+            SegState::Clean
+        }
+    }
+
+    /// DiskSim's `disk_buffer_select_read_segment` for a read of `[lbn, lbn + n)` arriving
+    /// at `t_ns`. Each segment gets a value and the highest wins, ties to the least recently
+    /// used: the first block in a dirty segment 10, in the one being read ahead 9, in a clean
+    /// one 8 (4 less each if the segment does not hold the whole request yet); else an empty
+    /// segment 3, the least recently used clean one 2, and only then the one being read
+    /// ahead 1; a dirty segment the read does not hit is not usable.
+    fn ds_select_read(&self, t_ns: f64, lbn: u64, n: u64, runs: &mut Vec<Run>) -> Choice {
+        let st = self.ds();
+        let size = st.segment_sectors;
+        let hits_on_writes = st.c.read_hits_on_write_data;
+        // A slot never used is an empty segment at the head of DiskSim's list.
+        let mut best = if st.segs.len() < st.segments {
+            (3, 0, Choice::Take(None))
+        } else {
+            (0, u64::MAX, Choice::Take(None))
+        };
+        for i in 0..st.segs.len() {
+            let s = st.segs[i];
+            let state = self.seg_state(i, t_ns);
+            let (value, choice) = if state == SegState::Empty {
+                (3, Choice::Take(Some(i)))
+            } else {
+                let end = self.seg_end_at(i, t_ns, runs);
+                if lbn < s.start.max(end.saturating_sub(size)) || lbn >= end {
+                    let v = match state {
+                        SegState::Clean => 2,
+                        SegState::Reading => 1,
+                        _ => continue,
+                    };
+                    (v, Choice::Take(Some(i)))
+                } else {
+                    let v = match state {
+                        SegState::Dirty if hits_on_writes => 10,
+                        SegState::Reading => 9,
+                        SegState::Clean if hits_on_writes || !s.write => 8,
+                        _ => continue,
+                    };
+                    (if end >= lbn + n { v } else { v - 4 }, Choice::Hit { i, avail: end })
+                }
+            };
+            if value > best.0 || (value == best.0 && s.stamp < best.1) {
+                best = (value, s.stamp, choice);
+            }
+        }
+        best.2
+    }
+
+    /// DiskSim's `disk_buffer_select_write_segment` for a write of `[lbn, lbn + n)` arriving
+    /// at `t_ns`: a dirty segment it continues 7 (with combined sequential writes), a clean
+    /// (or dirty, once written: DiskSim waits for it) segment it overlaps 4, an empty one 3,
+    /// the least recently used clean one 2, the one being read ahead 1.
+    fn ds_select_write(&self, t_ns: f64, lbn: u64, n: u64) -> Choice {
+        let st = self.ds();
+        let size = st.segment_sectors;
+        let end = lbn + n;
+        let mut best = if st.segs.len() < st.segments {
+            (3, 0, Choice::Take(None))
+        } else {
+            (0, u64::MAX, Choice::Take(None))
+        };
+        for (i, s) in st.segs.iter().enumerate() {
+            let overlaps = s.start < end && lbn < s.end;
+            let (value, choice) = match self.seg_state(i, t_ns) {
+                SegState::Empty => (3, Choice::Take(Some(i))),
+                SegState::Reading => (1, Choice::Take(Some(i))),
+                SegState::Dirty
+                    if st.c.combine_sequential_writes && s.end == lbn && lbn - s.start < size =>
+                {
+                    (7, Choice::Append(i))
+                }
+                SegState::Dirty | SegState::Clean if overlaps => (4, Choice::Take(Some(i))),
+                SegState::Clean => (2, Choice::Take(Some(i))),
+                SegState::Dirty => continue,
+            };
+            if value > best.0 || (value == best.0 && s.stamp < best.1) {
+                best = (value, s.stamp, choice);
+            }
+        }
+        best.2
+    }
+
+    /// Takes segment `slot` (`None`: an unused slot, else the least recently used segment)
+    /// for new data from `start`, as the most recently used.
+    fn ds_take(&mut self, slot: Option<usize>, start: u64, write: bool) -> usize {
         let st = self.ds_mut();
         st.stamp += 1;
-        let seg = Seg { start, end: start, write, stamp: st.stamp };
-        if st.segs.len() < st.segments {
-            st.segs.push(seg);
-            return st.segs.len() - 1;
-        }
-        let i = (0..st.segs.len()).min_by_key(|&i| st.segs[i].stamp).expect("segments");
+        let seg =
+            Seg { start, end: start, write, empty: false, dirty_until_ns: 0.0, stamp: st.stamp };
+        let i = match slot {
+            Some(i) => i,
+            None if st.segs.len() < st.segments => {
+                st.segs.push(seg);
+                return st.segs.len() - 1;
+            }
+            None => (0..st.segs.len()).min_by_key(|&i| st.segs[i].stamp).expect("segments"),
+        };
         st.segs[i] = seg;
         i
     }
@@ -407,6 +553,10 @@ impl Hdd {
     pub(super) fn serve_disksim(&mut self, q: &Queued, now: Nanos) -> Nanos {
         let t = now as f64;
         let (lbn, n) = (q.lbn, q.sectors);
+        // Read-ahead that has reached its limit is over: its segment is clean.
+        if self.ds().stream.is_some_and(|s| s.end_ns <= t) {
+            self.ds_stop_stream(t);
+        }
         let done = match q.cmd.op {
             Op::Read if n > 0 && self.ds().segments > 0 => self.ds_read(t, lbn, n),
             Op::Read => self.ds_read_uncached(t, lbn, n),
@@ -470,26 +620,13 @@ impl Hdd {
 
     fn ds_read(&mut self, t: f64, lbn: u64, n: u64) -> f64 {
         let mut runs = std::mem::take(&mut self.ds_mut().runs);
-        let size = self.ds().segment_sectors;
-        let hits_on_writes = self.ds().c.read_hits_on_write_data;
-        // The segment holding the first block now.
-        let mut hit = None;
-        for i in 0..self.ds().segs.len() {
-            let s = self.ds().segs[i];
-            if s.write && !hits_on_writes {
-                continue;
-            }
-            let end = self.seg_end_at(i, t, &mut runs);
-            if s.start.max(end.saturating_sub(size)) <= lbn && lbn < end {
-                hit = Some((i, end));
-                break;
-            }
-        }
+        let choice = self.ds_select_read(t, lbn, n, &mut runs);
         self.ds_mut().runs = runs;
         let bus = self.ds().bus_sector_ns;
         let busy = self.ds().hda_free_ns > t;
-        let Some((i, avail)) = hit else {
+        let Choice::Hit { i, avail } = choice else {
             // Miss: stop read-ahead, overhead, disconnect, media, reselect, bus.
+            let Choice::Take(slot) = choice else { unreachable!("reads do not append") };
             self.ds_stop_stream(t);
             let st = self.ds();
             let (ovh, disc) = if st.last_read {
@@ -500,7 +637,7 @@ impl Hdd {
             let bus_from = t + (ovh + disc + st.c.first_reselect_ms) * 1e6;
             let start = (t + ovh * 1e6).max(st.hda_free_ns);
             let (done, end_t, end_at) = self.ds_media_read(start, bus_from, lbn, n, lbn);
-            let seg = self.ds_alloc(lbn, false);
+            let seg = self.ds_take(slot, lbn, false);
             self.ds_mut().segs[seg].end = lbn + n;
             let limit = self.read_ahead_limit(lbn, n, lbn);
             self.ds_start_stream(seg, lbn + n, end_t, end_at, limit);
@@ -534,6 +671,10 @@ impl Hdd {
                 let start = bus_from.max(self.ds().hda_free_ns);
                 let head = self.head;
                 self.ds_start_stream(i, from, start, head, limit);
+            } else if streaming.is_none() {
+                // A hit elsewhere takes the mechanism from read-ahead (DiskSim
+                // `disk_activate_read` stops an access on another segment).
+                self.ds_stop_stream(t);
             }
             bus_from + n as f64 * bus
         } else if let Some(s) = streaming {
@@ -553,7 +694,9 @@ impl Hdd {
             self.ds_mut().runs = runs;
             b + self.ds().c.read_completion_ms * 1e6
         } else {
-            // The rest from the media, then read-ahead past it.
+            // The rest from the media, then read-ahead past it; read-ahead into another
+            // segment stops as the command arrives.
+            self.ds_stop_stream(t);
             let start = bus_from.max(self.ds().hda_free_ns);
             let b0 = bus_from + (avail - lbn) as f64 * bus;
             let (done, end_t, end_at) = self.ds_media_read(start, b0, lbn, n, avail);
@@ -564,15 +707,36 @@ impl Hdd {
         };
         if let Some(s) = streaming {
             let limit = self.read_ahead_limit(lbn, n, seg_start).max(end);
-            let st = self.ds_mut();
-            if let Some(cur) = st.stream.as_mut() {
+            if let Some(mut cur) = self.ds().stream {
                 cur.limit = cur.limit.max(limit).max(s.limit);
+                cur.end_ns = self.stream_end_ns(&cur);
+                self.ds_mut().stream = Some(cur);
             }
         }
         done
     }
 
     fn ds_write(&mut self, t: f64, lbn: u64, n: u64, fua: bool) -> f64 {
+        // The segment is chosen as the command arrives, before it stops any read-ahead.
+        let choice = self.ds_select_write(t, lbn, n);
+        let end = lbn + n;
+        // Overlapping data elsewhere is dropped (DiskSim `disk_buffer_set_segment` empties
+        // clean overlapping segments; the one being read ahead keeps what it read).
+        let target = match choice {
+            Choice::Append(i) | Choice::Take(Some(i)) | Choice::Hit { i, .. } => Some(i),
+            Choice::Take(None) => None,
+        };
+        for i in 0..self.ds().segs.len() {
+            let state = self.seg_state(i, t);
+            let s = &mut self.ds_mut().segs[i];
+            if Some(i) != target
+                && matches!(state, SegState::Clean | SegState::Dirty)
+                && s.start < end
+                && lbn < s.end
+            {
+                s.empty = true;
+            }
+        }
         self.ds_stop_stream(t);
         let write_back = self.p.write_cache && !fua;
         let st = self.ds();
@@ -590,24 +754,14 @@ impl Hdd {
         if st.hda_free_ns > t {
             data_from = data_from.max(st.hda_free_ns) + st.c.first_reselect_ms * 1e6;
         }
-        // The cache: overlapping data is dropped; the write's own data stays readable.
-        let end = lbn + n;
-        let combine = st.c.combine_sequential_writes;
-        let st = self.ds_mut();
-        let mut target = None;
-        for (i, s) in st.segs.iter_mut().enumerate() {
-            if combine && s.write && s.end == lbn {
-                target = Some(i);
-            } else if s.start < end && lbn < s.end {
-                s.end = s.start;
-            }
-        }
-        let i = match target {
-            Some(i) => {
+        // The write's own data stays readable.
+        let i = match choice {
+            Choice::Append(i) => {
                 self.ds_touch(i);
                 i
             }
-            None => self.ds_alloc(lbn, true),
+            Choice::Take(slot) => self.ds_take(slot, lbn, true),
+            Choice::Hit { .. } => unreachable!("writes append or take"),
         };
         let size = self.ds().segment_sectors;
         let st = self.ds_mut();
@@ -627,6 +781,7 @@ impl Hdd {
         let st = self.ds_mut();
         st.runs = runs;
         st.hda_free_ns = end_t;
+        st.segs[i].dirty_until_ns = end_t;
         let in_buffer = data_from + n as f64 * bus;
         if write_back {
             in_buffer + st.c.write_completion_ms * 1e6
