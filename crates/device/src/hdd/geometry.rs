@@ -186,6 +186,18 @@ pub struct Chs {
     pub zone: usize,
 }
 
+/// `(a / b, a % b)`, in 32 bits when both fit (a 64-bit division costs several times more
+/// on many x86 cores, and the map divides on every command).
+#[inline(always)]
+fn divmod(a: u64, b: u64) -> (u64, u64) {
+    if (a | b) >> 32 == 0 {
+        let (a, b) = (a as u32, b as u32);
+        (u64::from(a / b), u64::from(a % b))
+    } else {
+        (a / b, a % b)
+    }
+}
+
 /// The zone table.
 #[derive(Clone, Debug)]
 pub struct Geometry {
@@ -281,13 +293,9 @@ impl Geometry {
         if self.exact {
             return self.map_exact(zi, within);
         }
-        let track = within / z.sectors_per_track;
-        Chs {
-            cylinder: z.first_cylinder + track / self.heads,
-            head: track % self.heads,
-            sector: within % z.sectors_per_track,
-            zone: zi,
-        }
+        let (track, sector) = divmod(within, z.sectors_per_track);
+        let (cyl, head) = divmod(track, self.heads);
+        Chs { cylinder: z.first_cylinder + cyl, head, sector, zone: zi }
     }
 
     /// DiskSim's `g1_ltop_*` for the zone's `rel`-th block (slips applied).
@@ -456,7 +464,7 @@ impl Geometry {
         let cyl = c.cylinder - z.first_cylinder;
         let per_cyl = (self.heads - 1) * z.track_skew_sectors + z.cylinder_skew_sectors;
         let offset = cyl * per_cyl + c.head * z.track_skew_sectors + c.sector;
-        (offset % z.sectors_per_track) as f64 / z.sectors_per_track as f64
+        divmod(offset, z.sectors_per_track).1 as f64 / z.sectors_per_track as f64
     }
 
     /// Sectors from `c` to the end of its track.

@@ -217,10 +217,6 @@ struct Active {
     done_ns: Nanos,
 }
 
-/// Bits of the per-pick bucket filter over cache segments (2 MiB buckets).
-const FILTER_BITS: u32 = 10;
-const BUCKET_SHIFT: u32 = 12;
-
 /// The drive.
 #[derive(Debug)]
 pub struct Hdd {
@@ -248,7 +244,6 @@ pub struct Hdd {
     dirty: VecDeque<(u64, u64)>,
     dirty_sectors: u64,
     dirty_limit_sectors: u64,
-    filter: [u64; 1 << (FILTER_BITS - 6)],
     /// DiskSim's controller, when selected.
     ds: Option<Box<DsState>>,
 }
@@ -328,7 +323,6 @@ impl Hdd {
             seek,
             head: HeadState::default(),
             active: None,
-            filter: [0; 1 << (FILTER_BITS - 6)],
             ds,
             p,
         })
@@ -478,25 +472,12 @@ impl Hdd {
         self.head
     }
 
-    #[inline]
-    fn bucket_bit(b: u64) -> usize {
-        (b.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_BITS)) as usize
-    }
-
     fn pick(&mut self, now: Nanos) -> usize {
         let fifo = self.p.queue_depth <= 1;
         if fifo || self.queue.len() <= 1 {
             return 0;
         }
         let now_f = now as f64;
-        // Which 2 MiB buckets the cache may hold: a candidate elsewhere cannot hit.
-        self.filter = [0; 1 << (FILTER_BITS - 6)];
-        for s in &self.cache.segs {
-            for b in (s.start >> BUCKET_SHIFT)..=(s.limit.max(s.start + 1) - 1) >> BUCKET_SHIFT {
-                let k = Self::bucket_bit(b);
-                self.filter[k >> 6] |= 1 << (k & 63);
-            }
-        }
         if now.saturating_sub(self.queue.items[0].arrived_ns) > self.age_limit_ns {
             return 0;
         }
@@ -507,31 +488,54 @@ impl Hdd {
         // rotational wait for every queued command, the seek curve's form hoisted out.
         let q = &self.queue;
         let head_cyl = head.cylinder as f64;
-        let positioning = |i: usize, seek_ns: f64| -> f64 {
-            let mv = if seek_ns > 0.0 {
-                seek_ns
-            } else if q.items[i].chs.head != head.head {
-                self.head_switch_ns
-            } else {
-                0.0
-            };
-            let mv = if mv > 0.0 { mv + q.settle_ns[i] } else { mv };
-            // Turns to wait after the move, in [0, 1): the argument is positive.
-            let x = q.angle_turns[i] - base_turns - mv * self.inv_period + 2.0;
-            mv + (x - (x as i64) as f64) * self.period_ns
-        };
         let mut costs = std::mem::take(&mut self.cost_scratch);
         costs.clear();
         match &self.seek {
-            SeekCurve::Formula { a_ns, b_ns, c_ns } => {
-                costs.extend((0..q.len()).map(|i| {
-                    let d = (q.cylinder[i] - head_cyl).abs();
+            &SeekCurve::Formula { a_ns, b_ns, c_ns } => {
+                // The same arithmetic as the other arm's `positioning`, written over the
+                // parallel arrays without branches or integer conversions so that it
+                // vectorises: x truncated as |x| rounded by the 2^52 trick, less one if that
+                // rounded up, with x's sign (exactly `(x as i64) as f64` for |x| < 2^52).
+                const TWO52: f64 = 4_503_599_627_370_496.0;
+                let (hs, inv, period) = (self.head_switch_ns, self.inv_period, self.period_ns);
+                let head_f = head.head as f64;
+                let n = q.len();
+                costs.resize(n, 0.0);
+                let lanes = q.cylinder[..n]
+                    .iter()
+                    .zip(&q.head[..n])
+                    .zip(&q.angle_turns[..n])
+                    .zip(&q.settle_ns[..n]);
+                for (cost, (((&cyl, &hd), &ang), &set)) in costs.iter_mut().zip(lanes) {
+                    let d = (cyl - head_cyl).abs();
                     let x = (d - 1.0).max(0.0);
                     let seek = if d >= 1.0 { a_ns * x.sqrt() + b_ns * x + c_ns } else { 0.0 };
-                    positioning(i, seek)
-                }));
+                    let switch = if hd != head_f { hs } else { 0.0 };
+                    let mv = if seek > 0.0 { seek } else { switch };
+                    let mv = if mv > 0.0 { mv + set } else { mv };
+                    let x = ang - base_turns - mv * inv + 2.0;
+                    let ax = x.abs();
+                    let r = (ax + TWO52) - TWO52;
+                    let tr = (if r > ax { r - 1.0 } else { r }).copysign(x);
+                    *cost = mv + (x - tr) * period;
+                }
             }
             curve => {
+                let positioning = |i: usize, seek_ns: f64| -> f64 {
+                    let mv = if seek_ns > 0.0 {
+                        seek_ns
+                    } else if q.items[i].chs.head != head.head {
+                        self.head_switch_ns
+                    } else {
+                        0.0
+                    };
+                    let mv = if mv > 0.0 { mv + q.settle_ns[i] } else { mv };
+                    // Turns to wait after the move: in [0, 1) unless the move is longer
+                    // than about a turn, when truncation makes it negative (the ranking the
+                    // checksum test pins).
+                    let x = q.angle_turns[i] - base_turns - mv * self.inv_period + 2.0;
+                    mv + (x - (x as i64) as f64) * self.period_ns
+                };
                 costs.extend((0..q.len()).map(|i| {
                     positioning(i, curve.seek_ns(q.items[i].chs.cylinder.abs_diff(head.cylinder)))
                 }));
@@ -544,8 +548,8 @@ impl Hdd {
                 if item.cmd.op != Op::Read {
                     continue;
                 }
-                let k = Self::bucket_bit(item.lbn >> BUCKET_SHIFT);
-                if self.filter[k >> 6] & (1 << (k & 63)) == 0 {
+                // A candidate in a bucket no segment touches cannot hit.
+                if !self.cache.may_hold(item.lbn) {
                     continue;
                 }
                 costs[i] = match self.cache.lookup(item.lbn, item.sectors, now_f) {
