@@ -119,15 +119,23 @@ impl Cache {
     /// Stops any read-ahead at `now`; returns the LBN the head stopped at (the next sector
     /// it would have read), if it was reading ahead.
     pub fn stop_readahead(&mut self, now_ns: f64) -> Option<u64> {
-        let mut stopped = None;
-        for s in self.segs.iter_mut() {
-            if s.stream.is_some() {
-                s.end = s.end_at(now_ns);
-                s.stream = None;
-                stopped = Some(s.end);
-            }
-        }
-        stopped
+        let s = self.streaming_mut()?;
+        s.end = s.end_at(now_ns);
+        s.stream = None;
+        Some(s.end)
+    }
+
+    /// The segment being read ahead into: only the most recently used one can be, since
+    /// [`Cache::read_done`] stops read-ahead before it puts a segment first.
+    #[inline]
+    pub fn streaming(&self) -> Option<&Segment> {
+        debug_assert!(self.segs.iter().skip(1).all(|s| s.stream.is_none()));
+        self.segs.first().filter(|s| s.stream.is_some())
+    }
+
+    fn streaming_mut(&mut self) -> Option<&mut Segment> {
+        debug_assert!(self.segs.iter().skip(1).all(|s| s.stream.is_none()));
+        self.segs.first_mut().filter(|s| s.stream.is_some())
     }
 
     /// Drops cached data overlapping `[lbn, lbn+n)`.

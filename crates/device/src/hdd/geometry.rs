@@ -283,6 +283,18 @@ impl Geometry {
         })
     }
 
+    /// The zone of `lbn` (clamped to the disk), `hint` tried first.
+    #[inline]
+    pub fn zone_of(&self, lbn: u64, hint: usize) -> usize {
+        let lbn = lbn.min(self.total_sectors - 1);
+        let z = &self.zones[hint];
+        if z.first_lbn <= lbn && lbn - z.first_lbn < z.blocks {
+            hint
+        } else {
+            self.zones.partition_point(|z| z.first_lbn <= lbn) - 1
+        }
+    }
+
     /// Maps a logical block number (clamped to the disk) to its physical place.
     #[inline]
     pub fn map(&self, lbn: u64) -> Chs {

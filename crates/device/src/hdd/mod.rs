@@ -246,6 +246,8 @@ pub struct Hdd {
     dirty_limit_sectors: u64,
     /// DiskSim's controller, when selected.
     ds: Option<Box<DsState>>,
+    /// The last block [`Hdd::head_at`] mapped, and its answer.
+    last_head_at: Option<(u64, HeadState)>,
 }
 
 impl Hdd {
@@ -324,6 +326,7 @@ impl Hdd {
             head: HeadState::default(),
             active: None,
             ds,
+            last_head_at: None,
             p,
         })
     }
@@ -456,20 +459,34 @@ impl Hdd {
     /// Stops read-ahead at `now`; the heads are where it stopped.
     fn stop_readahead(&mut self, now_ns: f64) {
         if let Some(at) = self.cache.stop_readahead(now_ns) {
-            let c = self.geom.map(at.min(self.geom.total_sectors - 1));
-            self.head = HeadState { cylinder: c.cylinder, head: c.head };
+            self.head = self.head_at(at);
         }
     }
 
-    /// The heads' position for planning at `now` (read-ahead moves them).
-    fn planning_head(&self, now_ns: f64) -> HeadState {
-        for s in &self.cache.segs {
-            if s.stream.is_some() {
-                let c = self.geom.map(s.end_at(now_ns).min(self.geom.total_sectors - 1));
-                return HeadState { cylinder: c.cylinder, head: c.head };
+    /// The heads over block `lbn` (clamped to the disk); the last answer is remembered, as
+    /// planning and then stopping read-ahead ask for the same block.
+    fn head_at(&mut self, lbn: u64) -> HeadState {
+        let lbn = lbn.min(self.geom.total_sectors - 1);
+        if let Some((l, h)) = self.last_head_at {
+            if l == lbn {
+                return h;
             }
         }
-        self.head
+        let c = self.geom.map(lbn);
+        let h = HeadState { cylinder: c.cylinder, head: c.head };
+        self.last_head_at = Some((lbn, h));
+        h
+    }
+
+    /// The heads' position for planning at `now` (read-ahead moves them).
+    fn planning_head(&mut self, now_ns: f64) -> HeadState {
+        match self.cache.streaming() {
+            Some(s) => {
+                let at = s.end_at(now_ns);
+                self.head_at(at)
+            }
+            None => self.head,
+        }
     }
 
     fn pick(&mut self, now: Nanos) -> usize {
@@ -634,7 +651,7 @@ impl Hdd {
                     Lookup::Hit => now_f + self.cache_hit_ns(n * SECTOR_BYTES),
                     Lookup::Streaming { ready_ns } => {
                         let done = ready_ns.max(now_f + self.cache_hit_ns(n * SECTOR_BYTES));
-                        let z = self.geom.map(lbn + n - 1).zone;
+                        let z = self.geom.zone_of(lbn + n - 1, q.chs.zone);
                         let ra = self.readahead_sector_ns[z];
                         self.cache.read_done(lbn, lbn + n, done, ra, self.geom.total_sectors);
                         done
@@ -644,7 +661,7 @@ impl Hdd {
                         let a = self.media_access(self.head, now_f, false, lbn, n);
                         self.head = a.end;
                         if n > 0 {
-                            let z = self.geom.map(lbn + n - 1).zone;
+                            let z = self.geom.zone_of(lbn + n - 1, q.chs.zone);
                             let ra = self.readahead_sector_ns[z];
                             // Read-ahead starts when the last sector is off the media.
                             let media_end = a.done_ns.min(
