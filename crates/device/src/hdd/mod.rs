@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Command, Completion, Device};
 use cache::{Cache, Lookup};
 use controller::{DiskSimController, DsState};
-use geometry::{Geometry, Sparing, SurfaceOrder, ZoneSpec};
+use geometry::{Chs, Geometry, Sparing, SurfaceOrder, ZoneSpec};
 use queue::{Queue, Queued};
 use seek::{SeekCurve, SeekSpec};
 
@@ -387,6 +387,19 @@ impl Hdd {
         lbn: u64,
         sectors: u64,
     ) -> Access {
+        self.media_access_at(from, start_ns, write, lbn, sectors, self.geom.map(lbn))
+    }
+
+    /// [`Hdd::media_access`] with `first` = the map of `lbn`, already known.
+    fn media_access_at(
+        &self,
+        from: HeadState,
+        start_ns: f64,
+        write: bool,
+        lbn: u64,
+        sectors: u64,
+        first: Chs,
+    ) -> Access {
         let overhead_ns = if write { self.write_overhead_ns } else { self.read_overhead_ns };
         let bus_ns = self.bus_ns(sectors * SECTOR_BYTES);
         let t0 = start_ns + overhead_ns;
@@ -404,7 +417,7 @@ impl Hdd {
         }
         let (mut t, mut cur, mut lbn, mut left) = (t0, from, lbn, sectors);
         let mut first_at = t0;
-        let mut c = self.geom.map(lbn);
+        let mut c = first;
         let mut first = true;
         loop {
             let dist = c.cylinder.abs_diff(cur.cylinder);
@@ -658,7 +671,7 @@ impl Hdd {
                     }
                     Lookup::Miss => {
                         self.stop_readahead(now_f);
-                        let a = self.media_access(self.head, now_f, false, lbn, n);
+                        let a = self.media_access_at(self.head, now_f, false, lbn, n, q.chs);
                         self.head = a.end;
                         if n > 0 {
                             let z = self.geom.zone_of(lbn + n - 1, q.chs.zone);
@@ -690,7 +703,7 @@ impl Hdd {
                     now_f + self.write_overhead_ns + self.bus_ns(n * SECTOR_BYTES)
                 } else {
                     self.stop_readahead(now_f);
-                    let a = self.media_access(self.head, now_f, true, lbn, n);
+                    let a = self.media_access_at(self.head, now_f, true, lbn, n, q.chs);
                     self.head = a.end;
                     a.done_ns
                 }
