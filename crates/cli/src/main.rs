@@ -9,6 +9,7 @@ mod reproduce;
 mod run;
 mod schedulers;
 mod serve;
+mod validate_disk;
 
 use std::process::ExitCode;
 
@@ -40,6 +41,9 @@ enum Command {
     Ctl(ctl::CtlArgs),
     /// List the schedulers, or the tunables of one (as /sys/block/<dev>/queue/iosched shows them).
     Schedulers(schedulers::SchedulersArgs),
+    /// Replay a DiskSim validation trace on the HDD model built from the drive's DiskSim
+    /// parameters and print DiskSim's rms demerit against the measured access times.
+    ValidateDisk(validate_disk::ValidateDiskArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Command::Schedulers(args) => schedulers::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Ctl(args) => ctl::run(&args),
+        Command::ValidateDisk(args) => validate_disk::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

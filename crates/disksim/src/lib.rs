@@ -1,15 +1,19 @@
 //! Reads DiskSim 4.0 validation drives (parameter files, seek curves, traces, statdefs)
 //! and computes DiskSim's `rms` demerit exactly, so an HDD model can be checked against
-//! the same figure DiskSim reports. Pure parsing and statistics: no drive simulation.
+//! the same figure DiskSim reports; [`bridge`] turns a drive into the parameters of
+//! elevator's HDD model and [`replay`] runs a validation trace through it.
 
+pub mod bridge;
 pub mod drive;
 pub mod error;
 pub mod params;
 pub mod plot;
+pub mod replay;
 pub mod rms;
 pub mod statdefs;
 pub mod trace;
 
+pub use bridge::hdd_params;
 pub use drive::{
     load_drive, DiskModel, DiskSimDrive, DiskSpec, Layout, MechModel, Pbn, SeekCurve,
     SparingScheme, Zone,
@@ -17,6 +21,7 @@ pub use drive::{
 pub use error::DiskSimError;
 pub use params::{parse_file, parse_str, Block, Item, Node, ParamFile, Value};
 pub use plot::cdf_svg;
+pub use replay::{replay, ReplayError};
 pub use rms::{
     cdf_points, histogram, mean, median, p99, parse_cdf_tsv, percentile, rms_between_cdfs,
     rms_demerit_ms, rms_from_cdf, CdfRow,

@@ -14,6 +14,8 @@ pub struct TraceRecord {
     pub access_time_us: f64,
     /// Think time before the next request in µs.
     pub think_time_us: f64,
+    /// Line in the trace file (1-based).
+    pub line: usize,
 }
 
 impl TraceRecord {
@@ -63,6 +65,7 @@ pub fn parse_trace(text: &str, file: &str) -> Result<Vec<TraceRecord>, DiskSimEr
             size_sectors,
             access_time_us: num("access_time_us", at)?,
             think_time_us: num("think_time_us", tt)?,
+            line: ln + 1,
         });
     }
     Ok(out)

@@ -307,6 +307,8 @@ struct RawDevice {
     /// Hardware arrays: controller read cache and sequential read-ahead window.
     controller_cache: Option<SizeValue>,
     read_ahead: Option<SizeValue>,
+    /// `model = "disksim"`: the DiskSim drive directory, relative to the topology file.
+    drive: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -376,7 +378,8 @@ impl Topology {
             if devices.iter().any(|x: &DeviceSpec| x.name == d.name) {
                 return Err(format!("{loc}: device `{}` is defined twice", d.name));
             }
-            let model = build_model(d, &loc)?;
+            let base = Path::new(name).parent().unwrap_or(Path::new(""));
+            let model = build_model(d, &loc, base)?;
             let scheduler = d.scheduler.clone().unwrap_or_else(|| "mq-deadline".to_string());
             let mut iosched = Vec::new();
             for (key, value) in d.iosched.iter().flatten() {
@@ -764,8 +767,11 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
     Ok(Volume { name: v.name.clone(), kind, members, size_bytes })
 }
 
-fn build_model(d: &RawDevice, loc: &str) -> Result<DeviceModel, String> {
+fn build_model(d: &RawDevice, loc: &str, base: &Path) -> Result<DeviceModel, String> {
     let here = |e: String| format!("{loc}: device `{}`: {e}", d.name);
+    if d.model == "disksim" || d.drive.is_some() {
+        return disksim_model(d, base).map_err(here);
+    }
     let array_fields = d.members.is_some()
         || d.member.is_some()
         || d.chunk.is_some()
@@ -853,6 +859,31 @@ fn build_model(d: &RawDevice, loc: &str) -> Result<DeviceModel, String> {
     }
 }
 
+/// A DiskSim drive directory as an HDD (`elevator_disksim::hdd_params`); `[device.params]`
+/// override its parameters like a preset's.
+fn disksim_model(d: &RawDevice, base: &Path) -> Result<DeviceModel, String> {
+    if d.model != "disksim" {
+        return Err(format!("`drive` applies only to model = \"disksim\" (got `{}`)", d.model));
+    }
+    if d.preset.is_some() || d.members.is_some() || d.member.is_some() || d.chunk.is_some() {
+        return Err("a disksim device takes `drive` and [device.params] only".into());
+    }
+    let Some(drive) = &d.drive else {
+        return Err("model = \"disksim\" needs `drive = \"path/to/drive-dir\"`".into());
+    };
+    let dir = base.join(drive);
+    if !dir.is_dir() {
+        return Err(format!("drive `{}` is not a directory", dir.display()));
+    }
+    let loaded = elevator_disksim::load_drive(&dir).map_err(|e| e.to_string())?;
+    let params = elevator_disksim::hdd_params(&loaded).map_err(|e| e.to_string())?;
+    let mut params = with_overrides(params, d.params.as_ref())?;
+    if let Some(q) = d.queue_depth {
+        params.queue_depth = q.max(1);
+    }
+    hdd_model(params)
+}
+
 /// Checks a disk's parameters by building it once, and keeps its capacity.
 fn hdd_model(params: HddParams) -> Result<DeviceModel, String> {
     let disk = Hdd::new(params.clone(), &mut RandomStream::new(0, 0))
@@ -915,9 +946,9 @@ fn leaf_model(
             };
             ssd_model(with_overrides(base, params)?)
         }
-        other => {
-            Err(format!("unknown model `{other}`; models are: hdd, ssd, nvme, ram, raid0, linear"))
-        }
+        other => Err(format!(
+            "unknown model `{other}`; models are: hdd, ssd, nvme, ram, disksim, raid0, linear"
+        )),
     }
 }
 
@@ -1047,6 +1078,30 @@ groups = { "1000" = 20 }
             let e = Topology::from_str(&bad, "t.toml").unwrap_err();
             assert!(e.starts_with("t.toml:") && e.contains(want), "{from} -> {to}: {e}");
         }
+    }
+
+    #[test]
+    fn disksim_drives_are_devices() {
+        let text = "[[device]]\nname = \"sda\"\nmodel = \"disksim\"\ndrive = \"nowhere\"\n";
+        let e = Topology::from_str(text, "/tmp/t.toml").unwrap_err();
+        assert!(e.starts_with("/tmp/t.toml:1:") && e.contains("not a directory"), "{e}");
+        let e =
+            Topology::from_str(&text.replace("drive = \"nowhere\"\n", ""), "t.toml").unwrap_err();
+        assert!(e.contains("needs `drive"), "{e}");
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
+        if !data.join("barracuda").is_dir() {
+            eprintln!("skipping: DiskSim data not found");
+            return;
+        }
+        let file = data.join("topology.toml");
+        let text = text.replace("nowhere", "barracuda");
+        let t = Topology::from_str(&text, &file.display().to_string()).unwrap();
+        let DeviceModel::Hdd { params, capacity_bytes } = &t.devices[0].model else {
+            panic!("an hdd")
+        };
+        assert_eq!(*capacity_bytes, 4_217_670 * 512);
+        assert_eq!(params.rpm, 7200.0);
+        assert!(params.controller.is_some());
     }
 
     #[test]

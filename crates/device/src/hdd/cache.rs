@@ -43,12 +43,26 @@ pub enum Lookup {
     },
 }
 
+/// Bits of the bucket filter over the segments (buckets of 2^`BUCKET_SHIFT` sectors, 2 MiB).
+const FILTER_BITS: u32 = 10;
+const BUCKET_SHIFT: u32 = 12;
+
+#[inline]
+fn bucket_slot(b: u64) -> usize {
+    (b.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_BITS)) as usize
+}
+
 #[derive(Clone, Debug)]
 pub struct Cache {
-    /// Most recently used first; never longer than `segments`.
+    /// Most recently used first; never longer than `segments`. Changed only through the
+    /// methods below, which keep `slots` in step.
     pub segs: Vec<Segment>,
     segments: usize,
     segment_sectors: u64,
+    /// Per hashed bucket, how many segments' `[start, limit)` touch it: a read whose first
+    /// block's bucket counts zero cannot hit (kept as segments come and go, so a queue pass
+    /// need not rebuild it).
+    slots: Vec<u32>,
 }
 
 impl Cache {
@@ -57,7 +71,26 @@ impl Cache {
             segs: Vec::with_capacity(segments as usize + 1),
             segments: segments as usize,
             segment_sectors,
+            slots: vec![0; 1 << FILTER_BITS],
         }
+    }
+
+    /// Counts `s` in (`add`) or out of the bucket filter.
+    fn count(&mut self, s: &Segment, add: bool) {
+        for b in (s.start >> BUCKET_SHIFT)..=(s.limit.max(s.start + 1) - 1) >> BUCKET_SHIFT {
+            let k = bucket_slot(b);
+            if add {
+                self.slots[k] += 1;
+            } else {
+                self.slots[k] -= 1;
+            }
+        }
+    }
+
+    /// False if no segment can hold `lbn` (no false negatives).
+    #[inline]
+    pub fn may_hold(&self, lbn: u64) -> bool {
+        self.slots[bucket_slot(lbn >> BUCKET_SHIFT)] != 0
     }
 
     pub fn enabled(&self) -> bool {
@@ -86,20 +119,37 @@ impl Cache {
     /// Stops any read-ahead at `now`; returns the LBN the head stopped at (the next sector
     /// it would have read), if it was reading ahead.
     pub fn stop_readahead(&mut self, now_ns: f64) -> Option<u64> {
-        let mut stopped = None;
-        for s in self.segs.iter_mut() {
-            if s.stream.is_some() {
-                s.end = s.end_at(now_ns);
-                s.stream = None;
-                stopped = Some(s.end);
-            }
-        }
-        stopped
+        let s = self.streaming_mut()?;
+        s.end = s.end_at(now_ns);
+        s.stream = None;
+        Some(s.end)
+    }
+
+    /// The segment being read ahead into: only the most recently used one can be, since
+    /// [`Cache::read_done`] stops read-ahead before it puts a segment first.
+    #[inline]
+    pub fn streaming(&self) -> Option<&Segment> {
+        debug_assert!(self.segs.iter().skip(1).all(|s| s.stream.is_none()));
+        self.segs.first().filter(|s| s.stream.is_some())
+    }
+
+    fn streaming_mut(&mut self) -> Option<&mut Segment> {
+        debug_assert!(self.segs.iter().skip(1).all(|s| s.stream.is_none()));
+        self.segs.first_mut().filter(|s| s.stream.is_some())
     }
 
     /// Drops cached data overlapping `[lbn, lbn+n)`.
     pub fn invalidate(&mut self, lbn: u64, n: u64) {
-        self.segs.retain(|s| lbn + n <= s.start || s.end.max(s.limit) <= lbn || s.end <= lbn);
+        let mut i = 0;
+        while i < self.segs.len() {
+            let s = self.segs[i];
+            if lbn + n <= s.start || s.end.max(s.limit) <= lbn || s.end <= lbn {
+                i += 1;
+            } else {
+                self.count(&s, false);
+                self.segs.remove(i);
+            }
+        }
     }
 
     /// After a media read of `[lbn, end)` finishing at `done`, the drive reads ahead from
@@ -119,7 +169,11 @@ impl Cache {
         // Reuse a segment this read continues (sequential stream), else take the LRU one.
         let i = self.segs.iter().position(|s| s.start <= lbn && lbn <= s.end);
         let mut seg = match i {
-            Some(i) => self.segs.remove(i),
+            Some(i) => {
+                let seg = self.segs.remove(i);
+                self.count(&seg, false);
+                seg
+            }
             None => Segment { start: lbn, end, limit: end, stream: None },
         };
         seg.end = seg.end.max(end);
@@ -132,8 +186,12 @@ impl Cache {
             seg.start = seg.limit.saturating_sub(self.segment_sectors).min(lbn);
         }
         seg.stream = (seg.limit > seg.end).then_some((done_ns, sector_ns));
+        self.count(&seg, true);
         self.segs.insert(0, seg);
-        self.segs.truncate(self.segments);
+        while self.segs.len() > self.segments {
+            let old = self.segs.pop().expect("longer than segments");
+            self.count(&old, false);
+        }
     }
 }
 

@@ -1,7 +1,14 @@
 //! Geometry: zoned recording and the LBN → (cylinder, head, sector) map, as DiskSim's
 //! `.model` zone tables describe it. The zone table is computed once; mapping is a binary
-//! search over zones. Spare sectors and defect slipping are ignored (every sector of a zone's
-//! tracks holds data), so capacities are slightly above a real drive's with the same layout.
+//! search over zones.
+//!
+//! By default every sector of a zone's tracks holds data. A layout may also say where the
+//! drive keeps its spare sectors and which sectors it slipped (defects found at format
+//! time), in any of DiskSim's sparing schemes (`diskmodel/layout_g1.c`), plus an offset of
+//! each zone's first block, empty space at a zone's front and the order in which surfaces
+//! follow each other across cylinders. Those layouts take a slower map (the slips are
+//! searched); defects remapped to spares elsewhere are not modelled (the DiskSim bridge
+//! refuses them).
 
 use serde::{Deserialize, Serialize};
 
@@ -19,9 +26,106 @@ pub struct ZoneSpec {
     /// The same for the first track of the next cylinder: hides the one-cylinder seek.
     #[serde(default)]
     pub cylinder_skew_sectors: u64,
+    /// Spare sectors (or tracks, for track sparing) per sparing unit of the layout's
+    /// [`Sparing`] scheme (DiskSim "Number of spares").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spares: u64,
+    /// Slipped sectors (tracks, for track sparing), numbered from the zone's first
+    /// physical sector, ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slips: Vec<u64>,
+    /// Unused sectors at the zone's front (DiskSim "Empty space at zone front").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub empty_front_sectors: u64,
+    /// Angle of the zone's first block, in sectors (DiskSim "Offset of first block").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_block_offset_sectors: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// Where a zone keeps its spare sectors: DiskSim's "Sparing scheme used" (`layout_g1`).
+/// Slips push logical blocks forward within the scheme's sparing unit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "snake_case")]
+pub enum Sparing {
+    /// No spares (0).
+    #[default]
+    None,
+    /// `spares` whole tracks at the zone's end; slips are track numbers (1).
+    Track,
+    /// `spares` sectors at the end of every cylinder (2).
+    SectorsPerCylinder,
+    /// `spares` sectors at the end of every track (3).
+    SectorsPerTrack,
+    /// Per cylinder, slips pushed to the zone's end (4).
+    SectorsPerCylinderSlipToEnd,
+    /// Per cylinder, at the cylinder's front (5); mapped like 2, as DiskSim does.
+    SectorsPerCylinderAtFront,
+    /// 5 with slips pushed to the zone's end (6).
+    SectorsPerCylinderAtFrontSlipToEnd,
+    /// No spares; slips consume sectors at the zone's end (7).
+    SectorsAtEnd,
+    /// `spares` sectors at the end of every range of `cylinders` cylinders (8).
+    SectorsPerRange { cylinders: u64 },
+    /// `spares` sectors at the zone's end (9).
+    SectorsPerZone,
+    /// 9 with slips also pushed to the zone's end (10).
+    SectorsPerZoneSlipToEnd,
+}
+
+impl Sparing {
+    fn is_sect_per_cyl(self) -> bool {
+        use Sparing::*;
+        matches!(
+            self,
+            SectorsPerCylinder
+                | SectorsPerCylinderSlipToEnd
+                | SectorsPerCylinderAtFront
+                | SectorsPerCylinderAtFrontSlipToEnd
+        )
+    }
+    fn is_slip_to_end(self) -> bool {
+        use Sparing::*;
+        matches!(
+            self,
+            SectorsPerCylinderSlipToEnd
+                | SectorsPerCylinderAtFrontSlipToEnd
+                | SectorsPerZoneSlipToEnd
+        )
+    }
+}
+
+/// Which surface follows which across a cylinder switch (DiskSim "LBN-to-PBN mapping
+/// scheme"): every cylinder from head 0 up, or serpentine (odd cylinders from the last head
+/// down), counted within the zone or over the whole disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SurfaceOrder {
+    #[default]
+    Ascending,
+    SerpentineInZone,
+    Serpentine,
 }
 
 impl ZoneSpec {
+    /// A zone without skews, spares or slips.
+    pub fn plain(first_cylinder: u64, last_cylinder: u64, sectors_per_track: u64) -> ZoneSpec {
+        ZoneSpec {
+            first_cylinder,
+            last_cylinder,
+            sectors_per_track,
+            track_skew_sectors: 0,
+            cylinder_skew_sectors: 0,
+            spares: 0,
+            slips: Vec::new(),
+            empty_front_sectors: 0,
+            first_block_offset_sectors: 0,
+        }
+    }
+
     /// `zones` zones of equal cylinder count over `cylinders`, sectors per track falling
     /// linearly from `outer_spt` to `inner_spt`; skews cover `track_switch_ns` and
     /// `cylinder_switch_ns` at each zone's sector time for a rotation `period_ns`.
@@ -47,6 +151,10 @@ impl ZoneSpec {
                     sectors_per_track: spt,
                     track_skew_sectors: (track_switch_ns / sector_ns).ceil() as u64,
                     cylinder_skew_sectors: (cylinder_switch_ns / sector_ns).ceil() as u64,
+                    spares: 0,
+                    slips: Vec::new(),
+                    empty_front_sectors: 0,
+                    first_block_offset_sectors: 0,
                 }
             })
             .collect()
@@ -62,15 +170,32 @@ pub struct Zone {
     pub sectors_per_track: u64,
     pub track_skew_sectors: u64,
     pub cylinder_skew_sectors: u64,
+    pub spares: u64,
+    pub empty_front_sectors: u64,
+    pub first_block_offset_sectors: u64,
+    /// Logical blocks the zone holds.
+    pub blocks: u64,
 }
 
-/// Where a sector is.
+/// Where a sector is: `head` is the surface, `sector` the physical sector on the track.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chs {
     pub cylinder: u64,
     pub head: u64,
     pub sector: u64,
     pub zone: usize,
+}
+
+/// `(a / b, a % b)`, in 32 bits when both fit (a 64-bit division costs several times more
+/// on many x86 cores, and the map divides on every command).
+#[inline(always)]
+fn divmod(a: u64, b: u64) -> (u64, u64) {
+    if (a | b) >> 32 == 0 {
+        let (a, b) = (a as u32, b as u32);
+        (u64::from(a / b), u64::from(a % b))
+    } else {
+        (a / b, a % b)
+    }
 }
 
 /// The zone table.
@@ -80,23 +205,53 @@ pub struct Geometry {
     pub heads: u64,
     pub total_sectors: u64,
     pub cylinders: u64,
+    pub sparing: Sparing,
+    pub surface_order: SurfaceOrder,
+    /// Per zone, its slips (ascending).
+    slips: Vec<Vec<u64>>,
+    /// Spares, slips, offsets or a surface order: the map takes the full path.
+    exact: bool,
 }
 
 impl Geometry {
     pub fn new(specs: &[ZoneSpec], heads: u64) -> Result<Geometry, String> {
+        Geometry::with_layout(specs, heads, Sparing::None, SurfaceOrder::Ascending)
+    }
+
+    /// A geometry whose zones keep spares as `sparing` says, with `order` across cylinders.
+    pub fn with_layout(
+        specs: &[ZoneSpec],
+        heads: u64,
+        sparing: Sparing,
+        order: SurfaceOrder,
+    ) -> Result<Geometry, String> {
         if specs.is_empty() || heads == 0 {
             return Err("geometry needs at least one zone and one head".into());
         }
+        if let Sparing::SectorsPerRange { cylinders: 0 } = sparing {
+            return Err("sectors_per_range sparing needs cylinders > 0".into());
+        }
         let mut zones = Vec::with_capacity(specs.len());
+        let mut slips = Vec::with_capacity(specs.len());
+        let mut exact = sparing != Sparing::None || order != SurfaceOrder::Ascending;
         let mut lbn = 0;
         let mut next_cyl = specs[0].first_cylinder;
         for s in specs {
-            if s.first_cylinder != next_cyl || s.last_cylinder < s.first_cylinder {
-                return Err(format!("zones must be contiguous and ascending at {s:?}"));
+            // Cylinders between zones (spare cylinders) hold no blocks.
+            if s.first_cylinder < next_cyl || s.last_cylinder < s.first_cylinder {
+                return Err(format!("zones must be ascending and not overlap at {s:?}"));
             }
             if s.sectors_per_track == 0 {
                 return Err("sectors_per_track must be positive".into());
             }
+            if s.slips.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(format!("slips must be ascending at {s:?}"));
+            }
+            exact |= s.spares > 0
+                || !s.slips.is_empty()
+                || s.empty_front_sectors > 0
+                || s.first_block_offset_sectors > 0;
+            let blocks = zone_blocks(s, heads, sparing)?;
             zones.push(Zone {
                 first_lbn: lbn,
                 first_cylinder: s.first_cylinder,
@@ -104,11 +259,40 @@ impl Geometry {
                 sectors_per_track: s.sectors_per_track,
                 track_skew_sectors: s.track_skew_sectors,
                 cylinder_skew_sectors: s.cylinder_skew_sectors,
+                spares: s.spares,
+                empty_front_sectors: s.empty_front_sectors,
+                first_block_offset_sectors: s.first_block_offset_sectors,
+                blocks,
             });
-            lbn += (s.last_cylinder - s.first_cylinder + 1) * heads * s.sectors_per_track;
+            slips.push(s.slips.clone());
+            lbn += blocks;
             next_cyl = s.last_cylinder + 1;
         }
-        Ok(Geometry { zones, heads, total_sectors: lbn, cylinders: next_cyl })
+        if lbn == 0 {
+            return Err("the layout holds no blocks".into());
+        }
+        Ok(Geometry {
+            zones,
+            heads,
+            total_sectors: lbn,
+            cylinders: next_cyl,
+            sparing,
+            surface_order: order,
+            slips,
+            exact,
+        })
+    }
+
+    /// The zone of `lbn` (clamped to the disk), `hint` tried first.
+    #[inline]
+    pub fn zone_of(&self, lbn: u64, hint: usize) -> usize {
+        let lbn = lbn.min(self.total_sectors - 1);
+        let z = &self.zones[hint];
+        if z.first_lbn <= lbn && lbn - z.first_lbn < z.blocks {
+            hint
+        } else {
+            self.zones.partition_point(|z| z.first_lbn <= lbn) - 1
+        }
     }
 
     /// Maps a logical block number (clamped to the disk) to its physical place.
@@ -118,24 +302,181 @@ impl Geometry {
         let zi = self.zones.partition_point(|z| z.first_lbn <= lbn) - 1;
         let z = &self.zones[zi];
         let within = lbn - z.first_lbn;
-        let track = within / z.sectors_per_track;
+        if self.exact {
+            return self.map_exact(zi, within);
+        }
+        let (track, sector) = divmod(within, z.sectors_per_track);
+        let (cyl, head) = divmod(track, self.heads);
+        Chs { cylinder: z.first_cylinder + cyl, head, sector, zone: zi }
+    }
+
+    /// DiskSim's `g1_ltop_*` for the zone's `rel`-th block (slips applied).
+    fn map_exact(&self, zi: usize, rel: u64) -> Chs {
+        let z = &self.zones[zi];
+        let slips = &self.slips[zi];
+        let surf = self.heads;
+        let bpt = z.sectors_per_track;
+        let bpc = bpt * surf;
+        let mut rel = rel + z.empty_front_sectors;
+        use Sparing::*;
+        // (cylinder within the zone, logical head, sector)
+        let (cyl, head, sector) = match self.sparing {
+            None => (rel / bpc, (rel / bpt) % surf, rel % bpt),
+            Track => {
+                let mut track = rel / bpt;
+                for &s in slips {
+                    if s <= track {
+                        track += 1;
+                    }
+                }
+                (track / surf, track % surf, rel % bpt)
+            }
+            SectorsPerTrack => {
+                let per = bpt.saturating_sub(z.spares).max(1);
+                let track = rel / per;
+                let mut off = rel % per;
+                let first = bpt * track;
+                for &s in slips {
+                    if s >= first && s - first <= off {
+                        off += 1;
+                    }
+                }
+                (track / surf, track % surf, off.min(bpt - 1))
+            }
+            SectorsPerCylinder
+            | SectorsPerCylinderSlipToEnd
+            | SectorsPerCylinderAtFront
+            | SectorsPerCylinderAtFrontSlipToEnd
+            | SectorsAtEnd => {
+                let spares = if self.sparing == SectorsAtEnd { 0 } else { z.spares };
+                let per = bpc.saturating_sub(spares).max(1);
+                let mut c = rel / per;
+                let mut off = rel % per;
+                let first = c * bpc;
+                let mut n = 0;
+                for &s in slips {
+                    if (self.sparing.is_slip_to_end() && s / bpc < c)
+                        || (s >= first && s - first <= off + n)
+                    {
+                        n += 1;
+                    }
+                }
+                off += n;
+                c += off / per;
+                off %= per;
+                (c, off / bpt, off % bpt)
+            }
+            SectorsPerRange { cylinders } => {
+                let bpr = bpc * cylinders;
+                let per = bpr.saturating_sub(z.spares).max(1);
+                let range = rel / per;
+                let mut off = rel % per;
+                let first = range * bpr;
+                let mut n = 0;
+                for &s in slips {
+                    if s >= first && s - first <= off + n {
+                        n += 1;
+                    }
+                }
+                off += n;
+                (range * cylinders + off / bpc, (off % bpc) / bpt, off % bpt)
+            }
+            SectorsPerZone | SectorsPerZoneSlipToEnd => {
+                let mut n = 0;
+                for &s in slips {
+                    if s <= rel + n {
+                        n += 1;
+                    }
+                }
+                rel += n;
+                (rel / bpc, (rel % bpc) / bpt, rel % bpt)
+            }
+        };
         Chs {
-            cylinder: z.first_cylinder + track / self.heads,
-            head: track % self.heads,
-            sector: within % z.sectors_per_track,
+            cylinder: z.first_cylinder + cyl,
+            head: self.surface(cyl, z.first_cylinder + cyl, head),
+            sector,
             zone: zi,
         }
+    }
+
+    /// The surface of logical head `head` on zone cylinder `cyl` (absolute `abs`); its own
+    /// inverse.
+    #[inline]
+    fn surface(&self, cyl: u64, abs: u64, head: u64) -> u64 {
+        match self.surface_order {
+            SurfaceOrder::SerpentineInZone if cyl % 2 == 1 => self.heads - head - 1,
+            SurfaceOrder::Serpentine if abs % 2 == 1 => self.heads - head - 1,
+            _ => head,
+        }
+    }
+
+    /// `angle_turns` for the full layout (`g1_map_pbn_skew`): skews count logical head
+    /// order, and per-cylinder and per-track sparing shift each track by the slips before it.
+    fn angle_exact(&self, c: &Chs) -> f64 {
+        let z = &self.zones[c.zone];
+        let cyl = c.cylinder - z.first_cylinder;
+        let head = self.surface(cyl, c.cylinder, c.head);
+        let bpt = z.sectors_per_track;
+        let mut skew = z.first_block_offset_sectors
+            + (head + (self.heads - 1) * cyl) * z.track_skew_sectors
+            + cyl * z.cylinder_skew_sectors;
+        if self.sparing.is_sect_per_cyl() || self.sparing == Sparing::SectorsPerTrack {
+            let mut tracks = cyl * self.heads;
+            if self.sparing == Sparing::SectorsPerTrack {
+                tracks += head;
+            }
+            let cutoff = tracks * bpt;
+            skew += self.slips[c.zone].partition_point(|&s| s < cutoff) as u64;
+        }
+        ((skew + c.sector) % bpt) as f64 / bpt as f64
+    }
+
+    /// From block `lbn` at `c`, of the next `left` blocks: how many lie on `c`'s track, and
+    /// how many physical sectors they span (slipped and spare sectors pass under the head).
+    #[inline]
+    pub fn run(&self, lbn: u64, c: &Chs, left: u64) -> (u64, u64) {
+        let on_track = self.zones[c.zone].sectors_per_track - c.sector;
+        if !self.exact {
+            let n = on_track.min(left);
+            return (n, n);
+        }
+        // Physical sectors advance at least one per block, so at most `on_track` blocks.
+        let zone_end = self.zones[c.zone].first_lbn + self.zones[c.zone].blocks;
+        let mut hi = on_track.min(left).min(zone_end - lbn);
+        let same = |k: u64| {
+            let d = self.map(lbn + k - 1);
+            d.cylinder == c.cylinder && d.head == c.head
+        };
+        if !same(hi) {
+            // Largest k with block k-1 still on the track; k = 1 always is.
+            let mut lo = 1;
+            while lo + 1 < hi {
+                let mid = (lo + hi) / 2;
+                if same(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            hi = lo;
+        }
+        let last = self.map(lbn + hi - 1);
+        (hi, last.sector - c.sector + 1)
     }
 
     /// The angular position of a sector's start, in turns `[0, 1)`, with the zone's skews
     /// applied cumulatively from the zone's first track.
     #[inline]
     pub fn angle_turns(&self, c: &Chs) -> f64 {
+        if self.exact {
+            return self.angle_exact(c);
+        }
         let z = &self.zones[c.zone];
         let cyl = c.cylinder - z.first_cylinder;
         let per_cyl = (self.heads - 1) * z.track_skew_sectors + z.cylinder_skew_sectors;
         let offset = cyl * per_cyl + c.head * z.track_skew_sectors + c.sector;
-        (offset % z.sectors_per_track) as f64 / z.sectors_per_track as f64
+        divmod(offset, z.sectors_per_track).1 as f64 / z.sectors_per_track as f64
     }
 
     /// Sectors from `c` to the end of its track.
@@ -143,6 +484,28 @@ impl Geometry {
     pub fn left_on_track(&self, c: &Chs) -> u64 {
         self.zones[c.zone].sectors_per_track - c.sector
     }
+}
+
+/// Logical blocks a zone holds under `sparing` (DiskSim's `dm_layout_g1_compute_blksinband`).
+fn zone_blocks(s: &ZoneSpec, heads: u64, sparing: Sparing) -> Result<u64, String> {
+    let cyls = (s.last_cylinder - s.first_cylinder + 1) as i128;
+    let bpt = s.sectors_per_track as i128;
+    let spares = s.spares as i128;
+    let slips = s.slips.len() as i128;
+    let mut n = cyls * bpt * heads as i128 - s.empty_front_sectors as i128;
+    use Sparing::*;
+    n -= match sparing {
+        None => 0,
+        Track => spares * bpt,
+        SectorsPerTrack => spares * cyls * heads as i128,
+        SectorsAtEnd => slips,
+        SectorsPerZone => spares,
+        SectorsPerZoneSlipToEnd => spares + slips,
+        SectorsPerCylinder | SectorsPerCylinderAtFront => spares * cyls,
+        SectorsPerCylinderSlipToEnd | SectorsPerCylinderAtFrontSlipToEnd => spares * cyls + slips,
+        SectorsPerRange { cylinders } => spares * (cyls / cylinders as i128),
+    };
+    u64::try_from(n).map_err(|_| format!("spares and empty space exceed the zone at {s:?}"))
 }
 
 #[cfg(test)]
@@ -158,13 +521,13 @@ mod tests {
                 sectors_per_track: 10,
                 track_skew_sectors: 2,
                 cylinder_skew_sectors: 3,
+                ..ZoneSpec::plain(0, 1, 10)
             },
             ZoneSpec {
                 first_cylinder: 2,
                 last_cylinder: 2,
                 sectors_per_track: 5,
-                track_skew_sectors: 0,
-                cylinder_skew_sectors: 0,
+                ..ZoneSpec::plain(2, 2, 5)
             },
         ];
         let g = Geometry::new(&specs, 2).unwrap();

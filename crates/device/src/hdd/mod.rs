@@ -2,7 +2,7 @@
 //! against DiskSim's traces and so that the effects that decide scheduler outcomes are there:
 //!
 //! - [`geometry`]: cylinders × surfaces, zoned recording, track and cylinder skew, the
-//!   LBN → (cylinder, head, sector) map. Spare sectors are ignored.
+//!   LBN → (cylinder, head, sector) map; optionally DiskSim's sparing schemes and slips.
 //! - [`seek`]: seek time from a measured table, the three-point form or `a·√(d−1)+b·(d−1)+c`;
 //!   plus head-switch time and write settle (added to any positioning move of a write).
 //! - Rotation is tracked continuously: the platter's angle at time `t` is
@@ -20,11 +20,15 @@
 //!   (`write_cache`): a non-FUA write completes after overhead + bus time and is destaged
 //!   when the drive is idle; a flush destages everything. Off by default (see constructors).
 //! - [`queue`]: NCQ/TCQ depth; SPTF among queued commands with an age limit; depth 1 = FIFO.
+//! - [`controller`]: with `controller` set, DiskSim's controller replaces the overhead, bus,
+//!   cache and write-back rules above (see its module docs for where it deviates from
+//!   DiskSim); the presets leave it unset and behave exactly as before it existed.
 //!
 //! Per command the work is O(queue) for the SPTF pass plus O(tracks crossed) for the
 //! transfer; the steady state allocates nothing.
 
 pub mod cache;
+pub mod controller;
 pub mod geometry;
 pub mod queue;
 pub mod seek;
@@ -38,7 +42,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Command, Completion, Device};
 use cache::{Cache, Lookup};
-use geometry::{Geometry, ZoneSpec};
+use controller::{DiskSimController, DsState};
+use geometry::{Chs, Geometry, Sparing, SurfaceOrder, ZoneSpec};
 use queue::{Queue, Queued};
 use seek::{SeekCurve, SeekSpec};
 
@@ -70,6 +75,23 @@ pub struct HddParams {
     pub queue_depth: u32,
     /// A queued command older than this is served next, whatever SPTF says.
     pub max_queue_age_ms: f64,
+    /// Where the zones keep spare sectors (slips are per zone).
+    #[serde(skip_serializing_if = "is_default")]
+    pub sparing: Sparing,
+    /// Which surface follows which across cylinders.
+    #[serde(skip_serializing_if = "is_default")]
+    pub surface_order: SurfaceOrder,
+    /// The platter's angle at time 0, in turns; none: drawn from the random stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotation_phase_turns: Option<f64>,
+    /// DiskSim's controller (overheads by command and history, per-sector bus, its cache
+    /// and read-ahead policies: see [`controller`]); none: the simple controller above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub controller: Option<Box<DiskSimController>>,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 impl Default for HddParams {
@@ -113,6 +135,11 @@ impl HddParams {
             write_cache: false,
             queue_depth: 31,
             max_queue_age_ms: 500.0,
+
+            sparing: Sparing::None,
+            surface_order: SurfaceOrder::Ascending,
+            rotation_phase_turns: None,
+            controller: None,
         }
     }
 
@@ -146,6 +173,11 @@ impl HddParams {
             write_cache: false,
             queue_depth: 1,
             max_queue_age_ms: 500.0,
+
+            sparing: Sparing::None,
+            surface_order: SurfaceOrder::Ascending,
+            rotation_phase_turns: None,
+            controller: None,
         }
     }
 }
@@ -185,10 +217,6 @@ struct Active {
     done_ns: Nanos,
 }
 
-/// Bits of the per-pick bucket filter over cache segments (2 MiB buckets).
-const FILTER_BITS: u32 = 10;
-const BUCKET_SHIFT: u32 = 12;
-
 /// The drive.
 #[derive(Debug)]
 pub struct Hdd {
@@ -216,7 +244,10 @@ pub struct Hdd {
     dirty: VecDeque<(u64, u64)>,
     dirty_sectors: u64,
     dirty_limit_sectors: u64,
-    filter: [u64; 1 << (FILTER_BITS - 6)],
+    /// DiskSim's controller, when selected.
+    ds: Option<Box<DsState>>,
+    /// The last block [`Hdd::head_at`] mapped, and its answer.
+    last_head_at: Option<(u64, HeadState)>,
 }
 
 impl Hdd {
@@ -240,7 +271,7 @@ impl Hdd {
                 return Err(format!("{n} must be ≥ 0"));
             }
         }
-        let geom = Geometry::new(&p.zones, p.surfaces)?;
+        let geom = Geometry::with_layout(&p.zones, p.surfaces, p.sparing, p.surface_order)?;
         let seek = SeekCurve::new(&p.seek, geom.cylinders)?;
         let period_ns = 60e9 / p.rpm;
         let sector_ns: Vec<f64> =
@@ -253,7 +284,24 @@ impl Hdd {
                     / (z.sectors_per_track * z.sectors_per_track) as f64
             })
             .collect();
-        let phase_ns = rng.unit() * period_ns;
+        let phase_ns = match p.rotation_phase_turns {
+            Some(turns) if turns.is_finite() => turns.rem_euclid(1.0) * period_ns,
+            Some(_) => return Err("rotation_phase_turns must be finite".into()),
+            None => rng.unit() * period_ns,
+        };
+        let ds = match &p.controller {
+            Some(c) => {
+                c.validate()?;
+                let bus_sector_ns = SECTOR_BYTES as f64 * 1e9 / p.bus_bytes_per_sec;
+                Some(Box::new(DsState::new(
+                    (**c).clone(),
+                    p.cache_segments,
+                    p.segment_size_bytes / SECTOR_BYTES,
+                    bus_sector_ns,
+                )))
+            }
+            None => None,
+        };
         let segment_sectors = p.segment_size_bytes / SECTOR_BYTES;
         Ok(Hdd {
             cache: Cache::new(p.cache_segments, segment_sectors),
@@ -277,7 +325,8 @@ impl Hdd {
             seek,
             head: HeadState::default(),
             active: None,
-            filter: [0; 1 << (FILTER_BITS - 6)],
+            ds,
+            last_head_at: None,
             p,
         })
     }
@@ -338,6 +387,19 @@ impl Hdd {
         lbn: u64,
         sectors: u64,
     ) -> Access {
+        self.media_access_at(from, start_ns, write, lbn, sectors, self.geom.map(lbn))
+    }
+
+    /// [`Hdd::media_access`] with `first` = the map of `lbn`, already known.
+    fn media_access_at(
+        &self,
+        from: HeadState,
+        start_ns: f64,
+        write: bool,
+        lbn: u64,
+        sectors: u64,
+        first: Chs,
+    ) -> Access {
         let overhead_ns = if write { self.write_overhead_ns } else { self.read_overhead_ns };
         let bus_ns = self.bus_ns(sectors * SECTOR_BYTES);
         let t0 = start_ns + overhead_ns;
@@ -355,7 +417,7 @@ impl Hdd {
         }
         let (mut t, mut cur, mut lbn, mut left) = (t0, from, lbn, sectors);
         let mut first_at = t0;
-        let mut c = self.geom.map(lbn);
+        let mut c = first;
         let mut first = true;
         loop {
             let dist = c.cylinder.abs_diff(cur.cylinder);
@@ -384,8 +446,8 @@ impl Hdd {
             } else {
                 acc.transfer_ns += mv + wait;
             }
-            let chunk = self.geom.left_on_track(&c).min(left);
-            let d = chunk as f64 * self.sector_ns[c.zone];
+            let (chunk, span) = self.geom.run(lbn, &c, left);
+            let d = span as f64 * self.sector_ns[c.zone];
             t += d;
             acc.transfer_ns += d;
             left -= chunk;
@@ -410,25 +472,34 @@ impl Hdd {
     /// Stops read-ahead at `now`; the heads are where it stopped.
     fn stop_readahead(&mut self, now_ns: f64) {
         if let Some(at) = self.cache.stop_readahead(now_ns) {
-            let c = self.geom.map(at.min(self.geom.total_sectors - 1));
-            self.head = HeadState { cylinder: c.cylinder, head: c.head };
+            self.head = self.head_at(at);
         }
+    }
+
+    /// The heads over block `lbn` (clamped to the disk); the last answer is remembered, as
+    /// planning and then stopping read-ahead ask for the same block.
+    fn head_at(&mut self, lbn: u64) -> HeadState {
+        let lbn = lbn.min(self.geom.total_sectors - 1);
+        if let Some((l, h)) = self.last_head_at {
+            if l == lbn {
+                return h;
+            }
+        }
+        let c = self.geom.map(lbn);
+        let h = HeadState { cylinder: c.cylinder, head: c.head };
+        self.last_head_at = Some((lbn, h));
+        h
     }
 
     /// The heads' position for planning at `now` (read-ahead moves them).
-    fn planning_head(&self, now_ns: f64) -> HeadState {
-        for s in &self.cache.segs {
-            if s.stream.is_some() {
-                let c = self.geom.map(s.end_at(now_ns).min(self.geom.total_sectors - 1));
-                return HeadState { cylinder: c.cylinder, head: c.head };
+    fn planning_head(&mut self, now_ns: f64) -> HeadState {
+        match self.cache.streaming() {
+            Some(s) => {
+                let at = s.end_at(now_ns);
+                self.head_at(at)
             }
+            None => self.head,
         }
-        self.head
-    }
-
-    #[inline]
-    fn bucket_bit(b: u64) -> usize {
-        (b.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_BITS)) as usize
     }
 
     fn pick(&mut self, now: Nanos) -> usize {
@@ -437,14 +508,6 @@ impl Hdd {
             return 0;
         }
         let now_f = now as f64;
-        // Which 2 MiB buckets the cache may hold: a candidate elsewhere cannot hit.
-        self.filter = [0; 1 << (FILTER_BITS - 6)];
-        for s in &self.cache.segs {
-            for b in (s.start >> BUCKET_SHIFT)..=(s.limit.max(s.start + 1) - 1) >> BUCKET_SHIFT {
-                let k = Self::bucket_bit(b);
-                self.filter[k >> 6] |= 1 << (k & 63);
-            }
-        }
         if now.saturating_sub(self.queue.items[0].arrived_ns) > self.age_limit_ns {
             return 0;
         }
@@ -455,31 +518,54 @@ impl Hdd {
         // rotational wait for every queued command, the seek curve's form hoisted out.
         let q = &self.queue;
         let head_cyl = head.cylinder as f64;
-        let positioning = |i: usize, seek_ns: f64| -> f64 {
-            let mv = if seek_ns > 0.0 {
-                seek_ns
-            } else if q.items[i].chs.head != head.head {
-                self.head_switch_ns
-            } else {
-                0.0
-            };
-            let mv = if mv > 0.0 { mv + q.settle_ns[i] } else { mv };
-            // Turns to wait after the move, in [0, 1): the argument is positive.
-            let x = q.angle_turns[i] - base_turns - mv * self.inv_period + 2.0;
-            mv + (x - (x as i64) as f64) * self.period_ns
-        };
         let mut costs = std::mem::take(&mut self.cost_scratch);
         costs.clear();
         match &self.seek {
-            SeekCurve::Formula { a_ns, b_ns, c_ns } => {
-                costs.extend((0..q.len()).map(|i| {
-                    let d = (q.cylinder[i] - head_cyl).abs();
+            &SeekCurve::Formula { a_ns, b_ns, c_ns } => {
+                // The same arithmetic as the other arm's `positioning`, written over the
+                // parallel arrays without branches or integer conversions so that it
+                // vectorises: x truncated as |x| rounded by the 2^52 trick, less one if that
+                // rounded up, with x's sign (exactly `(x as i64) as f64` for |x| < 2^52).
+                const TWO52: f64 = 4_503_599_627_370_496.0;
+                let (hs, inv, period) = (self.head_switch_ns, self.inv_period, self.period_ns);
+                let head_f = head.head as f64;
+                let n = q.len();
+                costs.resize(n, 0.0);
+                let lanes = q.cylinder[..n]
+                    .iter()
+                    .zip(&q.head[..n])
+                    .zip(&q.angle_turns[..n])
+                    .zip(&q.settle_ns[..n]);
+                for (cost, (((&cyl, &hd), &ang), &set)) in costs.iter_mut().zip(lanes) {
+                    let d = (cyl - head_cyl).abs();
                     let x = (d - 1.0).max(0.0);
                     let seek = if d >= 1.0 { a_ns * x.sqrt() + b_ns * x + c_ns } else { 0.0 };
-                    positioning(i, seek)
-                }));
+                    let switch = if hd != head_f { hs } else { 0.0 };
+                    let mv = if seek > 0.0 { seek } else { switch };
+                    let mv = if mv > 0.0 { mv + set } else { mv };
+                    let x = ang - base_turns - mv * inv + 2.0;
+                    let ax = x.abs();
+                    let r = (ax + TWO52) - TWO52;
+                    let tr = (if r > ax { r - 1.0 } else { r }).copysign(x);
+                    *cost = mv + (x - tr) * period;
+                }
             }
             curve => {
+                let positioning = |i: usize, seek_ns: f64| -> f64 {
+                    let mv = if seek_ns > 0.0 {
+                        seek_ns
+                    } else if q.items[i].chs.head != head.head {
+                        self.head_switch_ns
+                    } else {
+                        0.0
+                    };
+                    let mv = if mv > 0.0 { mv + q.settle_ns[i] } else { mv };
+                    // Turns to wait after the move: in [0, 1) unless the move is longer
+                    // than about a turn, when truncation makes it negative (the ranking the
+                    // checksum test pins).
+                    let x = q.angle_turns[i] - base_turns - mv * self.inv_period + 2.0;
+                    mv + (x - (x as i64) as f64) * self.period_ns
+                };
                 costs.extend((0..q.len()).map(|i| {
                     positioning(i, curve.seek_ns(q.items[i].chs.cylinder.abs_diff(head.cylinder)))
                 }));
@@ -492,8 +578,8 @@ impl Hdd {
                 if item.cmd.op != Op::Read {
                     continue;
                 }
-                let k = Self::bucket_bit(item.lbn >> BUCKET_SHIFT);
-                if self.filter[k >> 6] & (1 << (k & 63)) == 0 {
+                // A candidate in a bucket no segment touches cannot hit.
+                if !self.cache.may_hold(item.lbn) {
                     continue;
                 }
                 costs[i] = match self.cache.lookup(item.lbn, item.sectors, now_f) {
@@ -525,12 +611,15 @@ impl Hdd {
             return;
         }
         if self.queue.is_empty() {
-            self.start_destage(now);
+            if self.ds.is_none() {
+                self.start_destage(now);
+            }
             return;
         }
         let i = self.pick(now);
         let q = self.queue.remove(i);
-        let done = self.serve(&q, now);
+        let done =
+            if self.ds.is_some() { self.serve_disksim(&q, now) } else { self.serve(&q, now) };
         self.active = Some(Active { id: Some(q.cmd.id), done_ns: done.max(now) });
     }
 
@@ -575,17 +664,17 @@ impl Hdd {
                     Lookup::Hit => now_f + self.cache_hit_ns(n * SECTOR_BYTES),
                     Lookup::Streaming { ready_ns } => {
                         let done = ready_ns.max(now_f + self.cache_hit_ns(n * SECTOR_BYTES));
-                        let z = self.geom.map(lbn + n - 1).zone;
+                        let z = self.geom.zone_of(lbn + n - 1, q.chs.zone);
                         let ra = self.readahead_sector_ns[z];
                         self.cache.read_done(lbn, lbn + n, done, ra, self.geom.total_sectors);
                         done
                     }
                     Lookup::Miss => {
                         self.stop_readahead(now_f);
-                        let a = self.media_access(self.head, now_f, false, lbn, n);
+                        let a = self.media_access_at(self.head, now_f, false, lbn, n, q.chs);
                         self.head = a.end;
                         if n > 0 {
-                            let z = self.geom.map(lbn + n - 1).zone;
+                            let z = self.geom.zone_of(lbn + n - 1, q.chs.zone);
                             let ra = self.readahead_sector_ns[z];
                             // Read-ahead starts when the last sector is off the media.
                             let media_end = a.done_ns.min(
@@ -614,7 +703,7 @@ impl Hdd {
                     now_f + self.write_overhead_ns + self.bus_ns(n * SECTOR_BYTES)
                 } else {
                     self.stop_readahead(now_f);
-                    let a = self.media_access(self.head, now_f, true, lbn, n);
+                    let a = self.media_access_at(self.head, now_f, true, lbn, n, q.chs);
                     self.head = a.end;
                     a.done_ns
                 }

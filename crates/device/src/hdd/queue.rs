@@ -24,6 +24,8 @@ pub struct Queued {
 pub struct Queue {
     pub items: Vec<Queued>,
     pub cylinder: Vec<f64>,
+    /// The surface, as a number (compared, never computed with).
+    pub head: Vec<f64>,
     pub angle_turns: Vec<f64>,
     pub settle_ns: Vec<f64>,
 }
@@ -33,6 +35,7 @@ impl Queue {
         Queue {
             items: Vec::with_capacity(n),
             cylinder: Vec::with_capacity(n),
+            head: Vec::with_capacity(n),
             angle_turns: Vec::with_capacity(n),
             settle_ns: Vec::with_capacity(n),
         }
@@ -48,6 +51,7 @@ impl Queue {
 
     pub fn push(&mut self, q: Queued, angle_turns: f64, settle_ns: f64) {
         self.cylinder.push(q.chs.cylinder as f64);
+        self.head.push(q.chs.head as f64);
         self.angle_turns.push(angle_turns);
         self.settle_ns.push(settle_ns);
         self.items.push(q);
@@ -55,6 +59,7 @@ impl Queue {
 
     pub fn remove(&mut self, i: usize) -> Queued {
         self.cylinder.remove(i);
+        self.head.remove(i);
         self.angle_turns.remove(i);
         self.settle_ns.remove(i);
         self.items.remove(i)

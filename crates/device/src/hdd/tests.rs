@@ -256,3 +256,72 @@ fn params_deserialize_from_toml_with_defaults_and_a_seek_table() {
     assert!((d.seek_curve().seek_ns(550) - 5.5e6).abs() < 1.0);
     assert!(toml::from_str::<HddParams>("no_such_field = 1").is_err());
 }
+
+/// Completion times of fixed-seed mixed workloads on both presets (QD1 and deep queues,
+/// reads and writes, write cache on and off, flushes): a checksum that must not move when
+/// the model is optimised or gains opt-in mechanisms.
+fn preset_checksum() -> Vec<u64> {
+    let mut sums = Vec::new();
+    for (p, depth) in [
+        (HddParams::sata_7200_2009(), 31),
+        (HddParams::sata_7200_2009(), 1),
+        (HddParams { write_cache: true, ..HddParams::sata_7200_2009() }, 8),
+        (HddParams::ide_2003(), 1),
+        (HddParams { write_cache: true, queue_depth: 4, ..HddParams::ide_2003() }, 4),
+    ] {
+        let mut d = Hdd::new(p, &mut RandomStream::new(5, 1)).unwrap();
+        let mut rng = RandomStream::new(7, 2);
+        let blocks = d.capacity_bytes() / 4096;
+        let mut out = Vec::new();
+        let mut id = 0u64;
+        let mut sum = 0u64;
+        let mut last = 0u64;
+        let gen = |id: u64, rng: &mut RandomStream, last: &mut u64| {
+            let r = rng.below(100);
+            let op = match r {
+                0..=59 => Op::Read,
+                60..=97 => Op::Write,
+                98 => Op::Flush,
+                _ => Op::Discard,
+            };
+            let off = if rng.below(3) == 0 { (*last + 1) % blocks } else { rng.below(blocks) };
+            *last = off;
+            let len = if op == Op::Flush { 0 } else { 4096 * (1 + rng.below(16)) };
+            let off = off.min(blocks - 16) * 4096;
+            cmd(id, op, off, len)
+        };
+        for _ in 0..depth {
+            d.submit(gen(id, &mut rng, &mut last), 0);
+            id += 1;
+        }
+        let mut done = 0;
+        while done < 20_000 {
+            let t = d.next_event_ns().unwrap();
+            out.clear();
+            d.advance(t, &mut out);
+            for c in &out {
+                sum = sum.wrapping_mul(31).wrapping_add(c.done_ns ^ c.id.0);
+                done += 1;
+                d.submit(gen(id, &mut rng, &mut last), c.done_ns + rng.below(3) * 100_000);
+                id += 1;
+            }
+        }
+        sums.push(sum);
+    }
+    sums
+}
+
+#[test]
+fn preset_completion_times_are_unchanged() {
+    let got = preset_checksum();
+    assert_eq!(
+        got,
+        [
+            5856626452864459160,
+            18333801368737012680,
+            6875521285808508245,
+            14769305596515477053,
+            5611923915032548806
+        ]
+    );
+}

@@ -1,0 +1,102 @@
+//! `elevator validate-disk` end to end, on the DiskSim validation drives when present.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn data_dir() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
+    if p.join("barracuda").is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipping: DiskSim data not found at {}", p.display());
+        None
+    }
+}
+
+fn elevator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator")).args(args).output().expect("runs")
+}
+
+#[test]
+fn json_fields_access_times_and_plot() {
+    let Some(d) = data_dir() else { return };
+    let drive = d.join("barracuda");
+    let tmp = std::env::temp_dir().join(format!("elevator-vd-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let times = tmp.join("times.txt");
+    let plot = tmp.join("cdf.svg");
+    let out = elevator(&[
+        "validate-disk",
+        "--drive",
+        drive.to_str().unwrap(),
+        "--output-format",
+        "json",
+        "--access-times",
+        times.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"], 10_000);
+    let rms = v["rms_ms"].as_f64().unwrap();
+    assert!(rms > 0.0 && rms < 1.0, "{rms}");
+    for side in ["measured", "simulated"] {
+        for k in ["mean_ms", "median_ms", "p99_ms"] {
+            assert!(v[side][k].as_f64().unwrap() > 0.0, "{side}.{k}");
+        }
+    }
+    let lines: Vec<f64> =
+        std::fs::read_to_string(&times).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(lines.len(), 10_000);
+    assert!(lines.iter().all(|&us| us > 100.0 && us < 100_000.0));
+    assert!(std::fs::read_to_string(&plot).unwrap().starts_with("<svg"));
+    // Normal output carries the same demerit; an explicit --trace gives the same figure.
+    let trace = drive.join("barracuda.trace");
+    let out = elevator(&[
+        "validate-disk",
+        "--drive",
+        drive.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&format!("rms demerit: {rms:.6} ms")), "{text}");
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
+#[test]
+fn errors_name_the_file_and_line_and_exit_non_zero() {
+    let out = elevator(&["validate-disk", "--drive", "/nonexistent/drive"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/drive"));
+    let Some(d) = data_dir() else { return };
+    let tmp = std::env::temp_dir().join(format!("elevator-vd-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let bad = tmp.join("bad.trace");
+    std::fs::write(&bad, "R Hit 100 4 1000.0 2000.0\nX Hit 1 1 1 1\n").unwrap();
+    let drive = d.join("cheetah9LP");
+    let out = elevator(&[
+        "validate-disk",
+        "--drive",
+        drive.to_str().unwrap(),
+        "--trace",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.trace:2"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::write(&bad, "R Hit 999999999 4 1000.0 2000.0\n").unwrap();
+    let out = elevator(&[
+        "validate-disk",
+        "--drive",
+        drive.to_str().unwrap(),
+        "--trace",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.trace: line 1"), "{err}");
+    std::fs::remove_dir_all(&tmp).ok();
+}

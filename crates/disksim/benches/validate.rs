@@ -1,0 +1,31 @@
+//! What `elevator validate-disk` does per drive, end to end: load the drive directory and
+//! its 10,000-request trace, bridge to the HDD model, replay closed-loop, compute the rms
+//! demerit. Target < 50 ms. Skips when the DiskSim data is absent.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use elevator_disksim::*;
+use std::path::PathBuf;
+
+fn bench(c: &mut Criterion) {
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
+    for name in ["barracuda", "cheetah9LP"] {
+        let dir = data.join(name);
+        if !dir.is_dir() {
+            eprintln!("skipping: {} not found", dir.display());
+            continue;
+        }
+        c.bench_function(&format!("validate_disk_{name}"), |b| {
+            b.iter(|| {
+                let drv = load_drive(&dir).unwrap();
+                let params = hdd_params(&drv).unwrap();
+                let trace = load_trace(drv.trace_path.as_ref().unwrap()).unwrap();
+                let sim = replay(&params, &trace).unwrap();
+                let measured: Vec<f64> = trace.iter().map(|r| r.access_time_ms()).collect();
+                rms_demerit_ms(&measured, &sim, &Buckets::access_time_default())
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,281 @@
+//! A DiskSim drive as elevator's HDD model: [`hdd_params`] maps every parameter of the
+//! `disksim_disk` block, its `dm_disk` model and the path above it (bus, controller, driver)
+//! that changes access times onto [`HddParams`] with DiskSim's controller
+//! ([`elevator_device::hdd::controller`]). A parameter set to something the model does not
+//! do is an error naming its file, line and key, never silently dropped.
+
+use crate::drive::{DiskSimDrive, SparingScheme};
+use crate::error::DiskSimError;
+use crate::params::{Block, Value};
+use elevator_device::hdd::controller::{DiskSimController, ReadAhead};
+use elevator_device::hdd::geometry::{Sparing, SurfaceOrder, ZoneSpec};
+use elevator_device::hdd::seek::SeekSpec;
+use elevator_device::hdd::HddParams;
+
+fn err_at(b: &Block, key: &str, msg: impl Into<String>) -> DiskSimError {
+    match b.get(key) {
+        Some(v) => DiskSimError::BadValue {
+            file: v.file.to_string(),
+            line: v.line,
+            key: key.to_string(),
+            msg: msg.into(),
+        },
+        None => DiskSimError::BadValue {
+            file: b.file.to_string(),
+            line: b.line,
+            key: key.to_string(),
+            msg: msg.into(),
+        },
+    }
+}
+
+fn num(b: &Block, key: &str) -> f64 {
+    b.get(key).and_then(|v| v.value.as_f64()).unwrap_or(0.0)
+}
+
+/// Refuses `key` in `b` when it is set to anything but `ok` (absent counts as `ok`).
+fn only(b: &Block, key: &str, ok: f64, what: &str) -> Result<(), DiskSimError> {
+    match b.get(key) {
+        Some(v) if v.value.as_f64().is_some_and(|x| x != ok) => {
+            Err(err_at(b, key, format!("{what} is not modelled (only {ok} is supported)")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A skew or offset in sectors, truncated to whole sectors as DiskSim does
+/// (`layout_g1_zone`: `(int)d * sector_width`).
+fn integral(b: &Block, key: &str, v: f64) -> Result<u64, DiskSimError> {
+    if v < 0.0 || !v.is_finite() {
+        return Err(err_at(b, key, "must be a non-negative number of sectors"));
+    }
+    if let Some(Value::Str(u)) = b.get("Skew units").map(|v| &v.value) {
+        if u != "sectors" {
+            return Err(err_at(b, "Skew units", format!("`{u}` is not modelled (only sectors)")));
+        }
+    }
+    Ok(v as u64)
+}
+
+/// The HDD model's parameters for a DiskSim drive: its layout (zones, skews, spares and
+/// slips, surface order), mechanics (extracted seek curve, head switch, write settle,
+/// rpm), controller (overheads, bus, cache segments, read-ahead, write-back) and queue, with
+/// the platter at angle 0 at time 0 as DiskSim starts it.
+pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
+    let m = &d.model;
+    let mb = &m.mech.raw;
+    let lb = match m.raw.get("Layout Model").and_then(|v| v.value.as_block()) {
+        Some(b) => b,
+        None => &m.raw,
+    };
+    let spec = &d.disk.raw;
+
+    // Layout.
+    let sparing = match m.layout.sparing {
+        SparingScheme::None => Sparing::None,
+        SparingScheme::Track => Sparing::Track,
+        SparingScheme::SectorsPerCylinder => Sparing::SectorsPerCylinder,
+        SparingScheme::SectorsPerTrack => Sparing::SectorsPerTrack,
+        SparingScheme::SectorsPerCylinderSlipToEnd => Sparing::SectorsPerCylinderSlipToEnd,
+        SparingScheme::SectorsPerCylinderAtFront => Sparing::SectorsPerCylinderAtFront,
+        SparingScheme::SectorsPerCylinderAtFrontSlipToEnd => {
+            Sparing::SectorsPerCylinderAtFrontSlipToEnd
+        }
+        SparingScheme::SectorsAtEnd => Sparing::SectorsAtEnd,
+        SparingScheme::SectorsPerRange => {
+            Sparing::SectorsPerRange { cylinders: m.layout.range_size_cylinders }
+        }
+        SparingScheme::SectorsPerZone => Sparing::SectorsPerZone,
+        SparingScheme::SectorsPerZoneSlipToEnd => Sparing::SectorsPerZoneSlipToEnd,
+    };
+    let surface_order = match m.layout.mapping_scheme {
+        0 => SurfaceOrder::Ascending,
+        1 => SurfaceOrder::SerpentineInZone,
+        _ => SurfaceOrder::Serpentine,
+    };
+    let zone_blocks: Vec<&Block> = lb
+        .get("Zones")
+        .and_then(|v| v.value.as_list())
+        .map(|l| l.iter().filter_map(|z| z.value.as_block()).collect())
+        .unwrap_or_default();
+    let mut zones = Vec::with_capacity(m.layout.zones.len());
+    for (i, z) in m.layout.zones.iter().enumerate() {
+        let zb = zone_blocks.get(i).copied().unwrap_or(lb);
+        if !z.defects.is_empty() {
+            return Err(err_at(zb, "defects", "defects remapped to spares are not modelled"));
+        }
+        zones.push(ZoneSpec {
+            first_cylinder: z.first_cylinder,
+            last_cylinder: z.last_cylinder,
+            sectors_per_track: z.blocks_per_track,
+            track_skew_sectors: integral(zb, "Skew for track switch", z.track_skew_sectors)?,
+            cylinder_skew_sectors: integral(
+                zb,
+                "Skew for cylinder switch",
+                z.cylinder_skew_sectors,
+            )?,
+            spares: z.spares,
+            slips: z.slips.clone(),
+            empty_front_sectors: z.empty_space_front_sectors,
+            first_block_offset_sectors: integral(
+                zb,
+                "Offset of first block",
+                z.first_block_offset_sectors,
+            )?,
+        });
+    }
+
+    // Mechanics.
+    match m.mech.access_time_type.as_deref() {
+        None | Some("trackSwitchPlusRotation") => {}
+        Some(other) => {
+            return Err(err_at(
+                mb,
+                "Access time type",
+                format!("`{other}` is not modelled (only trackSwitchPlusRotation)"),
+            ))
+        }
+    }
+    let seek = match m.mech.seek_type.as_deref() {
+        Some("extracted") => {
+            let curve = d.seek_curve.as_ref().ok_or_else(|| {
+                err_at(mb, "Full seek curve", "seek type `extracted` needs a seek curve file")
+            })?;
+            SeekSpec::Table {
+                distances_cyl: curve.points.iter().map(|p| p.0).collect(),
+                times_ms: curve.points.iter().map(|p| p.1).collect(),
+            }
+        }
+        other => {
+            return Err(err_at(
+                mb,
+                "Seek type",
+                format!("`{}` is not modelled (only `extracted`)", other.unwrap_or("")),
+            ))
+        }
+    };
+    only(mb, "Percent error in rpms", 0.0, "rpm variation")?;
+
+    // Path above the drive: driver, controllers, buses.
+    if let Some(c) = d.iodriver_constant_access_ms.filter(|&c| c != 0.0) {
+        let b = d.parv.blocks_of("disksim_iodriver").next().unwrap_or(spec);
+        return Err(err_at(
+            b,
+            "Constant access time",
+            format!("{c} ms: a constant access time is not a disk model"),
+        ));
+    }
+    let mut bus_sector_ms = d.disk.bulk_sector_transfer_ms;
+    for b in d.parv.blocks_of("disksim_ctlr") {
+        only(b, "type", 1.0, "a controller other than pass-through (type 1)")?;
+        bus_sector_ms = bus_sector_ms.max(num(b, "Bulk sector transfer time"));
+    }
+    for b in d.parv.blocks_of("disksim_bus") {
+        only(b, "Arbitration time", 0.0, "bus arbitration time")?;
+        bus_sector_ms = bus_sector_ms
+            .max(num(b, "Read block transfer time"))
+            .max(num(b, "Write block transfer time"));
+    }
+
+    // The disk's controller.
+    for (key, ok, what) in [
+        ("Per-request overhead time", 0.0, "a per-request overhead"),
+        ("Never disconnect", 0.0, "never disconnecting"),
+        ("Hold bus entire read xfer", 0.0, "holding the bus for a whole read"),
+        ("Hold bus entire write xfer", 0.0, "holding the bus for a whole write"),
+        ("Allow almost read hits", 0.0, "almost read hits"),
+        ("Allow sneaky full read hits", 0.0, "sneaky read hits"),
+        ("Allow sneaky partial read hits", 0.0, "sneaky read hits"),
+        ("Allow sneaky intermediate read hits", 0.0, "sneaky read hits"),
+        ("Allow write prebuffering", 0.0, "write prebuffering"),
+        ("Preseeking level", 0.0, "preseeking"),
+        ("Use separate write segment", 0.0, "a separate write segment"),
+        ("High (read) water mark", 0.0, "a read water mark above one sector"),
+        ("Low (write) water mark", 0.0, "a write water mark"),
+        ("Read any free blocks", 0.0, "reading any free blocks"),
+        ("Immediate buffer read", 0.0, "immediate buffer reads"),
+        ("Immediate buffer write", 0.0, "immediate buffer writes"),
+        ("Immed transfer partial hit", 1.0, "waiting before a partial hit's transfer"),
+        ("Other reselect overhead", 0.0, "repeated reselection"),
+        ("Write disconnect overhead", 0.0, "write disconnects"),
+        ("Extra write disconnect", 0.0, "extra write disconnects"),
+        ("Minimum seek delay", 0.0, "a minimum seek delay"),
+        ("Read directly to buffer", 1.0, "reading through a staging area"),
+    ] {
+        only(spec, key, ok, what)?;
+    }
+    let s = &d.disk;
+    let scale = s.overhead_time_scale;
+    let o = &s.overheads;
+    let read_ahead = if !s.enable_caching_in_buffer {
+        ReadAhead::None
+    } else {
+        match s.buffer_continuous_read {
+            0 => ReadAhead::None,
+            1 => ReadAhead::TrackEnd,
+            2 => ReadAhead::CylinderEnd,
+            3 => ReadAhead::Sectors,
+            4 => ReadAhead::NextTrack,
+            _ => {
+                return Err(err_at(spec, "Buffer continuous read", "expected 0 to 4"));
+            }
+        }
+    };
+    if s.buffer_segments > 0 && s.segment_size_sectors == 0 && s.enable_caching_in_buffer {
+        return Err(err_at(spec, "Segment size (in blks)", "must be > 0 with caching on"));
+    }
+    if !(0..=2).contains(&s.fast_write_level) {
+        return Err(err_at(spec, "Fast write level", "expected 0, 1 or 2"));
+    }
+    let prep = s.data_preparation_overhead_ms;
+    let controller = DiskSimController {
+        read_hit_after_read_ms: (o.read_hit_after_read_ms + prep) * scale,
+        read_hit_after_write_ms: (o.read_hit_after_write_ms + prep) * scale,
+        read_miss_after_read_ms: o.read_miss_after_read_ms * scale,
+        read_miss_after_write_ms: o.read_miss_after_write_ms * scale,
+        write_hit_after_read_ms: o.write_hit_after_read_ms * scale,
+        write_hit_after_write_ms: o.write_hit_after_write_ms * scale,
+        write_miss_after_read_ms: o.write_miss_after_read_ms * scale,
+        write_miss_after_write_ms: o.write_miss_after_write_ms * scale,
+        read_completion_ms: s.read_completion_overhead_ms * scale,
+        write_completion_ms: s.write_completion_overhead_ms * scale,
+        read_disconnect_after_read_ms: s.read_disconnect_after_read_ms * scale,
+        read_disconnect_after_write_ms: s.read_disconnect_after_write_ms * scale,
+        first_reselect_ms: s.first_reselect_overhead_ms * scale,
+        read_ahead,
+        max_read_ahead_sectors: s.max_read_ahead_sectors,
+        read_ahead_over_requested: s.read_ahead_over_requested != 0,
+        read_ahead_on_idle_hit: s.read_ahead_on_idle_hit.unwrap_or(false),
+        read_hits_on_write_data: s.allow_read_hits_on_write_data.unwrap_or(false),
+        combine_sequential_writes: s.combine_seq_writes.unwrap_or(false),
+    };
+    let caching = s.enable_caching_in_buffer;
+    let segments = if caching { s.buffer_segments.min(1 << 16) as u32 } else { 0 };
+    let bus_bytes_per_sec =
+        if bus_sector_ms > 0.0 { 512.0 / (bus_sector_ms / 1000.0) } else { f64::INFINITY };
+    let bad_value = |key: &str| matches!(spec.get(key).map(|v| &v.value), Some(Value::Str(_)));
+    if bad_value("Max queue length") {
+        return Err(err_at(spec, "Max queue length", "expected a number"));
+    }
+    Ok(HddParams {
+        interface: "SCSI".into(),
+        rpm: m.mech.rpm,
+        surfaces: m.surfaces,
+        zones,
+        seek,
+        head_switch_ms: m.mech.head_switch_ms,
+        write_settle_ms: m.mech.add_write_settling_ms,
+        read_overhead_ms: controller.read_miss_after_read_ms,
+        write_overhead_ms: controller.write_miss_after_write_ms,
+        bus_bytes_per_sec,
+        cache_segments: segments,
+        segment_size_bytes: s.segment_size_sectors * 512,
+        write_cache: caching && s.fast_write_level > 0,
+        queue_depth: s.max_queue_len.clamp(1, 256) as u32,
+        max_queue_age_ms: 500.0,
+        sparing,
+        surface_order,
+        rotation_phase_turns: Some(0.0),
+        controller: Some(Box::new(controller)),
+    })
+}
