@@ -547,7 +547,10 @@ impl Hdd {
                     let ax = x.abs();
                     let r = (ax + TWO52) - TWO52;
                     let tr = (if r > ax { r - 1.0 } else { r }).copysign(x);
-                    *cost = mv + (x - tr) * period;
+                    // Floor, not truncation: a move of more than about two turns still waits
+                    // a fraction of a turn in [0, 1), never a negative one.
+                    let fl = if tr > x { tr - 1.0 } else { tr };
+                    *cost = mv + (x - fl) * period;
                 }
             }
             curve => {
@@ -560,11 +563,9 @@ impl Hdd {
                         0.0
                     };
                     let mv = if mv > 0.0 { mv + q.settle_ns[i] } else { mv };
-                    // Turns to wait after the move: in [0, 1) unless the move is longer
-                    // than about a turn, when truncation makes it negative (the ranking the
-                    // checksum test pins).
+                    // Turns to wait after the move: always in [0, 1).
                     let x = q.angle_turns[i] - base_turns - mv * self.inv_period + 2.0;
-                    mv + (x - (x as i64) as f64) * self.period_ns
+                    mv + (x - x.floor()) * self.period_ns
                 };
                 costs.extend((0..q.len()).map(|i| {
                     positioning(i, curve.seek_ns(q.items[i].chs.cylinder.abs_diff(head.cylinder)))
