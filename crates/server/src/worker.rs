@@ -347,6 +347,9 @@ struct Conn {
     rhi: usize,
     big: Option<BigWrite>,
     recv_busy: bool,
+    /// The receive in flight fills `big` (else `rbuf`): `parse` may start a big write while a
+    /// receive into `rbuf` is in flight (credit returned by a send).
+    recv_big: bool,
     /// No more requests are read (EOF, DISC, a protocol or socket error).
     closed: bool,
     /// Sending failed: replies are dropped.
@@ -371,6 +374,7 @@ impl Conn {
             rlo: 0,
             big: None,
             recv_busy: false,
+            recv_big: false,
             closed: false,
             broken: false,
             outstanding: 0,
@@ -807,6 +811,7 @@ impl Worker {
             opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
         };
         c.recv_busy = true;
+        c.recv_big = c.big.is_some();
         self.push(sqe.user_data(TAG_RECV | slot as u64));
     }
 
@@ -826,17 +831,28 @@ impl Worker {
             return;
         }
         let n = res as usize;
-        if let Some(b) = &mut c.big {
-            b.filled += n;
-            if b.filled < b.data.len() {
-                return;
-            }
-            let Some(b) = c.big.take() else { return };
-            self.command(slot, b.hdr, b.data);
-        } else {
-            c.rhi += n;
+        match &mut c.big {
+            Some(b) if c.recv_big => b.filled += n,
+            _ => c.rhi += n,
         }
+        self.feed_big(slot);
         self.parse(slot);
+    }
+
+    /// Moves bytes that arrived in the receive buffer into a big write's payload, and sends
+    /// the write on once its payload is complete.
+    fn feed_big(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_deref_mut() else { return };
+        let Some(b) = &mut c.big else { return };
+        let take = (c.rhi - c.rlo).min(b.data.len() - b.filled);
+        b.data[b.filled..b.filled + take].copy_from_slice(&c.rbuf[c.rlo..c.rlo + take]);
+        b.filled += take;
+        c.rlo += take;
+        if b.filled < b.data.len() {
+            return;
+        }
+        let Some(b) = c.big.take() else { return };
+        self.command(slot, b.hdr, b.data);
     }
 
     fn send_done(&mut self, slot: usize, res: i32) {
