@@ -1,7 +1,7 @@
 //! TLS after NBD_OPT_STARTTLS, with rustls.
 //!
-//! The connection code is written against plain byte streams (a reader thread and a writer
-//! thread on clones of one socket). After STARTTLS the raw socket goes to a *pump* thread that
+//! The connection code is written against plain byte streams (the handshake thread, then the
+//! worker's io_uring recv/sendmsg/splice on the socket). After STARTTLS the raw socket goes to a *pump* thread that
 //! owns the `rustls::ServerConnection` and relays between the socket (ciphertext) and one end
 //! of a Unix socket pair (plaintext); the connection carries on with the other end as if
 //! nothing had happened. One `poll(2)` loop, non-blocking on both sides, with back-pressure:
