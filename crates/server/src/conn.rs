@@ -281,18 +281,16 @@ pub(crate) fn request_cost(hdr: &RequestHeader) -> u64 {
 
 /// Appends `r`'s reply header (simple or structured) to `out` and returns the payload that
 /// follows it on the wire.
-/// (A payload waiting in a pipe is not in the slice: the caller splices it after the header.)
 pub(crate) fn encode_reply<'a>(out: &mut Vec<u8>, r: &'a Reply, structured: bool) -> &'a [u8] {
     let payload: &[u8] = if r.error == 0 { r.data.as_slice() } else { &[] };
-    let payload_len = if r.error == 0 { r.data.len() } else { 0 };
     if let (Some(ext), 0) = (&r.status, r.error) {
         nbd::encode_block_status(out, r.handle, nbd::BASE_ALLOCATION_ID, ext);
     } else if structured && (r.is_read || r.status.is_some()) {
-        if r.error == 0 && payload_len == 0 {
+        if r.error == 0 && payload.is_empty() {
             // A zero-length read: OFFSET_DATA chunks must carry data.
             nbd::encode_chunk_header(out, nbd::REPLY_FLAG_DONE, nbd::REPLY_TYPE_NONE, r.handle, 0);
         } else if r.error == 0 {
-            nbd::encode_offset_data_header(out, r.handle, r.offset, payload_len as u32);
+            nbd::encode_offset_data_header(out, r.handle, r.offset, payload.len() as u32);
         } else {
             nbd::encode_error_chunk(out, r.handle, r.error, "");
         }

@@ -157,71 +157,14 @@ impl WorkerHandle {
 pub(crate) enum Payload {
     Empty,
     Shared(Arc<AlignedBuf>, std::ops::Range<usize>),
-    /// `.1` bytes waiting in a pipe, spliced from the file (zero-copy reads).
-    Pipe(Pipe, usize),
 }
 
 impl Payload {
-    /// The bytes, for payloads in memory (empty for a pipe).
     pub fn as_slice(&self) -> &[u8] {
         match self {
-            Payload::Empty | Payload::Pipe(..) => &[],
+            Payload::Empty => &[],
             Payload::Shared(b, r) => &AlignedBuf::as_ref(b)[r.clone()],
         }
-    }
-    pub fn len(&self) -> usize {
-        match self {
-            Payload::Empty => 0,
-            Payload::Shared(_, r) => r.len(),
-            Payload::Pipe(_, n) => *n,
-        }
-    }
-}
-
-/// A pipe for splicing a read from the file to a socket without copying it through user
-/// space: `splice(file -> pipe)` is the device I/O, `splice(pipe -> socket)` sends it.
-pub(crate) struct Pipe {
-    r: OwnedFd,
-    w: OwnedFd,
-}
-
-/// Reads at least this long (and at most the pipe's capacity) go through a pipe when they
-/// are not merged with others: below it, copying is cheaper than the extra operations.
-const SPLICE_MIN: u64 = 64 << 10;
-/// The pipe size asked for (the default `/proc/sys/fs/pipe-max-size`).
-const PIPE_BYTES: usize = 1 << 20;
-/// Empty pipes kept for reuse.
-const PIPES_KEEP: usize = 64;
-
-impl Pipe {
-    /// A pipe of [`PIPE_BYTES`], or `None` if the system refuses that size.
-    fn new() -> Option<Pipe> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: fds has room for the two descriptors; the result is checked.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return None;
-        }
-        // SAFETY: fresh descriptors owned by nobody else.
-        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl on a descriptor we own.
-        let size = unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES as i32) };
-        (size >= PIPE_BYTES as i32).then_some(Pipe { r, w })
-    }
-
-    /// Reads `out.len()` bytes that are in the pipe.
-    fn drain_into(&self, out: &mut [u8]) -> bool {
-        let mut done = 0;
-        while done < out.len() {
-            // SAFETY: reading into the unfilled part of `out`.
-            let n = unsafe {
-                libc::read(self.r.as_raw_fd(), out[done..].as_mut_ptr().cast(), out.len() - done)
-            };
-            if n <= 0 {
-                return false;
-            }
-            done += n as usize;
-        }
-        true
     }
 }
 
@@ -303,8 +246,6 @@ struct Inflight {
     rq: Request,
     jobs: Vec<Job>,
     buf: Option<AlignedBuf>,
-    /// A read spliced into a pipe instead of `buf`.
-    pipe: Option<Pipe>,
     remaining: u32,
     error: u32,
     /// A FUA trim/zero: fdatasync after the fallocates.
@@ -331,9 +272,6 @@ struct Sending {
     /// The first iovec not completely sent.
     first: usize,
     msg: libc::msghdr,
-    /// The batch ends with a reply whose payload is in a pipe (`replies[last]`): spliced to
-    /// the socket once the iovecs are sent; bytes still to splice.
-    splice_left: usize,
 }
 
 /// A connection in its transmission phase. Boxed: the kernel holds pointers into it (the
@@ -389,7 +327,6 @@ impl Conn {
                 first: 0,
                 // SAFETY: msghdr is plain data; all-zero is a valid empty header.
                 msg: unsafe { std::mem::zeroed() },
-                splice_left: 0,
             },
             _done: c.done,
         })
@@ -455,8 +392,6 @@ pub(crate) fn spawn(
             inflight: IdMap::default(),
             parked: VecDeque::new(),
             conns: Vec::new(),
-            pipes: Vec::new(),
-            pipe_ok: true,
             stopping: false,
         };
         w.run();
@@ -482,10 +417,6 @@ struct Worker {
     /// Connections by slot; a slot is reused only once nothing refers to it (no job, no
     /// socket operation in flight).
     conns: Vec<Option<Box<Conn>>>,
-    /// Empty pipes for spliced reads.
-    pipes: Vec<Pipe>,
-    /// Splicing works here (cleared when a pipe of the size needed cannot be had).
-    pipe_ok: bool,
     stopping: bool,
 }
 
@@ -729,16 +660,7 @@ impl Worker {
                 c.break_off();
             } else {
                 let s = &mut c.send;
-                // A batch ends at the first reply whose payload is in a pipe.
-                let piped = c.queue.iter().position(|r| matches!(r.data, Payload::Pipe(..)));
-                match piped {
-                    Some(i) => s.replies.extend(c.queue.drain(..=i)),
-                    None => std::mem::swap(&mut s.replies, &mut c.queue),
-                }
-                s.splice_left = match piped.map(|_| &s.replies[s.replies.len() - 1]) {
-                    Some(r) if r.error == 0 => r.data.len(),
-                    _ => 0,
-                };
+                std::mem::swap(&mut s.replies, &mut c.queue);
                 s.bytes.clear();
                 s.splits.clear();
                 for (i, r) in s.replies.iter().enumerate() {
@@ -875,11 +797,6 @@ impl Worker {
             return;
         }
         let mut n = res as usize;
-        if s.first == s.iov.len() {
-            // A splice of the last reply's payload.
-            s.splice_left -= n.min(s.splice_left);
-            n = 0;
-        }
         while n > 0 && s.first < s.iov.len() {
             let v = &mut s.iov[s.first];
             if n >= v.iov_len {
@@ -897,22 +814,6 @@ impl Worker {
             let sqe = send_sqe(c, slot);
             self.push(sqe);
             return;
-        }
-        if s.splice_left > 0 {
-            s.busy = true;
-            let sqe = send_sqe(c, slot);
-            self.push(sqe);
-            return;
-        }
-        if let Some(Payload::Pipe(..)) = s.replies.last().map(|r| &r.data) {
-            // Spliced out completely: the pipe is empty and can serve another read.
-            if let Some(Payload::Pipe(p, _)) =
-                s.replies.last_mut().map(|r| std::mem::replace(&mut r.data, Payload::Empty))
-            {
-                if self.pipes.len() < PIPES_KEEP {
-                    self.pipes.push(p);
-                }
-            }
         }
         for r in s.replies.drain(..) {
             c.outstanding -= 1;
@@ -954,7 +855,7 @@ impl Worker {
             Ok(rq) => rq,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot build request");
-                self.finish_job(job, nbd::EINVAL, None, 0, None);
+                self.finish_job(job, nbd::EINVAL, None, 0);
                 return;
             }
         };
@@ -1012,24 +913,8 @@ impl Worker {
     fn submit(&mut self, rq: Request, jobs: Vec<Job>) {
         let fd = types::Fd(self.setup.file.as_raw_fd());
         let user = rq.id.0;
-        let mut f =
-            Inflight { rq, jobs, buf: None, pipe: None, remaining: 1, error: 0, sync_after: false };
+        let mut f = Inflight { rq, jobs, buf: None, remaining: 1, error: 0, sync_after: false };
         let sqe = match rq.op {
-            Op::Read if self.spliceable(&rq, &f.jobs) => {
-                let pipe = self.take_pipe();
-                let sqe = pipe.as_ref().map(|p| {
-                    opcode::Splice::new(
-                        fd,
-                        rq.offset_bytes as i64,
-                        types::Fd(p.w.as_raw_fd()),
-                        -1,
-                        rq.len_bytes as u32,
-                    )
-                    .build()
-                });
-                f.pipe = pipe;
-                sqe
-            }
             Op::Read => {
                 // Not zeroed: a short read (end of file) zeroes the rest on completion.
                 let mut buf = AlignedBuf::new(rq.len_bytes as usize, false);
@@ -1079,12 +964,6 @@ impl Worker {
             self.push(sqe.user_data(user));
             return;
         }
-        if rq.op == Op::Read {
-            // No pipe to be had: the ordinary read.
-            self.pipe_ok = false;
-            self.submit(rq, f.jobs);
-            return;
-        }
         // Discard: one fallocate per job.
         f.sync_after = f.jobs.iter().any(|j| j.fua);
         let sqes: Vec<io_uring::squeue::Entry> = f
@@ -1107,18 +986,6 @@ impl Worker {
         for s in sqes {
             self.push(s);
         }
-    }
-
-    /// A read goes through a pipe when it is large, unmerged and exactly the client's range.
-    fn spliceable(&self, rq: &Request, jobs: &[Job]) -> bool {
-        self.pipe_ok
-            && rq.len_bytes >= SPLICE_MIN
-            && rq.len_bytes <= PIPE_BYTES as u64
-            && matches!(jobs, [j] if j.offset == rq.offset_bytes && j.len == rq.len_bytes)
-    }
-
-    fn take_pipe(&mut self) -> Option<Pipe> {
-        self.pipes.pop().or_else(Pipe::new)
     }
 
     fn reap(&mut self) {
@@ -1162,18 +1029,6 @@ impl Worker {
             if let Some(b) = &mut f.buf {
                 b.as_mut()[res as usize..].fill(0);
             }
-            if let Some(p) = f.pipe.take() {
-                // A short splice: the bytes come out of the pipe into a zeroed buffer.
-                let mut b = AlignedBuf::new(f.rq.len_bytes as usize, true);
-                if !p.drain_into(&mut b.as_mut()[..res as usize]) {
-                    f.error = nbd::EIO;
-                }
-                f.buf = Some(b);
-            }
-        }
-        if res < 0 {
-            // Whatever half-done splice left in the pipe must not reach another reply.
-            f.pipe = None;
         }
         f.remaining = f.remaining.saturating_sub(1);
         if f.remaining > 0 {
@@ -1193,30 +1048,15 @@ impl Worker {
         self.setup.sched.completed(&f.rq, now);
         let base = f.rq.offset_bytes;
         let buf = f.buf.map(Arc::new);
-        let mut pipe = f.pipe;
         for job in f.jobs {
-            match pipe.take() {
-                Some(p) if f.error == 0 => {
-                    self.finish_job(job, 0, None, base, Some(p));
-                }
-                _ => self.finish_job(job, f.error, buf.as_ref(), base, None),
-            }
+            self.finish_job(job, f.error, buf.as_ref(), base);
         }
     }
 
-    fn finish_job(
-        &mut self,
-        job: Job,
-        error: u32,
-        buf: Option<&Arc<AlignedBuf>>,
-        base: u64,
-        pipe: Option<Pipe>,
-    ) {
+    fn finish_job(&mut self, job: Job, error: u32, buf: Option<&Arc<AlignedBuf>>, base: u64) {
         let mut data = Payload::Empty;
         let is_read = matches!(job.kind, JobKind::Read);
-        if let Some(p) = pipe {
-            data = Payload::Pipe(p, job.len as usize);
-        } else if error == 0 && is_read {
+        if error == 0 && is_read {
             if let Some(b) = buf {
                 let at = (job.offset - base) as usize;
                 data = Payload::Shared(b.clone(), at..at + job.len as usize);
@@ -1265,23 +1105,9 @@ impl Worker {
     }
 }
 
-/// The `sendmsg` of what remains of `c`'s batch, or the splice of its piped payload.
+/// The `sendmsg` of what remains of `c`'s batch.
 fn send_sqe(c: &mut Conn, slot: usize) -> io_uring::squeue::Entry {
     let s = &mut c.send;
-    if s.first == s.iov.len() {
-        if let Some(Payload::Pipe(p, _)) = s.replies.last().map(|r| &r.data) {
-            return opcode::Splice::new(
-                types::Fd(p.r.as_raw_fd()),
-                -1,
-                types::Fd(c.stream.raw_fd()),
-                -1,
-                s.splice_left as u32,
-            )
-            .flags(libc::SPLICE_F_MOVE)
-            .build()
-            .user_data(TAG_SEND | slot as u64);
-        }
-    }
     // SAFETY: `first < iov.len()` while a batch is unsent.
     s.msg.msg_iov = unsafe { s.iov.as_mut_ptr().add(s.first) };
     s.msg.msg_iovlen = (s.iov.len() - s.first) as _;
