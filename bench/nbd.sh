@@ -10,8 +10,9 @@
 #
 # Usage: bench/nbd.sh [FILE]   (env: SIZE=1G RUNTIME=8 REPEAT=1 SERVERS="raw none cfq nbdkit qemu"
 #                                CARGO_TARGET_DIR=target ELEVATOR=path)
-# With REPEAT=N every server runs every workload once per round, rounds one after the other,
-# and the table shows medians (a loaded machine varies by more than the differences sought).
+# With REPEAT=N every workload runs on every server once per round (servers back to back per
+# workload), and the table shows medians: a machine shared with other jobs varies by more
+# than the differences sought.
 # Needs fio, nbdkit, qemu-nbd (./setup.sh). Servers listen on 127.0.0.1:1090x only.
 set -euo pipefail
 
@@ -103,45 +104,43 @@ start_elevator() { # LABEL PORT SCHEDULER TUNABLES...
   PIDS+=($!)
   wait_port "$port"
 }
-stop_last() { kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; }
+
+# All servers run for the whole benchmark; each round runs one workload on every server back
+# to back, so that the runs compared with each other are as close in time as possible.
+for server in $SERVERS; do
+  case $server in
+    raw) ;;
+    none) start_elevator none 10901 none ;;
+    cfq)
+      # IOPS mode (slice_idle = 0), one group per export. quantum = queue_depth: CFQ keeps at
+      # most `quantum` requests of its active queue in flight, and with quantum = 32 the four
+      # rr4 connections (four queues) would run at a device depth of ~32 rather than 128 — a
+      # dispatch cap, not the cost of the weighting being measured.
+      start_elevator cfq 10902 cfq "slice_idle = 0" "quantum = 128" ;;
+    nbdkit)
+      nbdkit -f -i 127.0.0.1 -p 10903 -e disk file "$FILE" cache=none 2>"$OUT/nbdkit.log" &
+      PIDS+=($!)
+      wait_port 10903 ;;
+    qemu)
+      qemu-nbd -f raw --cache=none --aio=io_uring -b 127.0.0.1 -p 10904 -x disk --shared=8 -t \
+        "$FILE" 2>"$OUT/qemu.log" &
+      PIDS+=($!)
+      wait_port 10904 ;;
+    *) echo "bench: unknown server $server" >&2; exit 1 ;;
+  esac
+done
+port_of() { case $1 in none) echo 10901 ;; cfq) echo 10902 ;; nbdkit) echo 10903 ;; qemu) echo 10904 ;; esac; }
 
 for ROUND in $(seq "$REPEAT"); do
-  for server in $SERVERS; do
-    case $server in
-      raw)
-        for wl in rr1 rr4 seq; do run raw $wl --ioengine=io_uring --direct=1 --filename="$FILE"; done ;;
-      none)
-        start_elevator none 10901 none
+  for wl in rr1 rr4 seq; do
+    for server in $SERVERS; do
+      if [ "$server" = raw ]; then
+        run raw $wl --ioengine=io_uring --direct=1 --filename="$FILE"
+      else
         # shellcheck disable=SC2046
-        for wl in rr1 rr4 seq; do run none $wl $(nbd_uri 10901); done
-        stop_last ;;
-      cfq)
-        # IOPS mode (slice_idle = 0), one group per export. quantum = queue_depth: CFQ keeps
-        # at most `quantum` requests of its active queue in flight, and with quantum = 32 the
-        # four rr4 connections (four queues) would run at a device depth of ~32 rather than
-        # 128 — a dispatch cap, not the cost of the weighting being measured (~0.82 of none
-        # rather than ~0.93 on the development VM).
-        start_elevator cfq 10902 cfq "slice_idle = 0" "quantum = 128"
-        # shellcheck disable=SC2046
-        for wl in rr1 rr4 seq; do run cfq $wl $(nbd_uri 10902); done
-        stop_last ;;
-      nbdkit)
-        nbdkit -f -i 127.0.0.1 -p 10903 -e disk file "$FILE" cache=none 2>"$OUT/nbdkit.log" &
-        PIDS+=($!)
-        wait_port 10903
-        # shellcheck disable=SC2046
-        for wl in rr1 rr4 seq; do run nbdkit $wl $(nbd_uri 10903); done
-        stop_last ;;
-      qemu)
-        qemu-nbd -f raw --cache=none --aio=io_uring -b 127.0.0.1 -p 10904 -x disk --shared=8 -t \
-          "$FILE" 2>"$OUT/qemu.log" &
-        PIDS+=($!)
-        wait_port 10904
-        # shellcheck disable=SC2046
-        for wl in rr1 rr4 seq; do run qemu $wl $(nbd_uri 10904); done
-        stop_last ;;
-      *) echo "bench: unknown server $server" >&2; exit 1 ;;
-    esac
+        run "$server" $wl $(nbd_uri "$(port_of "$server")")
+      fi
+    done
   done
 done
 
