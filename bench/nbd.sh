@@ -2,19 +2,25 @@
 # NBD server benchmark: one backing file, fio against
 #   raw      fio's io_uring engine on the file itself (direct=1): the ceiling
 #   none     elevator serve, scheduler none
-#   cfq      elevator serve, CFQ with group scheduling (IOPS mode: slice_idle=0)
+#   cfq      elevator serve, CFQ with group scheduling (IOPS mode: slice_idle=0, quantum=128)
 #   nbdkit   nbdkit's file plugin (cache=none)
 #   qemu     qemu-nbd --cache=none --aio=io_uring
 # and three workloads: 4 KiB random read at iodepth 32 on one connection (rr1) and on four
 # (numjobs=4, rr4), and 1 MiB sequential read at iodepth 8 (seq).
 #
-# Usage: bench/nbd.sh [FILE]   (env: SIZE=1G RUNTIME=8 CARGO_TARGET_DIR=target ELEVATOR=path)
+# Usage: bench/nbd.sh [FILE]   (env: SIZE=1G RUNTIME=8 REPEAT=1 SERVERS="raw none cfq nbdkit qemu"
+#                                CARGO_TARGET_DIR=target ELEVATOR=path)
+# With REPEAT=N every workload runs on every server once per round (servers back to back per
+# workload), and the table shows medians: a machine shared with other jobs varies by more
+# than the differences sought.
 # Needs fio, nbdkit, qemu-nbd (./setup.sh). Servers listen on 127.0.0.1:1090x only.
 set -euo pipefail
 
 FILE=${1:-/var/tmp/elevator-bench.img}
 SIZE=${SIZE:-1G}
 RUNTIME=${RUNTIME:-8}
+REPEAT=${REPEAT:-1}
+SERVERS=${SERVERS:-raw none cfq nbdkit qemu}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 ELEVATOR=${ELEVATOR:-$TARGET/release/elevator}
@@ -53,7 +59,8 @@ wait_port() {
   echo "bench: nothing listens on port $1" >&2; exit 1
 }
 
-# run LABEL WORKLOAD fio-target-args...
+# run LABEL WORKLOAD fio-target-args...   (round $ROUND)
+ROUND=1
 run() {
   local label=$1 wl=$2; shift 2
   local w=()
@@ -64,9 +71,9 @@ run() {
   esac
   drop_caches
   fio --name="$label-$wl" "$@" "${w[@]}" --size="$SIZE" --time_based --runtime="$RUNTIME" \
-      --ramp_time=1 --group_reporting --output-format=json --output="$OUT/$label-$wl.json" \
+      --ramp_time=1 --group_reporting --output-format=json --output="$OUT/$label-$wl-$ROUND.json" \
       >/dev/null 2>"$OUT/$label-$wl.err" || { echo "bench: fio failed for $label $wl" >&2; cat "$OUT/$label-$wl.err" >&2; exit 1; }
-  echo "  $label $wl done"
+  echo "  round $ROUND: $label $wl done"
 }
 
 elevator_conf() { # NAME PORT SCHEDULER [TUNABLES...]
@@ -88,8 +95,7 @@ elevator_conf() { # NAME PORT SCHEDULER [TUNABLES...]
 
 nbd_uri() { echo "--ioengine=nbd --uri=nbd://127.0.0.1:$1/disk"; }
 
-echo "bench: $FILE, $SIZE, ${RUNTIME}s per run, results in $OUT"
-for wl in rr1 rr4 seq; do run raw $wl --ioengine=io_uring --direct=1 --filename="$FILE"; done
+echo "bench: $FILE, $SIZE, ${RUNTIME}s per run, $REPEAT round(s), results in $OUT"
 
 start_elevator() { # LABEL PORT SCHEDULER TUNABLES...
   local label=$1 port=$2; shift 2
@@ -99,49 +105,71 @@ start_elevator() { # LABEL PORT SCHEDULER TUNABLES...
   wait_port "$port"
 }
 
-start_elevator none 10901 none
-# shellcheck disable=SC2046
-for wl in rr1 rr4 seq; do run none $wl $(nbd_uri 10901); done
-kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+# All servers run for the whole benchmark; each round runs one workload on every server back
+# to back, so that the runs compared with each other are as close in time as possible.
+for server in $SERVERS; do
+  case $server in
+    raw) ;;
+    none) start_elevator none 10901 none ;;
+    cfq)
+      # IOPS mode (slice_idle = 0), one group per export. quantum = queue_depth: CFQ keeps at
+      # most `quantum` requests of its active queue in flight, and with quantum = 32 the four
+      # rr4 connections (four queues) would run at a device depth of ~32 rather than 128 — a
+      # dispatch cap, not the cost of the weighting being measured.
+      start_elevator cfq 10902 cfq "slice_idle = 0" "quantum = 128" ;;
+    nbdkit)
+      nbdkit -f -i 127.0.0.1 -p 10903 -e disk file "$FILE" cache=none 2>"$OUT/nbdkit.log" &
+      PIDS+=($!)
+      wait_port 10903 ;;
+    qemu)
+      qemu-nbd -f raw --cache=none --aio=io_uring -b 127.0.0.1 -p 10904 -x disk --shared=8 -t \
+        "$FILE" 2>"$OUT/qemu.log" &
+      PIDS+=($!)
+      wait_port 10904 ;;
+    *) echo "bench: unknown server $server" >&2; exit 1 ;;
+  esac
+done
+port_of() { case $1 in none) echo 10901 ;; cfq) echo 10902 ;; nbdkit) echo 10903 ;; qemu) echo 10904 ;; esac; }
 
-start_elevator cfq 10902 cfq "slice_idle = 0" "quantum = 32"
-# shellcheck disable=SC2046
-for wl in rr1 rr4 seq; do run cfq $wl $(nbd_uri 10902); done
-kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
+for ROUND in $(seq "$REPEAT"); do
+  for wl in rr1 rr4 seq; do
+    for server in $SERVERS; do
+      if [ "$server" = raw ]; then
+        run raw $wl --ioengine=io_uring --direct=1 --filename="$FILE"
+      else
+        # shellcheck disable=SC2046
+        run "$server" $wl $(nbd_uri "$(port_of "$server")")
+      fi
+    done
+  done
+done
 
-nbdkit -f -i 127.0.0.1 -p 10903 -e disk file "$FILE" cache=none 2>"$OUT/nbdkit.log" &
-PIDS+=($!)
-wait_port 10903
-# shellcheck disable=SC2046
-for wl in rr1 rr4 seq; do run nbdkit $wl $(nbd_uri 10903); done
-kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
-
-qemu-nbd -f raw --cache=none --aio=io_uring -b 127.0.0.1 -p 10904 -x disk --shared=8 -t \
-  "$FILE" 2>"$OUT/qemu.log" &
-PIDS+=($!)
-wait_port 10904
-# shellcheck disable=SC2046
-for wl in rr1 rr4 seq; do run qemu $wl $(nbd_uri 10904); done
-kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true
-
-python3 - "$OUT" <<'PY'
-import json, sys, os
-out = sys.argv[1]
-labels = ["raw", "none", "cfq", "nbdkit", "qemu"]
+python3 - "$OUT" "$SERVERS" <<'PY'
+import glob, json, os, statistics, sys
+out, labels = sys.argv[1], sys.argv[2].split()
 wls = ["rr1", "rr4", "seq"]
-r = {}
+r, n = {}, {}
 for l in labels:
     for w in wls:
-        j = json.load(open(os.path.join(out, f"{l}-{w}.json")))
-        rd = j["jobs"][0]["read"]
-        r[l, w] = (rd["iops"], rd["bw"] / 1024.0, rd["clat_ns"]["percentile"].get("99.000000", 0) / 1e6)
+        runs = []
+        for f in glob.glob(os.path.join(out, f"{l}-{w}-*.json")):
+            rd = json.load(open(f))["jobs"][0]["read"]
+            runs.append((rd["iops"], rd["bw"] / 1024.0,
+                         rd["clat_ns"]["percentile"].get("99.000000", 0) / 1e6))
+        n[l, w] = len(runs)
+        # Median of each column separately.
+        r[l, w] = tuple(statistics.median(x[k] for x in runs) for k in range(3))
+rounds = max(n.values())
 print()
+print(f"medians of {rounds} round(s)" if rounds > 1 else "one round")
 print(f"{'server':<8} {'rr1 IOPS':>10} {'rr1 p99ms':>10} {'rr4 IOPS':>10} {'rr4 p99ms':>10} {'seq MiB/s':>10}")
 for l in labels:
     print(f"{l:<8} {r[l,'rr1'][0]:>10.0f} {r[l,'rr1'][2]:>10.2f} {r[l,'rr4'][0]:>10.0f} {r[l,'rr4'][2]:>10.2f} {r[l,'seq'][1]:>10.0f}")
 print()
 def ratio(a, b, w, k=0):
-    return r[a, w][k] / r[b, w][k] if r[b, w][k] else float("nan")
+    if (a, w) not in r or (b, w) not in r or not r[b, w][k]:
+        return None
+    return r[a, w][k] / r[b, w][k]
 checks = [
     ("none / qemu-nbd IOPS, rr1", ratio("none", "qemu", "rr1"), 1.3),
     ("none / qemu-nbd IOPS, rr4", ratio("none", "qemu", "rr4"), 1.3),
@@ -152,5 +180,6 @@ checks = [
     ("none / raw bandwidth, seq", ratio("none", "raw", "seq", 1), 0.9),
 ]
 for name, v, target in checks:
-    print(f"{name:<28} {v:6.2f}  (target >= {target}) {'ok' if v >= target else 'MISSED'}")
+    if v is not None:
+        print(f"{name:<28} {v:6.2f}  (target >= {target}) {'ok' if v >= target else 'MISSED'}")
 PY

@@ -1,70 +1,26 @@
-//! One connection: handshake, a reader that turns commands into jobs, a writer for replies.
+//! One connection: the handshake on a thread of its own, then the transmission phase in the
+//! export's worker (its io_uring event loop receives, parses and answers the requests; this
+//! module decides what each request becomes and encodes the replies).
 
 use crate::worker::{Job, JobKind, Msg, Payload, Reply};
 use crate::Shared;
-use elevator_nbd::{self as nbd, Command, Progress, ServerHandshake};
-use std::io::{BufReader, Read, Write};
+use elevator_nbd::{self as nbd, Command, Progress, RequestHeader, ServerHandshake};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Requests outstanding (read from the socket, reply not yet written) per connection.
-const MAX_OUTSTANDING: usize = 256;
+pub(crate) const MAX_OUTSTANDING: usize = 256;
 /// Bytes of read or write payload outstanding per connection (one larger request may still
 /// go alone).
-const MAX_OUTSTANDING_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_OUTSTANDING_BYTES: u64 = 64 << 20;
 
-/// Reply payloads up to this size are copied into the writer's batch; larger ones are written
-/// from their I/O buffer.
-const SMALL_PAYLOAD: usize = 16 << 10;
-/// Bytes gathered before the writer writes even if more replies are queued.
-const OUT_BATCH: usize = 256 << 10;
-
-/// Writes `a` then `b` with as few syscalls as the socket allows.
-fn write_both(w: &mut Stream, mut a: &[u8], mut b: &[u8]) -> std::io::Result<()> {
-    while !a.is_empty() || !b.is_empty() {
-        let n = if a.is_empty() {
-            w.write(b)?
-        } else {
-            w.write_vectored(&[std::io::IoSlice::new(a), std::io::IoSlice::new(b)])?
-        };
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        let k = n.min(a.len());
-        a = &a[k..];
-        b = &b[n - k..];
-    }
-    Ok(())
-}
-
-/// Flow control between a connection's reader and writer: the reader takes a credit for each
-/// request, the writer returns it when the reply is written.
-#[derive(Default)]
-struct Credits {
-    state: Mutex<(usize, u64)>,
-    cv: Condvar,
-}
-
-impl Credits {
-    fn acquire(&self, cost: u64) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while st.0 >= MAX_OUTSTANDING || (st.1 > 0 && st.1 + cost > MAX_OUTSTANDING_BYTES) {
-            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
-        st.0 += 1;
-        st.1 += cost;
-    }
-
-    fn release(&self, cost: u64) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.0 = st.0.saturating_sub(1);
-        st.1 = st.1.saturating_sub(cost);
-        self.cv.notify_one();
-    }
-}
+/// Reply payloads up to this size are copied into the reply batch; larger ones are sent from
+/// their I/O buffer (one iovec each).
+pub(crate) const SMALL_PAYLOAD: usize = 16 << 10;
 
 pub(crate) enum Stream {
     Tcp(TcpStream),
@@ -83,6 +39,12 @@ impl Stream {
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
             Stream::Unix(s) => s.shutdown(Shutdown::Both),
         };
+    }
+    pub fn raw_fd(&self) -> RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
     }
 }
 
@@ -114,6 +76,29 @@ impl Write for Stream {
             Stream::Unix(s) => s.flush(),
         }
     }
+}
+
+/// What the transmission phase of a connection needs to know about it.
+pub(crate) struct ConnMeta {
+    pub id: u32,
+    pub export: usize,
+    pub structured: bool,
+    /// `base:allocation` was negotiated (block status allowed).
+    pub allocation: bool,
+    pub size: u64,
+    pub read_only: bool,
+    /// The backing file, for SEEK_DATA/SEEK_HOLE (block status).
+    pub file: Arc<std::fs::File>,
+}
+
+/// A connection whose handshake is done, handed to its export's worker.
+pub(crate) struct NewConn {
+    pub meta: ConnMeta,
+    pub stream: Stream,
+    /// Bytes the client sent after the handshake, already received.
+    pub already: Vec<u8>,
+    /// Dropped by the worker when it has closed the connection.
+    pub done: std::sync::mpsc::Sender<()>,
 }
 
 pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
@@ -166,229 +151,153 @@ pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
         }
     };
     let Some(ex) = shared.exports.get(export) else { return };
-    let allocation = hs.base_allocation();
     tracing::info!(conn, export = %ex.info.name, structured, "transmission phase");
-
-    let Ok(wstream) = stream.try_clone() else { return };
-    let (reply_tx, reply_rx) = channel::<Reply>();
-    let credits = Arc::new(Credits::default());
-    let credit_rx = credits.clone();
-    let writer = std::thread::spawn(move || {
-        let mut w = wstream;
-        let mut broken = false;
-        // Headers and small payloads are gathered here and go out in one write per batch; a
-        // large payload goes out from its I/O buffer, behind the gathered bytes (writev).
-        let mut out: Vec<u8> = Vec::with_capacity(OUT_BATCH);
-        let write_one = |w: &mut Stream, hdr: &mut Vec<u8>, r: &Reply| {
-            let payload: &[u8] = if r.error == 0 { r.data.as_slice() } else { &[] };
-            if let (Some(ext), 0) = (&r.status, r.error) {
-                nbd::encode_block_status(hdr, r.handle, nbd::BASE_ALLOCATION_ID, ext);
-            } else if structured && (r.is_read || r.status.is_some()) {
-                if r.error == 0 && payload.is_empty() {
-                    // A zero-length read: OFFSET_DATA chunks must carry data.
-                    nbd::encode_chunk_header(
-                        hdr,
-                        nbd::REPLY_FLAG_DONE,
-                        nbd::REPLY_TYPE_NONE,
-                        r.handle,
-                        0,
-                    );
-                } else if r.error == 0 {
-                    nbd::encode_offset_data_header(hdr, r.handle, r.offset, payload.len() as u32);
-                } else {
-                    nbd::encode_error_chunk(hdr, r.handle, r.error, "");
-                }
-            } else {
-                nbd::encode_simple_reply(hdr, r.handle, r.error);
-            }
-            if payload.len() <= SMALL_PAYLOAD {
-                hdr.extend_from_slice(payload);
-                if hdr.len() >= OUT_BATCH {
-                    let failed = w.write_all(hdr).is_err();
-                    hdr.clear();
-                    return failed;
-                }
-                return false;
-            }
-            let failed = write_both(w, hdr, payload).is_err();
-            hdr.clear();
-            failed
-        };
-        while let Ok(first) = reply_rx.recv() {
-            let mut next = Some(first);
-            // Write everything queued, then flush once.
-            while let Some(r) = next {
-                if !broken {
-                    broken = write_one(&mut w, &mut out, &r);
-                }
-                credit_rx.release(r.cost);
-                drop(r);
-                next = reply_rx.try_recv().ok();
-            }
-            if !broken && !out.is_empty() {
-                broken = w.write_all(&out).is_err();
-            }
-            out.clear();
-        }
-    });
-
-    let mut rd = BufReader::with_capacity(64 << 10, std::io::Cursor::new(buf).chain(stream));
-    let reply_now = |tx: &Sender<Reply>, handle: u64, error: u32, cost: u64| {
-        let _ = tx.send(Reply {
-            handle,
-            error,
-            is_read: false,
-            offset: 0,
-            data: Payload::Empty,
-            status: None,
-            cost,
-        });
-    };
-    loop {
-        let mut h = [0u8; nbd::REQUEST_HEADER_LEN];
-        if rd.read_exact(&mut h).is_err() {
-            tracing::debug!(conn, "client hung up");
-            break;
-        }
-        let hdr = match nbd::parse_request_header(&h) {
-            Ok(Some(hdr)) => hdr,
-            Ok(None) => break,
-            Err(e) => {
-                tracing::warn!(conn, error = %e, "protocol error, closing");
-                break;
-            }
-        };
-        let mut payload = Vec::new();
-        if hdr.command == Command::Write {
-            payload = vec![0u8; hdr.length as usize];
-            if rd.read_exact(&mut payload).is_err() {
-                tracing::debug!(conn, "write payload cut off, dropped");
-                break;
-            }
-        }
-        if hdr.command == Command::Disc {
-            break;
-        }
-        // Reads and writes hold their payload's worth of credit until the reply is out.
-        let cost = match hdr.command {
-            Command::Read | Command::Write => u64::from(hdr.length.min(nbd::MAX_PAYLOAD)),
-            _ => 0,
-        };
-        credits.acquire(cost);
-        let size = ex.info.size;
-        let len = hdr.length as u64;
-        let known_flags =
-            nbd::CMD_FLAG_FUA | nbd::CMD_FLAG_NO_HOLE | nbd::CMD_FLAG_DF | nbd::CMD_FLAG_REQ_ONE;
-        let kind = match hdr.command {
-            Command::Read => JobKind::Read,
-            Command::Write => JobKind::Write(std::mem::take(&mut payload)),
-            Command::Flush => JobKind::Flush,
-            Command::Trim => JobKind::Trim,
-            Command::WriteZeroes => JobKind::WriteZeroes,
-            Command::Cache => {
-                // Advisory; the range is still checked (proto.md, NBD_CMD_CACHE).
-                let e = if out_of_range(hdr.offset, len, size) { nbd::EINVAL } else { 0 };
-                reply_now(&reply_tx, hdr.handle, e, cost);
-                continue;
-            }
-            Command::BlockStatus => {
-                // Answered on this thread from SEEK_DATA/SEEK_HOLE; it reads metadata only.
-                let bad = !allocation || !structured || len == 0;
-                let err = if bad || out_of_range(hdr.offset, len, size) { nbd::EINVAL } else { 0 };
-                let max = if hdr.flags & nbd::CMD_FLAG_REQ_ONE != 0 { 1 } else { 1024 };
-                let status = if err == 0 {
-                    Some(extents(&ex.file, hdr.offset, len, max))
-                } else {
-                    Some(Vec::new())
-                };
-                let _ = reply_tx.send(Reply {
-                    handle: hdr.handle,
-                    error: err,
-                    is_read: false,
-                    offset: hdr.offset,
-                    data: Payload::Empty,
-                    status,
-                    cost,
-                });
-                continue;
-            }
-            Command::Disc => break,
-            Command::Unknown(t) => {
-                tracing::debug!(conn, command = t, "unknown command");
-                reply_now(&reply_tx, hdr.handle, nbd::EINVAL, cost);
-                continue;
-            }
-        };
-        let is_read = matches!(kind, JobKind::Read);
-        let writes = !is_read && !matches!(kind, JobKind::Flush);
-        // proto.md "Error values" and the per-command text: EPERM on a read-only export,
-        // ENOSPC for a write beyond the end, EINVAL for other out-of-range requests, for a
-        // read longer than the maximum block size and for unknown flags.
-        let err = if hdr.flags & !known_flags != 0 {
-            nbd::EINVAL
-        } else if writes && ex.read_only {
-            nbd::EPERM
-        } else if matches!(kind, JobKind::Flush) {
-            0
-        } else if out_of_range(hdr.offset, len, size) {
-            if matches!(kind, JobKind::Write(_) | JobKind::WriteZeroes) {
-                nbd::ENOSPC
-            } else {
-                nbd::EINVAL
-            }
-        } else if is_read && hdr.length > nbd::MAX_PAYLOAD {
-            nbd::EINVAL
-        } else {
-            0
-        };
-        if err != 0 {
-            if is_read && structured {
-                let _ = reply_tx.send(Reply {
-                    handle: hdr.handle,
-                    error: err,
-                    is_read,
-                    offset: hdr.offset,
-                    data: Payload::Empty,
-                    status: None,
-                    cost,
-                });
-            } else {
-                reply_now(&reply_tx, hdr.handle, err, cost);
-            }
-            continue;
-        }
-        if len == 0 && !matches!(kind, JobKind::Flush) {
-            let _ = reply_tx.send(Reply {
-                handle: hdr.handle,
-                error: 0,
-                is_read,
-                offset: hdr.offset,
-                data: Payload::Empty,
-                status: None,
-                cost,
-            });
-            continue;
-        }
-        let job = Job {
+    let (done, closed) = std::sync::mpsc::channel();
+    let c = NewConn {
+        meta: ConnMeta {
+            id: conn,
             export,
-            conn,
-            handle: hdr.handle,
-            kind,
-            offset: hdr.offset,
-            len,
-            fua: hdr.flags & nbd::CMD_FLAG_FUA != 0,
-            cost,
-            reply: reply_tx.clone(),
-            arrived: Instant::now(),
-        };
-        if !ex.worker.send(Msg::Job(job)) {
-            break;
-        }
+            structured,
+            allocation: hs.base_allocation(),
+            size: ex.info.size,
+            read_only: ex.read_only,
+            file: ex.file.clone(),
+        },
+        stream,
+        already: buf,
+        done,
+    };
+    // The worker owns the socket from here on; this thread only waits for it to finish so
+    // that the server's shutdown can join it.
+    if ex.worker.send(Msg::Conn(Box::new(c))) {
+        let _ = closed.recv();
     }
-    drop(reply_tx);
-    let _ = writer.join();
-    rd.into_inner().into_inner().1.shutdown();
     tracing::info!(conn, "connection closed");
+}
+
+/// What one request becomes.
+pub(crate) enum Step {
+    /// Goes to the scheduler.
+    Job(Job),
+    /// Answered at once.
+    Reply(Reply),
+    /// NBD_CMD_DISC: no more requests.
+    Close,
+}
+
+/// Checks one request (range, flags, permissions: spec errors are answered at once) and turns
+/// it into a job for the scheduler or an immediate reply. `payload` is a write's data.
+pub(crate) fn decide(m: &ConnMeta, hdr: RequestHeader, payload: Vec<u8>) -> Step {
+    // Reads and writes hold their payload's worth of credit until the reply is out.
+    let cost = request_cost(&hdr);
+    let reply = |error: u32, is_read: bool| Reply {
+        handle: hdr.handle,
+        error,
+        is_read,
+        offset: hdr.offset,
+        data: Payload::Empty,
+        status: None,
+        cost,
+    };
+    let size = m.size;
+    let len = hdr.length as u64;
+    let known_flags =
+        nbd::CMD_FLAG_FUA | nbd::CMD_FLAG_NO_HOLE | nbd::CMD_FLAG_DF | nbd::CMD_FLAG_REQ_ONE;
+    let kind = match hdr.command {
+        Command::Read => JobKind::Read,
+        Command::Write => JobKind::Write(payload),
+        Command::Flush => JobKind::Flush,
+        Command::Trim => JobKind::Trim,
+        Command::WriteZeroes => JobKind::WriteZeroes,
+        Command::Cache => {
+            // Advisory; the range is still checked (proto.md, NBD_CMD_CACHE).
+            let e = if out_of_range(hdr.offset, len, size) { nbd::EINVAL } else { 0 };
+            return Step::Reply(reply(e, false));
+        }
+        Command::BlockStatus => {
+            // Answered at once from SEEK_DATA/SEEK_HOLE; it reads metadata only.
+            let bad = !m.allocation || !m.structured || len == 0;
+            let err = if bad || out_of_range(hdr.offset, len, size) { nbd::EINVAL } else { 0 };
+            let max = if hdr.flags & nbd::CMD_FLAG_REQ_ONE != 0 { 1 } else { 1024 };
+            let status = if err == 0 { extents(&m.file, hdr.offset, len, max) } else { Vec::new() };
+            return Step::Reply(Reply { status: Some(status), ..reply(err, false) });
+        }
+        Command::Disc => return Step::Close,
+        Command::Unknown(t) => {
+            tracing::debug!(conn = m.id, command = t, "unknown command");
+            return Step::Reply(reply(nbd::EINVAL, false));
+        }
+    };
+    let is_read = matches!(kind, JobKind::Read);
+    let writes = !is_read && !matches!(kind, JobKind::Flush);
+    // proto.md "Error values" and the per-command text: EPERM on a read-only export,
+    // ENOSPC for a write beyond the end, EINVAL for other out-of-range requests, for a
+    // read longer than the maximum block size and for unknown flags.
+    let err = if hdr.flags & !known_flags != 0 {
+        nbd::EINVAL
+    } else if writes && m.read_only {
+        nbd::EPERM
+    } else if matches!(kind, JobKind::Flush) {
+        0
+    } else if out_of_range(hdr.offset, len, size) {
+        if matches!(kind, JobKind::Write(_) | JobKind::WriteZeroes) {
+            nbd::ENOSPC
+        } else {
+            nbd::EINVAL
+        }
+    } else if is_read && hdr.length > nbd::MAX_PAYLOAD {
+        nbd::EINVAL
+    } else {
+        0
+    };
+    if err != 0 {
+        // A structured reply to a failed read is an error chunk, else a simple reply.
+        return Step::Reply(reply(err, is_read && m.structured));
+    }
+    if len == 0 && !matches!(kind, JobKind::Flush) {
+        return Step::Reply(reply(0, is_read));
+    }
+    Step::Job(Job {
+        export: m.export,
+        conn: m.id,
+        slot: 0,
+        handle: hdr.handle,
+        kind,
+        offset: hdr.offset,
+        len,
+        fua: hdr.flags & nbd::CMD_FLAG_FUA != 0,
+        cost,
+        arrived: Instant::now(),
+    })
+}
+
+/// The flow-control credit a request holds until its reply is written.
+pub(crate) fn request_cost(hdr: &RequestHeader) -> u64 {
+    match hdr.command {
+        Command::Read | Command::Write => u64::from(hdr.length.min(nbd::MAX_PAYLOAD)),
+        _ => 0,
+    }
+}
+
+/// Appends `r`'s reply header (simple or structured) to `out` and returns the payload that
+/// follows it on the wire.
+pub(crate) fn encode_reply<'a>(out: &mut Vec<u8>, r: &'a Reply, structured: bool) -> &'a [u8] {
+    let payload: &[u8] = if r.error == 0 { r.data.as_slice() } else { &[] };
+    if let (Some(ext), 0) = (&r.status, r.error) {
+        nbd::encode_block_status(out, r.handle, nbd::BASE_ALLOCATION_ID, ext);
+    } else if structured && (r.is_read || r.status.is_some()) {
+        if r.error == 0 && payload.is_empty() {
+            // A zero-length read: OFFSET_DATA chunks must carry data.
+            nbd::encode_chunk_header(out, nbd::REPLY_FLAG_DONE, nbd::REPLY_TYPE_NONE, r.handle, 0);
+        } else if r.error == 0 {
+            nbd::encode_offset_data_header(out, r.handle, r.offset, payload.len() as u32);
+        } else {
+            nbd::encode_error_chunk(out, r.handle, r.error, "");
+        }
+    } else {
+        nbd::encode_simple_reply(out, r.handle, r.error);
+    }
+    payload
 }
 
 fn out_of_range(offset: u64, len: u64, size: u64) -> bool {

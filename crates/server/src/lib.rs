@@ -1,9 +1,10 @@
 //! elevator's real backend: an NBD server whose requests are scheduled by the same
 //! [`elevator_sched::Scheduler`] code the simulator drives, and executed with io_uring.
 //!
-//! Threads: one listener per socket, a reader and a writer per connection (the protocol is
+//! Threads: one listener per socket, one per connection for its handshake (the protocol is
 //! parsed by the sans-I/O [`elevator_nbd`] codec), and one worker per backing file that owns
-//! the scheduler and the io_uring (see `worker.rs`). Each export is a scheduler group
+//! the scheduler and the io_uring and runs the transmission phase of its connections in the
+//! same event loop (see `worker.rs`). Each export is a scheduler group
 //! (`Owner.cgroup` = export index + 1, declared with `Scheduler::set_group`), each connection
 //! an I/O context (`Owner.pid` = `Owner.io_context` = connection id).
 

@@ -1,8 +1,8 @@
 //! TLS after NBD_OPT_STARTTLS, with rustls.
 //!
-//! The connection code is written against plain byte streams (a reader thread and a writer
-//! thread on clones of one socket). After STARTTLS the raw socket goes to a *pump* thread that
-//! owns the `rustls::ServerConnection` and relays between the socket (ciphertext) and one end
+//! The connection code is written against plain byte streams (the handshake thread, then the
+//! worker's io_uring recv/sendmsg on the socket). After STARTTLS the raw socket goes to a
+//! *pump* thread that owns the `rustls::ServerConnection` and relays between the socket (ciphertext) and one end
 //! of a Unix socket pair (plaintext); the connection carries on with the other end as if
 //! nothing had happened. One `poll(2)` loop, non-blocking on both sides, with back-pressure:
 //! it stops reading one side while the other cannot take more.

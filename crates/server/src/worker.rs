@@ -1,11 +1,19 @@
-//! One worker thread per backing file: the scheduler and the io_uring executor.
+//! One worker thread per backing file: an io_uring event loop that owns the scheduler, the
+//! file I/O and the transmission phase of every connection to the file's exports.
 //!
-//! Jobs arrive on a channel (with an eventfd kick that an io_uring read on the eventfd turns
-//! into a completion), become sector-aligned [`Request`]s, are offered to the scheduler for a
-//! merge or inserted, and are submitted to the kernel only when `Scheduler::dispatch` hands
-//! them out, at most `queue_depth` at a time. `Dispatch::WaitUntil` becomes the timeout of the
-//! ring wait. Completions go back to `Scheduler::completed` and to the connections' writers.
+//! One loop iteration: take messages (new connections, control requests), let the scheduler
+//! dispatch while fewer than `queue_depth` requests are in flight and queue each as an
+//! io_uring read/write/fsync/fallocate, queue one `sendmsg` per connection with replies
+//! waiting (headers and small payloads gathered into one buffer, large payloads sent from
+//! their I/O buffer), queue a `recv` for every connection that may read more, then submit
+//! everything and wait in one `io_uring_enter` (`Dispatch::WaitUntil` becomes its timeout).
+//! Completions then feed the parser (received bytes become requests: merged into a queued
+//! request or inserted in the scheduler), `Scheduler::completed` and the reply queues. Nothing
+//! crosses a thread per request: the connection threads only do the handshake, and messages
+//! arrive on a channel with an eventfd kick that an io_uring read on the eventfd turns into a
+//! completion.
 
+use crate::conn::{self, ConnMeta, NewConn, Step, Stream};
 use crate::stats::ExportStats;
 use elevator_core::{IoPrio, Op, Owner, Request, RequestId};
 use elevator_nbd as nbd;
@@ -20,7 +28,33 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const EVENTFD_TOKEN: u64 = u64::MAX;
+
+/// Request ids are a counter: a multiplicative hash is enough (SipHash showed in profiles of
+/// the hot path); it spreads them to the high bits, which hashbrown uses for its tags.
+#[derive(Default)]
+struct IdHasher(u64);
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+/// user_data of socket operations: a tag in the top two bits, the connection's slot below.
+/// File I/O uses the request id (top bits clear).
+const TAG_MASK: u64 = 3 << 62;
+const TAG_RECV: u64 = 1 << 62;
+const TAG_SEND: u64 = 2 << 62;
 const MAX_MERGE_BYTES: u64 = 1 << 20;
+/// A connection's receive buffer: requests (and write payloads that fit) are parsed in place.
+const RBUF: usize = 256 << 10;
 
 #[derive(Debug)]
 pub(crate) enum JobKind {
@@ -35,18 +69,19 @@ pub(crate) enum JobKind {
 pub(crate) struct Job {
     pub export: usize,
     pub conn: u32,
+    /// The connection's slot in its worker.
+    pub slot: usize,
     pub handle: u64,
     pub kind: JobKind,
     pub offset: u64,
     pub len: u64,
     pub fua: bool,
-    /// Flow-control credit the connection returns when the reply is written.
+    /// Flow-control credit the connection gets back when the reply is written.
     pub cost: u64,
-    pub reply: Sender<Reply>,
     pub arrived: Instant,
 }
 
-/// A reply for a connection's writer thread.
+/// A reply waiting to be sent on its connection.
 pub(crate) struct Reply {
     pub handle: u64,
     pub error: u32,
@@ -59,7 +94,8 @@ pub(crate) struct Reply {
 }
 
 pub(crate) enum Msg {
-    Job(Job),
+    /// A connection in its transmission phase.
+    Conn(Box<NewConn>),
     /// A control request (`elevator ctl`, metrics), answered on the sender.
     Ctl(Ctl, Sender<CtlReply>),
     Shutdown,
@@ -95,7 +131,7 @@ pub(crate) struct WorkerHandle {
 }
 
 /// How senders wake the worker: an eventfd that an io_uring read waits on, written only when
-/// the worker says it is about to sleep (a syscall per request otherwise).
+/// the worker says it is about to sleep.
 struct Wake {
     efd: OwnedFd,
     /// Messages sent and not yet received.
@@ -152,7 +188,8 @@ const POOL_KEEP: usize = 64;
 const POOL_MAX: usize = 4 << 20;
 
 impl AlignedBuf {
-    fn new(len: usize) -> AlignedBuf {
+    /// A buffer of `len` bytes; zeroed if `zeroed`, else with unspecified contents.
+    fn new(len: usize, zeroed: bool) -> AlignedBuf {
         let cap = len.max(4096).next_power_of_two();
         let layout = std::alloc::Layout::from_size_align(cap, 4096)
             .expect("length bounded by MAX_PAYLOAD rounded");
@@ -161,12 +198,15 @@ impl AlignedBuf {
             let reused = POOL.lock().ok().and_then(|mut p| p.get_mut(class).and_then(Vec::pop));
             if let Some((ptr, _)) = reused {
                 let ptr = ptr as *mut u8;
-                // SAFETY: a pooled buffer of this capacity, owned by nobody else.
-                unsafe { std::ptr::write_bytes(ptr, 0, len) };
+                if zeroed {
+                    // SAFETY: a pooled buffer of this capacity, owned by nobody else.
+                    unsafe { std::ptr::write_bytes(ptr, 0, len) };
+                }
                 return AlignedBuf { ptr, len, layout };
             }
         }
-        // SAFETY: non-zero size layout.
+        // SAFETY: non-zero size layout. Zeroed even when the caller does not care: pooled
+        // buffers are then always initialised memory.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
             std::alloc::handle_alloc_error(layout);
@@ -212,6 +252,104 @@ struct Inflight {
     sync_after: bool,
 }
 
+/// A write whose payload does not fit the receive buffer: received into its own buffer.
+struct BigWrite {
+    hdr: nbd::RequestHeader,
+    data: Vec<u8>,
+    filled: usize,
+}
+
+/// A connection's replies being sent: one `sendmsg` (repeated after a short send).
+struct Sending {
+    busy: bool,
+    /// Reply headers and small payloads, gathered.
+    bytes: Vec<u8>,
+    /// The replies on the wire, keeping their payload buffers alive.
+    replies: Vec<Reply>,
+    /// Where each large payload goes: (offset in `bytes` before it, reply index).
+    splits: Vec<(usize, usize)>,
+    iov: Vec<libc::iovec>,
+    /// The first iovec not completely sent.
+    first: usize,
+    msg: libc::msghdr,
+}
+
+/// A connection in its transmission phase. Boxed: the kernel holds pointers into it (the
+/// receive buffer, `msghdr`) while operations are in flight.
+struct Conn {
+    meta: ConnMeta,
+    stream: Stream,
+    rbuf: Box<[u8]>,
+    /// Received bytes not yet parsed: `rbuf[rlo..rhi]`.
+    rlo: usize,
+    rhi: usize,
+    big: Option<BigWrite>,
+    recv_busy: bool,
+    /// The receive in flight fills `big` (else `rbuf`): `parse` may start a big write while a
+    /// receive into `rbuf` is in flight (credit returned by a send).
+    recv_big: bool,
+    /// No more requests are read (EOF, DISC, a protocol or socket error).
+    closed: bool,
+    /// Sending failed: replies are dropped.
+    broken: bool,
+    /// Requests read whose reply is not yet written, and their payload bytes.
+    outstanding: usize,
+    outstanding_bytes: u64,
+    queue: Vec<Reply>,
+    send: Sending,
+    _done: Sender<()>,
+}
+
+impl Conn {
+    fn new(c: NewConn) -> Box<Conn> {
+        let mut rbuf = vec![0u8; RBUF.max(c.already.len())].into_boxed_slice();
+        rbuf[..c.already.len()].copy_from_slice(&c.already);
+        Box::new(Conn {
+            meta: c.meta,
+            stream: c.stream,
+            rhi: c.already.len(),
+            rbuf,
+            rlo: 0,
+            big: None,
+            recv_busy: false,
+            recv_big: false,
+            closed: false,
+            broken: false,
+            outstanding: 0,
+            outstanding_bytes: 0,
+            queue: Vec::new(),
+            send: Sending {
+                busy: false,
+                bytes: Vec::with_capacity(64 << 10),
+                replies: Vec::new(),
+                splits: Vec::new(),
+                iov: Vec::new(),
+                first: 0,
+                // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+                msg: unsafe { std::mem::zeroed() },
+            },
+            _done: c.done,
+        })
+    }
+
+    fn throttled(&self, cost: u64) -> bool {
+        self.outstanding >= conn::MAX_OUTSTANDING
+            || (self.outstanding_bytes > 0
+                && self.outstanding_bytes + cost > conn::MAX_OUTSTANDING_BYTES)
+    }
+
+    /// Stops reading and sending: the replies still queued are dropped (their credit with them).
+    fn break_off(&mut self) {
+        self.broken = true;
+        self.closed = true;
+        self.stream.shutdown();
+        for r in self.queue.drain(..) {
+            self.outstanding -= 1;
+            self.outstanding_bytes -= r.cost;
+        }
+    }
+}
+
 pub(crate) struct WorkerSetup {
     pub name: String,
     pub file: File,
@@ -236,7 +374,7 @@ pub(crate) fn spawn(
         queued: AtomicUsize::new(0),
         sleeping: AtomicBool::new(false),
     });
-    let ring = IoUring::new((setup.depth as u32 + 64).next_power_of_two())?;
+    let ring = IoUring::new(1024)?;
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = WorkerHandle { tx, wake: wake.clone() };
     let name = format!("elevator-io-{}", setup.name);
@@ -250,9 +388,10 @@ pub(crate) fn spawn(
             efd_buf: Box::new(0),
             efd_armed: false,
             next_id: 1,
-            pending: HashMap::new(),
-            inflight: HashMap::new(),
+            pending: IdMap::default(),
+            inflight: IdMap::default(),
             parked: VecDeque::new(),
+            conns: Vec::new(),
             stopping: false,
         };
         w.run();
@@ -270,11 +409,14 @@ struct Worker {
     efd_armed: bool,
     next_id: u64,
     /// Jobs of requests inserted and not yet dispatched, by request (merges append).
-    pending: HashMap<RequestId, Vec<Job>>,
-    inflight: HashMap<u64, Inflight>,
+    pending: IdMap<RequestId, Vec<Job>>,
+    inflight: IdMap<u64, Inflight>,
     /// Dispatched writes waiting for an overlapping in-flight write to finish (read-modify-write
     /// must not race with another write to the same block).
     parked: VecDeque<(Request, Vec<Job>)>,
+    /// Connections by slot; a slot is reused only once nothing refers to it (no job, no
+    /// socket operation in flight).
+    conns: Vec<Option<Box<Conn>>>,
     stopping: bool,
 }
 
@@ -312,11 +454,17 @@ impl Worker {
                     self.wake.queued.fetch_sub(1, Ordering::SeqCst);
                 }
                 match m {
-                    Ok(Msg::Job(j)) => self.accept(j),
+                    Ok(Msg::Conn(c)) => self.add_conn(*c),
                     Ok(Msg::Ctl(c, tx)) => {
                         let _ = tx.send(self.control(c));
                     }
                     Ok(Msg::Shutdown) | Err(TryRecvError::Disconnected) => {
+                        if !self.stopping {
+                            for c in self.conns.iter_mut().flatten() {
+                                c.closed = true;
+                                c.stream.shutdown();
+                            }
+                        }
                         self.stopping = true;
                         break;
                     }
@@ -336,10 +484,14 @@ impl Worker {
                     Dispatch::Empty => break,
                 }
             }
+            for slot in 0..self.conns.len() {
+                self.service(slot);
+            }
             if self.stopping
                 && self.inflight.is_empty()
                 && self.parked.is_empty()
                 && self.pending.is_empty()
+                && self.conns.iter().all(Option::is_none)
             {
                 tracing::debug!(worker = %self.setup.name, "worker stopped");
                 return;
@@ -358,6 +510,23 @@ impl Worker {
             }
             self.reap();
         }
+    }
+
+    fn add_conn(&mut self, c: NewConn) {
+        let mut c = Conn::new(c);
+        if self.stopping {
+            c.closed = true;
+            c.stream.shutdown();
+        }
+        let slot = match self.conns.iter().position(Option::is_none) {
+            Some(s) => s,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        self.conns[slot] = Some(c);
+        self.parse(slot);
     }
 
     fn control(&mut self, c: Ctl) -> CtlReply {
@@ -388,8 +557,8 @@ impl Worker {
 
     fn push(&mut self, sqe: io_uring::squeue::Entry) {
         loop {
-            // SAFETY: every buffer referenced by an SQE lives in `inflight` (or is the
-            // boxed eventfd buffer) until its completion is reaped.
+            // SAFETY: every buffer referenced by an SQE lives in `inflight`, in a boxed
+            // connection, or is the boxed eventfd buffer, until its completion is reaped.
             if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
                 return;
             }
@@ -416,6 +585,245 @@ impl Worker {
             }
         }
     }
+
+    // ---- connections: receive, parse, send ----
+
+    /// Turns the complete requests received on `slot` into jobs and replies, as far as the
+    /// connection's credit allows.
+    fn parse(&mut self, slot: usize) {
+        const HDR: usize = nbd::REQUEST_HEADER_LEN;
+        loop {
+            let Some(c) = self.conns[slot].as_deref_mut() else { return };
+            if c.closed || c.big.is_some() {
+                return;
+            }
+            let avail = &c.rbuf[c.rlo..c.rhi];
+            let hdr = match nbd::parse_request_header(avail) {
+                Ok(Some(h)) => h,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!(conn = c.meta.id, error = %e, "protocol error, closing");
+                    c.closed = true;
+                    return;
+                }
+            };
+            let cost = conn::request_cost(&hdr);
+            if hdr.command != nbd::Command::Disc && c.throttled(cost) {
+                return;
+            }
+            let plen = hdr.payload_len();
+            let payload = if plen == 0 {
+                c.rlo += HDR;
+                Vec::new()
+            } else if avail.len() >= HDR + plen {
+                let p = avail[HDR..HDR + plen].to_vec();
+                c.rlo += HDR + plen;
+                p
+            } else if HDR + plen <= RBUF {
+                return; // the rest arrives in the receive buffer
+            } else {
+                let have = avail.len() - HDR;
+                let mut data = vec![0u8; plen];
+                data[..have].copy_from_slice(&avail[HDR..]);
+                c.rlo = c.rhi;
+                c.big = Some(BigWrite { hdr, data, filled: have });
+                return;
+            };
+            self.command(slot, hdr, payload);
+        }
+    }
+
+    fn command(&mut self, slot: usize, hdr: nbd::RequestHeader, payload: Vec<u8>) {
+        let Some(c) = self.conns[slot].as_deref_mut() else { return };
+        match conn::decide(&c.meta, hdr, payload) {
+            Step::Close => c.closed = true,
+            Step::Reply(r) => {
+                c.outstanding += 1;
+                c.outstanding_bytes += r.cost;
+                c.queue.push(r);
+            }
+            Step::Job(mut j) => {
+                c.outstanding += 1;
+                c.outstanding_bytes += j.cost;
+                j.slot = slot;
+                self.accept(j);
+            }
+        }
+    }
+
+    /// Queues what `slot` needs: a send of its waiting replies, a receive if it may read on;
+    /// frees the slot once the connection is closed and quiet.
+    fn service(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_deref_mut() else { return };
+        if !c.send.busy && !c.queue.is_empty() {
+            if c.broken {
+                c.break_off();
+            } else {
+                let s = &mut c.send;
+                std::mem::swap(&mut s.replies, &mut c.queue);
+                s.bytes.clear();
+                s.splits.clear();
+                for (i, r) in s.replies.iter().enumerate() {
+                    let payload = conn::encode_reply(&mut s.bytes, r, c.meta.structured);
+                    if payload.len() <= conn::SMALL_PAYLOAD {
+                        s.bytes.extend_from_slice(payload);
+                    } else {
+                        s.splits.push((s.bytes.len(), i));
+                    }
+                }
+                s.iov.clear();
+                let mut prev = 0;
+                let base = s.bytes.as_ptr();
+                for &(at, i) in &s.splits {
+                    if at > prev {
+                        // SAFETY: `prev..at` lies within `bytes`.
+                        let p = unsafe { base.add(prev) };
+                        s.iov.push(libc::iovec { iov_base: p as *mut _, iov_len: at - prev });
+                    }
+                    let payload = s.replies[i].data.as_slice();
+                    s.iov.push(libc::iovec {
+                        iov_base: payload.as_ptr() as *mut _,
+                        iov_len: payload.len(),
+                    });
+                    prev = at;
+                }
+                if s.bytes.len() > prev {
+                    // SAFETY: as above.
+                    let p = unsafe { base.add(prev) };
+                    s.iov
+                        .push(libc::iovec { iov_base: p as *mut _, iov_len: s.bytes.len() - prev });
+                }
+                s.first = 0;
+                s.busy = true;
+                let sqe = send_sqe(c, slot);
+                self.push(sqe);
+            }
+        }
+        let Some(c) = self.conns[slot].as_deref_mut() else { return };
+        if c.closed {
+            if !c.recv_busy && !c.send.busy && c.queue.is_empty() && c.outstanding == 0 {
+                c.stream.shutdown();
+                self.conns[slot] = None;
+            } else if c.recv_busy && !c.send.busy && c.queue.is_empty() && c.outstanding == 0 {
+                // Everything is answered: end the receive still waiting (DISC, errors).
+                c.stream.shutdown();
+            }
+            return;
+        }
+        if c.recv_busy {
+            return;
+        }
+        let fd = types::Fd(c.stream.raw_fd());
+        let sqe = if let Some(b) = &mut c.big {
+            let rest = &mut b.data[b.filled..];
+            opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
+        } else {
+            if c.rlo == c.rhi {
+                c.rlo = 0;
+                c.rhi = 0;
+            } else if c.rlo > 0 && c.rbuf.len() - c.rhi < RBUF / 2 {
+                c.rbuf.copy_within(c.rlo..c.rhi, 0);
+                c.rhi -= c.rlo;
+                c.rlo = 0;
+            }
+            if c.rhi == c.rbuf.len() {
+                return; // full of requests waiting for credit
+            }
+            let rest = &mut c.rbuf[c.rhi..];
+            opcode::Recv::new(fd, rest.as_mut_ptr(), rest.len() as u32).build()
+        };
+        c.recv_busy = true;
+        c.recv_big = c.big.is_some();
+        self.push(sqe.user_data(TAG_RECV | slot as u64));
+    }
+
+    fn recv_done(&mut self, slot: usize, res: i32) {
+        let Some(c) = self.conns[slot].as_deref_mut() else { return };
+        c.recv_busy = false;
+        if res == -libc::EINTR || res == -libc::EAGAIN {
+            return;
+        }
+        if res <= 0 {
+            if res < 0 {
+                tracing::debug!(conn = c.meta.id, errno = -res, "receive failed");
+            } else {
+                tracing::debug!(conn = c.meta.id, "client hung up");
+            }
+            c.closed = true;
+            return;
+        }
+        let n = res as usize;
+        match &mut c.big {
+            Some(b) if c.recv_big => b.filled += n,
+            _ => c.rhi += n,
+        }
+        self.feed_big(slot);
+        self.parse(slot);
+    }
+
+    /// Moves bytes that arrived in the receive buffer into a big write's payload, and sends
+    /// the write on once its payload is complete.
+    fn feed_big(&mut self, slot: usize) {
+        let Some(c) = self.conns[slot].as_deref_mut() else { return };
+        let Some(b) = &mut c.big else { return };
+        let take = (c.rhi - c.rlo).min(b.data.len() - b.filled);
+        b.data[b.filled..b.filled + take].copy_from_slice(&c.rbuf[c.rlo..c.rlo + take]);
+        b.filled += take;
+        c.rlo += take;
+        if b.filled < b.data.len() {
+            return;
+        }
+        let Some(b) = c.big.take() else { return };
+        self.command(slot, b.hdr, b.data);
+    }
+
+    fn send_done(&mut self, slot: usize, res: i32) {
+        let Some(c) = self.conns[slot].as_deref_mut() else { return };
+        let s = &mut c.send;
+        s.busy = false;
+        if res == -libc::EINTR || res == -libc::EAGAIN {
+            s.busy = true;
+            let sqe = send_sqe(c, slot);
+            self.push(sqe);
+            return;
+        }
+        if res <= 0 {
+            tracing::debug!(conn = c.meta.id, errno = -res, "send failed");
+            for r in s.replies.drain(..) {
+                c.outstanding -= 1;
+                c.outstanding_bytes -= r.cost;
+            }
+            c.break_off();
+            return;
+        }
+        let mut n = res as usize;
+        while n > 0 && s.first < s.iov.len() {
+            let v = &mut s.iov[s.first];
+            if n >= v.iov_len {
+                n -= v.iov_len;
+                s.first += 1;
+            } else {
+                // SAFETY: advancing within the iovec's own buffer.
+                v.iov_base = unsafe { (v.iov_base as *mut u8).add(n) }.cast();
+                v.iov_len -= n;
+                n = 0;
+            }
+        }
+        if s.first < s.iov.len() {
+            s.busy = true;
+            let sqe = send_sqe(c, slot);
+            self.push(sqe);
+            return;
+        }
+        for r in s.replies.drain(..) {
+            c.outstanding -= 1;
+            c.outstanding_bytes -= r.cost;
+        }
+        // Credit came back: requests held in the receive buffer may go on.
+        self.parse(slot);
+    }
+
+    // ---- the scheduler and file I/O ----
 
     fn accept(&mut self, job: Job) {
         let now = self.now();
@@ -506,17 +914,18 @@ impl Worker {
         let fd = types::Fd(self.setup.file.as_raw_fd());
         let user = rq.id.0;
         let mut f = Inflight { rq, jobs, buf: None, remaining: 1, error: 0, sync_after: false };
-        let sqes: Vec<io_uring::squeue::Entry> = match rq.op {
+        let sqe = match rq.op {
             Op::Read => {
-                let mut buf = AlignedBuf::new(rq.len_bytes as usize);
+                // Not zeroed: a short read (end of file) zeroes the rest on completion.
+                let mut buf = AlignedBuf::new(rq.len_bytes as usize, false);
                 let sqe = opcode::Read::new(fd, buf.as_mut().as_mut_ptr(), rq.len_bytes as u32)
                     .offset(rq.offset_bytes)
                     .build();
                 f.buf = Some(buf);
-                vec![sqe]
+                Some(sqe)
             }
             Op::Write => {
-                let mut buf = AlignedBuf::new(rq.len_bytes as usize);
+                let mut buf = AlignedBuf::new(rq.len_bytes as usize, true);
                 let partial = f
                     .jobs
                     .iter()
@@ -545,22 +954,29 @@ impl Worker {
                     .rw_flags(flags)
                     .build();
                 f.buf = Some(buf);
-                vec![sqe]
+                Some(sqe)
             }
-            Op::Flush => vec![opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build()],
-            Op::Discard => {
-                f.sync_after = f.jobs.iter().any(|j| j.fua);
-                f.jobs
-                    .iter()
-                    .map(|j| {
-                        opcode::Fallocate::new(fd, j.len)
-                            .offset(j.offset)
-                            .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
-                            .build()
-                    })
-                    .collect()
-            }
+            Op::Flush => Some(opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build()),
+            Op::Discard => None,
         };
+        if let Some(sqe) = sqe {
+            self.inflight.insert(user, f);
+            self.push(sqe.user_data(user));
+            return;
+        }
+        // Discard: one fallocate per job.
+        f.sync_after = f.jobs.iter().any(|j| j.fua);
+        let sqes: Vec<io_uring::squeue::Entry> = f
+            .jobs
+            .iter()
+            .map(|j| {
+                opcode::Fallocate::new(fd, j.len)
+                    .offset(j.offset)
+                    .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                    .build()
+                    .user_data(user)
+            })
+            .collect();
         f.remaining = sqes.len() as u32;
         self.inflight.insert(user, f);
         if sqes.is_empty() {
@@ -568,19 +984,32 @@ impl Worker {
             return;
         }
         for s in sqes {
-            self.push(s.user_data(user));
+            self.push(s);
         }
     }
 
     fn reap(&mut self) {
-        let cqes: Vec<(u64, i32)> =
-            self.ring.completion().map(|c| (c.user_data(), c.result())).collect();
-        for (user, res) in cqes {
-            if user == EVENTFD_TOKEN {
-                self.efd_armed = false;
-                continue;
+        loop {
+            let mut cqes = [(0u64, 0i32); 64];
+            let mut n = 0;
+            for c in self.ring.completion() {
+                cqes[n] = (c.user_data(), c.result());
+                n += 1;
+                if n == cqes.len() {
+                    break;
+                }
             }
-            self.complete(user, res);
+            for &(user, res) in &cqes[..n] {
+                match user {
+                    EVENTFD_TOKEN => self.efd_armed = false,
+                    u if u & TAG_MASK == TAG_RECV => self.recv_done((u & !TAG_MASK) as usize, res),
+                    u if u & TAG_MASK == TAG_SEND => self.send_done((u & !TAG_MASK) as usize, res),
+                    u => self.complete(u, res),
+                }
+            }
+            if n < cqes.len() {
+                return;
+            }
         }
     }
 
@@ -595,6 +1024,11 @@ impl Worker {
         } else if f.rq.op == Op::Write && (res as u64) < f.rq.len_bytes {
             tracing::warn!(offset = f.rq.offset_bytes, res, "short write");
             f.error = nbd::EIO;
+        } else if f.rq.op == Op::Read && (res as u64) < f.rq.len_bytes {
+            // Past the end of the file reads as zeroes.
+            if let Some(b) = &mut f.buf {
+                b.as_mut()[res as usize..].fill(0);
+            }
         }
         f.remaining = f.remaining.saturating_sub(1);
         if f.remaining > 0 {
@@ -619,7 +1053,7 @@ impl Worker {
         }
     }
 
-    fn finish_job(&self, job: Job, error: u32, buf: Option<&Arc<AlignedBuf>>, base: u64) {
+    fn finish_job(&mut self, job: Job, error: u32, buf: Option<&Arc<AlignedBuf>>, base: u64) {
         let mut data = Payload::Empty;
         let is_read = matches!(job.kind, JobKind::Read);
         if error == 0 && is_read {
@@ -651,16 +1085,36 @@ impl Worker {
                 s.latency_sum_ns += ns;
             }
         }
-        let _ = job.reply.send(Reply {
-            handle: job.handle,
-            error,
-            is_read,
-            offset: job.offset,
-            data,
-            status: None,
-            cost: job.cost,
-        });
+        if let Some(c) = self.conns.get_mut(job.slot).and_then(|c| c.as_deref_mut()) {
+            let r = Reply {
+                handle: job.handle,
+                error,
+                is_read,
+                offset: job.offset,
+                data,
+                status: None,
+                cost: job.cost,
+            };
+            if c.broken {
+                c.outstanding -= 1;
+                c.outstanding_bytes -= r.cost;
+            } else {
+                c.queue.push(r);
+            }
+        }
     }
+}
+
+/// The `sendmsg` of what remains of `c`'s batch.
+fn send_sqe(c: &mut Conn, slot: usize) -> io_uring::squeue::Entry {
+    let s = &mut c.send;
+    // SAFETY: `first < iov.len()` while a batch is unsent.
+    s.msg.msg_iov = unsafe { s.iov.as_mut_ptr().add(s.first) };
+    s.msg.msg_iovlen = (s.iov.len() - s.first) as _;
+    opcode::SendMsg::new(types::Fd(c.stream.raw_fd()), &s.msg)
+        .flags(libc::MSG_NOSIGNAL as u32)
+        .build()
+        .user_data(TAG_SEND | slot as u64)
 }
 
 fn pread_full(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {

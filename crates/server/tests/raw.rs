@@ -152,3 +152,37 @@ fn malformed_requests() {
     assert!(matches!(s.read(&mut b), Ok(0) | Err(_)), "connection should be closed");
     server.shutdown();
 }
+
+/// A write whose payload is larger than the server's receive buffer, parsed only once credit
+/// comes back (256 requests outstanding before it), with the rest of its payload sent later:
+/// the server starts receiving into the write's own buffer while a receive into its ring
+/// buffer is still in flight, and the bytes of that receive must land in the payload.
+#[test]
+fn big_write_parsed_after_credit_returns() {
+    let dir = tempfile::Builder::new().tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (server, _) = start(dir.path(), false);
+    let mut s = TcpStream::connect(server.local_addr().unwrap()).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    handshake(&mut s);
+    let len = 512 << 10;
+    let data: Vec<u8> = (0..len).map(|i| (i * 13 + i / 4096) as u8).collect();
+    let mut out = Vec::new();
+    for h in 0..256 {
+        out.extend(req(Cmd::Cache, h, 0, 4096));
+    }
+    out.extend(req(Cmd::Write, 1000, 0, len as u32));
+    out.extend_from_slice(&data[..100 << 10]);
+    s.write_all(&out).unwrap();
+    for h in 0..256 {
+        assert_eq!(reply(&mut s), (h, 0));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    s.write_all(&data[100 << 10..]).unwrap();
+    assert_eq!(reply(&mut s), (1000, 0));
+    s.write_all(&req(Cmd::Read, 1001, 0, len as u32)).unwrap();
+    assert_eq!(reply(&mut s), (1001, 0));
+    let mut got = vec![0u8; len];
+    s.read_exact(&mut got).unwrap();
+    assert!(got == data, "read back differs from what was written");
+    server.shutdown();
+}
