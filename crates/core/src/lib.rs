@@ -8,6 +8,7 @@
 //! **Architecture invariant:** this crate performs no I/O and never reads a clock. Time is a
 //! number of virtual (or, in the real server, monotonic) nanoseconds handed in by the caller.
 
+pub mod hash;
 pub mod request;
 pub mod rng;
 pub mod units;

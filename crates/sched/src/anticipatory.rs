@@ -49,7 +49,9 @@
 //!   request it answers `WaitUntil` with the anticipation deadline. Timers fire lazily, at the
 //!   first call at or after their expiry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use elevator_core::hash::FastHashMap;
 
 use elevator_core::{Nanos, Request, RequestId, NS_PER_MS};
 
@@ -163,8 +165,8 @@ pub struct Anticipatory {
     io_context: Option<u32>,
     ioc_finished: bool,
     nr_dispatched: u32,
-    aics: HashMap<u32, Aic>,
-    inflight: HashMap<RequestId, u32>,
+    aics: FastHashMap<u32, Aic>,
+    inflight: FastHashMap<RequestId, u32>,
     new_ttime_mean: u64,
     new_seek_mean: u64,
     queued: usize,
@@ -208,8 +210,8 @@ impl Anticipatory {
             io_context: None,
             ioc_finished: false,
             nr_dispatched: 0,
-            aics: HashMap::new(),
-            inflight: HashMap::new(),
+            aics: FastHashMap::default(),
+            inflight: FastHashMap::default(),
             new_ttime_mean: 0,
             new_seek_mean: 0,
             queued: 0,

@@ -19,7 +19,7 @@ use elevator_core::{IoPrio, Op, Owner, Request, RequestId};
 use elevator_nbd as nbd;
 use elevator_sched::{Dispatch, Scheduler};
 use io_uring::{opcode, types, IoUring};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -29,24 +29,8 @@ use std::time::{Duration, Instant};
 
 const EVENTFD_TOKEN: u64 = u64::MAX;
 
-/// Request ids are a counter: a multiplicative hash is enough (SipHash showed in profiles of
-/// the hot path); it spreads them to the high bits, which hashbrown uses for its tags.
-#[derive(Default)]
-struct IdHasher(u64);
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+/// Request ids are a counter: SipHash showed in profiles of the hot path.
+type IdMap<K, V> = elevator_core::hash::FastHashMap<K, V>;
 /// user_data of socket operations: a tag in the top two bits, the connection's slot below.
 /// File I/O uses the request id (top bits clear).
 const TAG_MASK: u64 = 3 << 62;

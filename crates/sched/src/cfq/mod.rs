@@ -110,7 +110,9 @@ mod coop;
 pub mod group;
 pub mod queue;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use elevator_core::hash::FastHashMap;
 
 use elevator_core::{Cgroup, IoPrioClass, Nanos, Request, RequestId, NS_PER_MS};
 
@@ -300,17 +302,17 @@ impl Default for Tun {
 pub struct Cfq {
     t: Tun,
     queues: Vec<Queue>,
-    sync_map: HashMap<(u32, usize), usize>,
-    async_map: HashMap<(usize, usize, u8), usize>,
+    sync_map: FastHashMap<(u32, usize), usize>,
+    async_map: FastHashMap<(usize, usize, u8), usize>,
     groups: Vec<Group>,
-    group_map: HashMap<u32, usize>,
+    group_map: FastHashMap<u32, usize>,
     /// Group service tree: (vdisktime, seq) → group.
     gst: BTreeMap<(u64, u64), usize>,
     /// Busy queues by the sector of their next request, per priority level (`prio_trees`).
     prio_trees: [BTreeMap<u64, usize>; 8],
     min_vdisktime: u64,
     total_weight: u64,
-    cics: HashMap<u32, Cic>,
+    cics: FastHashMap<u32, Cic>,
     active: Option<usize>,
     serving_prio: usize,
     serving_type: usize,
@@ -326,7 +328,7 @@ pub struct Cfq {
     busy_queues: u32,
     last_position: u64,
     last_delayed_sync: Nanos,
-    inflight: HashMap<RequestId, (usize, Nanos)>,
+    inflight: FastHashMap<RequestId, (usize, Nanos)>,
     seq: u64,
 }
 
@@ -350,15 +352,15 @@ impl Cfq {
         let mut s = Cfq {
             t: Tun::default(),
             queues: Vec::new(),
-            sync_map: HashMap::new(),
-            async_map: HashMap::new(),
+            sync_map: FastHashMap::default(),
+            async_map: FastHashMap::default(),
             groups: vec![Group::new(String::new(), Cgroup::DEFAULT_WEIGHT)],
-            group_map: HashMap::new(),
+            group_map: FastHashMap::default(),
             gst: BTreeMap::new(),
             prio_trees: Default::default(),
             min_vdisktime: 0,
             total_weight: 0,
-            cics: HashMap::new(),
+            cics: FastHashMap::default(),
             active: None,
             serving_prio: BE,
             serving_type: WL_SYNC,
@@ -373,7 +375,7 @@ impl Cfq {
             busy_queues: 0,
             last_position: 0,
             last_delayed_sync: 0,
-            inflight: HashMap::new(),
+            inflight: FastHashMap::default(),
             seq: 0,
         };
         s.group_map.insert(0, 0);
