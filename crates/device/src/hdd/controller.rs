@@ -12,7 +12,8 @@
 //!   the read completion overhead; a miss first disconnects and reselects.
 //! - **Cache**: `cache_segments` segments of `segment_size_bytes`. A read whose first
 //!   block is in a segment is a hit (whole or partial: the rest streams in behind the
-//!   prefetch or is read from the media). A segment is a window that slides forward as
+//!   prefetch or is read from the media, no earlier than the read-miss overhead after
+//!   arrival: DiskSim holds back any mechanical work a read hit starts that long). A segment is a window that slides forward as
 //!   read-ahead fills it. Written data stays readable if `read_hits_on_write_data`.
 //!   Segments are chosen as DiskSim's `disk_buffer_select_{read,write}_segment` do, by
 //!   state (empty, clean, dirty, being read ahead) and then least recently used: a miss
@@ -372,6 +373,21 @@ impl Hdd {
         }
     }
 
+    /// The first block of the track holding `lbn` (DiskSim `dm_get_track_boundaries`). The
+    /// physical sector of `lbn` is no measure of it: slipped and spare sectors are not blocks.
+    fn track_start(&self, lbn: u64) -> u64 {
+        let c0 = self.geom.map(lbn);
+        let mut l = lbn;
+        while l > 0 {
+            let c = self.geom.map(l - 1);
+            if c.cylinder != c0.cylinder || c.head != c0.head {
+                break;
+            }
+            l -= 1;
+        }
+        l
+    }
+
     /// Where read-ahead after a read of `[lbn, lbn + n)` into a segment starting at
     /// `seg_start` stops (DiskSim `disk_buffer_get_max_readahead` and the track/cylinder
     /// limits of `disk_initiate_seek`).
@@ -399,8 +415,7 @@ impl Hdd {
             ReadAhead::CylinderEnd => plain().min(self.track_end(end - 1, true)),
             ReadAhead::NextTrack => {
                 let track_end = self.track_end(end, false);
-                let c = self.geom.map(end);
-                let track_start = end - (c.sector.min(end - self.geom.zones[c.zone].first_lbn));
+                let track_start = self.track_start(end);
                 if seg_start < track_start {
                     let spt = self.geom.zones[self.geom.map(lbn).zone].sectors_per_track;
                     track_end + spt
@@ -660,6 +675,14 @@ impl Hdd {
                 st.c.read_hit_after_write_ms
             } * 1e6
         };
+        // DiskSim (`disk_read_arrive`) holds back any mechanical work a read starts, a hit
+        // included (the rest of a partial hit, read-ahead), until its read-miss overhead is
+        // over, while a hit's transfer starts after the shorter hit overhead.
+        let mech_from = t + if st.last_read {
+            st.c.read_miss_after_read_ms
+        } else {
+            st.c.read_miss_after_write_ms
+        } * 1e6;
         let end = lbn + n;
         let seg_start = st.segs[i].start;
         let streaming = st.stream.filter(|s| s.seg == i);
@@ -668,7 +691,7 @@ impl Hdd {
                 let limit = self.read_ahead_limit(lbn, n, seg_start);
                 self.ds_stop_stream(t);
                 let from = self.ds().segs[i].end;
-                let start = bus_from.max(self.ds().hda_free_ns);
+                let start = bus_from.max(mech_from).max(self.ds().hda_free_ns);
                 let head = self.head;
                 self.ds_start_stream(i, from, start, head, limit);
             } else if streaming.is_none() {
@@ -697,7 +720,7 @@ impl Hdd {
             // The rest from the media, then read-ahead past it; read-ahead into another
             // segment stops as the command arrives.
             self.ds_stop_stream(t);
-            let start = bus_from.max(self.ds().hda_free_ns);
+            let start = bus_from.max(mech_from).max(self.ds().hda_free_ns);
             let b0 = bus_from + (avail - lbn) as f64 * bus;
             let (done, end_t, end_at) = self.ds_media_read(start, b0, lbn, n, avail);
             self.ds_mut().segs[i].end = end;
