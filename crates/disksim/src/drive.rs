@@ -695,6 +695,8 @@ impl DiskModel {
     /// DiskSim's LBN→PBN translation (`layout_g1.c: g1_ltop_*`, MAP_FULL: slips and
     /// defect remaps applied), plus the angle of the track's first sector and of the
     /// sector itself (`g1_map_pbn_skew`). `None` if `lbn` is beyond the last zone.
+    /// Written straight from DiskSim as a reference: the HDD model maps with its own geometry,
+    /// and a test checks the two agree on both validation drives.
     pub fn lbn_to_pbn(&self, lbn: u64) -> Option<Pbn> {
         let l = &self.layout;
         let zi = l

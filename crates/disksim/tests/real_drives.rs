@@ -274,3 +274,37 @@ fn cheetah_demerit_at_or_below_disksim() {
     let Some((got, disksim)) = demerits("cheetah9LP") else { return };
     assert!(got <= disksim, "{got} > DiskSim's {disksim}");
 }
+
+/// The drive file's own LBN → PBN map (written from DiskSim's `disksim_diskmap.c` functions)
+/// and the HDD model's geometry (built from the bridged parameters) are two independent
+/// implementations of the same layout: they must agree on every sampled block.
+#[test]
+fn the_two_lbn_maps_agree() {
+    let Some(d) = data_dir() else { return };
+    for name in ["barracuda", "cheetah9LP"] {
+        let drive = load_drive(&d.join(name)).unwrap();
+        let params = elevator_disksim::bridge::hdd_params(&drive).unwrap();
+        let hdd =
+            elevator_device::hdd::Hdd::new(params, &mut elevator_core::RandomStream::new(1, 0))
+                .unwrap();
+        let m = &drive.model;
+        let blocks = m.mapped_blocks().min(hdd.geometry().total_sectors);
+        let mut checked = 0;
+        let mut lbn = 0u64;
+        while lbn < blocks {
+            let reference = m.lbn_to_pbn(lbn).unwrap();
+            if !reference.remapped {
+                let chs = hdd.geometry().map(lbn);
+                assert_eq!(
+                    (chs.cylinder, chs.head, chs.sector),
+                    (reference.cylinder, reference.surface, reference.sector),
+                    "{name}: LBN {lbn}"
+                );
+                checked += 1;
+            }
+            // Every zone boundary region and a spread of blocks in between.
+            lbn += 1 + lbn / 97;
+        }
+        assert!(checked > 1000, "{name}: {checked} blocks checked");
+    }
+}
