@@ -609,9 +609,10 @@ impl Device for Ssd {
                 format!("NVMe SSD, {} queues × {}", self.p.submission_queues, self.p.queue_depth)
             }
         };
+        let gb = self.capacity_bytes() as f64 / 1e9;
+        let prec = if gb < 10.0 { 1 } else { 0 };
         format!(
-            "{q}, {} GB, {} ch × {} dies × {} planes, {:.0} % over-provisioned",
-            self.capacity_bytes() / 1_000_000_000,
+            "{q}, {gb:.prec$} GB, {} ch × {} dies × {} planes, {:.0} % over-provisioned",
             g.channels,
             g.dies / g.channels,
             g.planes,

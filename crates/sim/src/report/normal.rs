@@ -97,6 +97,21 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
             d.scheduler,
             d.description
         );
+        // What the device model counted inside (an SSD's write amplification and GC).
+        if !d.stats.is_empty() {
+            let fields: Vec<String> = d
+                .stats
+                .iter()
+                .map(|(k, v)| {
+                    if v.fract() == 0.0 && v.abs() < 1e15 {
+                        format!("{k}={v:.0}")
+                    } else {
+                        format!("{k}={v:.3}")
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "    {}", fields.join(", "));
+        }
     }
     out
 }
