@@ -123,6 +123,25 @@ impl Default for DiskSimController {
 }
 
 impl DiskSimController {
+    /// A read miss's controller overhead and disconnect time (ms), by whether the previous
+    /// command was a read.
+    fn read_miss_ms(&self, after_read: bool) -> (f64, f64) {
+        if after_read {
+            (self.read_miss_after_read_ms, self.read_disconnect_after_read_ms)
+        } else {
+            (self.read_miss_after_write_ms, self.read_disconnect_after_write_ms)
+        }
+    }
+
+    /// A read hit's controller overhead (ms), by whether the previous command was a read.
+    fn read_hit_ms(&self, after_read: bool) -> f64 {
+        if after_read {
+            self.read_hit_after_read_ms
+        } else {
+            self.read_hit_after_write_ms
+        }
+    }
+
     pub(super) fn validate(&self) -> Result<(), String> {
         for (n, v) in [
             ("read_hit_after_read_ms", self.read_hit_after_read_ms),
@@ -595,15 +614,19 @@ impl Hdd {
 
     /// A read with the cache off: overhead, media, bus.
     fn ds_read_uncached(&mut self, t: f64, lbn: u64, n: u64) -> f64 {
+        let (start, bus_from) = self.ds_miss_times(t);
+        self.ds_media_read(start, bus_from, lbn, n, lbn).0
+    }
+
+    /// When a read miss arriving at `t` may start on the media (after its overhead, once the
+    /// mechanism is free) and when its data may go on the bus (overhead, disconnect and
+    /// reselection later).
+    fn ds_miss_times(&self, t: f64) -> (f64, f64) {
         let st = self.ds();
-        let (ovh, disc) = if st.last_read {
-            (st.c.read_miss_after_read_ms, st.c.read_disconnect_after_read_ms)
-        } else {
-            (st.c.read_miss_after_write_ms, st.c.read_disconnect_after_write_ms)
-        };
+        let (ovh, disc) = st.c.read_miss_ms(st.last_read);
         let bus_from = t + (ovh + disc + st.c.first_reselect_ms) * 1e6;
         let start = (t + ovh * 1e6).max(st.hda_free_ns);
-        self.ds_media_read(start, bus_from, lbn, n, lbn).0
+        (start, bus_from)
     }
 
     /// Reads `[lbn, lbn + n)` from the media from `start` with the heads where they are;
@@ -643,14 +666,7 @@ impl Hdd {
             // Miss: stop read-ahead, overhead, disconnect, media, reselect, bus.
             let Choice::Take(slot) = choice else { unreachable!("reads do not append") };
             self.ds_stop_stream(t);
-            let st = self.ds();
-            let (ovh, disc) = if st.last_read {
-                (st.c.read_miss_after_read_ms, st.c.read_disconnect_after_read_ms)
-            } else {
-                (st.c.read_miss_after_write_ms, st.c.read_disconnect_after_write_ms)
-            };
-            let bus_from = t + (ovh + disc + st.c.first_reselect_ms) * 1e6;
-            let start = (t + ovh * 1e6).max(st.hda_free_ns);
+            let (start, bus_from) = self.ds_miss_times(t);
             let (done, end_t, end_at) = self.ds_media_read(start, bus_from, lbn, n, lbn);
             let seg = self.ds_take(slot, lbn, false);
             self.ds_mut().segs[seg].end = lbn + n;
@@ -662,27 +678,15 @@ impl Hdd {
         self.ds_touch(i);
         let st = self.ds();
         let bus_from = if busy {
-            let (ovh, disc) = if st.last_read {
-                (st.c.read_miss_after_read_ms, st.c.read_disconnect_after_read_ms)
-            } else {
-                (st.c.read_miss_after_write_ms, st.c.read_disconnect_after_write_ms)
-            };
+            let (ovh, disc) = st.c.read_miss_ms(st.last_read);
             (t + (ovh + disc) * 1e6).max(st.hda_free_ns) + st.c.first_reselect_ms * 1e6
         } else {
-            t + if st.last_read {
-                st.c.read_hit_after_read_ms
-            } else {
-                st.c.read_hit_after_write_ms
-            } * 1e6
+            t + st.c.read_hit_ms(st.last_read) * 1e6
         };
         // DiskSim (`disk_read_arrive`) holds back any mechanical work a read starts, a hit
         // included (the rest of a partial hit, read-ahead), until its read-miss overhead is
         // over, while a hit's transfer starts after the shorter hit overhead.
-        let mech_from = t + if st.last_read {
-            st.c.read_miss_after_read_ms
-        } else {
-            st.c.read_miss_after_write_ms
-        } * 1e6;
+        let mech_from = t + st.c.read_miss_ms(st.last_read).0 * 1e6;
         let end = lbn + n;
         let seg_start = st.segs[i].start;
         let streaming = st.stream.filter(|s| s.seg == i);
