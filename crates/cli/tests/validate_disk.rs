@@ -74,29 +74,25 @@ fn errors_name_the_file_and_line_and_exit_non_zero() {
     let tmp = std::env::temp_dir().join(format!("elevator-vd-bad-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let bad = tmp.join("bad.trace");
-    std::fs::write(&bad, "R Hit 100 4 1000.0 2000.0\nX Hit 1 1 1 1\n").unwrap();
     let drive = d.join("cheetah9LP");
-    let out = elevator(&[
-        "validate-disk",
-        "--drive",
-        drive.to_str().unwrap(),
-        "--trace",
-        bad.to_str().unwrap(),
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    // Replays `text` as the trace: the run must fail, without a panic; returns its stderr.
+    let failing = |text: &str| -> String {
+        std::fs::write(&bad, text).unwrap();
+        let out = elevator(&[
+            "validate-disk",
+            "--drive",
+            drive.to_str().unwrap(),
+            "--trace",
+            bad.to_str().unwrap(),
+        ]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!err.contains("panicked"), "{err}");
+        err
+    };
+    let err = failing("R Hit 100 4 1000.0 2000.0\nX Hit 1 1 1 1\n");
     assert!(err.contains("bad.trace:2"), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    std::fs::write(&bad, "R Hit 999999999 4 1000.0 2000.0\n").unwrap();
-    let out = elevator(&[
-        "validate-disk",
-        "--drive",
-        drive.to_str().unwrap(),
-        "--trace",
-        bad.to_str().unwrap(),
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failing("R Hit 999999999 4 1000.0 2000.0\n");
     assert!(err.contains("bad.trace: line 1"), "{err}");
     std::fs::remove_dir_all(&tmp).ok();
 }
