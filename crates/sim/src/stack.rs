@@ -273,8 +273,14 @@ impl Stack {
             cgroup: 0,
             prio: IoPrio::DEFAULT,
         };
+        self.send_to_member(v, Held { owner, ..io }, now_ns, out);
+    }
+
+    /// Sends `io`, addressed within single-member volume `v` (guest, ioband, iscsi), on to
+    /// that member.
+    fn send_to_member(&mut self, v: usize, io: Held, now_ns: Nanos, out: &mut Vec<LeafIo>) {
         let m = self.volumes[v].members[0];
-        let io = Held { offset_bytes: m.start_bytes + io.offset_bytes, owner, ..io };
+        let io = Held { offset_bytes: m.start_bytes + io.offset_bytes, ..io };
         self.route(m.route, io, now_ns, out);
     }
 
@@ -284,17 +290,16 @@ impl Stack {
         self.shares[s].release(now_ns, &mut released);
         for bio in released.drain(..) {
             let v = self.share_volumes[s][bio.device as usize];
-            let m = self.volumes[v].members[0];
             let r = bio.request;
             let held = Held {
                 node: r.id.0 as u32,
                 op: r.op,
-                offset_bytes: m.start_bytes + r.offset_bytes,
+                offset_bytes: r.offset_bytes,
                 len_bytes: r.len_bytes,
                 sync: r.sync,
                 owner: r.owner,
             };
-            self.route(m.route, held, now_ns, out);
+            self.send_to_member(v, held, now_ns, out);
         }
         self.released = released;
     }
@@ -404,9 +409,7 @@ impl Stack {
                 let guest = &mut self.guests[v];
                 if guest.in_flight < limit {
                     guest.in_flight += 1;
-                    let m = self.volumes[v].members[0];
-                    let held = Held { offset_bytes: m.start_bytes + held.offset_bytes, ..held };
-                    self.route(m.route, held, now_ns, out);
+                    self.send_to_member(v, held, now_ns, out);
                 } else {
                     guest.waiting.push_back(held);
                 }
@@ -500,9 +503,7 @@ impl Stack {
                     self.guests[v].in_flight -= 1;
                     if let Some(held) = self.guests[v].waiting.pop_front() {
                         self.guests[v].in_flight += 1;
-                        let m = self.volumes[v].members[0];
-                        let held = Held { offset_bytes: m.start_bytes + held.offset_bytes, ..held };
-                        self.route(m.route, held, now_ns, out);
+                        self.send_to_member(v, held, now_ns, out);
                     }
                 }
                 VolumeKind::Remote(_) => match self.remote(v).waiting.pop_front() {
