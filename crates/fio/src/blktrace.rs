@@ -40,31 +40,19 @@ pub fn looks_like_blktrace(bytes: &[u8]) -> bool {
 pub fn parse(bytes: &[u8], source: &str) -> Result<IoLog, String> {
     let little = bytes.len() >= 4
         && u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) & 0xffff_ff00 == MAGIC;
-    let u16_at = |at: usize| {
-        let b = [bytes[at], bytes[at + 1]];
+    // Fixed-width fields in the trace's byte order; callers check the record fits first.
+    let field = |at: usize, n: usize| -> u64 {
+        let b = &bytes[at..at + n];
+        let fold = |acc: u64, &x: &u8| acc << 8 | u64::from(x);
         if little {
-            u16::from_le_bytes(b)
+            b.iter().rev().fold(0, fold)
         } else {
-            u16::from_be_bytes(b)
+            b.iter().fold(0, fold)
         }
     };
-    let u32_at = |at: usize| {
-        let b = [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
-        if little {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        }
-    };
-    let u64_at = |at: usize| (u64::from(u32_at(at)), u64::from(u32_at(at + 4)));
-    let u64_at = |at: usize| {
-        let (a, b) = u64_at(at);
-        if little {
-            a | b << 32
-        } else {
-            a << 32 | b
-        }
-    };
+    let u16_at = |at: usize| field(at, 2) as u16;
+    let u32_at = |at: usize| field(at, 4) as u32;
+    let u64_at = |at: usize| field(at, 8);
     let mut log =
         IoLog { source: source.to_string(), version: 0, file: String::new(), entries: Vec::new() };
     let mut device: Option<u32> = None;

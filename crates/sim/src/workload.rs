@@ -292,11 +292,7 @@ impl Process {
             }
             None => (op, self.pick_offset(d, bs), bs),
         };
-        let d = dir_index(op);
-        self.bytes_issued += len;
-        self.ios_issued += 1;
-        self.dir_bytes_issued[d] += len;
-        self.dir_ios_issued[d] += 1;
+        self.count_issue(op, len);
         if op == Op::Write && self.fsync_every > 0 {
             self.writes_since_fsync += 1;
             if self.writes_since_fsync >= self.fsync_every {
@@ -315,6 +311,15 @@ impl Process {
         Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync })
     }
 
+    /// Counts an I/O about to be issued against the job's limits and rates.
+    fn count_issue(&mut self, op: Op, len_bytes: u64) {
+        let d = dir_index(op);
+        self.bytes_issued += len_bytes;
+        self.ios_issued += 1;
+        self.dir_bytes_issued[d] += len_bytes;
+        self.dir_ios_issued[d] += 1;
+    }
+
     /// The next action of the replayed log, when its delay after the previous one has passed
     /// (fio's `iolog_delay`), unless `replay_no_stall`.
     fn next_replayed(&mut self, now_ns: Nanos) -> Next {
@@ -329,11 +334,7 @@ impl Process {
         }
         r.next += 1;
         r.last_issue_ns = now_ns;
-        let d = dir_index(e.op);
-        self.bytes_issued += e.len_bytes;
-        self.ios_issued += 1;
-        self.dir_bytes_issued[d] += e.len_bytes;
-        self.dir_ios_issued[d] += 1;
+        self.count_issue(e.op, e.len_bytes);
         let sync = e.op != Op::Write || self.sync_writes;
         Next::Issue(Io {
             op: e.op,
