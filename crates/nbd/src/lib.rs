@@ -622,12 +622,19 @@ pub fn encode_chunk_header(out: &mut Vec<u8>, flags: u16, ty: u16, handle: u64, 
     out.extend_from_slice(&length.to_be_bytes());
 }
 
-/// Appends the header of a final NBD_REPLY_TYPE_OFFSET_DATA chunk for `data_len` bytes at
-/// `offset` (the caller appends the data).
-pub fn encode_offset_data_header(out: &mut Vec<u8>, handle: u64, offset: u64, data_len: u32) {
+/// Appends the header of an NBD_REPLY_TYPE_OFFSET_DATA chunk for `data_len` bytes at `offset`
+/// (the caller appends the data); `done` marks the reply's final chunk. A read may be answered
+/// in several such chunks, in any order, as its pieces become ready.
+pub fn encode_offset_data_header(
+    out: &mut Vec<u8>,
+    done: bool,
+    handle: u64,
+    offset: u64,
+    data_len: u32,
+) {
     encode_chunk_header(
         out,
-        REPLY_FLAG_DONE,
+        if done { REPLY_FLAG_DONE } else { 0 },
         REPLY_TYPE_OFFSET_DATA,
         handle,
         data_len.saturating_add(8),

@@ -202,8 +202,12 @@ fn replies_encode() {
     assert_eq!(out.len(), 16);
     assert_eq!(be32(&out[4..]), EPERM);
     out.clear();
-    encode_offset_data_header(&mut out, 9, 512, 4);
+    encode_offset_data_header(&mut out, true, 9, 512, 4);
     assert_eq!((out.len(), be32(&out[16..])), (28, 12));
+    assert_eq!(be16(&out[4..]), REPLY_FLAG_DONE);
+    out.clear();
+    encode_offset_data_header(&mut out, false, 9, 512, 4);
+    assert_eq!((be16(&out[4..]), be16(&out[6..])), (0, REPLY_TYPE_OFFSET_DATA));
     out.clear();
     encode_error_chunk(&mut out, 9, EIO, "boom");
     assert_eq!(be16(&out[6..]), REPLY_TYPE_ERROR);

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 /// metrics = "127.0.0.1:9187"         # optional: Prometheus text format at /metrics
 /// scheduler = "mq-deadline"
 /// queue_depth = 32                   # requests in flight per backing file
+/// max_sectors_kb = 256               # largest piece of a read sent to the file at once
 /// direct = true                      # O_DIRECT, falls back to buffered if refused
 /// tls = "off"                        # "off", "on" (client's choice) or "require"
 /// tls_cert = "/etc/elevator/server-cert.pem"  # PEM chain, with tls = "on"/"require"
@@ -43,6 +44,12 @@ pub struct ServerConfig {
     pub tunables: BTreeMap<String, toml::Value>,
     #[serde(default = "default_queue_depth")]
     pub queue_depth: u32,
+    /// The largest read, in KiB, handed to the backing file in one piece (the block layer's
+    /// `max_sectors_kb`): a longer client read is issued as pieces of this size, one
+    /// scheduler request still, and a client that negotiated structured replies receives each
+    /// piece as soon as it is read, so that sending overlaps the rest of the read.
+    #[serde(default = "default_max_sectors_kb")]
+    pub max_sectors_kb: u32,
     #[serde(default = "default_true")]
     pub direct: bool,
     #[serde(default)]
@@ -102,6 +109,9 @@ fn default_scheduler() -> String {
 fn default_queue_depth() -> u32 {
     32
 }
+fn default_max_sectors_kb() -> u32 {
+    256
+}
 fn default_true() -> bool {
     true
 }
@@ -134,6 +144,7 @@ impl ServerConfig {
             scheduler: default_scheduler(),
             tunables: BTreeMap::new(),
             queue_depth: default_queue_depth(),
+            max_sectors_kb: default_max_sectors_kb(),
             direct: true,
             tls: TlsSetting::Off,
             tls_cert: None,
@@ -149,6 +160,12 @@ impl ServerConfig {
         }
         if self.queue_depth == 0 || self.queue_depth > 4096 {
             return err(format!("queue_depth {} must be in 1..=4096", self.queue_depth));
+        }
+        let kb = self.max_sectors_kb;
+        if kb < 4 || !kb.is_multiple_of(4) || kb > 32 << 10 {
+            return err(format!(
+                "max_sectors_kb {kb} must be a multiple of 4 in 4..=32768 (whole 4 KiB blocks)"
+            ));
         }
         if self.listen.is_empty() && self.unix_socket.is_none() {
             return err("neither `listen` nor `unix_socket` is set".into());
@@ -227,5 +244,9 @@ mod tests {
         let tls = "tls = \"require\"\n[[export]]\nname=\"a\"\npath=\"/x\"";
         assert!(e(tls).contains("tls_cert"));
         assert!(e(&tls.replace("require", "sometimes")).contains("sometimes"));
+        for kb in ["0", "6", "65536"] {
+            let t = format!("max_sectors_kb = {kb}\n[[export]]\nname=\"a\"\npath=\"/x\"");
+            assert!(e(&t).contains("multiple of 4"), "{kb}");
+        }
     }
 }

@@ -198,6 +198,7 @@ pub(crate) fn decide(m: &ConnMeta, hdr: RequestHeader, payload: Vec<u8>) -> Step
         data: Payload::Empty,
         status: None,
         cost,
+        done: true,
     };
     let size = m.size;
     let len = hdr.length as u64;
@@ -268,6 +269,8 @@ pub(crate) fn decide(m: &ConnMeta, hdr: RequestHeader, payload: Vec<u8>) -> Step
         fua: hdr.flags & nbd::CMD_FLAG_FUA != 0,
         cost,
         arrived: Instant::now(),
+        pieces_left: 0,
+        error: 0,
     })
 }
 
@@ -290,7 +293,7 @@ pub(crate) fn encode_reply<'a>(out: &mut Vec<u8>, r: &'a Reply, structured: bool
             // A zero-length read: OFFSET_DATA chunks must carry data.
             nbd::encode_chunk_header(out, nbd::REPLY_FLAG_DONE, nbd::REPLY_TYPE_NONE, r.handle, 0);
         } else if r.error == 0 {
-            nbd::encode_offset_data_header(out, r.handle, r.offset, payload.len() as u32);
+            nbd::encode_offset_data_header(out, r.done, r.handle, r.offset, payload.len() as u32);
         } else {
             nbd::encode_error_chunk(out, r.handle, r.error, "");
         }

@@ -8,6 +8,7 @@
 //! (`Owner.cgroup` = export index + 1, declared with `Scheduler::set_group`), each connection
 //! an I/O context (`Owner.pid` = `Owner.io_context` = connection id).
 
+mod buffers;
 mod config;
 mod conn;
 mod control;
@@ -175,6 +176,7 @@ impl Server {
                 direct,
                 sched,
                 depth: config.queue_depth as usize,
+                piece_bytes: config.max_sectors_kb as u64 * 1024,
                 start,
                 stats: stats.clone(),
             };

@@ -13,6 +13,7 @@
 //! arrive on a channel with an eventfd kick that an io_uring read on the eventfd turns into a
 //! completion.
 
+use crate::buffers::{BufPool, IoBuf};
 use crate::conn::{self, ConnMeta, NewConn, Step, Stream};
 use crate::stats::ExportStats;
 use elevator_core::{IoPrio, Op, Owner, Request, RequestId};
@@ -22,6 +23,7 @@ use io_uring::{opcode, types, IoUring};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -32,8 +34,13 @@ const EVENTFD_TOKEN: u64 = u64::MAX;
 /// Request ids are a counter: SipHash showed in profiles of the hot path.
 type IdMap<K, V> = elevator_core::hash::FastHashMap<K, V>;
 /// user_data of socket operations: a tag in the top two bits, the connection's slot below.
-/// File I/O uses the request id (top bits clear).
+/// File I/O uses the request id shifted by `PIECE_BITS` with the piece's index below (top
+/// bits clear).
 const TAG_MASK: u64 = 3 << 62;
+/// A read is issued as pieces of `WorkerSetup::piece_bytes` (at least 4 KiB, so at most
+/// 8,192 pieces for a 32 MiB read, plus merging).
+const PIECE_BITS: u32 = 16;
+const PIECE_MASK: u64 = (1 << PIECE_BITS) - 1;
 const TAG_RECV: u64 = 1 << 62;
 const TAG_SEND: u64 = 2 << 62;
 const MAX_MERGE_BYTES: u64 = 1 << 20;
@@ -63,6 +70,10 @@ pub(crate) struct Job {
     /// Flow-control credit the connection gets back when the reply is written.
     pub cost: u64,
     pub arrived: Instant,
+    /// A read: pieces of the request's read that cover this job and are not yet back.
+    pub pieces_left: u32,
+    /// A read: the first error of a piece.
+    pub error: u32,
 }
 
 /// A reply waiting to be sent on its connection.
@@ -75,6 +86,9 @@ pub(crate) struct Reply {
     /// A successful NBD_CMD_BLOCK_STATUS: base:allocation extents.
     pub status: Option<Vec<(u32, u32)>>,
     pub cost: u64,
+    /// The command's final reply (or its only one). A read answered in structured-reply
+    /// chunks sends its other pieces first, with `done` false: they carry no credit.
+    pub done: bool,
 }
 
 pub(crate) enum Msg {
@@ -140,96 +154,25 @@ impl WorkerHandle {
 /// the request (no copy between the ring and the socket).
 pub(crate) enum Payload {
     Empty,
-    Shared(Arc<AlignedBuf>, std::ops::Range<usize>),
+    Shared(Rc<IoBuf>, std::ops::Range<usize>),
 }
 
 impl Payload {
     pub fn as_slice(&self) -> &[u8] {
         match self {
             Payload::Empty => &[],
-            Payload::Shared(b, r) => &AlignedBuf::as_ref(b)[r.clone()],
+            Payload::Shared(b, r) => b.slice(r.clone()),
         }
-    }
-}
-
-/// A zeroed, 4096-aligned buffer for O_DIRECT.
-pub(crate) struct AlignedBuf {
-    ptr: *mut u8,
-    len: usize,
-    layout: std::alloc::Layout,
-}
-// SAFETY: the buffer is uniquely owned; once shared (Arc) it is only read.
-unsafe impl Send for AlignedBuf {}
-// SAFETY: shared references only read the bytes.
-unsafe impl Sync for AlignedBuf {}
-
-/// Freed I/O buffers by capacity (powers of two from 4 KiB), reused so that a request does
-/// not pay for fresh pages (an mmap and a page fault per 4 KiB for large buffers).
-static POOL: std::sync::Mutex<Vec<Vec<(usize, usize)>>> = std::sync::Mutex::new(Vec::new());
-/// Buffers kept per capacity class.
-const POOL_KEEP: usize = 64;
-/// Largest buffer kept (bigger ones go back to the allocator).
-const POOL_MAX: usize = 4 << 20;
-
-impl AlignedBuf {
-    /// A buffer of `len` bytes; zeroed if `zeroed`, else with unspecified contents.
-    fn new(len: usize, zeroed: bool) -> AlignedBuf {
-        let cap = len.max(4096).next_power_of_two();
-        let layout = std::alloc::Layout::from_size_align(cap, 4096)
-            .expect("length bounded by MAX_PAYLOAD rounded");
-        let class = cap.trailing_zeros() as usize;
-        if cap <= POOL_MAX {
-            let reused = POOL.lock().ok().and_then(|mut p| p.get_mut(class).and_then(Vec::pop));
-            if let Some((ptr, _)) = reused {
-                let ptr = ptr as *mut u8;
-                if zeroed {
-                    // SAFETY: a pooled buffer of this capacity, owned by nobody else.
-                    unsafe { std::ptr::write_bytes(ptr, 0, len) };
-                }
-                return AlignedBuf { ptr, len, layout };
-            }
-        }
-        // SAFETY: non-zero size layout. Zeroed even when the caller does not care: pooled
-        // buffers are then always initialised memory.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        AlignedBuf { ptr, len, layout }
-    }
-    fn as_mut(&mut self) -> &mut [u8] {
-        // SAFETY: ptr is valid for len bytes, uniquely borrowed.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-    fn as_ref(&self) -> &[u8] {
-        // SAFETY: ptr is valid for len bytes.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        let cap = self.layout.size();
-        if cap <= POOL_MAX {
-            let class = cap.trailing_zeros() as usize;
-            if let Ok(mut p) = POOL.lock() {
-                if p.len() <= class {
-                    p.resize_with(class + 1, Vec::new);
-                }
-                if p[class].len() < POOL_KEEP {
-                    p[class].push((self.ptr as usize, cap));
-                    return;
-                }
-            }
-        }
-        // SAFETY: allocated with this layout.
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
     }
 }
 
 struct Inflight {
     rq: Request,
     jobs: Vec<Job>,
-    buf: Option<AlignedBuf>,
+    /// Shared from the start: a read's finished pieces are sent while the kernel still fills
+    /// the others; the buffer is freed only after the last completion and the last send.
+    buf: Option<Rc<IoBuf>>,
+    /// Completions still due (read pieces, fallocates, the fsync after them).
     remaining: u32,
     error: u32,
     /// A FUA trim/zero: fdatasync after the fallocates.
@@ -322,14 +265,21 @@ impl Conn {
                 && self.outstanding_bytes + cost > conn::MAX_OUTSTANDING_BYTES)
     }
 
+    /// A reply has left (or was dropped): a final one gives its command's credit back.
+    fn settle(&mut self, r: &Reply) {
+        if r.done {
+            self.outstanding -= 1;
+            self.outstanding_bytes -= r.cost;
+        }
+    }
+
     /// Stops reading and sending: the replies still queued are dropped (their credit with them).
     fn break_off(&mut self) {
         self.broken = true;
         self.closed = true;
         self.stream.shutdown();
-        for r in self.queue.drain(..) {
-            self.outstanding -= 1;
-            self.outstanding_bytes -= r.cost;
+        for r in std::mem::take(&mut self.queue) {
+            self.settle(&r);
         }
     }
 }
@@ -340,6 +290,8 @@ pub(crate) struct WorkerSetup {
     pub direct: bool,
     pub sched: Box<dyn Scheduler>,
     pub depth: usize,
+    /// Reads longer than this go to the file in pieces of this many bytes (`max_sectors_kb`).
+    pub piece_bytes: u64,
     pub start: Instant,
     pub stats: Arc<Vec<Mutex<ExportStats>>>,
 }
@@ -363,10 +315,12 @@ pub(crate) fn spawn(
     let handle = WorkerHandle { tx, wake: wake.clone() };
     let name = format!("elevator-io-{}", setup.name);
     let jh = std::thread::Builder::new().name(name).spawn(move || {
+        let bufs = BufPool::new(&ring);
         let mut w = Worker {
             align: if setup.direct { 4096 } else { 512 },
             setup,
             ring,
+            bufs,
             rx,
             wake,
             efd_buf: Box::new(0),
@@ -387,6 +341,9 @@ struct Worker {
     setup: WorkerSetup,
     align: u64,
     ring: IoUring,
+    /// I/O buffers, registered with `ring`. Declared after it: dropped after it too, so no
+    /// buffer is unmapped while the ring could still write into it.
+    bufs: BufPool,
     rx: Receiver<Msg>,
     wake: Arc<Wake>,
     efd_buf: Box<u64>,
@@ -773,9 +730,8 @@ impl Worker {
         }
         if res <= 0 {
             tracing::debug!(conn = c.meta.id, errno = -res, "send failed");
-            for r in s.replies.drain(..) {
-                c.outstanding -= 1;
-                c.outstanding_bytes -= r.cost;
+            for r in std::mem::take(&mut s.replies) {
+                c.settle(&r);
             }
             c.break_off();
             return;
@@ -799,11 +755,13 @@ impl Worker {
             self.push(sqe);
             return;
         }
-        for r in s.replies.drain(..) {
-            c.outstanding -= 1;
-            c.outstanding_bytes -= r.cost;
+        let mut sent = std::mem::take(&mut s.replies);
+        for r in &sent {
+            c.settle(r);
         }
-        // Credit came back: requests held in the receive buffer may go on.
+        sent.clear();
+        c.send.replies = sent; // keeps its capacity
+                               // Credit came back: requests held in the receive buffer may go on.
         self.parse(slot);
     }
 
@@ -839,7 +797,7 @@ impl Worker {
             Ok(rq) => rq,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot build request");
-                self.finish_job(job, nbd::EINVAL, None, 0);
+                self.finish_job(&job, nbd::EINVAL, job.offset, Payload::Empty);
                 return;
             }
         };
@@ -896,20 +854,16 @@ impl Worker {
 
     fn submit(&mut self, rq: Request, jobs: Vec<Job>) {
         let fd = types::Fd(self.setup.file.as_raw_fd());
-        let user = rq.id.0;
+        let id = rq.id.0;
+        let user = id << PIECE_BITS;
         let mut f = Inflight { rq, jobs, buf: None, remaining: 1, error: 0, sync_after: false };
         let sqe = match rq.op {
             Op::Read => {
-                // Not zeroed: a short read (end of file) zeroes the rest on completion.
-                let mut buf = AlignedBuf::new(rq.len_bytes as usize, false);
-                let sqe = opcode::Read::new(fd, buf.as_mut().as_mut_ptr(), rq.len_bytes as u32)
-                    .offset(rq.offset_bytes)
-                    .build();
-                f.buf = Some(buf);
-                Some(sqe)
+                self.submit_read(f);
+                return;
             }
             Op::Write => {
-                let mut buf = AlignedBuf::new(rq.len_bytes as usize, true);
+                let mut buf = self.bufs.take(&self.ring, rq.len_bytes as usize, true);
                 let partial = f
                     .jobs
                     .iter()
@@ -919,7 +873,7 @@ impl Worker {
                     if let Err(e) = pread_full(&self.setup.file, buf.as_mut(), rq.offset_bytes) {
                         tracing::warn!(error = %e, "read-modify-write read failed");
                         f.error = errno_to_nbd(e.raw_os_error().unwrap_or(libc::EIO));
-                        self.inflight.insert(user, f);
+                        self.inflight.insert(id, f);
                         self.complete(user, 0);
                         return;
                     }
@@ -933,18 +887,25 @@ impl Worker {
                     fua |= j.fua;
                 }
                 let flags = if fua { libc::RWF_DSYNC } else { 0 };
-                let sqe = opcode::Write::new(fd, buf.as_ref().as_ptr(), rq.len_bytes as u32)
-                    .offset(rq.offset_bytes)
-                    .rw_flags(flags)
-                    .build();
-                f.buf = Some(buf);
+                let (ptr, n) = (buf.as_mut_ptr(), rq.len_bytes as u32);
+                let sqe = match buf.fixed_index() {
+                    Some(i) => opcode::WriteFixed::new(fd, ptr, n, i)
+                        .offset(rq.offset_bytes)
+                        .rw_flags(flags)
+                        .build(),
+                    None => opcode::Write::new(fd, ptr, n)
+                        .offset(rq.offset_bytes)
+                        .rw_flags(flags)
+                        .build(),
+                };
+                f.buf = Some(Rc::new(buf));
                 Some(sqe)
             }
             Op::Flush => Some(opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build()),
             Op::Discard => None,
         };
         if let Some(sqe) = sqe {
-            self.inflight.insert(user, f);
+            self.inflight.insert(id, f);
             self.push(sqe.user_data(user));
             return;
         }
@@ -962,13 +923,121 @@ impl Worker {
             })
             .collect();
         f.remaining = sqes.len() as u32;
-        self.inflight.insert(user, f);
+        self.inflight.insert(id, f);
         if sqes.is_empty() {
             self.complete(user, 0);
             return;
         }
         for s in sqes {
             self.push(s);
+        }
+    }
+
+    /// Queues a read as pieces of at most `piece_bytes` into one buffer, each its own
+    /// completion: the device sees `max_sectors_kb`-sized requests, and each piece can be
+    /// sent to structured-reply clients as soon as it is back (`piece_read`).
+    fn submit_read(&mut self, mut f: Inflight) {
+        let fd = types::Fd(self.setup.file.as_raw_fd());
+        let len = f.rq.len_bytes as usize;
+        let piece = self.setup.piece_bytes as usize;
+        let pieces = len.div_ceil(piece).max(1);
+        debug_assert!(pieces as u64 <= PIECE_MASK, "max_sectors_kb validated against 32 MiB");
+        let base = f.rq.offset_bytes;
+        for j in &mut f.jobs {
+            let lo = (j.offset - base) as usize;
+            let hi = lo + j.len as usize;
+            j.pieces_left = (hi.max(lo + 1).div_ceil(piece) - lo / piece) as u32;
+        }
+        // Not zeroed: a short read (end of file) zeroes the rest on completion.
+        let buf = self.bufs.take(&self.ring, len, false);
+        let (ptr, fixed) = (buf.as_mut_ptr(), buf.fixed_index());
+        f.buf = Some(Rc::new(buf));
+        f.remaining = pieces as u32;
+        let id = f.rq.id.0;
+        self.inflight.insert(id, f);
+        for i in 0..pieces {
+            let at = i * piece;
+            let n = piece.min(len - at);
+            // SAFETY: `at + n <= len`, inside the buffer that `inflight` keeps alive until
+            // this piece's completion.
+            let p = unsafe { ptr.add(at) };
+            let sqe = match fixed {
+                Some(b) => {
+                    opcode::ReadFixed::new(fd, p, n as u32, b).offset(base + at as u64).build()
+                }
+                None => opcode::Read::new(fd, p, n as u32).offset(base + at as u64).build(),
+            };
+            let sqe = sqe.user_data(id << PIECE_BITS | i as u64);
+            self.push(sqe);
+        }
+    }
+
+    /// Piece `piece` of read `id` is back: zero what lies past the end of the file, and answer
+    /// the jobs it covers — with this piece alone as a structured-reply chunk, or with the
+    /// whole job once its last piece is in.
+    fn piece_read(&mut self, id: u64, piece: usize, res: i32) {
+        let piece_bytes = self.setup.piece_bytes as usize;
+        let Some(f) = self.inflight.get_mut(&id) else { return };
+        let len = f.rq.len_bytes as usize;
+        let (lo, hi) = (piece * piece_bytes, ((piece + 1) * piece_bytes).min(len));
+        let mut error = 0;
+        if res < 0 {
+            tracing::warn!(offset = f.rq.offset_bytes + lo as u64, errno = -res, "read error");
+            error = errno_to_nbd(-res);
+            f.error = error;
+        }
+        let Some(buf) = f.buf.clone() else { return };
+        if res >= 0 && (res as usize) < hi - lo {
+            // Past the end of the file reads as zeroes.
+            // SAFETY: this piece's read is complete and nothing refers to it yet.
+            unsafe { buf.zero(lo + res as usize..hi) };
+        }
+        let base = f.rq.offset_bytes;
+        let mut jobs = std::mem::take(&mut f.jobs);
+        for j in &mut jobs {
+            let (jlo, jhi) = ((j.offset - base) as usize, (j.offset - base + j.len) as usize);
+            let (a, b) = (jlo.max(lo), jhi.min(hi));
+            if a >= b || j.pieces_left == 0 {
+                continue;
+            }
+            j.pieces_left -= 1;
+            if j.error == 0 {
+                j.error = error;
+            }
+            let structured = matches!(self.conns.get(j.slot), Some(Some(c)) if c.meta.structured);
+            let chunk = || Payload::Shared(buf.clone(), a..b);
+            if j.pieces_left > 0 {
+                if structured && j.error == 0 {
+                    self.reply_piece(j, base + a as u64, chunk());
+                }
+                continue;
+            }
+            let (at, data) = match (j.error, structured) {
+                (0, true) => (base + a as u64, chunk()),
+                (0, false) => (j.offset, Payload::Shared(buf.clone(), jlo..jhi)),
+                _ => (j.offset, Payload::Empty),
+            };
+            self.finish_job(j, j.error, at, data);
+        }
+        if let Some(f) = self.inflight.get_mut(&id) {
+            f.jobs = jobs;
+        }
+    }
+
+    /// A non-final OFFSET_DATA chunk of `j`'s reply.
+    fn reply_piece(&mut self, j: &Job, offset: u64, data: Payload) {
+        let Some(c) = self.conns.get_mut(j.slot).and_then(|c| c.as_deref_mut()) else { return };
+        if !c.broken {
+            c.queue.push(Reply {
+                handle: j.handle,
+                error: 0,
+                is_read: true,
+                offset,
+                data,
+                status: None,
+                cost: 0,
+                done: false,
+            });
         }
     }
 
@@ -998,22 +1067,21 @@ impl Worker {
     }
 
     fn complete(&mut self, user: u64, res: i32) {
-        let Some(f) = self.inflight.get_mut(&user) else {
+        let id = user >> PIECE_BITS;
+        let Some(f) = self.inflight.get_mut(&id) else {
             tracing::error!(user, "completion for unknown request");
             return;
         };
-        if res < 0 {
+        if f.rq.op == Op::Read {
+            self.piece_read(id, (user & PIECE_MASK) as usize, res);
+        } else if res < 0 {
             tracing::warn!(op = ?f.rq.op, offset = f.rq.offset_bytes, errno = -res, "I/O error");
             f.error = errno_to_nbd(-res);
         } else if f.rq.op == Op::Write && (res as u64) < f.rq.len_bytes {
             tracing::warn!(offset = f.rq.offset_bytes, res, "short write");
             f.error = nbd::EIO;
-        } else if f.rq.op == Op::Read && (res as u64) < f.rq.len_bytes {
-            // Past the end of the file reads as zeroes.
-            if let Some(b) = &mut f.buf {
-                b.as_mut()[res as usize..].fill(0);
-            }
         }
+        let Some(f) = self.inflight.get_mut(&id) else { return };
         f.remaining = f.remaining.saturating_sub(1);
         if f.remaining > 0 {
             return;
@@ -1022,30 +1090,27 @@ impl Worker {
             f.sync_after = false;
             f.remaining = 1;
             let fd = types::Fd(self.setup.file.as_raw_fd());
-            let sqe =
-                opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build().user_data(user);
+            let sqe = opcode::Fsync::new(fd)
+                .flags(types::FsyncFlags::DATASYNC)
+                .build()
+                .user_data(id << PIECE_BITS);
             self.push(sqe);
             return;
         }
-        let Some(f) = self.inflight.remove(&user) else { return };
+        let Some(f) = self.inflight.remove(&id) else { return };
         let now = self.now();
         self.setup.sched.completed(&f.rq, now);
-        let base = f.rq.offset_bytes;
-        let buf = f.buf.map(Arc::new);
-        for job in f.jobs {
-            self.finish_job(job, f.error, buf.as_ref(), base);
+        if f.rq.op != Op::Read {
+            // (A read's jobs were answered piece by piece.)
+            for job in &f.jobs {
+                self.finish_job(job, f.error, job.offset, Payload::Empty);
+            }
         }
     }
 
-    fn finish_job(&mut self, job: Job, error: u32, buf: Option<&Arc<AlignedBuf>>, base: u64) {
-        let mut data = Payload::Empty;
+    /// The final reply of `job`: `data` (a read's, or its last piece's) at `offset`.
+    fn finish_job(&mut self, job: &Job, error: u32, offset: u64, data: Payload) {
         let is_read = matches!(job.kind, JobKind::Read);
-        if error == 0 && is_read {
-            if let Some(b) = buf {
-                let at = (job.offset - base) as usize;
-                data = Payload::Shared(b.clone(), at..at + job.len as usize);
-            }
-        }
         if let Some(s) = self.setup.stats.get(job.export) {
             if let Ok(mut s) = s.lock() {
                 match job.kind {
@@ -1074,14 +1139,14 @@ impl Worker {
                 handle: job.handle,
                 error,
                 is_read,
-                offset: job.offset,
+                offset,
                 data,
                 status: None,
                 cost: job.cost,
+                done: true,
             };
             if c.broken {
-                c.outstanding -= 1;
-                c.outstanding_bytes -= r.cost;
+                c.settle(&r);
             } else {
                 c.queue.push(r);
             }

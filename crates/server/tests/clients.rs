@@ -178,6 +178,54 @@ except nbd.Error as e:
     );
 }
 
+/// Reads longer than `max_sectors_kb` go to the file in pieces and, with structured replies,
+/// back to the client as one OFFSET_DATA chunk per piece: the bytes must come out the same,
+/// with and without structured replies, at offsets that cut pieces anywhere.
+#[test]
+fn nbdsh_reads_in_pieces() {
+    if !have("/usr/bin/nbdsh") {
+        return;
+    }
+    if !nbdsh().arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
+        eprintln!("SKIP: nbdsh does not run (python nbd module missing?)");
+        return;
+    }
+    let dir = workdir();
+    let ro = export(dir.path(), "ro", 2 * MIB, true);
+    let path = ro.path.clone();
+    let mut c = ServerConfig::with_exports(vec![ro]);
+    c.listen = "127.0.0.1:0".into();
+    c.max_sectors_kb = 8;
+    let server = Server::start(c).expect("server starts");
+    let uri = format!("nbd://127.0.0.1:{}/ro", server.local_addr().unwrap().port());
+    let script = format!(
+        r#"
+data = open({path:?}, "rb").read()
+for structured in (True, False):
+    h = nbd.NBD()
+    h.set_request_structured_replies(structured)
+    h.connect_uri({uri:?})
+    assert h.get_structured_replies_negotiated() == structured
+    for off, n in ((0, 65536), (1234, 300000), (8191, 8194), (2 * 1024 * 1024 - 70000, 70000)):
+        assert h.pread(n, off) == data[off:off + n], (structured, off, n)
+    if structured:
+        chunks = []
+        def chunk(buf, offset, status, err):
+            chunks.append((offset, len(buf)))
+            return 0
+        h.pread_structured(100000, 5000, chunk)
+        assert len(chunks) > 1, chunks
+        assert sum(n for _, n in chunks) == 100000, chunks
+        assert sorted(chunks)[0][0] == 5000, chunks
+    h.shutdown()
+"#,
+        path = path.display().to_string(),
+        uri = uri,
+    );
+    run(nbdsh().arg("-c").arg(script));
+    server.shutdown();
+}
+
 #[test]
 fn fio_randrw_verify_two_exports() {
     if !have("/usr/bin/fio") {
