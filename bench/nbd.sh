@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # NBD server benchmark: one backing file, fio against
 #   raw      fio's io_uring engine on the file itself (direct=1): the ceiling
-#   none     elevator serve, scheduler none
+#   none     elevator serve, scheduler none (read_ahead_kb = 16384 for both elevator servers)
 #   cfq      elevator serve, CFQ with group scheduling (IOPS mode: slice_idle=0, quantum=128)
 #   nbdkit   nbdkit's file plugin (cache=none)
 #   qemu     qemu-nbd --cache=none --aio=io_uring
@@ -82,6 +82,10 @@ elevator_conf() { # NAME PORT SCHEDULER [TUNABLES...]
     echo "listen = \"127.0.0.1:$2\""
     echo "scheduler = \"$3\""
     echo "queue_depth = 128"
+    # A 16 MiB read-ahead window for sequential connections (the server's page-cache-less
+    # readahead; the default is the block layer's 128 KiB): with it the disk keeps its depth
+    # while replies are on the wire. Random readers never open a window.
+    echo "read_ahead_kb = 16384"
     echo "[tunables]"
     shift 3
     for t in "$@"; do echo "$t"; done

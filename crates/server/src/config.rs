@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 /// scheduler = "mq-deadline"
 /// queue_depth = 32                   # requests in flight per backing file
 /// max_sectors_kb = 256               # largest piece of a read sent to the file at once
+/// read_ahead_kb = 128                # read-ahead window of a sequential connection (0: off)
 /// direct = true                      # O_DIRECT, falls back to buffered if refused
 /// tls = "off"                        # "off", "on" (client's choice) or "require"
 /// tls_cert = "/etc/elevator/server-cert.pem"  # PEM chain, with tls = "on"/"require"
@@ -50,6 +51,11 @@ pub struct ServerConfig {
     /// piece as soon as it is read, so that sending overlaps the rest of the read.
     #[serde(default = "default_max_sectors_kb")]
     pub max_sectors_kb: u32,
+    /// The largest read-ahead window, in KiB, of a connection that reads sequentially (the
+    /// block layer's `read_ahead_kb`, default 128 as there; a read larger than this still
+    /// reads one of its own size ahead). 0 turns readahead off. See `readahead.rs`.
+    #[serde(default = "default_read_ahead_kb")]
+    pub read_ahead_kb: u32,
     #[serde(default = "default_true")]
     pub direct: bool,
     #[serde(default)]
@@ -112,6 +118,9 @@ fn default_queue_depth() -> u32 {
 fn default_max_sectors_kb() -> u32 {
     256
 }
+fn default_read_ahead_kb() -> u32 {
+    128
+}
 fn default_true() -> bool {
     true
 }
@@ -145,6 +154,7 @@ impl ServerConfig {
             tunables: BTreeMap::new(),
             queue_depth: default_queue_depth(),
             max_sectors_kb: default_max_sectors_kb(),
+            read_ahead_kb: default_read_ahead_kb(),
             direct: true,
             tls: TlsSetting::Off,
             tls_cert: None,
@@ -165,6 +175,12 @@ impl ServerConfig {
         if kb < 4 || !kb.is_multiple_of(4) || kb > 32 << 10 {
             return err(format!(
                 "max_sectors_kb {kb} must be a multiple of 4 in 4..=32768 (whole 4 KiB blocks)"
+            ));
+        }
+        if self.read_ahead_kb > 1 << 20 {
+            return err(format!(
+                "read_ahead_kb {} must be at most 1048576 (1 GiB)",
+                self.read_ahead_kb
             ));
         }
         if self.listen.is_empty() && self.unix_socket.is_none() {

@@ -12,6 +12,7 @@ mod buffers;
 mod config;
 mod conn;
 mod control;
+mod readahead;
 mod stats;
 mod tls;
 mod worker;
@@ -177,6 +178,7 @@ impl Server {
                 sched,
                 depth: config.queue_depth as usize,
                 piece_bytes: config.max_sectors_kb as u64 * 1024,
+                read_ahead_bytes: config.read_ahead_kb as u64 * 1024,
                 start,
                 stats: stats.clone(),
             };

@@ -15,6 +15,7 @@
 
 use crate::buffers::{BufPool, IoBuf};
 use crate::conn::{self, ConnMeta, NewConn, Step, Stream};
+use crate::readahead::{Cache, Found, ReadStream};
 use crate::stats::ExportStats;
 use elevator_core::{IoPrio, Op, Owner, Request, RequestId};
 use elevator_nbd as nbd;
@@ -44,6 +45,8 @@ const PIECE_MASK: u64 = (1 << PIECE_BITS) - 1;
 const TAG_RECV: u64 = 1 << 62;
 const TAG_SEND: u64 = 2 << 62;
 const MAX_MERGE_BYTES: u64 = 1 << 20;
+/// Bytes of prefetched data a worker holds at most (read or in flight).
+const READ_AHEAD_BUDGET: u64 = 64 << 20;
 /// A connection's receive buffer: requests (and write payloads that fit) are parsed in place.
 const RBUF: usize = 256 << 10;
 
@@ -212,6 +215,8 @@ struct Conn {
     rhi: usize,
     big: Option<BigWrite>,
     recv_busy: bool,
+    /// Sequential-read detection and the read-ahead window.
+    ra: ReadStream,
     /// The receive in flight fills `big` (else `rbuf`): `parse` may start a big write while a
     /// receive into `rbuf` is in flight (credit returned by a send).
     recv_big: bool,
@@ -239,6 +244,7 @@ impl Conn {
             rlo: 0,
             big: None,
             recv_busy: false,
+            ra: ReadStream::default(),
             recv_big: false,
             closed: false,
             broken: false,
@@ -292,6 +298,8 @@ pub(crate) struct WorkerSetup {
     pub depth: usize,
     /// Reads longer than this go to the file in pieces of this many bytes (`max_sectors_kb`).
     pub piece_bytes: u64,
+    /// The largest read-ahead window of a sequential connection (`read_ahead_kb`; 0: off).
+    pub read_ahead_bytes: u64,
     pub start: Instant,
     pub stats: Arc<Vec<Mutex<ExportStats>>>,
 }
@@ -321,6 +329,7 @@ pub(crate) fn spawn(
             setup,
             ring,
             bufs,
+            ra: Cache::new(READ_AHEAD_BUDGET),
             rx,
             wake,
             efd_buf: Box::new(0),
@@ -344,6 +353,8 @@ struct Worker {
     /// I/O buffers, registered with `ring`. Declared after it: dropped after it too, so no
     /// buffer is unmapped while the ring could still write into it.
     bufs: BufPool,
+    /// Prefetched reads of the file (`readahead.rs`).
+    ra: Cache<Rc<IoBuf>, Job>,
     rx: Receiver<Msg>,
     wake: Arc<Wake>,
     efd_buf: Box<u64>,
@@ -767,7 +778,59 @@ impl Worker {
 
     // ---- the scheduler and file I/O ----
 
+    /// A new job: a read may be answered by (or wait for) a prefetch and may read ahead;
+    /// everything else goes to the scheduler.
     fn accept(&mut self, job: Job) {
+        if matches!(job.kind, JobKind::Read) && self.setup.read_ahead_bytes > 0 {
+            self.read_ahead(&job);
+            match self.ra.find(job.offset, job.len) {
+                Found::Ready(buf, at) => {
+                    let lo = (job.offset - at) as usize;
+                    let data = Payload::Shared(buf, lo..lo + job.len as usize);
+                    self.finish_job(&job, 0, job.offset, data);
+                    self.ra.consumed(at, job.offset + job.len);
+                    return;
+                }
+                Found::InFlight(at) => return self.ra.wait(at, job),
+                Found::Miss => {}
+            }
+        }
+        self.accept_io(job);
+    }
+
+    /// Reads ahead of `job`'s connection if it reads sequentially: prefetch requests of the
+    /// job's size (at least `max_sectors_kb`), owned by the connection.
+    fn read_ahead(&mut self, job: &Job) {
+        let Some(c) = self.conns.get_mut(job.slot).and_then(|c| c.as_deref_mut()) else { return };
+        let a = self.align;
+        let max = if job.offset.is_multiple_of(a) && job.len.is_multiple_of(a) {
+            self.setup.read_ahead_bytes
+        } else {
+            0
+        };
+        let Some((lo, hi)) = c.ra.on_read(job.offset, job.len, max, c.meta.size) else { return };
+        let chunk = job.len.max(self.setup.piece_bytes);
+        let now = self.now();
+        let mut at = lo;
+        while at < hi {
+            let n = chunk.min(hi - at).div_ceil(a) * a;
+            if !self.ra.make_room(n) {
+                return;
+            }
+            let id = RequestId(self.next_id);
+            self.next_id += 1;
+            let Ok(rq) = Request::new(id, Op::Read, at, n, true, job_owner(job), now) else {
+                return;
+            };
+            self.ra.insert(at, n, id.0);
+            self.setup.sched.insert(rq, now);
+            self.pending.insert(id, Vec::new());
+            at += n;
+        }
+    }
+
+    /// A job to the scheduler: merged into a queued request or inserted as a new one.
+    fn accept_io(&mut self, job: Job) {
         let now = self.now();
         let (op, off, end) = match job.kind {
             JobKind::Flush => (Op::Flush, 0, 0),
@@ -781,19 +844,9 @@ impl Worker {
                 (op, job.offset / a * a, (job.offset + job.len).div_ceil(a) * a)
             }
         };
-        let owner = Owner {
-            job: job.export as u32,
-            pid: job.conn,
-            pgrp: job.conn,
-            uid: 0,
-            gid: 0,
-            io_context: job.conn,
-            cgroup: job.export as u32 + 1,
-            prio: IoPrio::DEFAULT,
-        };
         let id = RequestId(self.next_id);
         self.next_id += 1;
-        let mut rq = match Request::new(id, op, off, end - off, true, owner, now) {
+        let mut rq = match Request::new(id, op, off, end - off, true, job_owner(&job), now) {
             Ok(rq) => rq,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot build request");
@@ -1100,11 +1153,32 @@ impl Worker {
         let Some(f) = self.inflight.remove(&id) else { return };
         let now = self.now();
         self.setup.sched.completed(&f.rq, now);
-        if f.rq.op != Op::Read {
-            // (A read's jobs were answered piece by piece.)
-            for job in &f.jobs {
-                self.finish_job(job, f.error, job.offset, Payload::Empty);
+        if f.rq.op == Op::Read {
+            // Its own jobs were answered piece by piece; a prefetch's waiters are answered now
+            // (after a failure they read for themselves, to get their own error).
+            if self.ra.is_prefetch(id) {
+                let data = f.buf.filter(|_| f.error == 0);
+                let read = data.clone().map(|b| (b, f.rq.offset_bytes, f.rq.len_bytes));
+                for w in self.ra.completed(id, read) {
+                    match &data {
+                        Some(b) => {
+                            let lo = (w.offset - f.rq.offset_bytes) as usize;
+                            let payload = Payload::Shared(b.clone(), lo..lo + w.len as usize);
+                            self.finish_job(&w, 0, w.offset, payload);
+                        }
+                        None => self.accept_io(w),
+                    }
+                }
             }
+            return;
+        }
+        if f.rq.op != Op::Flush {
+            // Failed or not, the range may have changed: no prefetch of it may answer a read
+            // that arrives after this reply.
+            self.ra.invalidate(f.rq.offset_bytes, f.rq.end_bytes());
+        }
+        for job in &f.jobs {
+            self.finish_job(job, f.error, job.offset, Payload::Empty);
         }
     }
 
@@ -1151,6 +1225,21 @@ impl Worker {
                 c.queue.push(r);
             }
         }
+    }
+}
+
+/// Who a job's requests belong to: the export is the cgroup, the connection the process and
+/// its I/O context.
+fn job_owner(job: &Job) -> Owner {
+    Owner {
+        job: job.export as u32,
+        pid: job.conn,
+        pgrp: job.conn,
+        uid: 0,
+        gid: 0,
+        io_context: job.conn,
+        cgroup: job.export as u32 + 1,
+        prio: IoPrio::DEFAULT,
     }
 }
 

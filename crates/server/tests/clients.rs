@@ -226,6 +226,51 @@ for structured in (True, False):
     server.shutdown();
 }
 
+/// A sequential reader makes the server read ahead; a write over the prefetched range must
+/// reach every read that follows its reply, on that connection and on another.
+#[test]
+fn readahead_never_serves_overwritten_data() {
+    if !have("/usr/bin/nbdsh") {
+        return;
+    }
+    if !nbdsh().arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
+        eprintln!("SKIP: nbdsh does not run (python nbd module missing?)");
+        return;
+    }
+    let dir = workdir();
+    let mut c = ServerConfig::with_exports(vec![export(dir.path(), "rw", 16 * MIB, false)]);
+    c.listen = "127.0.0.1:0".into();
+    c.read_ahead_kb = 4096;
+    let server = Server::start(c).expect("server starts");
+    let uri = format!("nbd://127.0.0.1:{}/rw", server.local_addr().unwrap().port());
+    let script = format!(
+        r#"
+K = 65536
+h.pwrite(b"a" * (16 * 1024 * 1024), 0)
+other = nbd.NBD()
+other.connect_uri({uri:?})
+for round in range(3):
+    # Sequential 64 KiB reads: the window grows to 4 MiB ahead of the reader.
+    for i in range(8):
+        assert h.pread(K, i * K) == b"a" * K
+    # Overwrite data that was read ahead (some of it may still be in flight).
+    fill = bytes([ord("b") + round])
+    h.pwrite(fill * (3 * K), 9 * K)
+    other.pwrite(fill * K, 20 * K)
+    assert h.pread(K, 8 * K) == b"a" * K
+    assert h.pread(K, 9 * K) == fill * K
+    assert h.pread(2 * K, 10 * K) == fill * (2 * K)
+    assert h.pread(8 * K, 12 * K) == b"a" * (8 * K)
+    assert h.pread(K, 20 * K) == fill * K
+    assert other.pread(K, 11 * K) == fill * K
+    h.pwrite(b"a" * (32 * K), 0)
+"#,
+        uri = uri,
+    );
+    run(nbdsh().arg("-u").arg(&uri).arg("-c").arg(script));
+    server.shutdown();
+}
+
 #[test]
 fn fio_randrw_verify_two_exports() {
     if !have("/usr/bin/fio") {
