@@ -264,5 +264,7 @@ mod tests {
             let t = format!("max_sectors_kb = {kb}\n[[export]]\nname=\"a\"\npath=\"/x\"");
             assert!(e(&t).contains("multiple of 4"), "{kb}");
         }
+        let ra = "read_ahead_kb = 2000000\n[[export]]\nname=\"a\"\npath=\"/x\"";
+        assert!(e(ra).contains("read_ahead_kb 2000000"));
     }
 }

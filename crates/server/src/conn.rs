@@ -40,6 +40,28 @@ impl Stream {
             Stream::Unix(s) => s.shutdown(Shutdown::Both),
         };
     }
+    /// Asks for a send buffer of `bytes` (the kernel caps it at `net.core.wmem_max` and
+    /// doubles it for its bookkeeping). Large read replies then go out in fewer, larger
+    /// sends: with the autotuned default, about half of the batches of 1 MiB replies needed a
+    /// second `sendmsg` round trip through the ring (sequential reads: +12 % in one A/B set,
+    /// within the noise in another; 4 KiB random reads unchanged).
+    pub fn set_send_buffer(&self, bytes: usize) {
+        let v = bytes.min(libc::c_int::MAX as usize) as libc::c_int;
+        // SAFETY: setsockopt on a socket we own, with a pointer to a live c_int.
+        let r = unsafe {
+            libc::setsockopt(
+                self.raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            tracing::debug!(error = %e, "SO_SNDBUF not set");
+        }
+    }
     pub fn raw_fd(&self) -> RawFd {
         match self {
             Stream::Tcp(s) => s.as_raw_fd(),

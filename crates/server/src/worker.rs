@@ -45,6 +45,8 @@ const PIECE_MASK: u64 = (1 << PIECE_BITS) - 1;
 const TAG_RECV: u64 = 1 << 62;
 const TAG_SEND: u64 = 2 << 62;
 const MAX_MERGE_BYTES: u64 = 1 << 20;
+/// Requested socket send buffer (see `Stream::set_send_buffer`).
+const SEND_BUFFER_BYTES: usize = 4 << 20;
 /// Bytes of prefetched data a worker holds at most (read or in flight).
 const READ_AHEAD_BUDGET: u64 = 64 << 20;
 /// A connection's receive buffer: requests (and write payloads that fit) are parsed in place.
@@ -466,6 +468,7 @@ impl Worker {
 
     fn add_conn(&mut self, c: NewConn) {
         let mut c = Conn::new(c);
+        c.stream.set_send_buffer(SEND_BUFFER_BYTES);
         if self.stopping {
             c.closed = true;
             c.stream.shutdown();
