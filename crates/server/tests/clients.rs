@@ -65,6 +65,18 @@ fn nbdsh() -> Command {
     c
 }
 
+/// Whether nbdsh is installed and starts (says why not when it does not).
+fn nbdsh_runs() -> bool {
+    if !have("/usr/bin/nbdsh") {
+        return false;
+    }
+    let ok = nbdsh().arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    if !ok {
+        eprintln!("SKIP: nbdsh does not run (python nbd module missing?)");
+    }
+    ok
+}
+
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().expect("client runs");
     let text =
@@ -118,11 +130,7 @@ fn nbdcopy_both_ways() {
 
 #[test]
 fn nbdsh_commands_and_read_only() {
-    if !have("/usr/bin/nbdsh") {
-        return;
-    }
-    if !nbdsh().arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
-        eprintln!("SKIP: nbdsh does not run (python nbd module missing?)");
+    if !nbdsh_runs() {
         return;
     }
     let dir = workdir();
@@ -183,11 +191,7 @@ except nbd.Error as e:
 /// with and without structured replies, at offsets that cut pieces anywhere.
 #[test]
 fn nbdsh_reads_in_pieces() {
-    if !have("/usr/bin/nbdsh") {
-        return;
-    }
-    if !nbdsh().arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
-        eprintln!("SKIP: nbdsh does not run (python nbd module missing?)");
+    if !nbdsh_runs() {
         return;
     }
     let dir = workdir();
@@ -230,11 +234,7 @@ for structured in (True, False):
 /// reach every read that follows its reply, on that connection and on another.
 #[test]
 fn readahead_never_serves_overwritten_data() {
-    if !have("/usr/bin/nbdsh") {
-        return;
-    }
-    if !nbdsh().arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
-        eprintln!("SKIP: nbdsh does not run (python nbd module missing?)");
+    if !nbdsh_runs() {
         return;
     }
     let dir = workdir();
@@ -306,11 +306,7 @@ fn fio_randrw_verify_two_exports() {
 
 #[test]
 fn nbdsh_block_status_base_allocation() {
-    if !have("/usr/bin/nbdsh") {
-        return;
-    }
-    if !nbdsh().arg("--version").output().map(|o| o.status.success()).unwrap_or(false) {
-        eprintln!("SKIP: nbdsh does not run (python nbd module missing?)");
+    if !nbdsh_runs() {
         return;
     }
     let dir = workdir();
