@@ -47,10 +47,18 @@ fn export(dir: &Path, name: &str, size: u64, read_only: bool) -> ExportConfig {
 }
 
 fn start(exports: Vec<ExportConfig>, scheduler: &str) -> (Server, String) {
+    start_with(exports, |c| c.scheduler = scheduler.into())
+}
+
+/// A server on a loopback port of its own, queue depth 8, `tune` applied to its config.
+fn start_with(
+    exports: Vec<ExportConfig>,
+    tune: impl FnOnce(&mut ServerConfig),
+) -> (Server, String) {
     let mut c = ServerConfig::with_exports(exports);
     c.listen = "127.0.0.1:0".into();
-    c.scheduler = scheduler.into();
     c.queue_depth = 8;
+    tune(&mut c);
     let s = Server::start(c).expect("server starts");
     let port = s.local_addr().unwrap().port();
     eprintln!("server bound to 127.0.0.1:{port}");
@@ -197,11 +205,8 @@ fn nbdsh_reads_in_pieces() {
     let dir = workdir();
     let ro = export(dir.path(), "ro", 2 * MIB, true);
     let path = ro.path.clone();
-    let mut c = ServerConfig::with_exports(vec![ro]);
-    c.listen = "127.0.0.1:0".into();
-    c.max_sectors_kb = 8;
-    let server = Server::start(c).expect("server starts");
-    let uri = format!("nbd://127.0.0.1:{}/ro", server.local_addr().unwrap().port());
+    let (server, uri) = start_with(vec![ro], |c| c.max_sectors_kb = 8);
+    let uri = format!("{uri}/ro");
     let script = format!(
         r#"
 data = open({path:?}, "rb").read()
@@ -238,11 +243,9 @@ fn readahead_never_serves_overwritten_data() {
         return;
     }
     let dir = workdir();
-    let mut c = ServerConfig::with_exports(vec![export(dir.path(), "rw", 16 * MIB, false)]);
-    c.listen = "127.0.0.1:0".into();
-    c.read_ahead_kb = 4096;
-    let server = Server::start(c).expect("server starts");
-    let uri = format!("nbd://127.0.0.1:{}/rw", server.local_addr().unwrap().port());
+    let rw = export(dir.path(), "rw", 16 * MIB, false);
+    let (server, uri) = start_with(vec![rw], |c| c.read_ahead_kb = 4096);
+    let uri = format!("{uri}/rw");
     let script = format!(
         r#"
 K = 65536
