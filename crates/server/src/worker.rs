@@ -52,6 +52,11 @@ const READ_AHEAD_BUDGET: u64 = 64 << 20;
 /// A connection's receive buffer: requests (and write payloads that fit) are parsed in place.
 const RBUF: usize = 256 << 10;
 
+/// user_data of piece `piece` of request `id`'s file I/O (0 for everything but read pieces).
+fn file_user_data(id: u64, piece: usize) -> u64 {
+    id << PIECE_BITS | piece as u64
+}
+
 #[derive(Debug)]
 pub(crate) enum JobKind {
     Read,
@@ -163,6 +168,13 @@ pub(crate) enum Payload {
 }
 
 impl Payload {
+    /// The bytes `[offset, offset + len)` of the file out of `buf`, which holds the file from
+    /// `base` on.
+    fn of(buf: Rc<IoBuf>, base: u64, offset: u64, len: u64) -> Payload {
+        let lo = (offset - base) as usize;
+        Payload::Shared(buf, lo..lo + len as usize)
+    }
+
     pub fn as_slice(&self) -> &[u8] {
         match self {
             Payload::Empty => &[],
@@ -788,8 +800,7 @@ impl Worker {
             self.read_ahead(&job);
             match self.ra.find(job.offset, job.len) {
                 Found::Ready(buf, at) => {
-                    let lo = (job.offset - at) as usize;
-                    let data = Payload::Shared(buf, lo..lo + job.len as usize);
+                    let data = Payload::of(buf, at, job.offset, job.len);
                     self.finish_job(&job, 0, job.offset, data);
                     self.ra.consumed(at, job.offset + job.len);
                     return;
@@ -911,7 +922,7 @@ impl Worker {
     fn submit(&mut self, rq: Request, jobs: Vec<Job>) {
         let fd = types::Fd(self.setup.file.as_raw_fd());
         let id = rq.id.0;
-        let user = id << PIECE_BITS;
+        let user = file_user_data(id, 0);
         let mut f = Inflight { rq, jobs, buf: None, remaining: 1, error: 0, sync_after: false };
         let sqe = match rq.op {
             Op::Read => {
@@ -1023,7 +1034,7 @@ impl Worker {
                 }
                 None => opcode::Read::new(fd, p, n as u32).offset(base + at as u64).build(),
             };
-            let sqe = sqe.user_data(id << PIECE_BITS | i as u64);
+            let sqe = sqe.user_data(file_user_data(id, i));
             self.push(sqe);
         }
     }
@@ -1070,7 +1081,7 @@ impl Worker {
             }
             let (at, data) = match (j.error, structured) {
                 (0, true) => (base + a as u64, chunk()),
-                (0, false) => (j.offset, Payload::Shared(buf.clone(), jlo..jhi)),
+                (0, false) => (j.offset, Payload::of(buf.clone(), base, j.offset, j.len)),
                 _ => (j.offset, Payload::Empty),
             };
             self.finish_job(j, j.error, at, data);
@@ -1149,7 +1160,7 @@ impl Worker {
             let sqe = opcode::Fsync::new(fd)
                 .flags(types::FsyncFlags::DATASYNC)
                 .build()
-                .user_data(id << PIECE_BITS);
+                .user_data(file_user_data(id, 0));
             self.push(sqe);
             return;
         }
@@ -1165,8 +1176,8 @@ impl Worker {
                 for w in self.ra.completed(id, read) {
                     match &data {
                         Some(b) => {
-                            let lo = (w.offset - f.rq.offset_bytes) as usize;
-                            let payload = Payload::Shared(b.clone(), lo..lo + w.len as usize);
+                            let payload =
+                                Payload::of(b.clone(), f.rq.offset_bytes, w.offset, w.len);
                             self.finish_job(&w, 0, w.offset, payload);
                         }
                         None => self.accept_io(w),
