@@ -140,7 +140,13 @@ impl ServerConfig {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)
             .map_err(|e| crate::ServerError::Config(format!("{}: {e}", path.display())))?;
-        Self::from_toml_str(&text)
+        // Parse and validation errors name the file too (parse errors carry the line).
+        Self::from_toml_str(&text).map_err(|e| match e {
+            crate::ServerError::Config(m) => {
+                crate::ServerError::Config(format!("{}: {m}", path.display()))
+            }
+            other => other,
+        })
     }
 
     /// A config with the given exports and defaults elsewhere (handy for tests).
