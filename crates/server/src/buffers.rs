@@ -102,7 +102,10 @@ struct Pool {
     free: Vec<Vec<Chunk>>,
     /// Registration: on until the kernel refuses.
     register: bool,
-    /// Unused registered-table slots (freed by unmapped large buffers), then the next new one.
+    /// Slots of unmapped large buffers whose registration still pins the pages: cleared at
+    /// the next `take`, which has the ring (a buffer's drop does not).
+    slots_stale: Vec<u16>,
+    /// Unused registered-table slots (cleared), then the next new one.
     slots_free: Vec<u16>,
     next_slot: u32,
     /// The 2 MiB regions split into small buffers, unmapped with the pool.
@@ -141,6 +144,7 @@ impl BufPool {
             pool: Rc::new(RefCell::new(Pool {
                 free: Vec::new(),
                 register,
+                slots_stale: Vec::new(),
                 slots_free: Vec::new(),
                 next_slot: 0,
                 regions: Vec::new(),
@@ -153,6 +157,7 @@ impl BufPool {
     pub fn take(&self, ring: &io_uring::IoUring, len: usize, zeroed: bool) -> IoBuf {
         let cap = len.max(MIN_BYTES).next_power_of_two();
         let class = cap.trailing_zeros() as u8;
+        self.pool.borrow_mut().clear_stale_slots(ring);
         let chunk = self.pool.borrow_mut().get(class);
         let chunk = match chunk {
             Some(c) => c,
@@ -203,9 +208,9 @@ impl Pool {
         if cap > REGION_BYTES && self.list(class).len() >= KEEP_LARGE {
             // A large buffer beyond the few kept: its own region, unmapped.
             if let Some(slot) = chunk.fixed {
-                // The table slot is cleared when the slot is next updated (a registered
-                // buffer stays pinned until then; the kernel holds its own reference).
-                self.slots_free.push(slot);
+                // The registration pins the pages (the kernel's own reference) until the slot
+                // is cleared; munmap below only drops ours.
+                self.slots_stale.push(slot);
             }
             // SAFETY: the region of a large buffer is exactly its capacity, mapped by
             // `map_region` and referenced by nobody now.
@@ -213,6 +218,22 @@ impl Pool {
             return;
         }
         self.list(class).push(chunk);
+    }
+
+    /// Drops the registrations of unmapped large buffers, so their pages are unpinned now
+    /// rather than when the slot is next reused. A request still using one keeps its own
+    /// reference in the kernel.
+    fn clear_stale_slots(&mut self, ring: &io_uring::IoUring) {
+        let empty = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
+        while let Some(slot) = self.slots_stale.pop() {
+            // SAFETY: an empty entry registers no memory.
+            if let Err(e) =
+                unsafe { ring.submitter().register_buffers_update(slot as u32, &[empty], None) }
+            {
+                tracing::debug!(error = %e, slot, "registered buffer slot not cleared");
+            }
+            self.slots_free.push(slot);
+        }
     }
 
     /// Registers `[base, base + len)` in a table slot; `None` if registration is off or fails.
@@ -317,10 +338,19 @@ mod tests {
             assert_eq!(b.as_mut_ptr() as usize % REGION_BYTES, 0);
         }
         drop(bufs);
+        {
+            let p = pool.pool.borrow();
+            assert_eq!(p.free[22].len(), KEEP_LARGE);
+            if p.register {
+                assert_eq!(p.slots_stale.len(), 3, "unmapped regions still pinned");
+            }
+        }
+        // The next take (a kept large buffer: no new region) clears the stale slots.
+        let _kept = pool.take(&ring, 3 << 20, false);
         let p = pool.pool.borrow();
-        assert_eq!(p.free[22].len(), KEEP_LARGE);
+        assert!(p.slots_stale.is_empty());
         if p.register {
-            assert_eq!(p.slots_free.len(), 3, "unmapped regions give their slots back");
+            assert_eq!(p.slots_free.len(), 3, "cleared slots are free for new regions");
         }
     }
 }
