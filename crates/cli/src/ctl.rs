@@ -14,8 +14,8 @@ pub struct CtlArgs {
     /// The server's control socket.
     #[arg(long)]
     pub socket: PathBuf,
-    /// Print the server's JSON answer instead of text.
-    #[arg(long)]
+    /// Print the server's JSON answer instead of text (before or after the command).
+    #[arg(long, global = true)]
     pub json: bool,
     #[command(subcommand)]
     pub command: CtlCommand,

@@ -205,6 +205,7 @@ fn ctl_reads_and_changes_tunables_of_a_running_server() {
     assert!(stats.lines().nth(1).unwrap().starts_with("disk"), "{stats}");
     let json = text(ctl(&ctl_sock, &["--json", "stats"]));
     assert!(json.contains("\"writes\":1"), "{json}");
+    assert_eq!(text(ctl(&ctl_sock, &["stats", "--json"])), json, "--json after the command");
     let list = text(ctl(&ctl_sock, &["list"]));
     assert!(list.contains("mq-deadline"), "{list}");
     assert!(child.terminate().success());
