@@ -786,8 +786,9 @@ impl Worker {
             c.settle(r);
         }
         sent.clear();
-        c.send.replies = sent; // keeps its capacity
-                               // Credit came back: requests held in the receive buffer may go on.
+        // The emptied vector keeps its capacity for the next batch.
+        c.send.replies = sent;
+        // Credit came back: requests held in the receive buffer may go on.
         self.parse(slot);
     }
 
