@@ -14,13 +14,15 @@
 //! Prometheus' text exposition format, from a minimal HTTP/1.1 responder.
 
 use crate::stats::ExportStats;
+use crate::stop::Stop;
 use crate::worker::{Ctl, CtlReply, Msg};
 use crate::Shared;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixListener;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -146,8 +148,8 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
     }
 }
 
-pub(crate) fn serve_ctl(l: UnixListener, stop: &AtomicBool, shared: Arc<Shared>, stats: Stats) {
-    while !stop.load(Ordering::Relaxed) {
+pub(crate) fn serve_ctl(l: UnixListener, stop: &Stop, shared: Arc<Shared>, stats: Stats) {
+    while stop.wait_readable(l.as_fd()) {
         match l.accept() {
             Ok((s, _)) => {
                 let (shared, stats) = (shared.clone(), stats.clone());
@@ -165,9 +167,7 @@ pub(crate) fn serve_ctl(l: UnixListener, stop: &AtomicBool, shared: Arc<Shared>,
                     }
                 });
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => {
                 tracing::warn!(error = %e, "control accept failed");
                 std::thread::sleep(Duration::from_millis(20));
@@ -259,8 +259,8 @@ pub(crate) fn metrics_text(shared: &Shared, stats: &Stats) -> String {
     o
 }
 
-pub(crate) fn serve_metrics(l: TcpListener, stop: &AtomicBool, shared: Arc<Shared>, stats: Stats) {
-    while !stop.load(Ordering::Relaxed) {
+pub(crate) fn serve_metrics(l: TcpListener, stop: &Stop, shared: Arc<Shared>, stats: Stats) {
+    while stop.wait_readable(l.as_fd()) {
         match l.accept() {
             Ok((mut s, _)) => {
                 let _ = s.set_nonblocking(false);
@@ -294,9 +294,7 @@ pub(crate) fn serve_metrics(l: TcpListener, stop: &AtomicBool, shared: Arc<Share
                     let _ = s.write_all(body.as_bytes());
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }

@@ -14,6 +14,7 @@ mod conn;
 mod control;
 mod readahead;
 mod stats;
+mod stop;
 mod tls;
 mod worker;
 
@@ -27,6 +28,7 @@ use stats::ExportStats;
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
@@ -34,6 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use stop::Stop;
 use worker::{Msg, WorkerHandle};
 
 #[derive(Debug)]
@@ -73,7 +76,7 @@ pub(crate) struct Shared {
 pub struct Server {
     metrics_addr: Option<SocketAddr>,
     control_path: Option<PathBuf>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
     tcp_addr: Option<SocketAddr>,
     unix_path: Option<PathBuf>,
     listeners: Vec<JoinHandle<()>>,
@@ -209,7 +212,7 @@ impl Server {
             tls_mode,
             tls,
         });
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(Stop::new().map_err(|e| ServerError::Io("stop eventfd".into(), e))?);
         let conns: Arc<ConnTable> = Arc::default();
         let next_conn = Arc::new(AtomicU32::new(1));
         let mut listeners = Vec::new();
@@ -223,7 +226,7 @@ impl Server {
             let (stop, conns, shared, next) =
                 (stop.clone(), conns.clone(), shared.clone(), next_conn.clone());
             listeners.push(std::thread::spawn(move || {
-                accept_loop(&stop, &conns, &shared, &next, || {
+                accept_loop(&stop, l.as_fd(), &conns, &shared, &next, || {
                     l.accept().and_then(|(s, _)| {
                         s.set_nonblocking(false)?;
                         Ok(Stream::Tcp(s))
@@ -240,7 +243,7 @@ impl Server {
             let (stop, conns, shared, next) =
                 (stop.clone(), conns.clone(), shared.clone(), next_conn.clone());
             listeners.push(std::thread::spawn(move || {
-                accept_loop(&stop, &conns, &shared, &next, || {
+                accept_loop(&stop, l.as_fd(), &conns, &shared, &next, || {
                     l.accept().and_then(|(s, _)| {
                         s.set_nonblocking(false)?;
                         Ok(Stream::Unix(s))
@@ -298,7 +301,7 @@ impl Server {
 
     /// Stops accepting, closes connections, lets in-flight I/O finish and joins all threads.
     pub fn shutdown(self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.set();
         for l in self.listeners {
             let _ = l.join();
         }
@@ -328,14 +331,17 @@ impl Server {
 
 type ConnTable = Mutex<HashMap<u32, (Stream, Option<JoinHandle<()>>)>>;
 
+/// Accepts clients on the listener `fd` until the server stops, each on a thread of its own
+/// for the handshake.
 fn accept_loop(
-    stop: &AtomicBool,
+    stop: &Stop,
+    fd: BorrowedFd<'_>,
     conns: &Arc<ConnTable>,
     shared: &Arc<Shared>,
     next: &AtomicU32,
     accept: impl Fn() -> std::io::Result<Stream>,
 ) {
-    while !stop.load(Ordering::Relaxed) {
+    while stop.wait_readable(fd) {
         match accept() {
             Ok(s) => {
                 let id = next.fetch_add(1, Ordering::Relaxed);
@@ -349,10 +355,10 @@ fn accept_loop(
                 table.insert(id, (clone, Some(h)));
                 tracing::debug!(conn = id, "accepted");
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            // Taken by nobody else, but readiness can be spurious: wait again.
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => {
+                // EMFILE and the like leave the listener readable: pause rather than spin.
                 tracing::warn!(error = %e, "accept failed");
                 std::thread::sleep(Duration::from_millis(10));
             }
