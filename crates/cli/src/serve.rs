@@ -2,11 +2,11 @@
 //! in-flight requests finish and closes the connections.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use clap::Args;
-use elevator_server::{serve, ServerConfig, TlsSetting};
+use elevator_server::{Server, ServerConfig, TlsSetting};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -32,10 +32,12 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
         config.tls = t;
         config.validate().map_err(|e| e.to_string())?;
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .map_err(|e| format!("cannot install a handler for signal {signal}: {e}"))?;
-    }
-    serve(config, stop).map_err(|e| e.to_string())
+    // Installed before the server starts, so that a signal right after start is not lost.
+    let mut signals = Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("cannot install handlers for SIGINT and SIGTERM: {e}"))?;
+    let server = Server::start(config).map_err(|e| e.to_string())?;
+    // Sleeps until one arrives.
+    let _ = signals.forever().next();
+    server.shutdown();
+    Ok(())
 }

@@ -32,7 +32,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -83,17 +83,6 @@ pub struct Server {
     workers: Vec<(WorkerHandle, JoinHandle<()>)>,
     conns: Arc<ConnTable>,
     stats: Arc<Vec<Mutex<ExportStats>>>,
-}
-
-/// Runs a server until `shutdown` becomes true, then stops it cleanly (in-flight requests
-/// finish, connections are closed).
-pub fn serve(config: ServerConfig, shutdown: Arc<AtomicBool>) -> Result<(), ServerError> {
-    let server = Server::start(config)?;
-    while !shutdown.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server.shutdown();
-    Ok(())
 }
 
 impl Server {
