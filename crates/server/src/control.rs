@@ -149,31 +149,23 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
 }
 
 pub(crate) fn serve_ctl(l: UnixListener, stop: &Stop, shared: Arc<Shared>, stats: Stats) {
-    while stop.wait_readable(l.as_fd()) {
-        match l.accept() {
-            Ok((s, _)) => {
-                let (shared, stats) = (shared.clone(), stats.clone());
-                let _ = s.set_nonblocking(false);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
-                std::thread::spawn(move || {
-                    let Ok(mut w) = s.try_clone() else { return };
-                    for line in BufReader::new(s).lines() {
-                        let Ok(line) = line else { break };
-                        let answer = handle_line(&line, &shared, &stats);
-                        tracing::debug!(request = %line, ok = %answer["ok"], "control");
-                        if writeln!(w, "{answer}").is_err() {
-                            break;
-                        }
-                    }
-                });
+    let accept = || l.accept().map(|(s, _)| s);
+    stop.accept_each(l.as_fd(), "control", accept, |s| {
+        let (shared, stats) = (shared.clone(), stats.clone());
+        let _ = s.set_nonblocking(false);
+        let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+        std::thread::spawn(move || {
+            let Ok(mut w) = s.try_clone() else { return };
+            for line in BufReader::new(s).lines() {
+                let Ok(line) = line else { break };
+                let answer = handle_line(&line, &shared, &stats);
+                tracing::debug!(request = %line, ok = %answer["ok"], "control");
+                if writeln!(w, "{answer}").is_err() {
+                    break;
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "control accept failed");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
+        });
+    });
 }
 
 /// The Prometheus text exposition of the server's counters.
@@ -260,42 +252,37 @@ pub(crate) fn metrics_text(shared: &Shared, stats: &Stats) -> String {
 }
 
 pub(crate) fn serve_metrics(l: TcpListener, stop: &Stop, shared: Arc<Shared>, stats: Stats) {
-    while stop.wait_readable(l.as_fd()) {
-        match l.accept() {
-            Ok((mut s, _)) => {
-                let _ = s.set_nonblocking(false);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-                // One request per connection: read the head, answer, close.
-                let mut head = Vec::new();
-                let mut b = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
-                    match s.read(&mut b) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => head.extend_from_slice(&b[..n]),
-                    }
-                }
-                let line = String::from_utf8_lossy(&head);
-                let mut words = line.split_whitespace();
-                let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-                let (status, body) = if method != "GET" && method != "HEAD" {
-                    ("405 Method Not Allowed", "only GET\n".to_string())
-                } else if path == "/metrics" || path.starts_with("/metrics?") {
-                    ("200 OK", metrics_text(&shared, &stats))
-                } else {
-                    ("404 Not Found", "try /metrics\n".to_string())
-                };
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                if method != "HEAD" {
-                    let _ = s.write_all(body.as_bytes());
-                }
+    let accept = || l.accept().map(|(s, _)| s);
+    stop.accept_each(l.as_fd(), "metrics", accept, |mut s| {
+        let _ = s.set_nonblocking(false);
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        // One request per connection: read the head, answer, close.
+        let mut head = Vec::new();
+        let mut b = [0u8; 1024];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
+            match s.read(&mut b) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&b[..n]),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
-    }
+        let line = String::from_utf8_lossy(&head);
+        let mut words = line.split_whitespace();
+        let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+        let (status, body) = if method != "GET" && method != "HEAD" {
+            ("405 Method Not Allowed", "only GET\n".to_string())
+        } else if path == "/metrics" || path.starts_with("/metrics?") {
+            ("200 OK", metrics_text(&shared, &stats))
+        } else {
+            ("404 Not Found", "try /metrics\n".to_string())
+        };
+        let _ = write!(
+            s,
+            "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        if method != "HEAD" {
+            let _ = s.write_all(body.as_bytes());
+        }
+    });
 }

@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use stop::Stop;
 use worker::{Msg, WorkerHandle};
 
@@ -330,27 +330,16 @@ fn accept_loop(
     next: &AtomicU32,
     accept: impl Fn() -> std::io::Result<Stream>,
 ) {
-    while stop.wait_readable(fd) {
-        match accept() {
-            Ok(s) => {
-                let id = next.fetch_add(1, Ordering::Relaxed);
-                let Ok(clone) = s.try_clone() else { continue };
-                let (shared2, conns2) = (shared.clone(), conns.clone());
-                let mut table = conns.lock().unwrap_or_else(|e| e.into_inner());
-                let h = std::thread::spawn(move || {
-                    conn::handle(s, id, shared2);
-                    conns2.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                });
-                table.insert(id, (clone, Some(h)));
-                tracing::debug!(conn = id, "accepted");
-            }
-            // Taken by nobody else, but readiness can be spurious: wait again.
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => {
-                // EMFILE and the like leave the listener readable: pause rather than spin.
-                tracing::warn!(error = %e, "accept failed");
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
+    stop.accept_each(fd, "nbd", accept, |s| {
+        let id = next.fetch_add(1, Ordering::Relaxed);
+        let Ok(clone) = s.try_clone() else { return };
+        let (shared2, conns2) = (shared.clone(), conns.clone());
+        let mut table = conns.lock().unwrap_or_else(|e| e.into_inner());
+        let h = std::thread::spawn(move || {
+            conn::handle(s, id, shared2);
+            conns2.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        });
+        table.insert(id, (clone, Some(h)));
+        tracing::debug!(conn = id, "accepted");
+    });
 }

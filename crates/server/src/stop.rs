@@ -37,6 +37,29 @@ impl Stop {
         unsafe { libc::write(self.efd.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
+    /// Accepts clients on the listener `fd` with `accept` until the server stops, handing each
+    /// to `take`. `what` names the listener in logs.
+    pub fn accept_each<S>(
+        &self,
+        fd: BorrowedFd<'_>,
+        what: &str,
+        mut accept: impl FnMut() -> io::Result<S>,
+        mut take: impl FnMut(S),
+    ) {
+        while self.wait_readable(fd) {
+            match accept() {
+                Ok(s) => take(s),
+                // Readiness can be spurious: wait again.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    // EMFILE and the like leave the listener readable: pause rather than spin.
+                    tracing::warn!(error = %e, listener = what, "accept failed");
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+        }
+    }
+
     /// Blocks until `fd` is readable (`true`: accept on it) or the server stops (`false`).
     pub fn wait_readable(&self, fd: BorrowedFd<'_>) -> bool {
         let mut fds = [
