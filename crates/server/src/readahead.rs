@@ -165,10 +165,15 @@ impl<B: Clone, W> Cache<B, W> {
         self.bytes -= e.len;
         let waiters = std::mem::take(&mut e.waiters);
         if let (Some((buf, offset, len)), false) = (data, e.stale) {
-            e.buf = Some(buf);
-            e.len = len;
-            self.bytes += len;
-            self.entries.insert(offset, e);
+            // A client read front-merged into the request moved its start; if another
+            // prefetch (a stale one still in flight, with waiters) holds that key, this one
+            // is not kept rather than put over it.
+            if offset == at || !self.entries.contains_key(&offset) {
+                e.buf = Some(buf);
+                e.len = len;
+                self.bytes += len;
+                self.entries.insert(offset, e);
+            }
         }
         waiters
     }
@@ -249,6 +254,20 @@ mod tests {
         assert!(matches!(c.find(5 * M, 4096), Found::Miss));
         assert_eq!(c.completed(8, Some(("old", 5 * M, M))), vec![2]);
         assert!(matches!(c.find(5 * M, 4096), Found::Miss));
+        assert_eq!(c.bytes, 0);
+    }
+
+    #[test]
+    fn a_prefetch_grown_onto_another_key_never_displaces_it() {
+        let mut c: Cache<&'static str, u32> = Cache::new(8 * M);
+        c.insert(0, M, 1);
+        c.wait(0, 10);
+        c.invalidate(0, 1); // stale, still in flight, with a waiter
+        c.insert(M, M, 2);
+        // Request 2 grew down to 0 (a client read of [0, M) merged into it).
+        assert!(c.completed(2, Some(("merged", 0, 2 * M))).is_empty());
+        assert_eq!(c.completed(1, Some(("old", 0, M))), vec![10], "the waiter is answered");
+        assert!(matches!(c.find(0, 1), Found::Miss));
         assert_eq!(c.bytes, 0);
     }
 
