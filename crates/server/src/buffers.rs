@@ -157,8 +157,11 @@ impl BufPool {
     pub fn take(&self, ring: &io_uring::IoUring, len: usize, zeroed: bool) -> IoBuf {
         let cap = len.max(MIN_BYTES).next_power_of_two();
         let class = cap.trailing_zeros() as u8;
-        self.pool.borrow_mut().clear_stale_slots(ring);
-        let chunk = self.pool.borrow_mut().get(class);
+        let chunk = {
+            let mut pool = self.pool.borrow_mut();
+            pool.clear_stale_slots(ring);
+            pool.get(class)
+        };
         let chunk = match chunk {
             Some(c) => c,
             None => self.grow(ring, cap, class),
