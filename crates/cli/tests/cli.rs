@@ -282,10 +282,10 @@ fn deadline_bounds_read_latency_under_writes() {
     let shallow = shallow.to_str().unwrap();
     let (dl_shallow, dl_deep) = (p99_ms(shallow, "mq-deadline"), p99_ms(deep, "mq-deadline"));
     let (none_shallow, none_deep) = (p99_ms(shallow, "none"), p99_ms(deep, "none"));
-    // read_expire (500 ms) plus what the drive's own queue adds.
+    // read_expire (500 ms) plus what the drive's own queue and write cache add.
     assert!(dl_deep < 750.0, "mq-deadline p99 {dl_deep} ms");
     assert!(
-        dl_deep < dl_shallow * 1.15,
+        dl_deep < dl_shallow * 1.25,
         "mq-deadline {dl_shallow} -> {dl_deep} ms as writes deepen"
     );
     assert!(

@@ -324,6 +324,11 @@ pub struct Cfq {
     hw_tag: i8,
     hw_tag_est_depth: u32,
     hw_tag_samples: u32,
+    /// 2.6.31's `hw_tag` (`workload_trees` 0): starts at 1 and is decided again every 50
+    /// samples from the peak driver depth seen since the last decision.
+    hw_tag_31: bool,
+    hw_tag_31_peak: u32,
+    hw_tag_31_samples: u32,
     in_flight: [u32; 2],
     busy_queues: u32,
     last_position: u64,
@@ -371,6 +376,9 @@ impl Cfq {
             hw_tag: -1,
             hw_tag_est_depth: 0,
             hw_tag_samples: 0,
+            hw_tag_31: true,
+            hw_tag_31_peak: 0,
+            hw_tag_31_samples: 0,
             in_flight: [0; 2],
             busy_queues: 0,
             last_position: 0,
@@ -451,6 +459,23 @@ impl Cfq {
             return;
         }
         self.hw_tag = i8::from(self.hw_tag_est_depth >= HW_QUEUE_MIN);
+    }
+
+    /// 2.6.31's `cfq_update_hw_tag`: the peak driver depth over 50 samples (taken while
+    /// more than `CFQ_HW_QUEUE_MIN` requests are queued or in the driver) decides, and the
+    /// estimate starts again.
+    fn update_hw_tag_31(&mut self) {
+        self.hw_tag_31_peak = self.hw_tag_31_peak.max(self.in_driver);
+        if self.rq_queued <= HW_QUEUE_MIN as usize && self.in_driver <= HW_QUEUE_MIN {
+            return;
+        }
+        self.hw_tag_31_samples += 1;
+        if self.hw_tag_31_samples < 50 {
+            return;
+        }
+        self.hw_tag_31 = self.hw_tag_31_peak >= HW_QUEUE_MIN;
+        self.hw_tag_31_samples = 0;
+        self.hw_tag_31_peak = 0;
     }
 
     fn seq(&mut self) -> u64 {
@@ -878,8 +903,12 @@ impl Cfq {
             if self.idle_until.is_some() {
                 return None;
             }
+            // 2.6.33+: a seeky queue the device serves faster than the queue refills loses
+            // its idle window (not in 2.6.31).
+            let deep_rule = self.t.workload_trees;
             let qq = &mut self.queues[q];
-            if qq.seeky()
+            if deep_rule
+                && qq.seeky()
                 && qq.idle_window
                 && (qq.slice_new
                     || qq.slice_end.saturating_sub(now)
@@ -1057,7 +1086,11 @@ impl Cfq {
             return;
         }
         self.queues[q].wait_request = true;
-        let sl = if group_idle { self.group_idle() } else { self.t.slice_idle };
+        let mut sl = if group_idle { self.group_idle() } else { self.t.slice_idle };
+        // 2.6.31: a seeky queue that idles waits only `CFQ_MIN_TT` for its next request.
+        if !self.t.workload_trees && !group_idle && self.queues[q].seeky() {
+            sl = sl.min(MIN_TT);
+        }
         self.idle_until = Some(now + sl);
     }
 
@@ -1142,9 +1175,14 @@ impl Cfq {
         if qq.sort.len() >= 4 {
             qq.deep = true;
         }
-        // 2.6.31 (`workload_trees` 0): a seeky queue on a queueing device never idles; 2.6.33+
-        // keeps idling for seeky queues that keep a deep queue.
-        let seeky_no_idle = if self.t.workload_trees { !qq.deep && qq.seeky() } else { qq.seeky() };
+        // 2.6.31 (`workload_trees` 0): a seeky queue never idles on a device that queues
+        // commands (`hw_tag`), and keeps its idle window on one that does not; 2.6.33+ keeps
+        // idling for seeky queues that keep a deep queue.
+        let seeky_no_idle = if self.t.workload_trees {
+            !qq.deep && qq.seeky()
+        } else {
+            self.hw_tag_31 && qq.seeky()
+        };
         if slice_idle == 0 || seeky_no_idle {
             qq.idle_window = false;
         } else if cic.sample_valid() {
@@ -1292,6 +1330,9 @@ impl Scheduler for Cfq {
         self.advance(now);
         let Some((q, dispatch_ns)) = self.inflight.remove(&rq.id) else { return };
         self.update_hw_tag();
+        if !self.t.workload_trees {
+            self.update_hw_tag_31();
+        }
         let sync = self.queues[q].sync;
         let g = self.queues[q].group;
         self.in_driver -= 1;
