@@ -1,0 +1,221 @@
+//! What a simulated machine is: its memory, its kernel and its `vm.*` sysctls, each checked
+//! against a named limit.
+
+use elevator_core::{Nanos, NS_PER_SEC};
+
+use crate::dirty::DirtySysctl;
+
+/// The most memory a simulated machine may have (1 TiB).
+pub const MAX_MEMORY_BYTES: u64 = 1 << 40;
+/// The least (16 MiB: below this the kernels modelled did not boot).
+pub const MIN_MEMORY_BYTES: u64 = 16 << 20;
+/// Limits on the flusher's period and the dirty expiry (one day).
+pub const MAX_CENTISECS: u32 = 24 * 3600 * 100;
+/// The most CPUs (ratelimits scale with them).
+pub const MAX_CPUS: u64 = 4096;
+/// The longest CPU time one read() or write() may be charged.
+pub const MAX_SYSCALL_NS: Nanos = NS_PER_SEC;
+
+/// A kernel version: what decides which mechanisms the machine has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Kernel {
+    pub major: u32,
+    pub minor: u32,
+    pub patch: u32,
+}
+
+impl Kernel {
+    /// The default: 2.6.32, the long-term kernel of the seed experiments' era.
+    pub const DEFAULT: Kernel = Kernel { major: 2, minor: 6, patch: 32 };
+
+    /// Parses `2.6.32`, `3.2`, `3.4.0`; 2.5 ..= 6.x.
+    pub fn parse(text: &str) -> Result<Kernel, String> {
+        let parts: Vec<&str> = text.trim().split('.').collect();
+        let num = |s: &str| s.parse::<u32>().ok();
+        let k = match parts.as_slice() {
+            [a, b] => num(a).zip(num(b)).map(|(major, minor)| Kernel { major, minor, patch: 0 }),
+            [a, b, c] => match (num(a), num(b), num(c)) {
+                (Some(major), Some(minor), Some(patch)) => Some(Kernel { major, minor, patch }),
+                _ => None,
+            },
+            _ => None,
+        }
+        .ok_or_else(|| format!("kernel `{text}` is not a version like 2.6.32 or 3.2"))?;
+        if k < (Kernel { major: 2, minor: 5, patch: 0 }) || k.major > 6 {
+            return Err(format!("kernel {text} is outside the modelled range 2.5 to 6.x"));
+        }
+        Ok(k)
+    }
+
+    fn at_least(&self, major: u32, minor: u32, patch: u32) -> bool {
+        *self >= Kernel { major, minor, patch }
+    }
+
+    /// IO-less dirty throttling (3.2): writers sleep, only flushers write back.
+    pub fn io_less_throttling(&self) -> bool {
+        self.at_least(3, 2, 0)
+    }
+
+    /// Context readahead (2.6.31).
+    pub fn context_readahead(&self) -> bool {
+        self.at_least(2, 6, 31)
+    }
+
+    /// The `vm.dirty_*` defaults of this kernel: 40 % / 10 % before 2.6.22, 10 % / 5 % until
+    /// 2.6.29, 20 % / 10 % since 2.6.30; 30 s expiry and a 5 s flusher period throughout.
+    pub fn default_sysctl(&self) -> DirtySysctl {
+        let (dirty, background) = if self.at_least(2, 6, 30) {
+            (20, 10)
+        } else if self.at_least(2, 6, 22) {
+            (10, 5)
+        } else {
+            (40, 10)
+        };
+        DirtySysctl {
+            dirty_ratio: dirty,
+            dirty_background_ratio: background,
+            ..DirtySysctl::DEFAULT
+        }
+    }
+}
+
+impl std::fmt::Display for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
+    }
+}
+
+/// A machine: memory, kernel, sysctls and the CPU cost of a system call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VmConfig {
+    pub memory_bytes: u64,
+    /// Memory the page cache cannot have: the kernel and the processes.
+    pub reserved_bytes: u64,
+    pub kernel: Kernel,
+    pub sysctl: DirtySysctl,
+    /// Timer ticks per second (`CONFIG_HZ`).
+    pub hz: u64,
+    pub cpus: u64,
+    /// CPU time of one read()/write() besides copying (entry, lookup, locking).
+    pub syscall_ns: Nanos,
+    /// How fast one CPU copies between the page cache and a buffer.
+    pub copy_bytes_per_sec: u64,
+}
+
+impl VmConfig {
+    /// A 4 GiB machine with two CPUs running 2.6.32 (HZ 1000), 256 MiB for the kernel and
+    /// the processes, 1 µs per system call and 2 GB/s copies (a 2009 server; assumptions).
+    pub fn default_for(kernel: Kernel) -> VmConfig {
+        VmConfig {
+            memory_bytes: 4 << 30,
+            reserved_bytes: 256 << 20,
+            kernel,
+            sysctl: kernel.default_sysctl(),
+            hz: 1000,
+            cpus: 2,
+            syscall_ns: 1_000,
+            copy_bytes_per_sec: 2_000_000_000,
+        }
+    }
+
+    /// Checks every value against its limit.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(MIN_MEMORY_BYTES..=MAX_MEMORY_BYTES).contains(&self.memory_bytes) {
+            return Err(format!(
+                "memory {} bytes is outside {MIN_MEMORY_BYTES}..={MAX_MEMORY_BYTES} (16 MiB to 1 TiB)",
+                self.memory_bytes
+            ));
+        }
+        if self.reserved_bytes + MIN_MEMORY_BYTES / 2 > self.memory_bytes {
+            return Err(format!(
+                "reserved {} bytes leaves less than 8 MiB of {} bytes for the page cache",
+                self.reserved_bytes, self.memory_bytes
+            ));
+        }
+        let s = &self.sysctl;
+        for (name, v) in
+            [("dirty_ratio", s.dirty_ratio), ("dirty_background_ratio", s.dirty_background_ratio)]
+        {
+            if v > 100 {
+                return Err(format!("{name} {v} must be a percentage, 0..=100"));
+            }
+        }
+        for (name, v) in
+            [("dirty_bytes", s.dirty_bytes), ("dirty_background_bytes", s.dirty_background_bytes)]
+        {
+            if v > self.memory_bytes {
+                return Err(format!("{name} {v} is more than the machine's memory"));
+            }
+        }
+        if s.dirty_ratio == 0 && s.dirty_bytes == 0 {
+            return Err("dirty_ratio and dirty_bytes are both 0: nothing could be written".into());
+        }
+        for (name, v) in [
+            ("dirty_expire_centisecs", s.dirty_expire_centisecs),
+            ("dirty_writeback_centisecs", s.dirty_writeback_centisecs),
+        ] {
+            if v > MAX_CENTISECS {
+                return Err(format!("{name} {v} is over the limit of {MAX_CENTISECS} (one day)"));
+            }
+        }
+        if ![100, 250, 300, 1000].contains(&self.hz) {
+            return Err(format!("hz {} must be one of the kernel's: 100, 250, 300, 1000", self.hz));
+        }
+        if !(1..=MAX_CPUS).contains(&self.cpus) {
+            return Err(format!("cpus {} must be 1..={MAX_CPUS}", self.cpus));
+        }
+        if self.syscall_ns > MAX_SYSCALL_NS {
+            return Err(format!("syscall cost {} ns is over the limit of 1 s", self.syscall_ns));
+        }
+        if self.copy_bytes_per_sec == 0 {
+            return Err("copy rate must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// Pages the page cache may use.
+    pub fn cache_pages(&self) -> u64 {
+        (self.memory_bytes - self.reserved_bytes) / 4096
+    }
+
+    /// CPU time of one system call copying `bytes`.
+    pub fn syscall_cost_ns(&self, bytes: u64) -> Nanos {
+        self.syscall_ns
+            + (bytes as u128 * NS_PER_SEC as u128 / self.copy_bytes_per_sec as u128) as Nanos
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_parse_and_gate_mechanisms() {
+        let k = Kernel::parse("2.6.32").unwrap();
+        assert!(k.context_readahead() && !k.io_less_throttling());
+        assert!(Kernel::parse("3.2").unwrap().io_less_throttling());
+        assert!(!Kernel::parse("2.6.29").unwrap().context_readahead());
+        assert_eq!(Kernel::parse("2.6.29").unwrap().default_sysctl().dirty_ratio, 10);
+        assert_eq!(Kernel::parse("2.5.65").unwrap().default_sysctl().dirty_ratio, 40);
+        assert!(Kernel::parse("2.4.20").is_err());
+        assert!(Kernel::parse("7.0").is_err());
+        assert!(Kernel::parse("three").is_err());
+    }
+
+    #[test]
+    fn configs_are_checked_against_limits() {
+        let ok = VmConfig::default_for(Kernel::DEFAULT);
+        assert!(ok.validate().is_ok());
+        assert_eq!(ok.cache_pages(), (4096 - 256) * 256);
+        for bad in [
+            VmConfig { memory_bytes: 1 << 20, ..ok },
+            VmConfig { memory_bytes: 2 << 40, ..ok },
+            VmConfig { reserved_bytes: 4 << 30, ..ok },
+            VmConfig { hz: 123, ..ok },
+            VmConfig { sysctl: DirtySysctl { dirty_ratio: 101, ..ok.sysctl }, ..ok },
+            VmConfig { sysctl: DirtySysctl { dirty_ratio: 0, dirty_bytes: 0, ..ok.sysctl }, ..ok },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+}

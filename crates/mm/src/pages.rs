@@ -1,0 +1,538 @@
+//! The page cache's contents: for every file, which pages are cached and in what state, kept
+//! as extents (runs of pages in one state), never per page or per system call, so a 100 GiB
+//! file costs what its distinct runs cost.
+//!
+//! A page is **reading** (locked, its read in flight), **clean**, **dirty**, or **under
+//! writeback** (possibly dirty again since it was sent). Every extent also sits on one of
+//! the two LRU lists of Linux's page reclaim (`mm/vmscan.c`, 2.6.28+ split LRU): new pages
+//! enter the **inactive** list; a first access sets `PG_referenced`, a second moves them to
+//! the **active** list (`mark_page_accessed`); reclaim takes clean pages from the cold end of
+//! the inactive list (`shrink_inactive_list`), rotating pages it cannot free (dirty, under
+//! I/O) back to its head, and refills the inactive list from the cold end of the active list
+//! while the active list is the larger (`inactive_file_is_low`). An extent's place on its
+//! list is a generation number: pages added or touched together share one, so a readahead
+//! window or a run of written pages is one extent, and adjacent extents alike in every
+//! respect merge.
+//!
+//! Counters (cached, active, dirty, writeback, reading) are kept per file, per backing
+//! device and for the machine, as `NR_FILE_DIRTY`, `BDI_RECLAIMABLE` and the others are.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use elevator_core::Nanos;
+
+/// A file of the simulated machine.
+pub type FileId = u32;
+/// An I/O the page cache is waiting for.
+pub type IoTag = u32;
+
+/// The state of a run of pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageState {
+    /// Its read is in flight (`PG_locked`, not `PG_uptodate`).
+    Reading(IoTag),
+    Clean,
+    Dirty,
+    /// Being written back (`PG_writeback`); `dirty` if written again since it was sent.
+    Writeback {
+        io: IoTag,
+        dirty: bool,
+    },
+}
+
+impl PageState {
+    fn is_dirty(self) -> bool {
+        matches!(self, PageState::Dirty | PageState::Writeback { dirty: true, .. })
+    }
+    fn is_writeback(self) -> bool {
+        matches!(self, PageState::Writeback { .. })
+    }
+    /// Uptodate: readable without I/O.
+    pub fn uptodate(self) -> bool {
+        !matches!(self, PageState::Reading(_))
+    }
+}
+
+/// Which LRU list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum List {
+    Inactive,
+    Active,
+}
+
+/// A run of pages `[start, end)` alike in state and LRU position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub end: u64,
+    pub state: PageState,
+    pub list: List,
+    pub referenced: bool,
+    pub gen: u64,
+}
+
+/// Page counts of one scope (a file, a backing device, the machine).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub cached: u64,
+    pub active: u64,
+    pub dirty: u64,
+    pub writeback: u64,
+    pub reading: u64,
+}
+
+impl Counts {
+    fn apply(&mut self, e: &Extent, len: u64, add: bool) {
+        let f = |x: &mut u64, on: bool| {
+            if on {
+                if add {
+                    *x += len
+                } else {
+                    *x -= len
+                }
+            }
+        };
+        f(&mut self.cached, true);
+        f(&mut self.active, e.list == List::Active);
+        f(&mut self.dirty, e.state.is_dirty());
+        f(&mut self.writeback, e.state.is_writeback());
+        f(&mut self.reading, matches!(e.state, PageState::Reading(_)));
+    }
+
+    pub fn inactive(&self) -> u64 {
+        self.cached - self.active
+    }
+}
+
+/// One file's cached pages.
+#[derive(Clone, Debug, Default)]
+pub struct FilePages {
+    exts: BTreeMap<u64, Extent>,
+    /// Pages carrying `PG_readahead`.
+    markers: BTreeSet<u64>,
+    pub counts: Counts,
+    /// The backing device (counters are kept per device too).
+    pub bdi: u32,
+    /// When the file went from clean to dirty (`inode->dirtied_when`).
+    pub dirtied_when: Option<Nanos>,
+    /// Where cyclic writeback goes on (`mapping->writeback_index`).
+    pub writeback_index: u64,
+}
+
+/// The page cache of one machine.
+#[derive(Clone, Debug, Default)]
+pub struct Pages {
+    files: Vec<FilePages>,
+    /// Every extent by (list, generation): the LRU order.
+    lru: BTreeSet<(List, u64, FileId, u64)>,
+    next_gen: u64,
+    /// The generation the last activation used: consecutive activations share it (as one
+    /// pagevec would), so pages activated one read after another still merge.
+    touch_gen: u64,
+    pub total: Counts,
+    per_bdi: Vec<Counts>,
+}
+
+impl Pages {
+    pub fn new() -> Pages {
+        Pages::default()
+    }
+
+    /// Registers a file on backing device `bdi`.
+    pub fn add_file(&mut self, bdi: u32) -> FileId {
+        self.files.push(FilePages { bdi, ..FilePages::default() });
+        if self.per_bdi.len() <= bdi as usize {
+            self.per_bdi.resize(bdi as usize + 1, Counts::default());
+        }
+        (self.files.len() - 1) as FileId
+    }
+
+    pub fn file(&self, f: FileId) -> &FilePages {
+        &self.files[f as usize]
+    }
+
+    pub fn file_mut(&mut self, f: FileId) -> &mut FilePages {
+        &mut self.files[f as usize]
+    }
+
+    pub fn files(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn bdi_counts(&self, bdi: u32) -> Counts {
+        self.per_bdi.get(bdi as usize).copied().unwrap_or_default()
+    }
+
+    /// A fresh LRU generation (the head of the lists).
+    pub fn new_gen(&mut self) -> u64 {
+        self.next_gen += 1;
+        self.next_gen
+    }
+
+    /// The extent holding page `p`, if cached: `(start, extent)`.
+    pub fn get(&self, f: FileId, p: u64) -> Option<(u64, Extent)> {
+        let (&s, &e) = self.files[f as usize].exts.range(..=p).next_back()?;
+        (e.end > p).then_some((s, e))
+    }
+
+    /// Extents overlapping `[a, b)`, in order (clipped to the range).
+    pub fn overlapping(&self, f: FileId, a: u64, b: u64) -> Vec<(u64, Extent)> {
+        let exts = &self.files[f as usize].exts;
+        let mut out = Vec::new();
+        if let Some((_, &e)) = exts.range(..a).next_back() {
+            if e.end > a {
+                out.push((a, Extent { end: e.end.min(b), ..e }));
+            }
+        }
+        for (&s, &e) in exts.range(a..b) {
+            out.push((s, Extent { end: e.end.min(b), ..e }));
+        }
+        out
+    }
+
+    /// The first page at or after `a` (below `b`) not cached, if any.
+    pub fn first_hole(&self, f: FileId, a: u64, b: u64) -> Option<u64> {
+        let mut p = a;
+        for (s, e) in self.overlapping(f, a, b) {
+            if s > p {
+                return Some(p);
+            }
+            p = e.end;
+        }
+        (p < b).then_some(p)
+    }
+
+    /// The runs of `[a, b)` not cached.
+    pub fn holes(&self, f: FileId, a: u64, b: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut p = a;
+        for (s, e) in self.overlapping(f, a, b) {
+            if s > p {
+                out.push((p, s));
+            }
+            p = e.end;
+        }
+        if p < b {
+            out.push((p, b));
+        }
+        out
+    }
+
+    /// The last page at or below `p` (scanning at most `max` pages) not cached; see
+    /// [`crate::readahead::CacheView::prev_hole`].
+    pub fn prev_hole(&self, f: FileId, p: u64, max: u64) -> u64 {
+        let (mut i, mut left) = (p, max);
+        loop {
+            if left == 0 {
+                return i;
+            }
+            let Some((s, _)) = self.get(f, i) else { return i };
+            let take = (i - s + 1).min(left);
+            left -= take;
+            if take == i + 1 {
+                return u64::MAX; // walked past page 0
+            }
+            i -= take;
+        }
+    }
+
+    fn account(&mut self, f: FileId, e: &Extent, len: u64, add: bool) {
+        let file = &mut self.files[f as usize];
+        file.counts.apply(e, len, add);
+        self.total.apply(e, len, add);
+        self.per_bdi[file.bdi as usize].apply(e, len, add);
+    }
+
+    fn unlink(&mut self, f: FileId, s: u64, e: &Extent) {
+        self.lru.remove(&(e.list, e.gen, f, s));
+        self.account(f, e, e.end - s, false);
+    }
+
+    fn link(&mut self, f: FileId, s: u64, e: Extent) {
+        self.lru.insert((e.list, e.gen, f, s));
+        self.account(f, &e, e.end - s, true);
+        self.files[f as usize].exts.insert(s, e);
+    }
+
+    /// Splits so that an extent starts at `p` (if `p` falls inside one).
+    fn split_at(&mut self, f: FileId, p: u64) {
+        if let Some((s, e)) = self.get(f, p) {
+            if s < p {
+                self.unlink(f, s, &e);
+                self.files[f as usize].exts.remove(&s);
+                self.link(f, s, Extent { end: p, ..e });
+                self.link(f, p, e);
+            }
+        }
+    }
+
+    /// Merges the extent at `s` with its neighbours where they are alike.
+    fn merge_around(&mut self, f: FileId, s: u64) {
+        let Some(&e) = self.files[f as usize].exts.get(&s) else { return };
+        let mut start = s;
+        let mut cur = e;
+        if let Some((&ps, &pe)) = self.files[f as usize].exts.range(..s).next_back() {
+            if pe.end == s && alike(&pe, &cur) {
+                self.unlink(f, ps, &pe);
+                self.unlink(f, s, &cur);
+                self.files[f as usize].exts.remove(&ps);
+                self.files[f as usize].exts.remove(&s);
+                cur = Extent { end: cur.end, ..pe };
+                start = ps;
+                self.link(f, start, cur);
+            }
+        }
+        if let Some(&ne) = self.files[f as usize].exts.get(&cur.end) {
+            if alike(&cur, &ne) {
+                let ns = cur.end;
+                self.unlink(f, start, &cur);
+                self.unlink(f, ns, &ne);
+                self.files[f as usize].exts.remove(&start);
+                self.files[f as usize].exts.remove(&ns);
+                self.link(f, start, Extent { end: ne.end, ..cur });
+            }
+        }
+    }
+
+    /// Applies `change` to every cached extent piece of `[a, b)`: it returns the new extent
+    /// (its `end` is kept) or `None` to drop the pages. Neighbours merge afterwards.
+    pub fn modify(
+        &mut self,
+        f: FileId,
+        a: u64,
+        b: u64,
+        mut change: impl FnMut(u64, &Extent) -> Option<Extent>,
+    ) {
+        if a >= b {
+            return;
+        }
+        self.split_at(f, a);
+        self.split_at(f, b);
+        let starts: Vec<u64> = self.files[f as usize].exts.range(a..b).map(|(&s, _)| s).collect();
+        let mut kept = Vec::with_capacity(starts.len());
+        for s in starts {
+            let e = self.files[f as usize].exts.remove(&s).expect("listed");
+            self.unlink(f, s, &e);
+            if let Some(mut n) = change(s, &e) {
+                n.end = e.end;
+                self.link(f, s, n);
+                kept.push(s);
+            } else {
+                let file = &mut self.files[f as usize];
+                let gone: Vec<u64> = file.markers.range(s..e.end).copied().collect();
+                for m in gone {
+                    file.markers.remove(&m);
+                }
+            }
+        }
+        for s in kept {
+            if self.files[f as usize].exts.contains_key(&s) {
+                self.merge_around(f, s);
+            }
+        }
+        if self.files[f as usize].counts.dirty == 0 {
+            self.files[f as usize].dirtied_when = None;
+        }
+    }
+
+    /// Adds the pages `[a, b)` (none of which may be cached) in `state`, on the inactive
+    /// list at generation `gen`.
+    pub fn insert(&mut self, f: FileId, a: u64, b: u64, state: PageState, gen: u64) {
+        debug_assert!(self.overlapping(f, a, b).is_empty(), "pages already cached");
+        if a >= b {
+            return;
+        }
+        let e = Extent { end: b, state, list: List::Inactive, referenced: false, gen };
+        self.link(f, a, e);
+        self.merge_around(f, a);
+    }
+
+    pub fn set_marker(&mut self, f: FileId, p: u64) {
+        self.files[f as usize].markers.insert(p);
+    }
+
+    /// Takes (clears) the first `PG_readahead` marker in `[a, b)`, if any.
+    pub fn take_marker(&mut self, f: FileId, a: u64, b: u64) -> Option<u64> {
+        let m = *self.files[f as usize].markers.range(a..b).next()?;
+        self.files[f as usize].markers.remove(&m);
+        Some(m)
+    }
+
+    pub fn has_marker(&self, f: FileId, a: u64, b: u64) -> bool {
+        self.files[f as usize].markers.range(a..b).next().is_some()
+    }
+
+    /// The first page of `[a, b)` carrying `PG_readahead`.
+    pub fn first_marker(&self, f: FileId, a: u64, b: u64) -> Option<u64> {
+        if a >= b {
+            return None;
+        }
+        self.files[f as usize].markers.range(a..b).next().copied()
+    }
+
+    /// `mark_page_accessed` over `[a, b)`: unreferenced pages become referenced,
+    /// referenced inactive pages move to the head of the active list.
+    pub fn touch(&mut self, f: FileId, a: u64, b: u64) {
+        if self.touch_gen != self.next_gen {
+            self.touch_gen = self.new_gen();
+        }
+        let gen = self.touch_gen;
+        self.modify(f, a, b, |_, e| {
+            Some(match (e.list, e.referenced) {
+                (_, false) => Extent { referenced: true, ..*e },
+                (List::Inactive, true) => {
+                    Extent { list: List::Active, referenced: false, gen, ..*e }
+                }
+                (List::Active, true) => *e,
+            })
+        });
+    }
+
+    /// Page reclaim: frees up to `want` clean pages from the cold end of the inactive list
+    /// (refilling it from the active list while that is larger), rotating pages it cannot
+    /// free; returns how many it freed. At most `scan_limit` extents are looked at.
+    pub fn reclaim(&mut self, want: u64, scan_limit: usize) -> u64 {
+        let mut freed = 0;
+        let mut scanned = 0;
+        while freed < want && scanned < scan_limit {
+            // inactive_file_is_low: deactivate from the cold end of the active list.
+            if self.total.active > self.total.inactive() {
+                if let Some(&(List::Active, _, f, s)) =
+                    self.lru.range((List::Active, 0, 0, 0)..).next()
+                {
+                    let gen = self.new_gen();
+                    let e = self.files[f as usize].exts[&s];
+                    let take = (e.end - s).min(want.max(32));
+                    self.modify(f, s, s + take, |_, e| {
+                        Some(Extent { list: List::Inactive, referenced: false, gen, ..*e })
+                    });
+                    scanned += 1;
+                    continue;
+                }
+            }
+            let Some(&(List::Inactive, _, f, s)) = self.lru.iter().next() else { break };
+            scanned += 1;
+            let e = self.files[f as usize].exts[&s];
+            if e.state == PageState::Clean {
+                let take = (e.end - s).min(want - freed);
+                self.modify(f, s, s + take, |_, _| None);
+                freed += take;
+            } else {
+                // Dirty or under I/O: back to the head of the inactive list.
+                let gen = self.new_gen();
+                self.modify(f, s, e.end, |_, e| Some(Extent { gen, ..*e }));
+            }
+        }
+        freed
+    }
+
+    /// Every extent of file `f` (start, extent), for writeback and tests.
+    pub fn extents(&self, f: FileId) -> impl Iterator<Item = (u64, &Extent)> + '_ {
+        self.files[f as usize].exts.iter().map(|(&s, e)| (s, e))
+    }
+
+    /// The first dirty run at or after page `from` (below `limit`): `(start, end)`, the
+    /// run ending at the first page that is not dirty and not already under writeback.
+    pub fn next_dirty_run(&self, f: FileId, from: u64, limit: u64) -> Option<(u64, u64)> {
+        let exts = &self.files[f as usize].exts;
+        let mut start = None;
+        let mut end = 0;
+        let first = exts.range(..from).next_back().filter(|(_, e)| e.end > from).map(|(&s, _)| s);
+        let iter = first.into_iter().chain(exts.range(from..limit).map(|(&s, _)| s));
+        for s in iter {
+            let e = exts[&s];
+            let writable = e.state == PageState::Dirty;
+            match start {
+                None if writable => {
+                    start = Some(s.max(from));
+                    end = e.end.min(limit);
+                }
+                Some(_) if writable && s == end => end = e.end.min(limit),
+                Some(_) => break,
+                None => {}
+            }
+        }
+        start.map(|s| (s, end))
+    }
+}
+
+fn alike(a: &Extent, b: &Extent) -> bool {
+    a.state == b.state && a.list == b.list && a.referenced == b.referenced && a.gen == b.gen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages_with_file() -> (Pages, FileId) {
+        let mut p = Pages::new();
+        let f = p.add_file(0);
+        (p, f)
+    }
+
+    #[test]
+    fn extents_split_merge_and_count() {
+        let (mut p, f) = pages_with_file();
+        let g = p.new_gen();
+        p.insert(f, 0, 100, PageState::Reading(7), g);
+        assert_eq!(p.total.reading, 100);
+        // Part of the read completes... no: reads complete whole; make it clean.
+        p.modify(f, 0, 100, |_, e| Some(Extent { state: PageState::Clean, ..*e }));
+        assert_eq!((p.total.cached, p.total.reading), (100, 0));
+        assert_eq!(p.extents(f).count(), 1, "one run");
+        // Dirty the middle: three extents; clean it again: back to one.
+        p.modify(f, 40, 60, |_, e| Some(Extent { state: PageState::Dirty, ..*e }));
+        assert_eq!(p.extents(f).count(), 3);
+        assert_eq!(p.total.dirty, 20);
+        assert_eq!(p.bdi_counts(0).dirty, 20);
+        assert_eq!(p.file(f).counts.dirty, 20);
+        p.modify(f, 40, 60, |_, e| Some(Extent { state: PageState::Clean, ..*e }));
+        assert_eq!(p.extents(f).count(), 1);
+        assert_eq!(p.holes(f, 90, 120), vec![(100, 120)]);
+        assert_eq!(p.first_hole(f, 0, 150), Some(100));
+        assert_eq!(p.first_hole(f, 0, 100), None);
+    }
+
+    #[test]
+    fn a_second_touch_activates() {
+        let (mut p, f) = pages_with_file();
+        let g = p.new_gen();
+        p.insert(f, 0, 10, PageState::Clean, g);
+        p.touch(f, 0, 5);
+        assert_eq!(p.total.active, 0);
+        p.touch(f, 0, 3);
+        assert_eq!(p.total.active, 3);
+        assert!(p.get(f, 4).unwrap().1.referenced);
+    }
+
+    #[test]
+    fn reclaim_takes_clean_cold_pages_and_spares_dirty_ones() {
+        let (mut p, f) = pages_with_file();
+        let g1 = p.new_gen();
+        p.insert(f, 0, 10, PageState::Dirty, g1);
+        let g2 = p.new_gen();
+        p.insert(f, 10, 30, PageState::Clean, g2);
+        let g3 = p.new_gen();
+        p.insert(f, 30, 40, PageState::Clean, g3);
+        let freed = p.reclaim(25, 100);
+        assert_eq!(freed, 25);
+        assert_eq!(p.total.cached, 15);
+        assert_eq!(p.total.dirty, 10, "dirty pages stay");
+        assert!(p.get(f, 35).is_some() && p.get(f, 20).is_none());
+    }
+
+    #[test]
+    fn dirty_runs_and_history() {
+        let (mut p, f) = pages_with_file();
+        let g = p.new_gen();
+        p.insert(f, 0, 10, PageState::Dirty, g);
+        p.insert(f, 10, 20, PageState::Writeback { io: 1, dirty: false }, g);
+        p.insert(f, 20, 25, PageState::Dirty, g);
+        assert_eq!(p.next_dirty_run(f, 0, 100), Some((0, 10)));
+        assert_eq!(p.next_dirty_run(f, 5, 100), Some((5, 10)));
+        assert_eq!(p.next_dirty_run(f, 10, 100), Some((20, 25)));
+        assert_eq!(p.next_dirty_run(f, 25, 100), None);
+        assert_eq!(p.prev_hole(f, 24, 100), u64::MAX, "cached down to page 0");
+        assert_eq!(p.prev_hole(f, 24, 10), 14);
+        assert_eq!(p.prev_hole(f, 30, 10), 30);
+    }
+}

@@ -1,0 +1,584 @@
+//! One machine's page cache in motion: the system calls of its tasks, the block I/O the
+//! cache issues, the flusher threads, writer throttling and page reclaim, as a sans-I/O state
+//! machine.
+//!
+//! The driver (the simulator) hands in system calls ([`Vm::syscall`]), completions of the
+//! block I/O the Vm asked for ([`Vm::io_done`]) and timer expiries ([`Vm::timer`]), each with
+//! `now`; the Vm appends the block I/O to issue and the tasks whose blocked system call
+//! finished to an [`Output`]. Nothing here reads a clock or does I/O.
+//!
+//! A run of `count` identical sequential calls is taken in one step up to the first that
+//! would issue I/O, wait or be throttled: a cached `read()` or a `write()` into the cache
+//! costs only its CPU time ([`VmConfig::syscall_cost_ns`]), so a 16 GiB dd of 512-byte writes
+//! costs what its ratelimit checks and writeback cost, not 33 million steps.
+//!
+//! - [`read`]: `do_generic_file_read`: cached pages, the readahead marker, sync and async
+//!   readahead ([`crate::readahead`]), waiting for locked pages; `posix_fadvise`.
+//! - [`write`]: `generic_perform_write`: reads of partially overwritten pages, dirtying, the
+//!   ratelimit check, O_SYNC, `fsync`/`fdatasync`.
+//! - [`balance`]: `balance_dirty_pages`, 2.6.3x and IO-less forms ([`crate::dirty`]).
+//! - [`flusher`]: the per-device flusher thread: background writeback above
+//!   `dirty_background_ratio`, periodic writeback of inodes dirty longer than
+//!   `dirty_expire_centisecs` every `dirty_writeback_centisecs`, in chunks per inode.
+//!
+//! Sync and async are decided here, once, as `op_is_sync` would see them: reads, and
+//! writes for `fsync`, O_SYNC and O_DIRECT, are sync; flusher and throttled-writer writeback
+//! is async. Every I/O carries the [`Owner`] it is issued as: the task's for its reads,
+//! fsync and (2.6.3x) throttled writeback, the flusher thread's for background writeback.
+
+mod balance;
+mod flusher;
+mod read;
+mod write;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use elevator_core::{IoPrio, Nanos, Op, Owner, NS_PER_SEC};
+
+use crate::config::VmConfig;
+use crate::dirty::{BdiBandwidth, Limits, PropLocal, Proportions};
+use crate::pages::{FileId, IoTag, Pages};
+use crate::readahead::{RaState, PAGE_BYTES};
+
+pub use balance::Balance;
+
+/// A task (process or thread) that makes system calls.
+pub type TaskId = u32;
+
+/// Pid of the first flusher thread (`flush-8:0`); one per backing device after it.
+pub const FLUSHER_PID_BASE: u32 = 2_000_000;
+
+/// A backing device: what the cache needs to know of the device (or volume) under files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BdiSpec {
+    /// `/sys/block/<dev>/queue/read_ahead_kb`.
+    pub read_ahead_kb: u32,
+    /// Largest request, KiB: writeback counts its requests in units of this.
+    pub max_sectors_kb: u32,
+    /// Async requests the device's queue takes before writeback waits
+    /// (`nr_requests`, `get_request_wait`).
+    pub nr_requests: u32,
+}
+
+/// A file: where its page 0 is on its device, how large it may grow, how much data it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileSpec {
+    pub bdi: u32,
+    pub base_bytes: u64,
+    pub size_bytes: u64,
+    /// Bytes of existing data (reads of pages past it need no I/O, writes past it need no
+    /// read of the old block); the file grows as it is written.
+    pub data_bytes: u64,
+}
+
+/// `posix_fadvise` advice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Advice {
+    Normal,
+    Sequential,
+    Random,
+    WillNeed,
+    DontNeed,
+}
+
+/// A system call, or `count` identical sequential ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syscall {
+    /// `count` reads of `len` bytes, the first at `offset`, each after the other.
+    Read {
+        file: FileId,
+        offset: u64,
+        len: u64,
+        count: u64,
+    },
+    /// `count` writes likewise; `sync` for O_SYNC/O_DSYNC (each then waits for its data).
+    Write {
+        file: FileId,
+        offset: u64,
+        len: u64,
+        count: u64,
+        sync: bool,
+    },
+    /// `fsync` (`data_only`: `fdatasync`).
+    Fsync {
+        file: FileId,
+        data_only: bool,
+    },
+    Fadvise {
+        file: FileId,
+        offset: u64,
+        len: u64,
+        advice: Advice,
+    },
+}
+
+/// What became of a system call (or run of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyscallResult {
+    /// `count` calls finished, the last at `at_ns` (their CPU time included).
+    Done { count: u64, at_ns: Nanos },
+    /// `count` calls finished, the next one is blocked; a [`Wake`] will say when it ends.
+    Blocked { count: u64 },
+}
+
+/// A blocked system call finished at `at_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wake {
+    pub task: TaskId,
+    pub at_ns: Nanos,
+}
+
+/// Block I/O the cache asks the driver to issue on backing device `bdi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockIo {
+    pub tag: IoTag,
+    pub bdi: u32,
+    pub op: Op,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    pub sync: bool,
+    pub owner: Owner,
+}
+
+/// What one call of the Vm produced.
+#[derive(Clone, Debug, Default)]
+pub struct Output {
+    pub ios: Vec<BlockIo>,
+    pub wakes: Vec<Wake>,
+}
+
+/// Machine-wide counters for reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VmStats {
+    pub pages_read: u64,
+    pub pages_written: u64,
+    pub readahead_windows: u64,
+    pub pages_reclaimed: u64,
+    pub throttle_pauses: u64,
+    pub throttle_ns: u64,
+    pub peak_dirty_pages: u64,
+}
+
+/// Per-open-file state of a task (`struct file`).
+#[derive(Clone, Copy, Debug)]
+struct OpenFile {
+    ra: RaState,
+    /// `FMODE_RANDOM` (`POSIX_FADV_RANDOM`).
+    random: bool,
+}
+
+/// What a blocked task waits for.
+#[derive(Clone, Copy, Debug)]
+enum Busy {
+    /// A read at `pos` of the request `[.., end)` waits for a page.
+    Read { file: FileId, pos: u64, end: u64, req_start: u64 },
+    /// A write waits for the read of a page it partly overwrites.
+    WriteRead { file: FileId, offset: u64, len: u64, sync: bool },
+    /// Throttled in `balance_dirty_pages`.
+    Balance(Balance),
+    /// `fsync` (or an O_SYNC write's sync) waits for `pending` I/Os; then the flush.
+    Sync { pending: u32, flushed: bool, bdi: u32 },
+}
+
+struct Task {
+    owner: Owner,
+    files: BTreeMap<FileId, OpenFile>,
+    /// Pages dirtied since the last throttle check (`current->nr_dirtied`).
+    nr_dirtied: u64,
+    /// IO-less: pages to dirty before the next check (`nr_dirtied_pause`).
+    nr_dirtied_pause: u64,
+    /// IO-less: jiffies when the last pause ended (`dirty_paused_when`).
+    dirty_paused_when: u64,
+    /// 2.6.3x: this task's share of recent dirtying (`task_dirty_limit`).
+    dirties: PropLocal,
+    busy: Option<Busy>,
+    /// When the blocked call started (for its CPU time on completion).
+    cpu_ns: Nanos,
+}
+
+/// Per-file bookkeeping beyond the pages.
+#[derive(Clone, Copy, Debug)]
+struct FileMeta {
+    spec: FileSpec,
+    /// On its device's writeback queue (`b_io`).
+    queued: bool,
+}
+
+/// A backing device as the cache sees it.
+struct Bdi {
+    spec: BdiSpec,
+    /// Async write requests in flight (writeback waits at `nr_requests`).
+    async_requests: u32,
+    /// Dirty files in writeback order (`b_dirty`/`b_io`/`b_more_io` in one queue).
+    queue: VecDeque<FileId>,
+    /// Pages dirtied and written back so far (`BDI_DIRTIED`, `BDI_WRITTEN`).
+    dirtied: u64,
+    written: u64,
+    bw: BdiBandwidth,
+    completions: PropLocal,
+    dirty_exceeded: bool,
+    flusher: flusher::Flusher,
+    /// Tasks waiting for an async request slot (2.6.3x throttled writeback).
+    slot_waiters: VecDeque<TaskId>,
+}
+
+/// What an I/O tag stands for.
+#[derive(Clone, Copy, Debug)]
+enum IoKind {
+    Read { file: FileId, start: u64, end: u64 },
+    Write { file: FileId, start: u64, end: u64, requests: u32, sync: bool },
+    Flush,
+}
+
+#[derive(Clone, Debug)]
+struct IoRec {
+    kind: IoKind,
+    bdi: u32,
+    waiters: Vec<TaskId>,
+}
+
+/// Timed events of the Vm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timer {
+    /// A throttled task's pause ends.
+    Task(TaskId),
+    /// A flusher's periodic wake-up.
+    Flusher(u32),
+}
+
+/// The page cache of one machine. See the module docs.
+pub struct Vm {
+    cfg: VmConfig,
+    pages: Pages,
+    files: Vec<FileMeta>,
+    tasks: Vec<Task>,
+    bdis: Vec<Bdi>,
+    ios: Vec<Option<IoRec>>,
+    free_ios: Vec<IoTag>,
+    timers: BTreeMap<(Nanos, u64), Timer>,
+    timer_seq: u64,
+    /// Writeout completions shared between devices (`vm_completions`) and dirtying shared
+    /// between tasks (`vm_dirties`), 2.6.3x.
+    completions: Proportions,
+    dirties: Proportions,
+    /// IO-less: the hard limit following the threshold down slowly (`global_dirty_limit`).
+    global_dirty_limit: u64,
+    global_limit_stamp: u64,
+    /// Pages kept free (`min_free_kbytes`).
+    min_free_pages: u64,
+    pub stats: VmStats,
+    /// Context readahead on (2.6.31+ kernels, unless turned off).
+    pub context_readahead: bool,
+    /// Issue a cache flush after fsync's writes (`barrier=1`).
+    pub barriers: bool,
+}
+
+impl Vm {
+    /// A machine with `cfg` over the backing devices `bdis`. `cfg` must be valid.
+    pub fn new(cfg: VmConfig, bdis: &[BdiSpec]) -> Vm {
+        debug_assert!(cfg.validate().is_ok());
+        let limits = Self::limits_for(&cfg);
+        // min_free_kbytes = sqrt(16 * lowmem KiB), 128 KiB ..= 64 MiB.
+        let kib = cfg.memory_bytes / 1024;
+        let min_free_kib = ((16 * kib) as f64).sqrt() as u64;
+        let bdis = bdis
+            .iter()
+            .enumerate()
+            .map(|(i, &spec)| Bdi {
+                spec,
+                async_requests: 0,
+                queue: VecDeque::new(),
+                dirtied: 0,
+                written: 0,
+                bw: BdiBandwidth::new(0),
+                completions: PropLocal::default(),
+                dirty_exceeded: false,
+                flusher: flusher::Flusher::new(i as u32),
+                slot_waiters: VecDeque::new(),
+            })
+            .collect();
+        Vm {
+            context_readahead: cfg.kernel.context_readahead(),
+            barriers: true,
+            pages: Pages::new(),
+            files: Vec::new(),
+            tasks: Vec::new(),
+            bdis,
+            ios: Vec::new(),
+            free_ios: Vec::new(),
+            timers: BTreeMap::new(),
+            timer_seq: 0,
+            completions: Proportions::new(limits.dirty),
+            dirties: Proportions::new(limits.dirty),
+            global_dirty_limit: limits.dirty,
+            global_limit_stamp: 0,
+            min_free_pages: min_free_kib.clamp(128, 65536) / 4,
+            stats: VmStats::default(),
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &VmConfig {
+        &self.cfg
+    }
+
+    pub fn pages(&self) -> &Pages {
+        &self.pages
+    }
+
+    /// Registers a file.
+    pub fn add_file(&mut self, spec: FileSpec) -> FileId {
+        let f = self.pages.add_file(spec.bdi);
+        self.files.push(FileMeta { spec, queued: false });
+        f
+    }
+
+    /// Registers a task issuing its I/O as `owner`.
+    pub fn add_task(&mut self, owner: Owner) -> TaskId {
+        self.tasks.push(Task {
+            owner,
+            files: BTreeMap::new(),
+            nr_dirtied: 0,
+            nr_dirtied_pause: crate::dirty::DIRTY_POLL_THRESH,
+            dirty_paused_when: 0,
+            dirties: PropLocal::default(),
+            busy: None,
+            cpu_ns: 0,
+        });
+        (self.tasks.len() - 1) as TaskId
+    }
+
+    /// Puts `[offset, offset + len)` of `file` in the cache, clean, at no cost (fio's
+    /// `pre_read`, done before the job's clock starts).
+    pub fn preload(&mut self, file: FileId, offset: u64, len: u64) {
+        let (a, b) = page_range(offset, len);
+        let b = b.min(self.file_pages(file));
+        let holes = self.pages.holes(file, a, b);
+        let gen = self.pages.new_gen();
+        for (s, e) in holes {
+            self.alloc(e - s);
+            self.pages.insert(file, s, e, crate::pages::PageState::Clean, gen);
+        }
+    }
+
+    /// The thresholds for the machine now.
+    fn limits(&self) -> Limits {
+        Self::limits_for(&self.cfg)
+    }
+
+    fn limits_for(cfg: &VmConfig) -> Limits {
+        crate::dirty::global_dirty_limits(
+            &cfg.sysctl,
+            cfg.cache_pages(),
+            !cfg.kernel.io_less_throttling(),
+        )
+    }
+
+    fn jiffies(&self, now: Nanos) -> u64 {
+        (now as u128 * self.cfg.hz as u128 / NS_PER_SEC as u128) as u64
+    }
+
+    fn jiffies_to_ns(&self, j: u64) -> Nanos {
+        (j as u128 * NS_PER_SEC as u128 / self.cfg.hz as u128) as Nanos
+    }
+
+    /// Pages in the file's address space (its allocated size).
+    fn file_pages(&self, f: FileId) -> u64 {
+        self.files[f as usize].spec.size_bytes.div_ceil(PAGE_BYTES)
+    }
+
+    /// Pages holding data (reads past them need no I/O).
+    fn data_pages(&self, f: FileId) -> u64 {
+        self.files[f as usize].spec.data_bytes.div_ceil(PAGE_BYTES)
+    }
+
+    /// Makes room for `n` new pages, reclaiming clean ones if free memory runs low.
+    fn alloc(&mut self, n: u64) {
+        let cap = self.cfg.cache_pages();
+        let used = self.pages.total.cached;
+        let want_free = n + self.min_free_pages;
+        if cap.saturating_sub(used) < want_free {
+            // Reclaim a batch beyond the need (kswapd works to the high watermark).
+            let need = want_free - cap.saturating_sub(used) + 32;
+            let freed = self.pages.reclaim(need, 64 + need as usize / 32);
+            self.stats.pages_reclaimed += freed;
+        }
+    }
+
+    fn new_io(&mut self, kind: IoKind, bdi: u32) -> IoTag {
+        let rec = IoRec { kind, bdi, waiters: Vec::new() };
+        match self.free_ios.pop() {
+            Some(t) => {
+                self.ios[t as usize] = Some(rec);
+                t
+            }
+            None => {
+                self.ios.push(Some(rec));
+                (self.ios.len() - 1) as IoTag
+            }
+        }
+    }
+
+    fn add_timer(&mut self, at: Nanos, t: Timer) {
+        self.timer_seq += 1;
+        self.timers.insert((at, self.timer_seq), t);
+    }
+
+    /// The owner of the flusher thread of `bdi`: a kernel thread in the root cgroup.
+    fn flusher_owner(bdi: u32) -> Owner {
+        let pid = FLUSHER_PID_BASE + bdi;
+        Owner {
+            job: u32::MAX,
+            pid,
+            pgrp: pid,
+            uid: 0,
+            gid: 0,
+            io_context: pid,
+            cgroup: 0,
+            prio: IoPrio::DEFAULT,
+        }
+    }
+
+    /// When the Vm next wants [`Vm::timer`] called.
+    pub fn next_timer_ns(&self) -> Option<Nanos> {
+        self.timers.keys().next().map(|&(t, _)| t)
+    }
+
+    /// Runs the timers due at `now`.
+    pub fn timer(&mut self, now: Nanos, out: &mut Output) {
+        while let Some(entry) = self.timers.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            match entry.remove() {
+                Timer::Task(t) => self.resume(t, now, out),
+                Timer::Flusher(b) => self.flusher_wake(b, now, out),
+            }
+        }
+    }
+
+    /// A system call of `task` at `now`.
+    pub fn syscall(
+        &mut self,
+        task: TaskId,
+        call: Syscall,
+        now: Nanos,
+        out: &mut Output,
+    ) -> SyscallResult {
+        debug_assert!(self.tasks[task as usize].busy.is_none(), "one call at a time");
+        match call {
+            Syscall::Read { file, offset, len, count } => {
+                self.read(task, file, offset, len, count, now, out)
+            }
+            Syscall::Write { file, offset, len, count, sync } => {
+                self.write(task, file, offset, len, count, sync, now, out)
+            }
+            Syscall::Fsync { file, data_only: _ } => {
+                let cost = self.cfg.syscall_ns;
+                self.tasks[task as usize].cpu_ns = cost;
+                self.fsync_range(task, file, 0, u64::MAX, now, out)
+            }
+            Syscall::Fadvise { file, offset, len, advice } => {
+                self.fadvise(task, file, offset, len, advice, now, out);
+                SyscallResult::Done { count: 1, at_ns: now + self.cfg.syscall_ns }
+            }
+        }
+    }
+
+    /// Block I/O `tag` completed at `now`.
+    pub fn io_done(&mut self, tag: IoTag, now: Nanos, out: &mut Output) {
+        let rec = self.ios[tag as usize].take().expect("a live I/O");
+        self.free_ios.push(tag);
+        match rec.kind {
+            IoKind::Read { file, start, end } => {
+                self.pages.modify(file, start, end, |_, e| {
+                    Some(match e.state {
+                        crate::pages::PageState::Reading(t) if t == tag => {
+                            crate::pages::Extent { state: crate::pages::PageState::Clean, ..*e }
+                        }
+                        _ => *e,
+                    })
+                });
+                self.stats.pages_read += end - start;
+            }
+            IoKind::Write { file, start, end, requests, sync } => {
+                self.write_done(tag, rec.bdi, file, start, end, requests, sync, now, out);
+            }
+            IoKind::Flush => {}
+        }
+        for t in rec.waiters {
+            self.io_waited(t, now, out);
+        }
+    }
+
+    /// A task that waited for an I/O may go on.
+    fn io_waited(&mut self, t: TaskId, now: Nanos, out: &mut Output) {
+        match self.tasks[t as usize].busy {
+            Some(Busy::Sync { pending, flushed, bdi }) => {
+                let pending = pending - 1;
+                self.tasks[t as usize].busy = Some(Busy::Sync { pending, flushed, bdi });
+                if pending == 0 {
+                    self.resume(t, now, out);
+                }
+            }
+            Some(_) => self.resume(t, now, out),
+            None => {}
+        }
+    }
+
+    /// Goes on with task `t`'s blocked call at `now`.
+    fn resume(&mut self, t: TaskId, now: Nanos, out: &mut Output) {
+        let Some(busy) = self.tasks[t as usize].busy.take() else { return };
+        match busy {
+            Busy::Read { file, pos, end, req_start } => {
+                self.read_resume(t, file, pos, end, req_start, now, out)
+            }
+            Busy::WriteRead { file, offset, len, sync } => {
+                match self.write(t, file, offset, len, 1, sync, now, out) {
+                    SyscallResult::Done { at_ns, .. } => out.wakes.push(Wake { task: t, at_ns }),
+                    SyscallResult::Blocked { .. } => {}
+                }
+            }
+            Busy::Balance(b) => self.balance_resume(t, b, now, out),
+            Busy::Sync { pending, flushed, bdi } => {
+                debug_assert_eq!(pending, 0);
+                if !flushed && self.barriers {
+                    let tag = self.new_io(IoKind::Flush, bdi);
+                    self.ios[tag as usize].as_mut().expect("new").waiters.push(t);
+                    out.ios.push(BlockIo {
+                        tag,
+                        bdi,
+                        op: Op::Flush,
+                        offset_bytes: 0,
+                        len_bytes: 0,
+                        sync: true,
+                        owner: self.tasks[t as usize].owner,
+                    });
+                    self.tasks[t as usize].busy =
+                        Some(Busy::Sync { pending: 1, flushed: true, bdi });
+                } else {
+                    let cpu = self.tasks[t as usize].cpu_ns;
+                    out.wakes.push(Wake { task: t, at_ns: now + cpu });
+                }
+            }
+        }
+    }
+
+    /// The open-file state of `task` for `file`, created with the device's readahead.
+    fn open(&mut self, task: TaskId, file: FileId) -> &mut OpenFile {
+        let bdi = self.files[file as usize].spec.bdi;
+        let ra_pages = u64::from(self.bdis[bdi as usize].spec.read_ahead_kb) / 4;
+        self.tasks[task as usize]
+            .files
+            .entry(file)
+            .or_insert(OpenFile { ra: RaState::new(ra_pages), random: false })
+    }
+}
+
+/// The pages `[a, b)` a byte range touches.
+fn page_range(offset: u64, len: u64) -> (u64, u64) {
+    (offset / PAGE_BYTES, (offset + len).div_ceil(PAGE_BYTES))
+}
+
+#[cfg(test)]
+mod tests;

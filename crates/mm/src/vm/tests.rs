@@ -1,0 +1,483 @@
+//! The Vm driven by a toy device: every I/O takes a fixed time plus its transfer, all in
+//! parallel. The device keeps, per page, the version of the data it holds, so tests can
+//! check where written data is.
+
+use std::collections::{BTreeMap, HashMap};
+
+use elevator_core::{Nanos, Op, Owner, NS_PER_MS, NS_PER_SEC};
+
+use super::*;
+use crate::config::{Kernel, VmConfig};
+use crate::pages::PageState;
+
+struct Harness {
+    vm: Vm,
+    now: Nanos,
+    /// In-flight I/O by completion time.
+    pending: BTreeMap<(Nanos, u64), BlockIo>,
+    seq: u64,
+    /// The device serves one I/O at a time: when it is next free.
+    busy_until: Nanos,
+    latency_ns: Nanos,
+    bytes_per_sec: u64,
+    ios: Vec<BlockIo>,
+    wakes: HashMap<TaskId, Nanos>,
+    flushes: Vec<Nanos>,
+}
+
+fn machine(kernel: &str, memory_mib: u64) -> VmConfig {
+    let kernel = Kernel::parse(kernel).unwrap();
+    VmConfig {
+        memory_bytes: memory_mib << 20,
+        reserved_bytes: 16 << 20,
+        ..VmConfig::default_for(kernel)
+    }
+}
+
+const BDI: BdiSpec = BdiSpec { read_ahead_kb: 128, max_sectors_kb: 512, nr_requests: 128 };
+
+impl Harness {
+    fn new(cfg: VmConfig) -> Harness {
+        Harness {
+            vm: Vm::new(cfg, &[BDI]),
+            now: 0,
+            pending: BTreeMap::new(),
+            seq: 0,
+            busy_until: 0,
+            latency_ns: NS_PER_MS,
+            bytes_per_sec: 100_000_000,
+            ios: Vec::new(),
+            wakes: HashMap::new(),
+            flushes: Vec::new(),
+        }
+    }
+
+    fn take(&mut self, out: Output) {
+        for io in out.ios {
+            let start = self.now.max(self.busy_until);
+            let at = start + self.latency_ns + io.len_bytes * NS_PER_SEC / self.bytes_per_sec;
+            self.busy_until = at;
+            self.seq += 1;
+            self.pending.insert((at, self.seq), io);
+            self.ios.push(io);
+        }
+        for w in out.wakes {
+            self.wakes.insert(w.task, w.at_ns);
+        }
+    }
+
+    /// Runs device completions and Vm timers up to `until`.
+    fn run_until(&mut self, until: Nanos) {
+        loop {
+            let io = self.pending.keys().next().map(|&(t, _)| t);
+            let timer = self.vm.next_timer_ns();
+            let next = [io, timer].into_iter().flatten().min();
+            let Some(t) = next.filter(|&t| t <= until) else { break };
+            self.now = self.now.max(t);
+            let mut out = Output::default();
+            if io == Some(t) {
+                let (_, io) = self.pending.pop_first().unwrap();
+                if io.op == Op::Flush {
+                    self.flushes.push(t);
+                }
+                self.vm.io_done(io.tag, t, &mut out);
+            } else {
+                self.vm.timer(t, &mut out);
+            }
+            self.take(out);
+        }
+        self.now = self.now.max(until);
+    }
+
+    /// Makes the call and runs until it (or its run) finishes; returns (calls, time).
+    fn call(&mut self, task: TaskId, call: Syscall) -> (u64, Nanos) {
+        let mut out = Output::default();
+        let r = self.vm.syscall(task, call, self.now, &mut out);
+        self.take(out);
+        match r {
+            SyscallResult::Done { count, at_ns } => {
+                self.run_until(at_ns);
+                (count, at_ns)
+            }
+            SyscallResult::Blocked { count } => {
+                while !self.wakes.contains_key(&task) {
+                    let next =
+                        [self.pending.keys().next().map(|&(t, _)| t), self.vm.next_timer_ns()]
+                            .into_iter()
+                            .flatten()
+                            .min()
+                            .expect("a blocked call has something to wait for");
+                    self.run_until(next);
+                }
+                let at = self.wakes.remove(&task).unwrap();
+                self.run_until(at);
+                (count + 1, at)
+            }
+        }
+    }
+}
+
+fn file(h: &mut Harness, mib: u64, data: bool) -> FileId {
+    h.vm.add_file(FileSpec {
+        bdi: 0,
+        base_bytes: 1 << 30,
+        size_bytes: mib << 20,
+        data_bytes: if data { mib << 20 } else { 0 },
+    })
+}
+
+#[test]
+fn a_sequential_reader_gets_growing_readahead_windows_and_cached_reads_cost_cpu_only() {
+    let mut h = Harness::new(machine("2.6.32", 1024));
+    let f = file(&mut h, 64, true);
+    let t = h.vm.add_task(Owner::process(1));
+    let mut left = 1024u64; // 4 MiB in 4 KiB reads
+    let mut offset = 0;
+    while left > 0 {
+        let (n, _) = h.call(t, Syscall::Read { file: f, offset, len: 4096, count: left });
+        offset += n * 4096;
+        left -= n;
+    }
+    let sizes: Vec<u64> = h.ios.iter().map(|io| io.len_bytes / 4096).collect();
+    assert_eq!(&sizes[..5], &[4, 8, 16, 32, 32], "{sizes:?}");
+    assert!(h.ios.iter().all(|io| io.sync && io.op == Op::Read));
+    // The marker at page 1020 (28 + 32 x 31) started one more window, [1052, 1084).
+    assert_eq!(sizes.iter().sum::<u64>(), 1084, "the last window runs ahead");
+    // A second pass is all cache: one call for the whole file.
+    let (n, at) = h.call(t, Syscall::Read { file: f, offset: 0, len: 4096, count: 1024 });
+    assert_eq!(n, 1024);
+    let per = (at - h.now + 1024 * h.vm.config().syscall_cost_ns(4096)) / 1024;
+    assert!(per < 10_000, "{per} ns per cached read");
+}
+
+#[test]
+fn random_readers_read_only_what_they_ask_for_when_advised() {
+    let mut h = Harness::new(machine("2.6.32", 1024));
+    let f = file(&mut h, 64, true);
+    let t = h.vm.add_task(Owner::process(1));
+    h.call(t, Syscall::Fadvise { file: f, offset: 0, len: 0, advice: Advice::Random });
+    for i in [100u64, 7, 3000, 12000] {
+        h.call(t, Syscall::Read { file: f, offset: i * 4096, len: 4096, count: 1 });
+    }
+    assert!(h.ios.iter().all(|io| io.len_bytes == 4096), "{:?}", h.ios);
+}
+
+#[test]
+fn reading_twice_memory_keeps_the_cache_within_memory() {
+    let mut h = Harness::new(machine("2.6.32", 64));
+    let f = file(&mut h, 128, true);
+    let t = h.vm.add_task(Owner::process(1));
+    let pages = 128 * 256;
+    let mut offset = 0;
+    while offset < pages * 4096 {
+        let (n, _) = h.call(t, Syscall::Read { file: f, offset, len: 65536, count: 1 << 20 });
+        offset += n * 65536;
+    }
+    let cap = h.vm.config().cache_pages();
+    assert!(h.vm.pages().total.cached <= cap, "{} > {cap}", h.vm.pages().total.cached);
+    assert!(h.vm.stats.pages_reclaimed > pages / 2);
+}
+
+/// Writes `mib` MiB in `bs`-byte writes as fast as the cache allows; returns the elapsed time.
+fn stream_write(h: &mut Harness, t: TaskId, f: FileId, mib: u64, bs: u64) -> Nanos {
+    let start = h.now;
+    let total = (mib << 20) / bs;
+    let mut done = 0;
+    while done < total {
+        let (n, _) = h.call(
+            t,
+            Syscall::Write {
+                file: f,
+                offset: done * bs,
+                len: bs,
+                count: total - done,
+                sync: false,
+            },
+        );
+        done += n;
+    }
+    h.now - start
+}
+
+#[test]
+fn a_streaming_writer_is_held_near_the_dirty_limit_in_both_kernel_eras() {
+    for kernel in ["2.6.32", "3.2"] {
+        let mut h = Harness::new(machine(kernel, 256));
+        let f = file(&mut h, 512, false);
+        let t = h.vm.add_task(Owner::process(1));
+        let took = stream_write(&mut h, t, f, 400, 512);
+        let limits = h.vm.limits();
+        let peak = h.vm.stats.peak_dirty_pages;
+        assert!(peak <= limits.dirty + limits.dirty / 4, "{kernel}: peak {peak} vs {limits:?}");
+        assert!(peak >= limits.background, "{kernel}: peak {peak} vs {limits:?}");
+        // The device writes 100 MB/s: 400 MiB less what stays dirty takes ~3 s at least.
+        let secs = took as f64 / 1e9;
+        assert!(secs > 2.5, "{kernel}: {secs} s");
+        let writes: Vec<&BlockIo> = h.ios.iter().filter(|io| io.op == Op::Write).collect();
+        assert!(writes.iter().all(|io| !io.sync), "writeback is async");
+        let by_writer = writes.iter().filter(|io| io.owner.pid == 1).count();
+        if kernel == "3.2" {
+            assert_eq!(by_writer, 0, "IO-less: only the flusher writes");
+            assert!(h.vm.stats.throttle_pauses > 0);
+        } else {
+            assert!(by_writer > 0, "2.6.32: the throttled writer writes back itself");
+        }
+    }
+}
+
+#[test]
+fn fsync_puts_everything_on_the_device_then_flushes() {
+    let mut h = Harness::new(machine("2.6.32", 512));
+    let f = file(&mut h, 64, false);
+    let t = h.vm.add_task(Owner::process(1));
+    stream_write(&mut h, t, f, 8, 4096);
+    assert!(h.vm.pages().file(f).counts.dirty > 0);
+    let before = h.ios.len();
+    let (_, at) = h.call(t, Syscall::Fsync { file: f, data_only: false });
+    assert_eq!(h.vm.pages().file(f).counts.dirty, 0);
+    assert_eq!(h.vm.pages().file(f).counts.writeback, 0);
+    let fsync_writes: Vec<&BlockIo> =
+        h.ios[before..].iter().filter(|io| io.op == Op::Write).collect();
+    assert!(!fsync_writes.is_empty() && fsync_writes.iter().all(|io| io.sync));
+    assert_eq!(h.flushes.len(), 1, "one cache flush");
+    assert!(h.flushes[0] <= at);
+}
+
+#[test]
+fn partial_overwrites_of_uncached_data_read_the_page_first() {
+    let mut h = Harness::new(machine("2.6.32", 512));
+    let f = file(&mut h, 4, true);
+    let t = h.vm.add_task(Owner::process(1));
+    h.call(t, Syscall::Write { file: f, offset: 4096 * 10 + 512, len: 512, count: 1, sync: false });
+    assert_eq!(h.ios.len(), 1);
+    assert_eq!((h.ios[0].op, h.ios[0].len_bytes), (Op::Read, 4096));
+    // Whole-page overwrites read nothing.
+    h.call(t, Syscall::Write { file: f, offset: 4096 * 20, len: 8192, count: 1, sync: false });
+    assert_eq!(h.ios.len(), 1);
+    assert!(matches!(h.vm.pages().get(f, 21).unwrap().1.state, PageState::Dirty));
+}
+
+#[test]
+fn old_dirty_data_is_written_back_by_the_periodic_flusher() {
+    let mut h = Harness::new(machine("2.6.32", 1024));
+    h.now = 100 * NS_PER_SEC;
+    let f = file(&mut h, 64, false);
+    let t = h.vm.add_task(Owner::process(1));
+    stream_write(&mut h, t, f, 4, 4096);
+    assert_eq!(h.vm.pages().file(f).counts.dirty, 1024);
+    h.run_until(h.now + 25 * NS_PER_SEC);
+    assert_eq!(h.vm.pages().file(f).counts.dirty, 1024, "young data stays dirty");
+    h.run_until(h.now + 15 * NS_PER_SEC);
+    assert_eq!(h.vm.pages().file(f).counts.dirty, 0, "30 s old: written back");
+    assert!(h.ios.iter().all(|io| io.owner.pid == FLUSHER_PID_BASE));
+}
+
+#[test]
+fn dontneed_drops_clean_pages_and_starts_writeback() {
+    let mut h = Harness::new(machine("2.6.32", 1024));
+    let f = file(&mut h, 16, true);
+    let t = h.vm.add_task(Owner::process(1));
+    h.vm.preload(f, 0, 16 << 20);
+    assert_eq!(h.vm.pages().file(f).counts.cached, 4096);
+    h.call(t, Syscall::Write { file: f, offset: 0, len: 4096, count: 4, sync: false });
+    h.call(t, Syscall::Fadvise { file: f, offset: 0, len: 0, advice: Advice::DontNeed });
+    let c = h.vm.pages().file(f).counts;
+    assert_eq!(c.cached, 4, "only the pages under writeback stay");
+    h.run_until(h.now + NS_PER_SEC);
+    assert_eq!(h.vm.pages().file(f).counts.dirty, 0);
+}
+
+mod integrity {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Runs `ops` on a small machine with a versioned device; checks after every step that
+    /// each written page's newest data is dirty in the cache or on the device, and after a
+    /// final fsync that all of it is on the device and the flush came after the writes.
+    fn check(kernel: &str, ops: &[(u8, u64, u64)]) -> Result<(), TestCaseError> {
+        let mut h = Harness::new(machine(kernel, 32));
+        h.bytes_per_sec = 20_000_000;
+        let f = file(&mut h, 64, true);
+        let t = h.vm.add_task(Owner::process(1));
+        let pages = 64 * 256u64;
+        let mut latest: HashMap<u64, u64> = HashMap::new(); // page -> version
+        let mut on_device: HashMap<u64, u64> = HashMap::new();
+        let mut in_flight: HashMap<IoTag, Vec<(u64, u64)>> = HashMap::new();
+        for &(kind, at, n) in ops {
+            let page = at % (pages - 64);
+            match kind % 5 {
+                0 | 1 => {
+                    let len = n.max(1) * 4096;
+                    let (done, _) = h.call_tracking(
+                        t,
+                        Syscall::Write { file: f, offset: page * 4096, len, count: 1, sync: false },
+                        &mut latest,
+                        &mut on_device,
+                        &mut in_flight,
+                    );
+                    prop_assert_eq!(done, 1);
+                }
+                2 => {
+                    h.call_tracking(
+                        t,
+                        Syscall::Read {
+                            file: f,
+                            offset: page * 4096,
+                            len: n.max(1) * 4096,
+                            count: 1,
+                        },
+                        &mut latest,
+                        &mut on_device,
+                        &mut in_flight,
+                    );
+                }
+                3 => {
+                    let until = h.now + n * 50 * NS_PER_MS;
+                    h.run_tracking(until, &latest, &mut on_device, &mut in_flight);
+                }
+                _ => {
+                    h.call_tracking(
+                        t,
+                        Syscall::Fadvise { file: f, offset: 0, len: 0, advice: Advice::DontNeed },
+                        &mut latest,
+                        &mut on_device,
+                        &mut in_flight,
+                    );
+                }
+            }
+            for (&p, &v) in &latest {
+                let cached_dirty = h.vm.pages().get(f, p).is_some_and(|(_, e)| {
+                    matches!(e.state, PageState::Dirty | PageState::Writeback { dirty: true, .. })
+                });
+                let dev = on_device.get(&p).copied().unwrap_or(0);
+                let flying = in_flight.values().flatten().any(|&(q, w)| q == p && w == v);
+                prop_assert!(
+                    cached_dirty || dev == v || flying,
+                    "page {} version {} is neither dirty in the cache nor on the device ({})",
+                    p,
+                    v,
+                    dev
+                );
+            }
+        }
+        let flushes_before = h.flushes.len();
+        h.call_tracking(
+            t,
+            Syscall::Fsync { file: f, data_only: false },
+            &mut latest,
+            &mut on_device,
+            &mut in_flight,
+        );
+        for (&p, &v) in &latest {
+            prop_assert_eq!(on_device.get(&p).copied(), Some(v), "page {} after fsync", p);
+        }
+        prop_assert_eq!(h.flushes.len(), flushes_before + 1);
+        Ok(())
+    }
+
+    impl Harness {
+        fn run_tracking(
+            &mut self,
+            until: Nanos,
+            latest: &HashMap<u64, u64>,
+            on_device: &mut HashMap<u64, u64>,
+            in_flight: &mut HashMap<IoTag, Vec<(u64, u64)>>,
+        ) {
+            loop {
+                let io = self.pending.keys().next().map(|&(t, _)| t);
+                let timer = self.vm.next_timer_ns();
+                let Some(t) = [io, timer].into_iter().flatten().min().filter(|&t| t <= until)
+                else {
+                    break;
+                };
+                self.now = self.now.max(t);
+                let mut out = Output::default();
+                if io == Some(t) {
+                    let (_, io) = self.pending.pop_first().unwrap();
+                    if io.op == Op::Flush {
+                        self.flushes.push(t);
+                    }
+                    if let Some(pages) = in_flight.remove(&io.tag) {
+                        for (p, v) in pages {
+                            on_device.insert(p, v);
+                        }
+                    }
+                    self.vm.io_done(io.tag, t, &mut out);
+                } else {
+                    self.vm.timer(t, &mut out);
+                }
+                self.take_tracking(out, latest, in_flight);
+            }
+            self.now = self.now.max(until);
+        }
+
+        fn take_tracking(
+            &mut self,
+            out: Output,
+            latest: &HashMap<u64, u64>,
+            in_flight: &mut HashMap<IoTag, Vec<(u64, u64)>>,
+        ) {
+            for io in &out.ios {
+                if io.op == Op::Write {
+                    let first = (io.offset_bytes - (1 << 30)) / 4096;
+                    let pages = (first..first + io.len_bytes / 4096)
+                        .map(|p| (p, latest.get(&p).copied().unwrap_or(0)))
+                        .collect();
+                    in_flight.insert(io.tag, pages);
+                }
+            }
+            self.take(out);
+        }
+
+        fn call_tracking(
+            &mut self,
+            task: TaskId,
+            call: Syscall,
+            latest: &mut HashMap<u64, u64>,
+            on_device: &mut HashMap<u64, u64>,
+            in_flight: &mut HashMap<IoTag, Vec<(u64, u64)>>,
+        ) -> (u64, Nanos) {
+            // A write's data is the next version from the moment it is in the cache.
+            if let Syscall::Write { offset, len, .. } = call {
+                let v = latest.values().max().copied().unwrap_or(0) + 1;
+                for p in offset / 4096..(offset + len).div_ceil(4096) {
+                    latest.insert(p, v);
+                }
+            }
+            let mut out = Output::default();
+            let r = self.vm.syscall(task, call, self.now, &mut out);
+            self.take_tracking(out, latest, in_flight);
+            match r {
+                SyscallResult::Done { count, at_ns } => {
+                    self.run_tracking(at_ns, latest, on_device, in_flight);
+                    (count, at_ns)
+                }
+                SyscallResult::Blocked { count } => {
+                    while !self.wakes.contains_key(&task) {
+                        let next =
+                            [self.pending.keys().next().map(|&(t, _)| t), self.vm.next_timer_ns()]
+                                .into_iter()
+                                .flatten()
+                                .min()
+                                .expect("something to wait for");
+                        self.run_tracking(next, latest, on_device, in_flight);
+                    }
+                    let at = self.wakes.remove(&task).unwrap();
+                    self.run_tracking(at, latest, on_device, in_flight);
+                    (count + 1, at)
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn written_data_is_in_the_cache_or_on_the_device(
+            ops in prop::collection::vec((0u8..5, 0u64..20_000, 0u64..64), 1..60),
+            io_less in any::<bool>(),
+        ) {
+            check(if io_less { "3.2" } else { "2.6.32" }, &ops)?;
+        }
+    }
+}

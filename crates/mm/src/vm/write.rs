@@ -1,0 +1,394 @@
+//! `write()` into the page cache (`generic_perform_write`), writeback I/O, `fsync`.
+
+use elevator_core::{Nanos, Op};
+
+use super::{page_range, BlockIo, Busy, IoKind, Output, SyscallResult, TaskId, Vm};
+use crate::pages::{Extent, FileId, IoTag, PageState};
+use crate::readahead::PAGE_BYTES;
+
+/// Pages of one writeback bio (`BIO_MAX_PAGES`, 1 MiB).
+const WRITE_BIO_PAGES: u64 = 256;
+
+impl Vm {
+    /// `count` sequential writes of `len` at `offset` (`sync`: O_SYNC, one at a time).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn write(
+        &mut self,
+        task: TaskId,
+        file: FileId,
+        offset: u64,
+        len: u64,
+        count: u64,
+        sync: bool,
+        now: Nanos,
+        out: &mut Output,
+    ) -> SyscallResult {
+        let cost = self.cfg.syscall_cost_ns(len);
+        let size = self.files[file as usize].spec.size_bytes;
+        let room = size.saturating_sub(offset) / len.max(1);
+        let count = if sync { 1 } else { count.min(room.max(1)) };
+        let (k, crossed) = self.cached_writes(task, file, offset, len, count, now);
+        if k == 0 {
+            return self.write_wait_page(task, file, offset, len, sync, out);
+        }
+        let t_k = now + k * cost;
+        if sync {
+            let end = offset + len;
+            self.tasks[task as usize].cpu_ns = 0;
+            return match self.fsync_range(task, file, offset, end, t_k, out) {
+                SyscallResult::Done { at_ns, .. } => SyscallResult::Done { count: 1, at_ns },
+                blocked => blocked,
+            };
+        }
+        if crossed {
+            let bdi = self.files[file as usize].spec.bdi;
+            self.tasks[task as usize].cpu_ns = 0;
+            if !self.balance_start(task, bdi, t_k, out) {
+                return SyscallResult::Blocked { count: k - 1 };
+            }
+        }
+        SyscallResult::Done { count: k, at_ns: t_k }
+    }
+
+    /// The first write touches a page that is being read, or that it overwrites only in
+    /// part while its old contents are on the device: read it (as the task), wait.
+    fn write_wait_page(
+        &mut self,
+        task: TaskId,
+        file: FileId,
+        offset: u64,
+        len: u64,
+        sync: bool,
+        out: &mut Output,
+    ) -> SyscallResult {
+        let (a, b) = page_range(offset, len);
+        let mut tag = None;
+        for p in a..b {
+            match self.pages.get(file, p) {
+                Some((_, e)) => {
+                    if let PageState::Reading(t) = e.state {
+                        tag = Some(t);
+                        break;
+                    }
+                }
+                None => {
+                    self.open(task, file);
+                    self.read_pages(task, file, p, p + 1, None, out);
+                    if let Some((_, e)) = self.pages.get(file, p) {
+                        if let PageState::Reading(t) = e.state {
+                            tag = Some(t);
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let tag = tag.expect("a write that cannot go into the cache waits for a read");
+        self.ios[tag as usize].as_mut().expect("in flight").waiters.push(task);
+        self.tasks[task as usize].busy = Some(Busy::WriteRead { file, offset, len, sync });
+        SyscallResult::Blocked { count: 0 }
+    }
+
+    /// How many of the writes go straight into the cache, and whether the last of them
+    /// reached the task's throttle check (its ratelimit). Dirties their pages.
+    fn cached_writes(
+        &mut self,
+        task: TaskId,
+        file: FileId,
+        offset: u64,
+        len: u64,
+        count: u64,
+        now: Nanos,
+    ) -> (u64, bool) {
+        if len == 0 || count == 0 {
+            return (0, false);
+        }
+        let spec = self.files[file as usize].spec;
+        let end_all = offset + count * len;
+        let (a, b) = page_range(offset, end_all - offset);
+        // A page being read stops the run; so does, for writes that cover pages only in
+        // part, a page not cached whose old data is on the device (it must be read).
+        let mut stop = b;
+        if let Some((s, _)) =
+            self.pages.overlapping(file, a, b).into_iter().find(|(_, e)| !e.state.uptodate())
+        {
+            stop = s;
+        }
+        let aligned = offset.is_multiple_of(PAGE_BYTES) && len.is_multiple_of(PAGE_BYTES);
+        if !aligned {
+            let data = spec.data_bytes.div_ceil(PAGE_BYTES);
+            if let Some(h) = self.pages.first_hole(file, a, stop.min(data)) {
+                stop = h;
+            }
+        }
+        let k_max = if stop >= b {
+            count
+        } else if stop * PAGE_BYTES <= offset {
+            0
+        } else {
+            ((stop * PAGE_BYTES - offset) / len).min(count)
+        };
+        if k_max == 0 {
+            return (0, false);
+        }
+        // The throttle check comes once the task has dirtied its ratelimit.
+        let budget = self
+            .ratelimit(task, spec.bdi)
+            .saturating_sub(self.tasks[task as usize].nr_dirtied)
+            .max(1);
+        let new_dirty = |vm: &Vm, k: u64| -> u64 {
+            let (pa, pb) = page_range(offset, k * len);
+            let dirty: u64 = vm
+                .pages
+                .overlapping(file, pa, pb)
+                .iter()
+                .filter(|(_, e)| {
+                    matches!(e.state, PageState::Dirty | PageState::Writeback { dirty: true, .. })
+                })
+                .map(|(s, e)| e.end - s)
+                .sum();
+            (pb - pa) - dirty
+        };
+        let (k, crossed) = if new_dirty(self, k_max) < budget {
+            (k_max, false)
+        } else {
+            // The first write whose pages reach the budget.
+            let (mut lo, mut hi) = (1, k_max);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if new_dirty(self, mid) >= budget {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            (lo, true)
+        };
+        let (pa, pb) = page_range(offset, k * len);
+        let newly = self.dirty_pages(file, pa, pb, now);
+        let f = &mut self.files[file as usize].spec;
+        f.data_bytes = f.data_bytes.max(offset + k * len);
+        self.pages.touch(file, pa, pb);
+        if len < PAGE_BYTES && k > 1 {
+            self.pages.touch(file, pa, pb);
+        }
+        let t = &mut self.tasks[task as usize];
+        t.nr_dirtied += newly;
+        if !self.cfg.kernel.io_less_throttling() {
+            self.dirties.inc(&mut self.tasks[task as usize].dirties, newly);
+        }
+        (k, crossed)
+    }
+
+    /// Marks `[a, b)` dirty (pages not cached are added); returns the newly dirtied count.
+    fn dirty_pages(&mut self, file: FileId, a: u64, b: u64, now: Nanos) -> u64 {
+        let holes = self.pages.holes(file, a, b);
+        let before = self.pages.file(file).counts.dirty;
+        if !holes.is_empty() {
+            let gen = self.pages.new_gen();
+            for (s, e) in holes {
+                self.alloc(e - s);
+                self.pages.insert(file, s, e, PageState::Dirty, gen);
+            }
+        }
+        self.pages.modify(file, a, b, |_, e| {
+            Some(match e.state {
+                PageState::Clean => Extent { state: PageState::Dirty, ..*e },
+                PageState::Writeback { io, .. } => {
+                    Extent { state: PageState::Writeback { io, dirty: true }, ..*e }
+                }
+                _ => *e,
+            })
+        });
+        let newly = self.pages.file(file).counts.dirty - before;
+        if newly > 0 {
+            self.mark_file_dirty(file, now);
+            let bdi = self.files[file as usize].spec.bdi;
+            self.bdis[bdi as usize].dirtied += newly;
+            self.stats.peak_dirty_pages = self.stats.peak_dirty_pages.max(self.pages.total.dirty);
+        }
+        newly
+    }
+
+    /// The file has dirty pages: note when it first got them and queue it for writeback.
+    fn mark_file_dirty(&mut self, file: FileId, now: Nanos) {
+        let fp = self.pages.file_mut(file);
+        if fp.dirtied_when.is_none() {
+            fp.dirtied_when = Some(now);
+        }
+        let meta = &mut self.files[file as usize];
+        if !meta.queued {
+            meta.queued = true;
+            let bdi = meta.spec.bdi;
+            self.bdis[bdi as usize].queue.push_back(file);
+            self.flusher_arm(bdi, now);
+        }
+    }
+
+    /// Writes back the dirty pages of `[a, b)` of `file` as `issuer` (a task, or the
+    /// flusher when `None`), sync or async, up to `max_pages`; returns the tags issued and
+    /// the pages sent and the page after the last one sent (`a` if none). Async writeback
+    /// stops when the device's request pool is full.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn writeback_pages(
+        &mut self,
+        file: FileId,
+        a: u64,
+        b: u64,
+        max_pages: u64,
+        sync: bool,
+        issuer: Option<TaskId>,
+        out: &mut Output,
+    ) -> (Vec<IoTag>, u64, u64) {
+        let spec = self.files[file as usize].spec;
+        let bdi = spec.bdi as usize;
+        let owner = match issuer {
+            Some(t) => self.tasks[t as usize].owner,
+            None => Self::flusher_owner(spec.bdi),
+        };
+        let max_sectors_pages = (u64::from(self.bdis[bdi].spec.max_sectors_kb) / 4).max(1);
+        let mut tags = Vec::new();
+        let mut sent = 0;
+        let mut from = a;
+        while sent < max_pages {
+            if !sync && self.bdis[bdi].async_requests >= self.bdis[bdi].spec.nr_requests {
+                break;
+            }
+            let Some((s, e)) = self.pages.next_dirty_run(file, from, b) else { break };
+            let e = e.min(s + WRITE_BIO_PAGES).min(s.saturating_add(max_pages - sent));
+            let requests = (e - s).div_ceil(max_sectors_pages) as u32;
+            let tag =
+                self.new_io(IoKind::Write { file, start: s, end: e, requests, sync }, spec.bdi);
+            self.pages.modify(file, s, e, |_, x| {
+                Some(match x.state {
+                    PageState::Dirty => {
+                        Extent { state: PageState::Writeback { io: tag, dirty: false }, ..*x }
+                    }
+                    _ => *x,
+                })
+            });
+            if !sync {
+                self.bdis[bdi].async_requests += requests;
+            }
+            out.ios.push(BlockIo {
+                tag,
+                bdi: spec.bdi,
+                op: Op::Write,
+                offset_bytes: spec.base_bytes + s * PAGE_BYTES,
+                len_bytes: (e - s) * PAGE_BYTES,
+                sync,
+                owner,
+            });
+            tags.push(tag);
+            sent += e - s;
+            from = e;
+        }
+        (tags, sent, from)
+    }
+
+    /// Writes back what is dirty in `[a, b)` (fadvise DONTNEED: async, as far as the
+    /// request pool allows; O_SYNC and fsync: sync, all of it); returns the tags.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn writeback_range(
+        &mut self,
+        file: FileId,
+        a: u64,
+        b: u64,
+        sync: bool,
+        issuer: Option<TaskId>,
+        _now: Nanos,
+        out: &mut Output,
+    ) -> Vec<IoTag> {
+        self.writeback_pages(file, a, b, u64::MAX, sync, issuer, out).0
+    }
+
+    /// `fsync` of `[start, end)` bytes (all of it: `0..u64::MAX`): writes the dirty pages
+    /// synchronously, waits for them and for pages already under writeback, then flushes
+    /// the device's cache.
+    pub(super) fn fsync_range(
+        &mut self,
+        task: TaskId,
+        file: FileId,
+        start: u64,
+        end: u64,
+        now: Nanos,
+        out: &mut Output,
+    ) -> SyscallResult {
+        let last = self.file_pages(file);
+        let a = start / PAGE_BYTES;
+        let b = end.div_ceil(PAGE_BYTES).min(last);
+        let mut tags: Vec<IoTag> = self
+            .pages
+            .overlapping(file, a, b)
+            .iter()
+            .filter_map(|(_, e)| match e.state {
+                PageState::Writeback { io, .. } => Some(io),
+                _ => None,
+            })
+            .collect();
+        tags.extend(self.writeback_range(file, a, b, true, Some(task), now, out));
+        tags.sort_unstable();
+        tags.dedup();
+        for &t in &tags {
+            self.ios[t as usize].as_mut().expect("in flight").waiters.push(task);
+        }
+        let bdi = self.files[file as usize].spec.bdi;
+        self.tasks[task as usize].busy =
+            Some(Busy::Sync { pending: tags.len() as u32, flushed: false, bdi });
+        if tags.is_empty() {
+            self.resume(task, now, out);
+            // With barriers off and nothing to write, resume woke the task at once.
+            if self.tasks[task as usize].busy.is_none() {
+                if let Some(w) = out.wakes.iter().rposition(|w| w.task == task) {
+                    let at = out.wakes.remove(w).at_ns;
+                    return SyscallResult::Done { count: 1, at_ns: at };
+                }
+            }
+        }
+        SyscallResult::Blocked { count: 0 }
+    }
+
+    /// A writeback I/O finished.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn write_done(
+        &mut self,
+        tag: IoTag,
+        bdi: u32,
+        file: FileId,
+        start: u64,
+        end: u64,
+        requests: u32,
+        sync: bool,
+        now: Nanos,
+        out: &mut Output,
+    ) {
+        self.pages.modify(file, start, end, |_, e| {
+            Some(match e.state {
+                PageState::Writeback { io, dirty } if io == tag => {
+                    Extent { state: if dirty { PageState::Dirty } else { PageState::Clean }, ..*e }
+                }
+                _ => *e,
+            })
+        });
+        let pages = end - start;
+        self.stats.pages_written += pages;
+        let b = &mut self.bdis[bdi as usize];
+        b.written += pages;
+        if !sync {
+            b.async_requests -= requests.min(b.async_requests);
+        }
+        self.completions.inc(&mut self.bdis[bdi as usize].completions, pages);
+        if self.pages.file(file).counts.dirty > 0 && !self.files[file as usize].queued {
+            self.mark_file_dirty(file, now);
+        }
+        // Room in the request pool: throttled writers and the flusher go on.
+        if !sync {
+            while self.bdis[bdi as usize].async_requests < self.bdis[bdi as usize].spec.nr_requests
+            {
+                let Some(t) = self.bdis[bdi as usize].slot_waiters.pop_front() else { break };
+                self.resume(t, now, out);
+            }
+            self.flusher_run(bdi, now, out);
+        }
+    }
+}
