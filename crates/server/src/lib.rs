@@ -205,6 +205,28 @@ impl Server {
         let conns: Arc<ConnTable> = Arc::default();
         let next_conn = Arc::new(AtomicU32::new(1));
         let mut listeners = Vec::new();
+        // Control and metrics come up first: once a client can connect, the server is
+        // manageable too.
+        if let Some(p) = &config.control_socket {
+            let _ = std::fs::remove_file(p);
+            let l = UnixListener::bind(p)
+                .map_err(|e| ServerError::Io(format!("binding {}", p.display()), e))?;
+            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
+            tracing::info!(path = %p.display(), "control socket");
+            let (stop, shared, stats) = (stop.clone(), shared.clone(), stats.clone());
+            listeners.push(std::thread::spawn(move || control::serve_ctl(l, &stop, shared, stats)));
+        }
+        let mut metrics_addr = None;
+        if let Some(a) = &config.metrics {
+            let l = TcpListener::bind(a)
+                .map_err(|e| ServerError::Io(format!("binding metrics {a}"), e))?;
+            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
+            metrics_addr = l.local_addr().ok();
+            tracing::info!(addr = ?metrics_addr, "metrics");
+            let (stop, shared, stats) = (stop.clone(), shared.clone(), stats.clone());
+            listeners
+                .push(std::thread::spawn(move || control::serve_metrics(l, &stop, shared, stats)));
+        }
         let mut tcp_addr = None;
         if !config.listen.is_empty() {
             let l = TcpListener::bind(&config.listen)
@@ -239,26 +261,6 @@ impl Server {
                     })
                 })
             }));
-        }
-        if let Some(p) = &config.control_socket {
-            let _ = std::fs::remove_file(p);
-            let l = UnixListener::bind(p)
-                .map_err(|e| ServerError::Io(format!("binding {}", p.display()), e))?;
-            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
-            tracing::info!(path = %p.display(), "control socket");
-            let (stop, shared, stats) = (stop.clone(), shared.clone(), stats.clone());
-            listeners.push(std::thread::spawn(move || control::serve_ctl(l, &stop, shared, stats)));
-        }
-        let mut metrics_addr = None;
-        if let Some(a) = &config.metrics {
-            let l = TcpListener::bind(a)
-                .map_err(|e| ServerError::Io(format!("binding metrics {a}"), e))?;
-            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
-            metrics_addr = l.local_addr().ok();
-            tracing::info!(addr = ?metrics_addr, "metrics");
-            let (stop, shared, stats) = (stop.clone(), shared.clone(), stats.clone());
-            listeners
-                .push(std::thread::spawn(move || control::serve_metrics(l, &stop, shared, stats)));
         }
         Ok(Server {
             metrics_addr,

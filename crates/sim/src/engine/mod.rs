@@ -1,0 +1,571 @@
+//! The event loop.
+//!
+//! Events live in one binary heap ordered by (time, sequence number); the sequence number makes
+//! ties resolve in scheduling order, so a run is a pure function of its inputs and seed. Each
+//! device and each process keeps at most one *armed* event of each kind: re-arming for an
+//! earlier time pushes a new entry and the later one is recognised as stale when it pops.
+//!
+//! Random streams: stream `k` for process `k` (job clones in file order), then one per device.
+
+mod buffered;
+mod build;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use elevator_core::{Cgroup, Nanos, Op};
+use elevator_fio::{ExitWhat, JobFile};
+use elevator_mm::{Output, Vm};
+
+use crate::block::{Bio, BlockQueue, DiskCounters};
+use crate::stack::{LeafIo, RootDone, Stack, NO_NODE, NO_TAG};
+use crate::topology::{Route, Topology};
+use crate::workload::{Next, Process, State};
+
+pub use build::cgroup_table;
+use build::build_processes;
+
+/// How a run is set up beyond the job file and topology.
+#[derive(Clone, Debug, Default)]
+pub struct SimOptions {
+    pub seed: u64,
+    /// Replaces every device's scheduler.
+    pub scheduler: Option<String>,
+    /// Tunables applied to every device's scheduler after the topology's own.
+    pub iosched: Vec<(String, String)>,
+}
+
+/// A setup error: the message names the job (and its file and line) and the fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimError(pub String);
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// The outcome of a run: every process with its statistics, every device with its counters.
+pub struct SimResult {
+    pub processes: Vec<Process>,
+    pub devices: Vec<DeviceResult>,
+    pub groups: Vec<Cgroup>,
+    pub end_ns: Nanos,
+    /// Number of requests completed by all devices: the simulator's unit of work.
+    pub requests_completed: u64,
+    /// Per-group counters of every dm-ioband device group, in topology order.
+    pub ioband: Vec<elevator_control::GroupCounters>,
+    /// The page cache's counters.
+    pub vm: elevator_mm::vm::VmStats,
+}
+
+impl SimResult {
+    /// What the run should tell its user although nothing failed: a range-bw group whose
+    /// guaranteed minimum the device could not deliver, with what it got.
+    pub fn warnings(&self) -> Vec<String> {
+        let secs = self.end_ns as f64 / 1e9;
+        self.ioband
+            .iter()
+            .filter_map(|c| {
+                let min = c.min_unmet_kbs?;
+                let got = if secs > 0.0 { c.bytes as f64 / 1e3 / secs } else { 0.0 };
+                Some(format!(
+                    "ioband group `{}`: its minimum of {min} KB/s was not met (it got {got:.0} KB/s over the run): the minimums of its device group add up to more than the device delivers for this workload",
+                    c.name
+                ))
+            })
+            .collect()
+    }
+}
+
+pub struct DeviceResult {
+    pub name: String,
+    pub description: String,
+    pub scheduler: String,
+    pub counters: DiskCounters,
+    /// The model's own counters ([`elevator_device::Device::stats`]).
+    pub stats: Vec<(&'static str, f64)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Start(u32),
+    Issue(u32),
+    RuntimeEnd(u32),
+    Device(u32),
+    Timer(u32),
+    /// A group controller in the volume stack asked to be woken (range-bw credit).
+    StackTimer,
+    /// The page cache asked to be woken (a throttled writer's pause, a flusher's period).
+    VmTimer,
+    /// A buffered process's system call returns.
+    CallDone(u32),
+}
+
+struct Engine {
+    now_ns: Nanos,
+    seq: u64,
+    heap: BinaryHeap<Reverse<(Nanos, u64, Event)>>,
+    queues: Vec<BlockQueue>,
+    procs: Vec<Process>,
+    issue_armed: Vec<Option<Nanos>>,
+    phases_left: Vec<u32>,
+    current_phase: u32,
+    done_bios: Vec<Bio>,
+    unblocked: Vec<u32>,
+    stack: Stack,
+    leaves: Vec<LeafIo>,
+    roots: Vec<RootDone>,
+    armed_stack_ns: Option<Nanos>,
+    /// Devices that received work since they were last kicked.
+    touched: Vec<bool>,
+    /// The machine's page cache, and which process each of its tasks is.
+    vm: Vm,
+    vm_out: Output,
+    task_proc: Vec<u32>,
+    armed_vm_ns: Option<Nanos>,
+    /// How many devices come before the volumes in the page cache's device numbering.
+    bdi_volumes_base: u32,
+}
+
+/// Runs a job file on a topology.
+pub fn simulate(
+    jobs: &JobFile,
+    topology: &Topology,
+    options: &SimOptions,
+) -> Result<SimResult, SimError> {
+    let groups = cgroup_table(&jobs.jobs);
+    let mut queues = Vec::new();
+    for (i, spec) in topology.devices.iter().enumerate() {
+        let name = options.scheduler.clone().unwrap_or_else(|| spec.scheduler.clone());
+        let mut scheduler = elevator_sched::by_name(&name).map_err(SimError)?;
+        if options.scheduler.is_none() {
+            for (k, v) in &spec.iosched {
+                scheduler
+                    .set_tunable(k, v)
+                    .map_err(|e| SimError(format!("device `{}`: {e}", spec.name)))?;
+            }
+        }
+        for (k, v) in &options.iosched {
+            scheduler.set_tunable(k, v).map_err(|e| SimError(format!("--iosched {k}={v}: {e}")))?;
+        }
+        for g in groups.iter().skip(1) {
+            scheduler.set_group(g);
+        }
+        let device = spec.model.build(options.seed, 1_000_000 + i as u32);
+        queues.push(BlockQueue::new(scheduler, device, spec.nr_requests, spec.max_sectors_kb));
+    }
+    let (procs, vm, task_proc) = build_processes(jobs, topology, &groups, options.seed)?;
+    let stack = Stack::new(&topology.volumes, &topology.ioband, &groups).map_err(SimError)?;
+    let phases = procs.iter().map(|p| p.phase).max().map_or(0, |m| m + 1);
+    let mut phases_left = vec![0u32; phases as usize];
+    for p in &procs {
+        phases_left[p.phase as usize] += 1;
+    }
+    let mut engine = Engine {
+        now_ns: 0,
+        seq: 0,
+        heap: BinaryHeap::new(),
+        issue_armed: vec![None; procs.len()],
+        queues,
+        procs,
+        phases_left,
+        current_phase: 0,
+        done_bios: Vec::new(),
+        unblocked: Vec::new(),
+        stack,
+        leaves: Vec::new(),
+        roots: Vec::new(),
+        armed_stack_ns: None,
+        touched: vec![false; topology.devices.len()],
+        vm,
+        vm_out: Output::default(),
+        task_proc,
+        armed_vm_ns: None,
+        bdi_volumes_base: topology.devices.len() as u32,
+    };
+    engine.start_phase(0);
+    engine.run();
+    let end_ns = engine.now_ns;
+    let mut devices = Vec::new();
+    let mut requests_completed = 0;
+    for (q, spec) in engine.queues.iter_mut().zip(&topology.devices) {
+        q.finish(end_ns);
+        requests_completed += q.counters.ios.iter().sum::<u64>();
+        devices.push(DeviceResult {
+            name: spec.name.clone(),
+            description: q.device.describe(),
+            scheduler: q.scheduler.name().to_string(),
+            counters: q.counters.clone(),
+            stats: q.device.stats(),
+        });
+    }
+    let ioband = engine.stack.ioband_counters();
+    let vm = engine.vm.stats;
+    Ok(SimResult {
+        processes: engine.procs,
+        devices,
+        groups,
+        end_ns,
+        requests_completed,
+        ioband,
+        vm,
+    })
+}
+
+impl Engine {
+    fn push(&mut self, at_ns: Nanos, event: Event) {
+        self.seq += 1;
+        self.heap.push(Reverse((at_ns, self.seq, event)));
+    }
+
+    fn start_phase(&mut self, phase: u32) {
+        self.current_phase = phase;
+        for i in 0..self.procs.len() {
+            if self.procs[i].phase == phase {
+                let at = self.procs[i].start_time(self.now_ns);
+                self.push(at, Event::Start(i as u32));
+            }
+        }
+    }
+
+    fn run(&mut self) {
+        while let Some(Reverse((at_ns, _, event))) = self.heap.pop() {
+            debug_assert!(at_ns >= self.now_ns, "time went backwards");
+            self.now_ns = at_ns;
+            match event {
+                Event::Start(p) => {
+                    if let Some(stop) = self.procs[p as usize].start(self.now_ns) {
+                        self.push(stop, Event::RuntimeEnd(p));
+                    }
+                    self.open_buffered(p);
+                    self.issue(p);
+                }
+                Event::VmTimer => {
+                    if self.armed_vm_ns == Some(self.now_ns) {
+                        self.armed_vm_ns = None;
+                        let mut out = std::mem::take(&mut self.vm_out);
+                        self.vm.timer(self.now_ns, &mut out);
+                        self.apply_vm(&mut out);
+                        self.vm_out = out;
+                        self.kick_touched();
+                    }
+                }
+                Event::CallDone(p) => self.call_done(p),
+                Event::Issue(p) => {
+                    if self.issue_armed[p as usize] == Some(self.now_ns) {
+                        self.issue_armed[p as usize] = None;
+                        self.issue(p);
+                    }
+                }
+                Event::RuntimeEnd(p) => {
+                    let proc = &mut self.procs[p as usize];
+                    proc.runtime_expired();
+                    if proc.state == State::Draining && proc.in_flight == 0 && !proc.blocked {
+                        proc.finish(self.now_ns);
+                        self.process_done(p);
+                    }
+                }
+                Event::Device(d) => {
+                    if self.queues[d as usize].armed_device_ns == Some(self.now_ns) {
+                        self.queues[d as usize].armed_device_ns = None;
+                        self.device_event(d);
+                    }
+                }
+                Event::StackTimer => {
+                    if self.armed_stack_ns == Some(self.now_ns) {
+                        self.armed_stack_ns = None;
+                        let mut leaves = std::mem::take(&mut self.leaves);
+                        let mut roots = std::mem::take(&mut self.roots);
+                        self.stack.timer(self.now_ns, &mut leaves, &mut roots);
+                        for root in roots.drain(..) {
+                            if root.tag != NO_TAG {
+                                self.vm_io_done(root.tag);
+                                continue;
+                            }
+                            let (p, op, len) = (root.process, root.op, root.len_bytes);
+                            self.bio_done(p, op, len, root.issue_ns, root.issue_ns);
+                        }
+                        self.send_leaves(&mut leaves);
+                        self.leaves = leaves;
+                        self.roots = roots;
+                        self.kick_touched();
+                    }
+                }
+                Event::Timer(d) => {
+                    if self.queues[d as usize].armed_timer_ns == Some(self.now_ns) {
+                        self.queues[d as usize].armed_timer_ns = None;
+                        self.queues[d as usize].kick(self.now_ns);
+                        self.arm_device(d);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Lets process `p` issue as much as it may now.
+    fn issue(&mut self, p: u32) {
+        let now = self.now_ns;
+        let pi = p as usize;
+        if self.procs[pi].blocked || self.procs[pi].state != State::Running {
+            return;
+        }
+        let route = self.procs[pi].region.route;
+        let batch = self.procs[pi].batch;
+        let mut in_batch = 0;
+        loop {
+            match self.procs[pi].next(now) {
+                Next::Issue(io) if self.procs[pi].buffered.is_some() => {
+                    self.procs[pi].issued();
+                    self.buffered_call(p, io);
+                    break;
+                }
+                Next::Issue(io) => {
+                    let owner = self.procs[pi].owner;
+                    self.procs[pi].issued();
+                    match route {
+                        Route::Device(d) => {
+                            self.queues[d].plug_bio(
+                                p,
+                                NO_NODE,
+                                NO_TAG,
+                                io.op,
+                                io.offset_bytes,
+                                io.len_bytes,
+                                io.sync,
+                                owner,
+                                now,
+                            );
+                            self.touched[d] = true;
+                            in_batch += 1;
+                            if in_batch == batch {
+                                in_batch = 0;
+                                if !self.queues[d].unplug(p, now) {
+                                    self.procs[pi].blocked = true;
+                                    break;
+                                }
+                            }
+                        }
+                        Route::Volume(v) => {
+                            let mut leaves = std::mem::take(&mut self.leaves);
+                            self.stack.submit(
+                                p,
+                                NO_TAG,
+                                v,
+                                io.op,
+                                io.offset_bytes,
+                                io.len_bytes,
+                                io.sync,
+                                owner,
+                                now,
+                                &mut leaves,
+                            );
+                            self.send_leaves(&mut leaves);
+                            self.leaves = leaves;
+                        }
+                    }
+                }
+                Next::WaitUntil(t) => {
+                    self.arm_issue(p, t);
+                    break;
+                }
+                Next::Full => break,
+                Next::Stop => {
+                    if self.procs[pi].in_flight == 0 && in_batch == 0 {
+                        if let Some(io) = self.procs[pi].take_end_fsync() {
+                            self.procs[pi].issued();
+                            self.buffered_call(p, io);
+                            break;
+                        }
+                        self.procs[pi].finish(now);
+                        self.process_done(p);
+                    }
+                    break;
+                }
+            }
+        }
+        if let (Route::Device(d), true) = (route, in_batch > 0) {
+            if !self.queues[d].unplug(p, now) {
+                self.procs[pi].blocked = true;
+            }
+        }
+        self.kick_touched();
+    }
+
+    /// Hands pieces that came out of the volume stack to their devices' block layers. A piece
+    /// that finds no free request waits in that block layer; the volume's worker, not the
+    /// process, is what sleeps, so the process is not marked blocked.
+    fn send_leaves(&mut self, leaves: &mut Vec<LeafIo>) {
+        let now = self.now_ns;
+        for leaf in leaves.drain(..) {
+            let q = &mut self.queues[leaf.device];
+            q.plug_bio(
+                u32::MAX,
+                leaf.node,
+                NO_TAG,
+                leaf.op,
+                leaf.offset_bytes,
+                leaf.len_bytes,
+                leaf.sync,
+                leaf.owner,
+                now,
+            );
+            q.unplug(u32::MAX, now);
+            self.touched[leaf.device] = true;
+        }
+        if let Some(t) = self.stack.next_timer_ns() {
+            let t = t.max(now + 1);
+            if self.armed_stack_ns.is_none_or(|armed| t < armed || armed <= now) {
+                self.armed_stack_ns = Some(t);
+                self.push(t, Event::StackTimer);
+            }
+        }
+    }
+
+    /// Dispatches on every device that received work, and arms its events.
+    fn kick_touched(&mut self) {
+        for d in 0..self.queues.len() {
+            if std::mem::take(&mut self.touched[d]) {
+                self.queues[d].kick(self.now_ns);
+                self.arm_device(d as u32);
+            }
+        }
+    }
+
+    fn arm_issue(&mut self, p: u32, at_ns: Nanos) {
+        let slot = &mut self.issue_armed[p as usize];
+        if slot.is_none_or(|t| at_ns < t) {
+            *slot = Some(at_ns);
+            self.push(at_ns, Event::Issue(p));
+        }
+    }
+
+    /// Makes sure the engine wakes for the device's next event and the scheduler's timer.
+    fn arm_device(&mut self, d: u32) {
+        let q = &mut self.queues[d as usize];
+        if let Some(t) = q.device.next_event_ns() {
+            if q.armed_device_ns.is_none_or(|armed| t < armed) {
+                q.armed_device_ns = Some(t);
+                self.push(t, Event::Device(d));
+            }
+        }
+        let q = &mut self.queues[d as usize];
+        if let Some(t) = q.wanted_timer_ns {
+            if q.armed_timer_ns.is_none_or(|armed| t < armed) {
+                q.armed_timer_ns = Some(t);
+                self.push(t, Event::Timer(d));
+            }
+        }
+    }
+
+    fn device_event(&mut self, d: u32) {
+        let now = self.now_ns;
+        let mut done = std::mem::take(&mut self.done_bios);
+        let mut unblocked = std::mem::take(&mut self.unblocked);
+        let mut leaves = std::mem::take(&mut self.leaves);
+        self.queues[d as usize].complete(now, &mut done, &mut unblocked);
+        for bio in done.drain(..) {
+            let (p, tag, op, len_bytes, issue_ns, submit_ns) = if bio.node == NO_NODE {
+                (bio.process, bio.tag, bio.op, bio.len_bytes, bio.issue_ns, bio.submit_ns)
+            } else {
+                match self.stack.piece_done(bio.node, now, &mut leaves) {
+                    Some(root) => (
+                        root.process,
+                        root.tag,
+                        root.op,
+                        root.len_bytes,
+                        root.issue_ns,
+                        root.issue_ns,
+                    ),
+                    None => continue,
+                }
+            };
+            if tag != NO_TAG {
+                self.vm_io_done(tag);
+                continue;
+            }
+            self.bio_done(p, op, len_bytes, issue_ns, submit_ns);
+        }
+        self.send_leaves(&mut leaves);
+        for p in unblocked.drain(..) {
+            if p == u32::MAX {
+                continue; // a volume's piece, not a process
+            }
+            let proc = &mut self.procs[p as usize];
+            proc.blocked = false;
+            if proc.state == State::Draining && proc.in_flight == 0 {
+                proc.finish(now);
+                self.process_done(p);
+            } else {
+                self.arm_issue(p, now);
+            }
+        }
+        self.done_bios = done;
+        self.unblocked = unblocked;
+        self.leaves = leaves;
+        self.touched[d as usize] = true;
+        self.kick_touched();
+    }
+
+    /// A bio of process `p` is complete: account it and let the process go on.
+    fn bio_done(&mut self, p: u32, op: Op, len_bytes: u64, issue_ns: Nanos, submit_ns: Nanos) {
+        let proc = &mut self.procs[p as usize];
+        let wake = proc.completed(op, len_bytes, issue_ns, submit_ns, self.now_ns);
+        if proc.state == State::Done {
+            self.process_done(p);
+        } else if let Some(at) = wake {
+            self.arm_issue(p, at);
+        }
+    }
+
+    fn process_done(&mut self, p: u32) {
+        if self.procs[p as usize].exitall {
+            self.exit_others(p);
+        }
+        let phase = self.procs[p as usize].phase as usize;
+        self.phases_left[phase] -= 1;
+        let mut next = self.current_phase;
+        while (next as usize) < self.phases_left.len() && self.phases_left[next as usize] == 0 {
+            next += 1;
+        }
+        if next != self.current_phase && (next as usize) < self.phases_left.len() {
+            self.start_phase(next);
+        } else {
+            self.current_phase = next;
+        }
+    }
+}
+
+impl Engine {
+    /// fio's `exitall`: stop issuing in every running process that `exit_what` names; each
+    /// finishes when its in-flight I/O completes.
+    fn exit_others(&mut self, p: u32) {
+        let (what, group, phase) = {
+            let me = &self.procs[p as usize];
+            (me.exit_what, me.group_id, me.phase)
+        };
+        let now = self.now_ns;
+        let mut finished = Vec::new();
+        for (i, other) in self.procs.iter_mut().enumerate() {
+            let named = match what {
+                ExitWhat::Group => other.group_id == group,
+                ExitWhat::Stonewall => other.phase == phase,
+                ExitWhat::All => true,
+            };
+            if i as u32 == p || !named || other.state != State::Running {
+                continue;
+            }
+            other.runtime_expired();
+            if other.in_flight == 0 && !other.blocked {
+                other.finish(now);
+                finished.push(i as u32);
+            }
+        }
+        for i in finished {
+            self.process_done(i);
+        }
+    }
+}
+
