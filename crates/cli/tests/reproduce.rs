@@ -145,9 +145,15 @@ fn dm_ioband_shares_follow_weights_and_fail_where_seed_000_says() {
     assert!(near(&s, &[33.3, 33.3, 33.3]), "equal: {s:?}");
     let s = shares("Per partition, no dm-ioband", "direct access", 3);
     assert!(s[0] < s[1] && s[1] < s[2], "without ioband the process counts decide: {s:?}");
-    for t in ["Per striped logical volume", "Per Xen virtual block device", "Per tapdisk process"] {
+    // Weights 20/10 per LV, VBD and tapdisk: within 1.5 points of each published split (seed 001).
+    for (t, published) in [
+        ("Per striped logical volume", [66.6, 33.3]),
+        ("Per Xen virtual block device", [65.2, 34.8]),
+        ("Per tapdisk process", [65.8, 34.2]),
+    ] {
         let s = shares(t, "dm-ioband", 2);
-        assert!(near(&s, &[66.7, 33.3]), "{t}: {s:?}");
+        let close = s.iter().zip(&published).all(|(g, w)| (g - w).abs() <= 1.5);
+        assert!(close, "{t}: {s:?} (published {published:?})");
     }
     // 000's rows: the lone random reader is not protected as N grows...
     let t = "000: sequential readers vs random reader";

@@ -160,8 +160,27 @@ pub struct JobSpec {
     pub io_size_bytes: Option<u64>,
     /// `number_ios=`: stop after this many I/Os.
     pub number_ios: Option<u64>,
-    /// `fsync=N`: a flush after every N writes (0 = never).
+    /// `fsync=N`: an fsync (a device flush for direct I/O) after every N writes (0 = never).
     pub fsync_every: u32,
+    /// `fdatasync=N`: the same with fdatasync; `fsync` wins if both are set.
+    pub fdatasync_every: u32,
+    /// `end_fsync`: fsync the file when the job's writes are done (counted in its runtime).
+    pub end_fsync: bool,
+    /// `fsync_on_close`: fsync when the file is closed (at the end, as elevator opens each
+    /// file once).
+    pub fsync_on_close: bool,
+    /// `sync=`: writes are O_SYNC / O_DSYNC (each waits for its data to reach the device).
+    pub sync_io: SyncIo,
+    /// `fadvise_hint=`: the advice fio gives the kernel on opening the file (fio's default
+    /// `1`: sequential or random by `rw`).
+    pub fadvise_hint: FadviseHint,
+    /// `invalidate` (default on): drop the file's cached pages before the job starts.
+    pub invalidate: bool,
+    /// `pre_read`: read the file into the page cache before the job starts.
+    pub pre_read: bool,
+    /// `file_append`: write after the end of the file (a new file's data: no old blocks to
+    /// read back for partial writes).
+    pub file_append: bool,
     /// `exitall`: when this job finishes, stop the jobs that `exit_what` names.
     pub exitall: bool,
     pub exit_what: ExitWhat,
@@ -171,6 +190,28 @@ pub struct JobSpec {
     pub iolog: Option<std::sync::Arc<crate::iolog::IoLog>>,
     pub replay_no_stall: bool,
     pub replay_redirect: Option<String>,
+}
+
+/// `sync=`: how writes are opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncIo {
+    /// `0` / `none`: plain buffered writes.
+    None,
+    /// `1` / `sync`: O_SYNC.
+    Sync,
+    /// `dsync`: O_DSYNC.
+    Dsync,
+}
+
+/// `fadvise_hint=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FadviseHint {
+    /// `0`: no advice.
+    Off,
+    /// `1` (default): POSIX_FADV_SEQUENTIAL for sequential jobs, RANDOM for random ones.
+    Auto,
+    Sequential,
+    Random,
 }
 
 /// `exit_what=`: which jobs `exitall` stops.
@@ -231,6 +272,14 @@ impl JobSpec {
             io_size_bytes: None,
             number_ios: None,
             fsync_every: 0,
+            fdatasync_every: 0,
+            end_fsync: false,
+            fsync_on_close: false,
+            sync_io: SyncIo::None,
+            fadvise_hint: FadviseHint::Auto,
+            invalidate: true,
+            pre_read: false,
+            file_append: false,
             exitall: false,
             exit_what: ExitWhat::Group,
             iolog: None,

@@ -89,6 +89,14 @@ const MODELLED: &[(&str, &str)] = &[
     ("io_limit", "io_size"),
     ("number_ios", "number_ios"),
     ("fsync", "fsync"),
+    ("fdatasync", "fdatasync"),
+    ("end_fsync", "end_fsync"),
+    ("fsync_on_close", "fsync_on_close"),
+    ("sync", "sync"),
+    ("fadvise_hint", "fadvise_hint"),
+    ("invalidate", "invalidate"),
+    ("pre_read", "pre_read"),
+    ("file_append", "file_append"),
     ("exitall", "exitall"),
     ("exit_what", "exit_what"),
     ("kb_base", "kb_base"),
@@ -139,16 +147,12 @@ const UNMODELLED: &[&str] = &[
     "disable_slat",
     "disk_util",
     "do_verify",
-    "end_fsync",
     "error_dump",
     "exec_postrun",
     "exec_prerun",
     "exitall_on_error",
     "experimental_verify",
-    "fadvise_hint",
     "fallocate",
-    "fdatasync",
-    "file_append",
     "filename_format",
     "fill_device",
     "fill_fs",
@@ -157,7 +161,6 @@ const UNMODELLED: &[&str] = &[
     "flow_id",
     "flow_sleep",
     "force_async",
-    "fsync_on_close",
     "gtod_cpu",
     "gtod_reduce",
     "hipri",
@@ -165,7 +168,6 @@ const UNMODELLED: &[&str] = &[
     "hugepage-size",
     "ignore_error",
     "ignore_zone_limits",
-    "invalidate",
     "io_submit_mode",
     "iodepth_batch_complete",
     "iodepth_batch_complete_max",
@@ -216,7 +218,6 @@ const UNMODELLED: &[&str] = &[
     "per_job_logs",
     "percentage_random",
     "percentile_list",
-    "pre_read",
     "profile",
     "random_distribution",
     "random_generator",
@@ -249,7 +250,6 @@ const UNMODELLED: &[&str] = &[
     "steadystate",
     "steadystate_duration",
     "steadystate_ramp_time",
-    "sync",
     "sync_file_range",
     "thinktime_blocks_type",
     "thinktime_iotime",
@@ -421,6 +421,11 @@ impl Builder {
             "stonewall" => self.spec.stonewall = flag(value)?,
             "exitall" => self.spec.exitall = flag(value)?,
             "replay_no_stall" => self.spec.replay_no_stall = flag(value)?,
+            "end_fsync" => self.spec.end_fsync = flag(value)?,
+            "fsync_on_close" => self.spec.fsync_on_close = flag(value)?,
+            "invalidate" => self.spec.invalidate = flag(value)?,
+            "pre_read" => self.spec.pre_read = flag(value)?,
+            "file_append" => self.spec.file_append = flag(value)?,
             _ => {
                 let Some(v) = value else {
                     return Err(OptionError::Value(format!(
@@ -555,6 +560,24 @@ impl Builder {
                 spec.number_ios = (n > 0).then_some(n);
             }
             "fsync" => spec.fsync_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "fdatasync" => spec.fdatasync_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "sync" => {
+                spec.sync_io = match v {
+                    "0" | "none" => crate::job::SyncIo::None,
+                    "1" | "sync" => crate::job::SyncIo::Sync,
+                    "dsync" => crate::job::SyncIo::Dsync,
+                    _ => return Err("expected 0, 1, none, sync or dsync".into()),
+                }
+            }
+            "fadvise_hint" => {
+                spec.fadvise_hint = match v {
+                    "0" => crate::job::FadviseHint::Off,
+                    "1" => crate::job::FadviseHint::Auto,
+                    "sequential" => crate::job::FadviseHint::Sequential,
+                    "random" => crate::job::FadviseHint::Random,
+                    _ => return Err("expected 0, 1, sequential or random".into()),
+                }
+            }
             "read_iolog" => {
                 let path = std::path::Path::new(v);
                 let path = if path.is_relative() {

@@ -218,7 +218,8 @@ description=hello world
     assert!(j.stonewall && j.new_group);
     let warned: Vec<(&str, u32)> =
         file.warnings.iter().map(|w| (w.option.as_str(), w.location.line)).collect();
-    assert_eq!(warned, vec![("norandommap", 6), ("invalidate", 7), ("readwrite", 10)]);
+    assert_eq!(warned, vec![("norandommap", 6), ("readwrite", 10)]);
+    assert!(j.invalidate, "invalidate is modelled now");
     assert!(file.warnings[0].to_string().contains("test.fio:6"));
     assert!(file.warnings[0].message.contains("elevator does not model `norandommap`; ignored"));
 }
@@ -425,5 +426,24 @@ proptest! {
         value in "[ -~]{0,30}",
     ) {
         let _ = parse(&format!("[j]\n{key}={value}\n"));
+    }
+}
+
+#[test]
+fn page_cache_options_parse() {
+    let f = parse(
+        "[j]\nfadvise_hint=random\ninvalidate=0\npre_read=1\nend_fsync=1\nfsync_on_close=1\nfdatasync=4\nsync=dsync\nfile_append=1\n",
+    )
+    .unwrap();
+    let j = &f.jobs[0];
+    assert_eq!(j.fadvise_hint, FadviseHint::Random);
+    assert!(!j.invalidate && j.pre_read && j.end_fsync && j.fsync_on_close && j.file_append);
+    assert_eq!((j.fdatasync_every, j.sync_io), (4, SyncIo::Dsync));
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    let d = &parse("[j]\n").unwrap().jobs[0];
+    assert_eq!((d.fadvise_hint, d.invalidate, d.sync_io), (FadviseHint::Auto, true, SyncIo::None));
+    for bad in ["[j]\nsync=maybe\n", "[j]\nfadvise_hint=often\n", "[j]\ninvalidate=yes please\n"] {
+        let e = parse(bad).unwrap_err().to_string();
+        assert!(e.contains(":2:"), "{e}");
     }
 }

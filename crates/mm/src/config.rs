@@ -61,6 +61,13 @@ impl Kernel {
         self.at_least(2, 6, 31)
     }
 
+    /// On-demand readahead (2.6.23): the next window is submitted when the reader reaches
+    /// the first page of the current one. Before, the "ahead window" was submitted only when
+    /// the reader asked for the window's second page, that is once the first had been read.
+    pub fn on_demand_readahead(&self) -> bool {
+        self.at_least(2, 6, 23)
+    }
+
     /// The `vm.dirty_*` defaults of this kernel: 40 % / 10 % before 2.6.22, 10 % / 5 % until
     /// 2.6.29, 20 % / 10 % since 2.6.30; 30 s expiry and a 5 s flusher period throughout.
     pub fn default_sysctl(&self) -> DirtySysctl {
@@ -195,6 +202,7 @@ mod tests {
         assert!(k.context_readahead() && !k.io_less_throttling());
         assert!(Kernel::parse("3.2").unwrap().io_less_throttling());
         assert!(!Kernel::parse("2.6.29").unwrap().context_readahead());
+        assert!(!Kernel::parse("2.5.65").unwrap().on_demand_readahead());
         assert_eq!(Kernel::parse("2.6.29").unwrap().default_sysctl().dirty_ratio, 10);
         assert_eq!(Kernel::parse("2.5.65").unwrap().default_sysctl().dirty_ratio, 40);
         assert!(Kernel::parse("2.4.20").is_err());

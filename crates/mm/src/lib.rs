@@ -24,4 +24,6 @@ pub mod readahead;
 pub mod vm;
 
 pub use config::{Kernel, VmConfig};
-pub use vm::{Advice, BdiSpec, BlockIo, FileSpec, Output, Syscall, SyscallResult, TaskId, Vm, Wake};
+pub use vm::{
+    Advice, BdiSpec, BlockIo, FileSpec, Output, Syscall, SyscallResult, TaskId, Vm, Wake,
+};

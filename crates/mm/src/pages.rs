@@ -23,6 +23,9 @@ use elevator_core::Nanos;
 
 /// A file of the simulated machine.
 pub type FileId = u32;
+
+/// How many pages share one LRU generation (1 MiB): the resolution of LRU order.
+pub const GEN_QUANTUM_PAGES: u64 = 256;
 /// An I/O the page cache is waiting for.
 pub type IoTag = u32;
 
@@ -109,6 +112,9 @@ pub struct FilePages {
     exts: BTreeMap<u64, Extent>,
     /// Pages carrying `PG_readahead`.
     markers: BTreeSet<u64>,
+    /// Starts of the extents in state [`PageState::Dirty`] (writeback finds them without
+    /// walking clean ones).
+    dirty_starts: BTreeSet<u64>,
     pub counts: Counts,
     /// The backing device (counters are kept per device too).
     pub bdi: u32,
@@ -125,9 +131,9 @@ pub struct Pages {
     /// Every extent by (list, generation): the LRU order.
     lru: BTreeSet<(List, u64, FileId, u64)>,
     next_gen: u64,
-    /// The generation the last activation used: consecutive activations share it (as one
-    /// pagevec would), so pages activated one read after another still merge.
-    touch_gen: u64,
+    /// Pages added or moved under the current generation: LRU order is kept to
+    /// [`GEN_QUANTUM_PAGES`], so pages that arrive together share a generation and merge.
+    gen_pages: u64,
     pub total: Counts,
     per_bdi: Vec<Counts>,
 }
@@ -165,6 +171,18 @@ impl Pages {
     /// A fresh LRU generation (the head of the lists).
     pub fn new_gen(&mut self) -> u64 {
         self.next_gen += 1;
+        self.gen_pages = 0;
+        self.next_gen
+    }
+
+    /// The generation for `pages` pages arriving at the head of the lists now: the current
+    /// one until [`GEN_QUANTUM_PAGES`] have arrived under it. LRU order within one quantum
+    /// is by file and offset, which for a stream is its arrival order.
+    pub fn gen_for(&mut self, pages: u64) -> u64 {
+        if self.next_gen == 0 || self.gen_pages >= GEN_QUANTUM_PAGES {
+            self.new_gen();
+        }
+        self.gen_pages += pages;
         self.next_gen
     }
 
@@ -245,12 +263,19 @@ impl Pages {
     fn unlink(&mut self, f: FileId, s: u64, e: &Extent) {
         self.lru.remove(&(e.list, e.gen, f, s));
         self.account(f, e, e.end - s, false);
+        if e.state == PageState::Dirty {
+            self.files[f as usize].dirty_starts.remove(&s);
+        }
     }
 
     fn link(&mut self, f: FileId, s: u64, e: Extent) {
         self.lru.insert((e.list, e.gen, f, s));
         self.account(f, &e, e.end - s, true);
-        self.files[f as usize].exts.insert(s, e);
+        let file = &mut self.files[f as usize];
+        if e.state == PageState::Dirty {
+            file.dirty_starts.insert(s);
+        }
+        file.exts.insert(s, e);
     }
 
     /// Splits so that an extent starts at `p` (if `p` falls inside one).
@@ -372,10 +397,7 @@ impl Pages {
     /// `mark_page_accessed` over `[a, b)`: unreferenced pages become referenced,
     /// referenced inactive pages move to the head of the active list.
     pub fn touch(&mut self, f: FileId, a: u64, b: u64) {
-        if self.touch_gen != self.next_gen {
-            self.touch_gen = self.new_gen();
-        }
-        let gen = self.touch_gen;
+        let gen = self.gen_for(b.saturating_sub(a));
         self.modify(f, a, b, |_, e| {
             Some(match (e.list, e.referenced) {
                 (_, false) => Extent { referenced: true, ..*e },
@@ -418,7 +440,7 @@ impl Pages {
                 freed += take;
             } else {
                 // Dirty or under I/O: back to the head of the inactive list.
-                let gen = self.new_gen();
+                let gen = self.gen_for(e.end - s);
                 self.modify(f, s, e.end, |_, e| Some(Extent { gen, ..*e }));
             }
         }
@@ -431,27 +453,31 @@ impl Pages {
     }
 
     /// The first dirty run at or after page `from` (below `limit`): `(start, end)`, the
-    /// run ending at the first page that is not dirty and not already under writeback.
-    pub fn next_dirty_run(&self, f: FileId, from: u64, limit: u64) -> Option<(u64, u64)> {
-        let exts = &self.files[f as usize].exts;
-        let mut start = None;
-        let mut end = 0;
-        let first = exts.range(..from).next_back().filter(|(_, e)| e.end > from).map(|(&s, _)| s);
-        let iter = first.into_iter().chain(exts.range(from..limit).map(|(&s, _)| s));
-        for s in iter {
-            let e = exts[&s];
-            let writable = e.state == PageState::Dirty;
-            match start {
-                None if writable => {
-                    start = Some(s.max(from));
-                    end = e.end.min(limit);
-                }
-                Some(_) if writable && s == end => end = e.end.min(limit),
-                Some(_) => break,
-                None => {}
+    /// run ending at the first page that is not dirty and not already under writeback, or
+    /// once it is `max_len` pages long.
+    pub fn next_dirty_run(
+        &self,
+        f: FileId,
+        from: u64,
+        limit: u64,
+        max_len: u64,
+    ) -> Option<(u64, u64)> {
+        let file = &self.files[f as usize];
+        // The dirty extent holding `from`, or the first one after it.
+        let start = match file.exts.range(..=from).next_back() {
+            Some((&s, e)) if e.end > from && e.state == PageState::Dirty => s,
+            _ => *file.dirty_starts.range(from..limit).next()?,
+        };
+        let begin = start.max(from);
+        let mut end = file.exts[&start].end;
+        // Dirty extents that follow without a gap extend the run.
+        while end < limit && end - begin < max_len {
+            match file.exts.get(&end) {
+                Some(e) if e.state == PageState::Dirty => end = e.end,
+                _ => break,
             }
         }
-        start.map(|s| (s, end))
+        Some((begin, end.min(limit).min(begin.saturating_add(max_len))))
     }
 }
 
@@ -527,10 +553,11 @@ mod tests {
         p.insert(f, 0, 10, PageState::Dirty, g);
         p.insert(f, 10, 20, PageState::Writeback { io: 1, dirty: false }, g);
         p.insert(f, 20, 25, PageState::Dirty, g);
-        assert_eq!(p.next_dirty_run(f, 0, 100), Some((0, 10)));
-        assert_eq!(p.next_dirty_run(f, 5, 100), Some((5, 10)));
-        assert_eq!(p.next_dirty_run(f, 10, 100), Some((20, 25)));
-        assert_eq!(p.next_dirty_run(f, 25, 100), None);
+        assert_eq!(p.next_dirty_run(f, 0, 100, 1000), Some((0, 10)));
+        assert_eq!(p.next_dirty_run(f, 5, 100, 1000), Some((5, 10)));
+        assert_eq!(p.next_dirty_run(f, 0, 100, 4), Some((0, 4)));
+        assert_eq!(p.next_dirty_run(f, 10, 100, 1000), Some((20, 25)));
+        assert_eq!(p.next_dirty_run(f, 25, 100, 1000), None);
         assert_eq!(p.prev_hole(f, 24, 100), u64::MAX, "cached down to page 0");
         assert_eq!(p.prev_hole(f, 24, 10), 14);
         assert_eq!(p.prev_hole(f, 30, 10), 30);

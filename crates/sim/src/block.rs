@@ -34,6 +34,8 @@ pub struct Bio {
     /// The volume-stack node this piece belongs to, or [`crate::stack::NO_NODE`] for a bio
     /// issued straight to this device.
     pub node: u32,
+    /// The page-cache I/O this piece belongs to ([`crate::stack::NO_TAG`] if none).
+    pub tag: u32,
     pub op: Op,
     pub len_bytes: u64,
     pub issue_ns: Nanos,
@@ -146,6 +148,7 @@ impl BlockQueue {
         &mut self,
         process: u32,
         node: u32,
+        tag: u32,
         op: Op,
         offset_bytes: u64,
         len_bytes: u64,
@@ -156,6 +159,7 @@ impl BlockQueue {
         let pieces = if len_bytes == 0 { 1 } else { len_bytes.div_ceil(self.max_len_bytes) as u32 };
         let bio = self.bios.insert(Bio {
             node,
+            tag,
             process,
             op,
             len_bytes,

@@ -24,6 +24,8 @@ use crate::topology::{IobandShareSpec, RemoteSpec, Route, Target, Volume, Volume
 
 /// "No node": a bio issued straight to a device, or a root's parent.
 pub const NO_NODE: u32 = u32::MAX;
+/// "No tag": a bio of a process, not of the page cache.
+pub const NO_TAG: u32 = u32::MAX;
 
 /// One piece of I/O for a real device's block layer, on behalf of `node`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +43,8 @@ pub struct LeafIo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RootDone {
     pub process: u32,
+    /// The page-cache I/O it was, or [`NO_TAG`].
+    pub tag: u32,
     pub op: Op,
     pub len_bytes: u64,
     pub issue_ns: Nanos,
@@ -50,6 +54,7 @@ pub struct RootDone {
 struct Node {
     parent: u32,
     process: u32,
+    tag: u32,
     /// The guest volume that made this node, or `NO_NODE` for a root.
     volume: u32,
     op: Op,
@@ -313,6 +318,7 @@ impl Stack {
     pub fn submit(
         &mut self,
         process: u32,
+        tag: u32,
         volume: usize,
         op: Op,
         offset_bytes: u64,
@@ -325,6 +331,7 @@ impl Stack {
         let root = self.alloc(Node {
             parent: NO_NODE,
             process,
+            tag,
             volume: NO_NODE,
             op,
             len_bytes,
@@ -518,6 +525,7 @@ impl Stack {
         if done.parent == NO_NODE {
             return Some(RootDone {
                 process: done.process,
+                tag: done.tag,
                 op: done.op,
                 len_bytes: done.len_bytes,
                 issue_ns: done.issue_ns,
@@ -557,7 +565,7 @@ pid = 77
         let t = Topology::from_str(TOPO, "t").unwrap();
         let mut s = Stack::new(&t.volumes, &t.ioband, &[]).unwrap();
         let mut out = Vec::new();
-        s.submit(1, 0, Op::Read, 32768, 196608, true, Owner::process(1), 0, &mut out);
+        s.submit(1, NO_TAG, 0, Op::Read, 32768, 196608, true, Owner::process(1), 0, &mut out);
         let pieces: Vec<(usize, u64, u64)> =
             out.iter().map(|l| (l.device, l.offset_bytes, l.len_bytes)).collect();
         assert_eq!(
@@ -580,7 +588,18 @@ pid = 77
         let mut s = Stack::new(&t.volumes, &t.ioband, &[]).unwrap();
         let mut out = Vec::new();
         for i in 0..3 {
-            s.submit(i, 1, Op::Read, i as u64 * 4096, 4096, true, Owner::process(i), 0, &mut out);
+            s.submit(
+                i,
+                NO_TAG,
+                1,
+                Op::Read,
+                i as u64 * 4096,
+                4096,
+                true,
+                Owner::process(i),
+                0,
+                &mut out,
+            );
         }
         assert_eq!(out.len(), 2, "the third bio waits for a guest request slot");
         assert!(out.iter().all(|l| l.owner.pid == 77));
@@ -615,7 +634,7 @@ threads = 1
     fn a_remote_read_crosses_the_link_both_ways() {
         let mut s = remote_stack("");
         let (mut out, mut roots) = (Vec::new(), Vec::new());
-        s.submit(1, 0, Op::Read, 0, 65536, true, Owner::process(1), 0, &mut out);
+        s.submit(1, NO_TAG, 0, Op::Read, 0, 65536, true, Owner::process(1), 0, &mut out);
         assert!(out.is_empty(), "the command is on the wire");
         // 48-byte command at 100 MB/s (480 ns) + half the round trip.
         assert_eq!(s.next_timer_ns(), Some(480 + 50_000));
@@ -638,7 +657,18 @@ threads = 1
         let mut s = remote_stack("");
         let (mut out, mut roots) = (Vec::new(), Vec::new());
         for i in 0..3 {
-            s.submit(i, 0, Op::Read, i as u64 * 4096, 4096, true, Owner::process(i), 0, &mut out);
+            s.submit(
+                i,
+                NO_TAG,
+                0,
+                Op::Read,
+                i as u64 * 4096,
+                4096,
+                true,
+                Owner::process(i),
+                0,
+                &mut out,
+            );
         }
         s.timer(1_000_000, &mut out, &mut roots);
         assert_eq!(out.len(), 1, "two commands crossed, one thread serves them");
@@ -677,6 +707,7 @@ threads = 1
             for i in 0..2 {
                 s.submit(
                     i,
+                    NO_TAG,
                     0,
                     Op::Read,
                     i as u64 * 4096,

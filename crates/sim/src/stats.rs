@@ -61,6 +61,15 @@ impl Summary {
         self.m2 += delta * (x as f64 - self.mean);
     }
 
+    /// Adds `n` samples of `x`.
+    pub fn add_n(&mut self, x: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let same = Summary { n, min: x, max: x, mean: x as f64, m2: 0.0 };
+        self.merge(&same);
+    }
+
     pub fn mean(&self) -> f64 {
         self.mean
     }
@@ -146,6 +155,40 @@ impl DirStats {
         self.clat_hist.saturating_record(clat.max(1));
     }
 
+    /// Records `n` I/Os of `len_bytes`, each with completion latency `each_ns`, completing
+    /// one after another from `first_issue_ns` (the i-th at `first + (i + 1) × each`), in
+    /// time proportional to the windows crossed, not to `n`.
+    pub fn record_run(&mut self, len_bytes: u64, n: u64, first_issue_ns: Nanos, each_ns: Nanos) {
+        if n == 0 {
+            return;
+        }
+        let each = each_ns.max(1);
+        let mut done = 0;
+        while done < n {
+            // Completions before the current window's end: i with first + (i+1)*each < end.
+            let end = self.window_end_ns;
+            let before = if end > first_issue_ns + each {
+                ((end - first_issue_ns - 1) / each).min(n)
+            } else {
+                0
+            };
+            let take = before.saturating_sub(done).min(n - done);
+            if take == 0 && first_issue_ns + (done + 1) * each >= end {
+                self.close_window();
+                continue;
+            }
+            self.window_bytes += take * len_bytes;
+            self.window_ios += take;
+            done += take;
+        }
+        self.io_bytes += n * len_bytes;
+        self.total_ios += n;
+        self.slat_ns.add_n(0, n);
+        self.clat_ns.add_n(each_ns, n);
+        self.lat_ns.add_n(each_ns, n);
+        let _ = self.clat_hist.record_n(each_ns.clamp(1, CLAT_HIST_MAX_NS), n);
+    }
+
     fn close_window(&mut self) {
         let per_sec = 1_000_000_000.0 / SAMPLE_WINDOW_NS as f64;
         self.bw_kib_samples.add((self.window_bytes as f64 * per_sec / 1024.0) as u64);
@@ -190,6 +233,13 @@ impl LatencyBuckets {
         self.counts[i] += 1;
     }
 
+    /// Adds `n` latencies of `lat_ns`.
+    #[inline]
+    pub fn add_n(&mut self, lat_ns: u64, n: u64) {
+        let i = LAT_BUCKET_EDGES_NS.partition_point(|&edge| edge < lat_ns);
+        self.counts[i] += n;
+    }
+
     pub fn merge(&mut self, other: &LatencyBuckets) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a += b;
@@ -228,6 +278,24 @@ mod tests {
         assert_eq!(d.bw_kib_samples.n, 1);
         assert_eq!(d.iops_samples.min, 10);
         assert_eq!(d.bw_kib_samples.min, 40);
+    }
+
+    #[test]
+    fn a_run_records_like_its_ios_one_by_one() {
+        let (mut one, mut run) = (DirStats::new(0), DirStats::new(0));
+        let each = 7 * NS_PER_MS;
+        for i in 0..500u64 {
+            one.record(4096, 1000 + i * each, 1000 + i * each, 1000 + (i + 1) * each);
+        }
+        run.record_run(4096, 500, 1000, each);
+        assert_eq!((run.total_ios, run.io_bytes), (one.total_ios, one.io_bytes));
+        assert_eq!(run.bw_kib_samples.n, one.bw_kib_samples.n);
+        assert_eq!(run.bw_kib_samples.min, one.bw_kib_samples.min);
+        assert_eq!(run.bw_kib_samples.max, one.bw_kib_samples.max);
+        assert_eq!((run.window_bytes, run.window_ios), (one.window_bytes, one.window_ios));
+        assert_eq!(run.clat_ns.max, each);
+        assert!((run.clat_ns.mean() - one.clat_ns.mean()).abs() < 1e-6);
+        assert_eq!(run.clat_percentile_ns(99.0), one.clat_percentile_ns(99.0));
     }
 
     #[test]

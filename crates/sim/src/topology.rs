@@ -39,6 +39,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::machine::{MachineSpec, RawMachine};
 use crate::units::{parse_duration_ns, parse_rate_bytes_per_sec, parse_size_bytes};
 
 /// The kernel's default `nr_requests` for a scheduler queue (`BLKDEV_DEFAULT_RQ`).
@@ -47,6 +48,10 @@ pub const DEFAULT_NR_REQUESTS: u32 = 128;
 pub const DEFAULT_IOBAND_WEIGHT: u32 = 100;
 /// The default `max_sectors_kb`: requests are split above 512 KiB.
 pub const DEFAULT_MAX_SECTORS_KB: u32 = 512;
+/// The default `read_ahead_kb` (`VM_MAX_READAHEAD`, 128 KiB).
+pub const DEFAULT_READ_AHEAD_KB: u32 = 128;
+/// The most `read_ahead_kb` may be (64 MiB).
+pub const MAX_READ_AHEAD_KB: u32 = 64 << 10;
 
 /// The model under one device, with its parameters resolved.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,6 +137,8 @@ pub struct DeviceSpec {
     pub iosched: Vec<(String, String)>,
     pub nr_requests: u32,
     pub max_sectors_kb: u32,
+    /// `/sys/block/<dev>/queue/read_ahead_kb`.
+    pub read_ahead_kb: u32,
 }
 
 /// A named byte range of a device.
@@ -145,7 +152,7 @@ pub struct Partition {
 
 /// Where I/O to a name goes first: straight into a device's block layer, or into a volume
 /// (device-mapper target) that remaps it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Route {
     Device(usize),
     Volume(usize),
@@ -227,6 +234,8 @@ pub struct Volume {
     pub kind: VolumeKind,
     pub members: Vec<Target>,
     pub size_bytes: u64,
+    /// The volume's own `read_ahead_kb` (device-mapper devices have one).
+    pub read_ahead_kb: u32,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -237,11 +246,14 @@ pub struct Topology {
     pub partitions: Vec<Partition>,
     pub volumes: Vec<Volume>,
     pub ioband: Vec<IobandShareSpec>,
+    /// The machine the jobs run on: memory, kernel, page-cache sysctls.
+    pub machine: MachineSpec,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTopology {
+    machine: Option<Spanned<RawMachine>>,
     #[serde(default)]
     device: Vec<Spanned<RawDevice>>,
     #[serde(default)]
@@ -289,6 +301,7 @@ struct RawVolume {
     queue_depth: Option<u32>,
     threads: Option<u32>,
     io_context: Option<String>,
+    read_ahead_kb: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -300,6 +313,7 @@ struct RawDevice {
     scheduler: Option<String>,
     nr_requests: Option<u32>,
     max_sectors_kb: Option<u32>,
+    read_ahead_kb: Option<u32>,
     params: Option<toml::Table>,
     iosched: Option<toml::Table>,
     /// Arrays: the members' count, model and chunk size, and the array's queue depth.
@@ -355,10 +369,12 @@ impl Topology {
                 iosched: Vec::new(),
                 nr_requests: DEFAULT_NR_REQUESTS,
                 max_sectors_kb: DEFAULT_MAX_SECTORS_KB,
+                read_ahead_kb: DEFAULT_READ_AHEAD_KB,
             }],
             partitions: Vec::new(),
             volumes: Vec::new(),
             ioband: Vec::new(),
+            machine: MachineSpec::default_machine(),
         }
     }
 
@@ -422,6 +438,8 @@ impl Topology {
                     d.name
                 ));
             }
+            let read_ahead_kb = check_read_ahead(d.read_ahead_kb)
+                .map_err(|e| format!("{loc}: device `{}`: {e}", d.name))?;
             devices.push(DeviceSpec {
                 name: d.name.clone(),
                 model,
@@ -429,6 +447,7 @@ impl Topology {
                 iosched,
                 nr_requests,
                 max_sectors_kb,
+                read_ahead_kb,
             });
         }
         let mut partitions: Vec<Partition> = Vec::new();
@@ -503,8 +522,18 @@ impl Topology {
             }
             ioband.push(IobandShareSpec { name: r.name.clone(), settings, devices: Vec::new() });
         }
-        let mut topology =
-            Topology { source: name.to_string(), devices, partitions, volumes: Vec::new(), ioband };
+        let machine = match &raw.machine {
+            Some(m) => m.get_ref().build().map_err(|e| format!("{}: {e}", at(m.span())))?,
+            None => MachineSpec::default_machine(),
+        };
+        let mut topology = Topology {
+            source: name.to_string(),
+            devices,
+            partitions,
+            volumes: Vec::new(),
+            ioband,
+            machine,
+        };
         for spanned in &raw.volume {
             let loc = at(spanned.span());
             let volume = build_volume(&mut topology, spanned.get_ref())
@@ -771,7 +800,8 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
     if size_bytes == 0 {
         return Err("it has no usable space".to_string());
     }
-    Ok(Volume { name: v.name.clone(), kind, members, size_bytes })
+    let read_ahead_kb = check_read_ahead(v.read_ahead_kb)?;
+    Ok(Volume { name: v.name.clone(), kind, members, size_bytes, read_ahead_kb })
 }
 
 fn build_model(d: &RawDevice, loc: &str, base: &Path) -> Result<DeviceModel, String> {
@@ -1012,6 +1042,17 @@ fn with_overrides<P: Serialize + DeserializeOwned>(
     }
     P::deserialize(toml::Value::Table(table))
         .map_err(|e| format!("[device.params]: {}", one_line(&e.to_string())))
+}
+
+/// `read_ahead_kb` as given, or the default; at most [`MAX_READ_AHEAD_KB`].
+fn check_read_ahead(v: Option<u32>) -> Result<u32, String> {
+    let kb = v.unwrap_or(DEFAULT_READ_AHEAD_KB);
+    if kb > MAX_READ_AHEAD_KB {
+        return Err(format!(
+            "read_ahead_kb {kb} is over the limit of {MAX_READ_AHEAD_KB} (64 MiB)"
+        ));
+    }
+    Ok(kb)
 }
 
 fn size_value(v: &SizeValue) -> Result<u64, String> {

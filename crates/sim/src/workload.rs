@@ -10,8 +10,11 @@
 //! Deviations from fio, on purpose:
 //! - random offsets are drawn with replacement (fio's `norandommap=1` behaviour); fio's default
 //!   random map, which visits each block once per pass, changes nothing the schedulers see;
-//! - there is no page cache: buffered (`direct=0`) I/O is issued as direct I/O, except that
-//!   buffered writes are asynchronous (as writeback is) while direct writes are sync;
+//! - buffered (`direct=0`) jobs on one region go through the machine's page cache
+//!   ([`elevator_mm`]): each I/O is a `read()`/`write()` system call, and runs of identical
+//!   sequential calls are handed over together ([`Process::run_len`]); buffered jobs with
+//!   `nrfiles` trees or replayed logs are still issued as direct I/O (reads sync, writes
+//!   async, as writeback would be);
 //! - issuing costs no CPU time: a job issues its next I/O at the instant the previous completes
 //!   (plus `thinktime`);
 //! - a replayed iolog (`read_iolog=`) is issued as recorded, each action its recorded delay
@@ -74,6 +77,36 @@ pub struct Region {
     pub route: crate::topology::Route,
     pub start_bytes: u64,
     pub len_bytes: u64,
+}
+
+/// How a buffered job reaches the page cache: its task and file in the machine's
+/// [`elevator_mm::Vm`], where the file's page 0 lies on the job's region, and the fio
+/// options that become system calls.
+#[derive(Clone, Copy, Debug)]
+pub struct Buffered {
+    pub task: elevator_mm::TaskId,
+    pub file: elevator_mm::pages::FileId,
+    /// Route offset of the file's first byte (the region's start).
+    pub base_bytes: u64,
+    /// O_SYNC / O_DSYNC writes (`sync=`).
+    pub sync: bool,
+    /// fsync when the job's I/O is done (`end_fsync`, `fsync_on_close`); cleared once issued.
+    pub end_fsync: bool,
+    /// `fdatasync=` rather than `fsync=` for the periodic syncs.
+    pub datasync: bool,
+    /// On opening the file: drop its pages (`invalidate`), the advice to give
+    /// (`fadvise_hint`), read it in (`pre_read`).
+    pub invalidate: bool,
+    pub advice: Option<elevator_mm::vm::Advice>,
+    pub pre_read: bool,
+}
+
+/// A system call of a buffered job that has not returned yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingCall {
+    pub op: Op,
+    pub len_bytes: u64,
+    pub start_ns: Nanos,
 }
 
 /// One job clone.
@@ -139,6 +172,10 @@ pub struct Process {
     files: Option<FileTree>,
     /// With `read_iolog=`: the log being replayed.
     iolog: Option<Replay>,
+    /// Set when the job's I/O goes through the page cache.
+    pub buffered: Option<Buffered>,
+    /// The buffered system call in progress, if it is blocked or still on the CPU.
+    pub pending_call: Option<PendingCall>,
 }
 
 /// Progress through a replayed fio iolog.
@@ -202,7 +239,7 @@ impl Process {
             thinktime_blocks: spec.thinktime_blocks.max(1),
             rate_bytes_per_sec: spec.rate_bytes_per_sec,
             rate_iops: spec.rate_iops,
-            fsync_every: spec.fsync_every,
+            fsync_every: if spec.fsync_every > 0 { spec.fsync_every } else { spec.fdatasync_every },
             rng,
             next_seq_offset: [region.start_bytes; 3],
             bytes_issued: 0,
@@ -221,6 +258,102 @@ impl Process {
                 no_stall: spec.replay_no_stall,
                 last_issue_ns: 0,
             }),
+            buffered: None,
+            pending_call: None,
+        }
+    }
+
+    /// Makes the job's I/O go through the page cache: one system call at a time.
+    pub fn set_buffered(&mut self, b: Buffered) {
+        self.buffered = Some(b);
+        self.max_in_flight = 1;
+        self.batch = 1;
+    }
+
+    /// How many system calls like `io` (just returned by [`Process::next`]) the job would
+    /// make back to back from `now`, `io` included, each taking `cost_ns` of CPU: more than
+    /// one only for plain sequential reads or writes of one block size, with no rate, think
+    /// time or replay, bounded by the job's limits, the end of its region, the next fsync and
+    /// its runtime.
+    pub fn run_len(&self, io: &Io, now_ns: Nanos, cost_ns: Nanos) -> u64 {
+        let simple = matches!(self.rw, RwMode::Read | RwMode::Write)
+            && matches!(io.op, Op::Read | Op::Write)
+            && self.buffered.is_some_and(|b| !b.sync)
+            && self.files.is_none()
+            && self.iolog.is_none()
+            && self.thinktime_ns == 0
+            && self.rate_bytes_per_sec.iter().chain(&self.rate_iops).all(Option::is_none)
+            && !self.flush_pending
+            && matches!(self.block_size[dir_index(io.op)], BlockSize::Fixed { .. })
+            && io.len_bytes > 0;
+        if !simple {
+            return 1;
+        }
+        let len = io.len_bytes;
+        let region_end = self.region.start_bytes + self.region.len_bytes;
+        let mut n = (region_end - io.offset_bytes) / len;
+        if let Some(limit) = self.io_limit_bytes {
+            n = n.min(limit.saturating_sub(self.bytes_issued) / len + 1);
+        }
+        if let Some(limit) = self.number_ios {
+            n = n.min(limit.saturating_sub(self.ios_issued) + 1);
+        }
+        if io.op == Op::Write && self.fsync_every > 0 {
+            n = n.min(u64::from(self.fsync_every - self.writes_since_fsync) + 1);
+        }
+        if let Some(stop) = self.stop_at_ns {
+            n = n.min(stop.saturating_sub(now_ns) / cost_ns.max(1) + 1);
+        }
+        if now_ns < self.ramp_end_ns {
+            n = n.min((self.ramp_end_ns - now_ns) / cost_ns.max(1) + 1);
+        }
+        n.max(1)
+    }
+
+    /// The job made `extra` more calls like `io` right after it.
+    pub fn extend_run(&mut self, io: &Io, extra: u64) {
+        if extra == 0 {
+            return;
+        }
+        let d = dir_index(io.op);
+        let bytes = extra * io.len_bytes;
+        self.bytes_issued += bytes;
+        self.ios_issued += extra;
+        self.dir_bytes_issued[d] += bytes;
+        self.dir_ios_issued[d] += extra;
+        self.next_seq_offset[d] = io.offset_bytes + io.len_bytes + bytes;
+        self.depth_hist[0] += extra;
+        if io.op == Op::Write && self.fsync_every > 0 {
+            self.writes_since_fsync += extra as u32;
+            if self.writes_since_fsync >= self.fsync_every {
+                self.writes_since_fsync = 0;
+                self.flush_pending = true;
+            }
+        }
+    }
+
+    /// Records `n` calls of `len_bytes` that completed one after another from `start_ns`,
+    /// each taking `each_ns` (statistics only: the job's state moves with the last call's
+    /// [`Process::completed`]).
+    pub fn record_run(&mut self, op: Op, len_bytes: u64, n: u64, start_ns: Nanos, each_ns: Nanos) {
+        if n == 0 || op == Op::Flush {
+            return;
+        }
+        // Calls that completed before the ramp ended are not counted.
+        let skip = if start_ns >= self.ramp_end_ns {
+            0
+        } else {
+            ((self.ramp_end_ns - start_ns).div_ceil(each_ns.max(1))).min(n)
+        };
+        let counted = n - skip;
+        if counted == 0 {
+            return;
+        }
+        let first = start_ns + skip * each_ns;
+        self.stats[dir_index(op)].record_run(len_bytes, counted, first, each_ns);
+        self.lat_buckets.add_n(each_ns, counted);
+        if self.state == State::Running {
+            self.ios_in_runtime += counted;
         }
     }
 
@@ -309,6 +442,14 @@ impl Process {
         }
         let sync = op != Op::Write || self.sync_writes;
         Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync })
+    }
+
+    /// The job has done its I/O: a buffered job with `end_fsync`/`fsync_on_close` still
+    /// owes its final fsync (returned once, as an I/O to issue).
+    pub fn take_end_fsync(&mut self) -> Option<Io> {
+        let b = self.buffered.as_mut().filter(|b| b.end_fsync)?;
+        b.end_fsync = false;
+        Some(Io { op: Op::Flush, offset_bytes: 0, len_bytes: 0, sync: true })
     }
 
     /// Counts an I/O about to be issued against the job's limits and rates.

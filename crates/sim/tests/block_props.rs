@@ -57,7 +57,7 @@ proptest! {
         let mut per_process: BTreeMap<u32, u64> = BTreeMap::new();
         for (i, b) in plan.iter().enumerate() {
             let op = if b.write { Op::Write } else { Op::Read };
-            q.plug_bio(b.process, elevator_sim::stack::NO_NODE, op, b.sector * 512, b.sectors * 512, true, Owner::process(b.process), now);
+            q.plug_bio(b.process, elevator_sim::stack::NO_NODE, elevator_sim::stack::NO_TAG, op, b.sector * 512, b.sectors * 512, true, Owner::process(b.process), now);
             submitted_bytes += b.sectors * 512;
             *per_process.entry(b.process).or_default() += 1;
             if b.unplug || i + 1 == plan.len() {
@@ -112,6 +112,7 @@ fn request_pools_are_per_class_and_per_group() {
             q.plug_bio(
                 1,
                 elevator_sim::stack::NO_NODE,
+                elevator_sim::stack::NO_TAG,
                 Op::Write,
                 i << 20,
                 4096,
@@ -124,6 +125,7 @@ fn request_pools_are_per_class_and_per_group() {
         q.plug_bio(
             2,
             elevator_sim::stack::NO_NODE,
+            elevator_sim::stack::NO_TAG,
             Op::Read,
             900 << 20,
             4096,

@@ -686,7 +686,8 @@ impl Hdd {
     }
 
     /// Positioning time (seek or head switch, write settle, rotational wait) from `from` at
-    /// `t_ns` to the start of `lbn`, for a write.
+    /// `t_ns` to the start of `lbn`, for a write the drive plans itself (no command
+    /// overhead: that is the host command's).
     fn write_positioning_ns(&self, from: HeadState, t_ns: f64, lbn: u64) -> f64 {
         let c = self.geom.map(lbn);
         let dist = c.cylinder.abs_diff(from.cylinder);
@@ -697,14 +698,14 @@ impl Hdd {
         if mv > 0.0 {
             mv += self.settle_ns;
         }
-        let t = t_ns + self.write_overhead_ns + mv;
-        mv + self.rot_wait_ns(t, self.geom.angle_turns(&c))
+        mv + self.rot_wait_ns(t_ns + mv, self.geom.angle_turns(&c))
     }
 
     /// Writes the next chunk of dirty data to the media from `t_ns` (the one the heads reach
-    /// soonest among the oldest extents; the one that goes on where the last destage ended,
-    /// with the media still streaming, costs nothing to reach); returns when it is on the
-    /// media.
+    /// soonest among the oldest extents); returns when it is on the media. A destage is
+    /// internal work: it pays positioning, settle and transfer, not a host command's
+    /// overhead, and one that goes on where the last ended, with the media still
+    /// streaming, starts at that instant.
     fn destage_one(&mut self, t_ns: f64) -> f64 {
         self.stop_readahead(t_ns);
         let head = self.head;
@@ -719,13 +720,13 @@ impl Hdd {
         }) else {
             return t_ns;
         };
-        // Going on from the last destage: no command overhead, and from the instant it ended
-        // (not `t_ns`, which the event clock rounded up to a whole nanosecond).
-        let (start, overhead) = match (streaming == Some(lbn), self.last_destage) {
-            (true, Some((_, end_ns))) => (end_ns, 0.0),
-            _ => (t_ns, self.write_overhead_ns),
+        // Going on from the last destage: from the instant it ended (not `t_ns`, which the
+        // event clock rounded up to a whole nanosecond).
+        let start = match (streaming == Some(lbn), self.last_destage) {
+            (true, Some((_, end_ns))) => end_ns,
+            _ => t_ns,
         };
-        let a = self.media_access_with(head, start, true, lbn, n, self.geom.map(lbn), overhead);
+        let a = self.media_access_with(head, start, true, lbn, n, self.geom.map(lbn), 0.0);
         self.head = a.end;
         self.wc.destaged(lbn, n);
         let end = start + a.overhead_ns + a.seek_ns + a.rotation_ns + a.transfer_ns;

@@ -308,7 +308,8 @@ fn params_deserialize_from_toml_with_defaults_and_a_seek_table() {
 /// reads and writes, write cache on and off, flushes): a checksum that must not move when
 /// the model is optimised or gains opt-in mechanisms. (Last moved on purpose when the
 /// presets' skews grew to cover the write settle, and write-back destaging became a
-/// background activity of the media, SPTF-ordered, with a high-water mark, and writes
+/// background activity of the media without command overhead, SPTF-ordered, with a
+/// high-water mark, and writes
 /// started waiting for room instead of writing through.)
 fn preset_checksum() -> Vec<u64> {
     let mut sums = Vec::new();
@@ -369,9 +370,9 @@ fn preset_completion_times_are_unchanged() {
         [
             4001673316819908958,
             11516590710269131744,
-            17438072862911626228,
+            1854675345581199453,
             3610070788692101894,
-            8106238986669935208
+            3515278640144825474
         ]
     );
 }

@@ -296,9 +296,12 @@ proptest! {
             d.submit(c, now);
             if op == Op::Write {
                 for l in a..a + n {
-                    // A read after the write finds the unit where the write put it.
-                    let Loc::At(pun) = d.ftl().lookup(l) else { panic!("written unit unmapped") };
-                    prop_assert_eq!(d.ftl().owner(pun), Some(l));
+                    // Where the map points, the unit is this one's. (A write still waiting in
+                    // a submission queue behind other commands is not planned, hence not
+                    // mapped, yet: the final check covers it.)
+                    if let Loc::At(pun) = d.ftl().lookup(l) {
+                        prop_assert_eq!(d.ftl().owner(pun), Some(l));
+                    }
                 }
             }
         }

@@ -118,9 +118,14 @@ impl Vm {
         now: Nanos,
         out: &mut Output,
     ) -> bool {
-        // Writeback of this round still to issue (it had waited for a request slot).
+        // Writeback of this round still to issue: it waited for a request slot, which it
+        // was granted (reserved for it until it ran).
         if left > 0 {
+            let b = &mut self.bdis[bdi as usize];
+            b.reserved = b.reserved.saturating_sub(1);
+            self.batch_allowance = super::NR_BATCHING;
             let sent = self.writeback_bdi(bdi, left, Some(task), now, out);
+            self.batch_allowance = 0;
             pages_written += sent;
             left -= sent;
             if left > 0 && self.pool_full(bdi) {
@@ -194,17 +199,16 @@ impl Vm {
     }
 
     fn pool_full(&self, bdi: u32) -> bool {
-        let b = &self.bdis[bdi as usize];
-        b.async_requests >= b.spec.nr_requests
+        self.bdis[bdi as usize].pool_full()
     }
 
-    /// The writer sleeps in `get_request_wait` until a request slot frees.
+    /// The writer sleeps in `get_request_wait` until a request slot is granted to it.
     fn wait_slot(&mut self, task: TaskId, b: Balance) -> bool {
         let bdi = match b {
             Balance::Legacy { bdi, .. } | Balance::IoLess { bdi, .. } => bdi,
         };
         self.tasks[task as usize].busy = Some(Busy::Balance(b));
-        self.bdis[bdi as usize].slot_waiters.push_back(task);
+        self.bdis[bdi as usize].slot_waiters.push_back(super::SlotWaiter::Task(task));
         false
     }
 

@@ -115,9 +115,13 @@ impl Vm {
             if !f.background && f.kupdate_before.is_none() {
                 return;
             }
-            let b = &self.bdis[bdi as usize];
-            if b.async_requests >= b.spec.nr_requests {
-                return; // a completion will call again
+            if self.bdis[bdi as usize].pool_full() {
+                // Queue for a slot behind whoever waits already.
+                let b = &mut self.bdis[bdi as usize];
+                if !b.slot_waiters.contains(&super::SlotWaiter::Flusher) {
+                    b.slot_waiters.push_back(super::SlotWaiter::Flusher);
+                }
+                return;
             }
             let chunk = self.writeback_chunk(bdi);
             let filter = if f.background { None } else { f.kupdate_before };
@@ -191,7 +195,7 @@ impl Vm {
             sent += done;
             // The next pass goes on where this one stopped.
             self.pages.file_mut(file).writeback_index = if stopped >= last { 0 } else { stopped };
-            let still_dirty = self.pages.next_dirty_run(file, 0, last).is_some();
+            let still_dirty = self.pages.next_dirty_run(file, 0, last, 1).is_some();
             if still_dirty || self.pages.file(file).counts.dirty > 0 {
                 self.bdis[bdi as usize].queue.push_back(file);
             } else {
@@ -206,7 +210,6 @@ impl Vm {
     }
 
     fn pool_full_async(&self, bdi: u32) -> bool {
-        let b = &self.bdis[bdi as usize];
-        b.async_requests >= b.spec.nr_requests
+        self.bdis[bdi as usize].pool_full()
     }
 }

@@ -48,6 +48,10 @@ pub type TaskId = u32;
 /// Pid of the first flusher thread (`flush-8:0`); one per backing device after it.
 pub const FLUSHER_PID_BASE: u32 = 2_000_000;
 
+/// `BLK_BATCH_REQ`: requests a writer woken with a free request may allocate past a full
+/// pool (`q->nr_batching`).
+pub const NR_BATCHING: u32 = 32;
+
 /// A backing device: what the cache needs to know of the device (or volume) under files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BdiSpec {
@@ -145,6 +149,10 @@ pub struct BlockIo {
 pub struct Output {
     pub ios: Vec<BlockIo>,
     pub wakes: Vec<Wake>,
+    /// Tasks an I/O completion made runnable: the driver runs each ([`Vm::run`]) after it
+    /// has dispatched what the completion freed, as a woken process runs after the
+    /// interrupt that woke it.
+    pub runnable: Vec<TaskId>,
 }
 
 /// Machine-wide counters for reports.
@@ -218,8 +226,25 @@ struct Bdi {
     completions: PropLocal,
     dirty_exceeded: bool,
     flusher: flusher::Flusher,
-    /// Tasks waiting for an async request slot (2.6.3x throttled writeback).
-    slot_waiters: VecDeque<TaskId>,
+    /// Who waits for an async request slot, in order (`get_request_wait` is FIFO):
+    /// throttled writers (2.6.3x) and the flusher.
+    slot_waiters: VecDeque<SlotWaiter>,
+    /// Slots granted to woken writers that have not run yet.
+    reserved: u32,
+}
+
+/// A waiter for a request slot of a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SlotWaiter {
+    Task(TaskId),
+    Flusher,
+}
+
+impl Bdi {
+    /// The async request pool is full (`get_request_wait` would sleep).
+    fn pool_full(&self) -> bool {
+        self.async_requests + self.reserved >= self.spec.nr_requests
+    }
 }
 
 /// What an I/O tag stands for.
@@ -271,6 +296,10 @@ pub struct Vm {
     pub context_readahead: bool,
     /// Issue a cache flush after fsync's writes (`barrier=1`).
     pub barriers: bool,
+    /// Requests the writer now issuing may take past a full pool: a writer just granted a
+    /// request is a "batcher" (`ioc_batching`) for `nr_batching` more, up to 1.5 ×
+    /// `nr_requests`.
+    batch_allowance: u32,
 }
 
 impl Vm {
@@ -295,6 +324,7 @@ impl Vm {
                 dirty_exceeded: false,
                 flusher: flusher::Flusher::new(i as u32),
                 slot_waiters: VecDeque::new(),
+                reserved: 0,
             })
             .collect();
         Vm {
@@ -313,6 +343,7 @@ impl Vm {
             global_dirty_limit: limits.dirty,
             global_limit_stamp: 0,
             min_free_pages: min_free_kib.clamp(128, 65536) / 4,
+            batch_allowance: 0,
             stats: VmStats::default(),
             cfg,
         }
@@ -354,7 +385,7 @@ impl Vm {
         let (a, b) = page_range(offset, len);
         let b = b.min(self.file_pages(file));
         let holes = self.pages.holes(file, a, b);
-        let gen = self.pages.new_gen();
+        let gen = self.pages.gen_for(b - a);
         for (s, e) in holes {
             self.alloc(e - s);
             self.pages.insert(file, s, e, crate::pages::PageState::Clean, gen);
@@ -507,23 +538,28 @@ impl Vm {
             IoKind::Flush => {}
         }
         for t in rec.waiters {
-            self.io_waited(t, now, out);
+            self.io_waited(t, out);
         }
     }
 
-    /// A task that waited for an I/O may go on.
-    fn io_waited(&mut self, t: TaskId, now: Nanos, out: &mut Output) {
+    /// A task that waited for an I/O may go on: it becomes runnable.
+    fn io_waited(&mut self, t: TaskId, out: &mut Output) {
         match self.tasks[t as usize].busy {
             Some(Busy::Sync { pending, flushed, bdi }) => {
                 let pending = pending - 1;
                 self.tasks[t as usize].busy = Some(Busy::Sync { pending, flushed, bdi });
                 if pending == 0 {
-                    self.resume(t, now, out);
+                    out.runnable.push(t);
                 }
             }
-            Some(_) => self.resume(t, now, out),
+            Some(_) => out.runnable.push(t),
             None => {}
         }
+    }
+
+    /// Runs a task [`Output::runnable`] named, at `now`.
+    pub fn run(&mut self, t: TaskId, now: Nanos, out: &mut Output) {
+        self.resume(t, now, out);
     }
 
     /// Goes on with task `t`'s blocked call at `now`.

@@ -237,7 +237,12 @@ impl Vm {
             Readahead::None => {}
             Readahead::Window { start, size, async_size } => {
                 self.stats.readahead_windows += 1;
-                let marker = start + size - async_size;
+                let mut marker = start + size - async_size;
+                if !self.cfg.kernel.on_demand_readahead() && size > 1 {
+                    // Before 2.6.23 the ahead window went out when the reader asked for the
+                    // current window's second page (mm/readahead.c, 2.5-2.6.22).
+                    marker += 1;
+                }
                 self.read_pages(task, file, start, start + size, Some(marker), out);
             }
             Readahead::Plain { start, size } => {
@@ -266,7 +271,7 @@ impl Vm {
         if holes.is_empty() {
             return;
         }
-        let gen = self.pages.new_gen();
+        let gen = self.pages.gen_for(b - a);
         let owner = self.tasks[task as usize].owner;
         let spec = self.files[file as usize].spec;
         for (s, e) in holes {

@@ -64,6 +64,11 @@ impl Harness {
         for w in out.wakes {
             self.wakes.insert(w.task, w.at_ns);
         }
+        for t in out.runnable {
+            let mut more = Output::default();
+            self.vm.run(t, self.now, &mut more);
+            self.take(more);
+        }
     }
 
     /// Runs device completions and Vm timers up to `until`.
@@ -413,7 +418,7 @@ mod integrity {
 
         fn take_tracking(
             &mut self,
-            out: Output,
+            mut out: Output,
             latest: &HashMap<u64, u64>,
             in_flight: &mut HashMap<IoTag, Vec<(u64, u64)>>,
         ) {
@@ -426,7 +431,13 @@ mod integrity {
                     in_flight.insert(io.tag, pages);
                 }
             }
+            let runnable = std::mem::take(&mut out.runnable);
             self.take(out);
+            for t in runnable {
+                let mut more = Output::default();
+                self.vm.run(t, self.now, &mut more);
+                self.take_tracking(more, latest, in_flight);
+            }
         }
 
         fn call_tracking(

@@ -185,7 +185,7 @@ impl Vm {
         let holes = self.pages.holes(file, a, b);
         let before = self.pages.file(file).counts.dirty;
         if !holes.is_empty() {
-            let gen = self.pages.new_gen();
+            let gen = self.pages.gen_for(b - a);
             for (s, e) in holes {
                 self.alloc(e - s);
                 self.pages.insert(file, s, e, PageState::Dirty, gen);
@@ -251,11 +251,16 @@ impl Vm {
         let mut sent = 0;
         let mut from = a;
         while sent < max_pages {
-            if !sync && self.bdis[bdi].async_requests >= self.bdis[bdi].spec.nr_requests {
-                break;
+            if !sync && self.bdis[bdi].pool_full() {
+                // A batcher goes on, up to its allowance and 1.5 x nr_requests.
+                let b = &self.bdis[bdi];
+                if self.batch_allowance == 0 || b.async_requests >= b.spec.nr_requests * 3 / 2 {
+                    break;
+                }
+                self.batch_allowance -= 1;
             }
-            let Some((s, e)) = self.pages.next_dirty_run(file, from, b) else { break };
-            let e = e.min(s + WRITE_BIO_PAGES).min(s.saturating_add(max_pages - sent));
+            let cap = WRITE_BIO_PAGES.min(max_pages - sent);
+            let Some((s, e)) = self.pages.next_dirty_run(file, from, b, cap) else { break };
             let requests = (e - s).div_ceil(max_sectors_pages) as u32;
             let tag =
                 self.new_io(IoKind::Write { file, start: s, end: e, requests, sync }, spec.bdi);
@@ -381,14 +386,23 @@ impl Vm {
         if self.pages.file(file).counts.dirty > 0 && !self.files[file as usize].queued {
             self.mark_file_dirty(file, now);
         }
-        // Room in the request pool: throttled writers and the flusher go on.
+        // Room in the request pool: the slots go to the waiters in order (a woken writer's
+        // slot is kept for it until it runs).
         if !sync {
-            while self.bdis[bdi as usize].async_requests < self.bdis[bdi as usize].spec.nr_requests
-            {
-                let Some(t) = self.bdis[bdi as usize].slot_waiters.pop_front() else { break };
-                self.resume(t, now, out);
+            while !self.bdis[bdi as usize].pool_full() {
+                let Some(w) = self.bdis[bdi as usize].slot_waiters.pop_front() else { break };
+                match w {
+                    super::SlotWaiter::Task(t) => {
+                        self.bdis[bdi as usize].reserved += 1;
+                        out.runnable.push(t);
+                    }
+                    super::SlotWaiter::Flusher => {
+                        self.batch_allowance = super::NR_BATCHING;
+                        self.flusher_run(bdi, now, out);
+                        self.batch_allowance = 0;
+                    }
+                }
             }
-            self.flusher_run(bdi, now, out);
         }
     }
 }

@@ -22,8 +22,8 @@ use crate::stack::{LeafIo, RootDone, Stack, NO_NODE, NO_TAG};
 use crate::topology::{Route, Topology};
 use crate::workload::{Next, Process, State};
 
-pub use build::cgroup_table;
 use build::build_processes;
+pub use build::cgroup_table;
 
 /// How a run is set up beyond the job file and topology.
 #[derive(Clone, Debug, Default)]
@@ -102,6 +102,9 @@ enum Event {
     VmTimer,
     /// A buffered process's system call returns.
     CallDone(u32),
+    /// A page-cache task an I/O completion woke gets to run (after the completion's
+    /// dispatch, as a woken process runs after the interrupt).
+    VmRun(u32),
 }
 
 struct Engine {
@@ -254,6 +257,13 @@ impl Engine {
                     }
                 }
                 Event::CallDone(p) => self.call_done(p),
+                Event::VmRun(task) => {
+                    let mut out = std::mem::take(&mut self.vm_out);
+                    self.vm.run(task, self.now_ns, &mut out);
+                    self.apply_vm(&mut out);
+                    self.vm_out = out;
+                    self.kick_touched();
+                }
                 Event::Issue(p) => {
                     if self.issue_armed[p as usize] == Some(self.now_ns) {
                         self.issue_armed[p as usize] = None;
@@ -568,4 +578,3 @@ impl Engine {
         }
     }
 }
-

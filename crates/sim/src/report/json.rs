@@ -33,7 +33,7 @@ pub fn render(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> 
             })
         })
         .collect();
-    let out = json!({
+    let mut out = json!({
         "fio version": concat!("elevator-", env!("CARGO_PKG_VERSION")),
         "timestamp": 0,
         "timestamp_ms": 0,
@@ -59,6 +59,18 @@ pub fn render(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> 
             }).collect::<Vec<_>>(),
         },
     });
+    let vm = result.vm;
+    if vm != elevator_mm::vm::VmStats::default() {
+        out["elevator"]["vm"] = json!({
+            "pages_read": vm.pages_read,
+            "pages_written": vm.pages_written,
+            "readahead_windows": vm.readahead_windows,
+            "pages_reclaimed": vm.pages_reclaimed,
+            "throttle_pauses": vm.throttle_pauses,
+            "throttle_ns": vm.throttle_ns,
+            "peak_dirty_pages": vm.peak_dirty_pages,
+        });
+    }
     let mut text = serde_json::to_string_pretty(&out).expect("JSON values always serialise");
     text.push('\n');
     text

@@ -1,0 +1,177 @@
+//! Buffered jobs: their I/O as system calls into the machine's page cache
+//! ([`elevator_mm::Vm`]), and the block I/O the cache issues, routed like any other.
+
+use elevator_core::Op;
+use elevator_mm::vm::Advice;
+use elevator_mm::{Output, Syscall, SyscallResult};
+
+use super::{Engine, Event};
+use crate::stack::NO_NODE;
+use crate::workload::{Io, PendingCall, State};
+
+impl Engine {
+    /// The page-cache device number of a route (devices first, then volumes).
+    fn route_of_bdi(&self, bdi: u32) -> crate::topology::Route {
+        if bdi < self.bdi_volumes_base {
+            crate::topology::Route::Device(bdi as usize)
+        } else {
+            crate::topology::Route::Volume((bdi - self.bdi_volumes_base) as usize)
+        }
+    }
+
+    /// A buffered job opens its file as fio does: drop its cached pages (`invalidate`),
+    /// advise the kernel (`fadvise_hint`), read it in (`pre_read`). None of it is timed.
+    pub(super) fn open_buffered(&mut self, p: u32) {
+        let Some(b) = self.procs[p as usize].buffered else { return };
+        let mut out = std::mem::take(&mut self.vm_out);
+        let now = self.now_ns;
+        let len = self.procs[p as usize].region.len_bytes;
+        let mut advise = |vm: &mut elevator_mm::Vm, advice| {
+            let call = Syscall::Fadvise { file: b.file, offset: 0, len, advice };
+            vm.syscall(b.task, call, now, &mut out);
+        };
+        if b.invalidate {
+            advise(&mut self.vm, Advice::DontNeed);
+        }
+        if let Some(a) = b.advice {
+            advise(&mut self.vm, a);
+        }
+        if b.pre_read {
+            self.vm.preload(b.file, 0, len);
+        }
+        self.apply_vm(&mut out);
+        self.vm_out = out;
+    }
+
+    /// A buffered job's next I/O `io` (and the run of identical calls after it) as a
+    /// system call.
+    pub(super) fn buffered_call(&mut self, p: u32, io: Io) {
+        let pi = p as usize;
+        let b = self.procs[pi].buffered.expect("buffered");
+        let now = self.now_ns;
+        let cost = self.vm.config().syscall_cost_ns(io.len_bytes);
+        // A flush carries no offset; every other call lies inside the job's region.
+        let offset = io.offset_bytes.saturating_sub(b.base_bytes);
+        let call = match io.op {
+            Op::Read | Op::Write => {
+                let count = self.procs[pi].run_len(&io, now, cost);
+                if io.op == Op::Read {
+                    Syscall::Read { file: b.file, offset, len: io.len_bytes, count }
+                } else {
+                    Syscall::Write { file: b.file, offset, len: io.len_bytes, count, sync: b.sync }
+                }
+            }
+            Op::Flush => Syscall::Fsync { file: b.file, data_only: b.datasync },
+            Op::Discard => {
+                // Trimming a file punches a hole: its pages go, nothing is written.
+                Syscall::Fadvise {
+                    file: b.file,
+                    offset,
+                    len: io.len_bytes,
+                    advice: Advice::DontNeed,
+                }
+            }
+        };
+        let mut out = std::mem::take(&mut self.vm_out);
+        let r = self.vm.syscall(b.task, call, now, &mut out);
+        let proc = &mut self.procs[pi];
+        match r {
+            SyscallResult::Done { count, at_ns } => {
+                proc.extend_run(&io, count - 1);
+                proc.record_run(io.op, io.len_bytes, count - 1, now, cost);
+                let start = now + (count - 1) * cost;
+                proc.pending_call =
+                    Some(PendingCall { op: io.op, len_bytes: io.len_bytes, start_ns: start });
+                self.push(at_ns, Event::CallDone(p));
+            }
+            SyscallResult::Blocked { count } => {
+                proc.extend_run(&io, count);
+                proc.record_run(io.op, io.len_bytes, count, now, cost);
+                let start = now + count * cost;
+                proc.pending_call =
+                    Some(PendingCall { op: io.op, len_bytes: io.len_bytes, start_ns: start });
+            }
+        }
+        self.apply_vm(&mut out);
+        self.vm_out = out;
+    }
+
+    /// A buffered process's system call returned.
+    pub(super) fn call_done(&mut self, p: u32) {
+        let proc = &mut self.procs[p as usize];
+        let Some(call) = proc.pending_call.take() else { return };
+        let wake =
+            proc.completed(call.op, call.len_bytes, call.start_ns, call.start_ns, self.now_ns);
+        if proc.state == State::Done {
+            self.process_done(p);
+        } else if let Some(at) = wake {
+            self.arm_issue(p, at);
+        }
+    }
+
+    /// Block I/O of the page cache completed.
+    pub(super) fn vm_io_done(&mut self, tag: u32) {
+        let mut out = std::mem::take(&mut self.vm_out);
+        self.vm.io_done(tag, self.now_ns, &mut out);
+        self.apply_vm(&mut out);
+        self.vm_out = out;
+    }
+
+    /// Issues what the page cache asked for, schedules the returns of the calls it
+    /// finished, and arms its timer.
+    pub(super) fn apply_vm(&mut self, out: &mut Output) {
+        let now = self.now_ns;
+        let mut leaves = Vec::new();
+        for io in out.ios.drain(..) {
+            match self.route_of_bdi(io.bdi) {
+                crate::topology::Route::Device(d) => {
+                    let q = &mut self.queues[d];
+                    q.plug_bio(
+                        u32::MAX,
+                        NO_NODE,
+                        io.tag,
+                        io.op,
+                        io.offset_bytes,
+                        io.len_bytes,
+                        io.sync,
+                        io.owner,
+                        now,
+                    );
+                    q.unplug(u32::MAX, now);
+                    self.touched[d] = true;
+                }
+                crate::topology::Route::Volume(v) => {
+                    self.stack.submit(
+                        u32::MAX,
+                        io.tag,
+                        v,
+                        io.op,
+                        io.offset_bytes,
+                        io.len_bytes,
+                        io.sync,
+                        io.owner,
+                        now,
+                        &mut leaves,
+                    );
+                }
+            }
+        }
+        if !leaves.is_empty() {
+            self.send_leaves(&mut leaves);
+        }
+        for w in out.wakes.drain(..) {
+            let p = self.task_proc[w.task as usize];
+            self.push(w.at_ns.max(now), Event::CallDone(p));
+        }
+        for t in out.runnable.drain(..) {
+            self.push(now, Event::VmRun(t));
+        }
+        if let Some(t) = self.vm.next_timer_ns() {
+            let t = t.max(now);
+            if self.armed_vm_ns.is_none_or(|armed| t < armed) {
+                self.armed_vm_ns = Some(t);
+                self.push(t, Event::VmTimer);
+            }
+        }
+    }
+}

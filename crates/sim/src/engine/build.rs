@@ -1,0 +1,339 @@
+//! Setting a run up: the cgroup table, one process per job clone with its region (a device,
+//! partition or volume range, or a file of its own), its owner, random stream, file tree,
+//! and — for buffered jobs — its task and file in the machine's page cache.
+
+use std::collections::BTreeMap;
+
+use elevator_core::{Cgroup, IoPrio, IoPrioClass, Owner, RandomStream};
+use elevator_fio::{Amount, FadviseHint, JobFile, JobSpec, RwMode, SyncIo};
+use elevator_mm::pages::FileId;
+use elevator_mm::vm::{Advice, BdiSpec, FileSpec};
+use elevator_mm::Vm;
+
+use super::SimError;
+use crate::files::FileTree;
+use crate::topology::{Route, Topology};
+use crate::workload::{Buffered, Process, Region};
+
+/// The machine's page cache being set up: its devices (the topology's devices, then its
+/// volumes, each with its own readahead), one file per distinct region buffered jobs use,
+/// one task per buffered job clone.
+struct PageCacheSetup {
+    vm: Vm,
+    files: BTreeMap<(Route, u64, u64), FileId>,
+    task_proc: Vec<u32>,
+    devices: u32,
+}
+
+impl PageCacheSetup {
+    fn new(topology: &Topology) -> PageCacheSetup {
+        let mut bdis: Vec<BdiSpec> = topology
+            .devices
+            .iter()
+            .map(|d| BdiSpec {
+                read_ahead_kb: d.read_ahead_kb,
+                max_sectors_kb: d.max_sectors_kb,
+                nr_requests: d.nr_requests,
+            })
+            .collect();
+        bdis.extend(topology.volumes.iter().map(|v| BdiSpec {
+            read_ahead_kb: v.read_ahead_kb,
+            max_sectors_kb: crate::topology::DEFAULT_MAX_SECTORS_KB,
+            nr_requests: crate::topology::DEFAULT_NR_REQUESTS,
+        }));
+        let m = topology.machine;
+        let mut vm = Vm::new(m.vm, &bdis);
+        vm.context_readahead = m.context_readahead;
+        vm.barriers = m.barriers;
+        PageCacheSetup {
+            vm,
+            files: BTreeMap::new(),
+            task_proc: Vec::new(),
+            devices: topology.devices.len() as u32,
+        }
+    }
+
+    /// The page-cache side of buffered process `proc` of `spec` on `region`.
+    fn buffered(&mut self, spec: &JobSpec, region: Region, owner: Owner, proc: u32) -> Buffered {
+        let bdi = match region.route {
+            Route::Device(d) => d as u32,
+            Route::Volume(v) => self.devices + v as u32,
+        };
+        let key = (region.route, region.start_bytes, region.len_bytes);
+        let vm = &mut self.vm;
+        let file = *self.files.entry(key).or_insert_with(|| {
+            vm.add_file(FileSpec {
+                bdi,
+                base_bytes: region.start_bytes,
+                size_bytes: region.len_bytes,
+                data_bytes: if spec.file_append { 0 } else { region.len_bytes },
+            })
+        });
+        let task = self.vm.add_task(owner);
+        debug_assert_eq!(task as usize, self.task_proc.len());
+        self.task_proc.push(proc);
+        let random = matches!(
+            spec.rw,
+            RwMode::RandRead | RwMode::RandWrite | RwMode::RandTrim | RwMode::RandRw
+        );
+        let advice = match spec.fadvise_hint {
+            FadviseHint::Off => None,
+            FadviseHint::Random => Some(Advice::Random),
+            FadviseHint::Sequential => Some(Advice::Sequential),
+            FadviseHint::Auto => Some(if random { Advice::Random } else { Advice::Sequential }),
+        };
+        Buffered {
+            task,
+            file,
+            base_bytes: region.start_bytes,
+            sync: spec.sync_io != SyncIo::None,
+            end_fsync: spec.end_fsync || spec.fsync_on_close,
+            datasync: spec.fsync_every == 0 && spec.fdatasync_every > 0,
+            invalidate: spec.invalidate,
+            advice,
+            pre_read: spec.pre_read,
+        }
+    }
+}
+
+/// Interns the jobs' cgroup paths: id 0 is the root; every ancestor of a path gets an id before
+/// the path itself. A job's `cgroup_weight` sets its leaf's weight (the last job to name a
+/// weight for a path wins, as the last write to `blkio.weight` would).
+pub fn cgroup_table(jobs: &[JobSpec]) -> Vec<Cgroup> {
+    let mut groups = vec![Cgroup::root()];
+    for job in jobs {
+        let Some(path) = job.cgroup.as_deref() else { continue };
+        let mut parent = 0u32;
+        let mut prefix = String::new();
+        for part in path.split('/').filter(|s| !s.is_empty()) {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            parent = match groups.iter().position(|g| g.path == prefix) {
+                Some(i) => i as u32,
+                None => {
+                    let id = groups.len() as u32;
+                    groups.push(Cgroup {
+                        id,
+                        parent: Some(parent),
+                        path: prefix.clone(),
+                        weight: Cgroup::DEFAULT_WEIGHT,
+                    });
+                    id
+                }
+            };
+        }
+        if let Some(w) = job.cgroup_weight {
+            groups[parent as usize].weight = w;
+        }
+    }
+    groups
+}
+
+fn cgroup_id(groups: &[Cgroup], path: Option<&str>) -> u32 {
+    let Some(path) = path else { return 0 };
+    let trimmed: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let joined = trimmed.join("/");
+    groups.iter().position(|g| g.path == joined).map_or(0, |i| i as u32)
+}
+
+fn amount_bytes(amount: Amount, of_bytes: u64) -> u64 {
+    match amount {
+        Amount::Bytes(b) => b,
+        Amount::Percent(p) => ((of_bytes as f64 * p / 100.0) as u64) / 512 * 512,
+    }
+}
+
+/// Creates every job clone, lays out the files of jobs without `filename`, and assigns
+/// reporting groups and stonewall phases as fio does.
+pub(super) fn build_processes(
+    jobs: &JobFile,
+    topology: &Topology,
+    groups: &[Cgroup],
+    seed: u64,
+) -> Result<(Vec<Process>, Vm, Vec<u32>), SimError> {
+    let mut procs = Vec::new();
+    let mut cache = PageCacheSetup::new(topology);
+    let mut group_id = 0u32;
+    let mut phase = 0u32;
+    // Files of jobs without a filename are allocated one after another from the start of their
+    // directory's device (the first device by default), like files written in order on a fresh
+    // file system.
+    let mut file_cursors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut pid = 1000u32;
+    let mut users_of_name: BTreeMap<String, u32> = BTreeMap::new();
+    for (j, spec) in jobs.jobs.iter().enumerate() {
+        let at = &spec.source;
+        if j > 0 && (spec.stonewall || spec.new_group) {
+            group_id += 1;
+        }
+        if j > 0 && spec.stonewall {
+            phase += 1;
+        }
+        if spec.time_based && spec.runtime_ns.is_none() {
+            return Err(SimError(format!(
+                "{at}: job `{}`: time_based needs a runtime (fio would run forever); add runtime=",
+                spec.name
+            )));
+        }
+        let prio = match spec.prioclass {
+            Some(1) => IoPrio { class: IoPrioClass::RealTime, level: spec.prio.unwrap_or(4) },
+            Some(2) => IoPrio { class: IoPrioClass::BestEffort, level: spec.prio.unwrap_or(4) },
+            Some(3) => IoPrio { class: IoPrioClass::Idle, level: 7 },
+            _ => match spec.prio {
+                Some(level) => IoPrio { class: IoPrioClass::BestEffort, level },
+                None => IoPrio::DEFAULT,
+            },
+        };
+        let cgroup = cgroup_id(groups, spec.cgroup.as_deref());
+        // A replayed log goes to the device it names, unless filename= or replay_redirect=
+        // say otherwise; it addresses the whole device.
+        let filename = match &spec.iolog {
+            Some(log) => match spec.replay_redirect.clone().or(spec.filename.clone()) {
+                Some(name) => Some(name),
+                None if log.from_blktrace() => {
+                    return Err(SimError(format!(
+                        "{at}: job `{}`: the blktrace {} names its device by number ({}); say which device of the topology it replays on with filename= or replay_redirect=",
+                        spec.name, log.source, log.file
+                    )))
+                }
+                None => Some(log.file.clone()),
+            },
+            None => spec.filename.clone(),
+        };
+        for clone in 0..spec.numjobs.max(1) {
+            let (route, region_start, region_len) = match &filename {
+                Some(name) if spec.iolog.is_some() => {
+                    let log = spec.iolog.as_ref().expect("matched");
+                    let t = topology.target(name).map_err(|e| {
+                        SimError(format!("{at}: job `{}`: iolog {}: {e}", spec.name, log.source))
+                    })?;
+                    if let Some(e) = log
+                        .entries
+                        .iter()
+                        .find(|e| e.offset_bytes.saturating_add(e.len_bytes) > t.size_bytes)
+                    {
+                        return Err(SimError(format!(
+                            "{}:{}: job `{}`: {} bytes at offset {} reach past the end of `{name}` ({} bytes); replay_redirect= it to a larger device",
+                            log.source, e.line, spec.name, e.len_bytes, e.offset_bytes, t.size_bytes
+                        )));
+                    }
+                    *users_of_name.entry(name.clone()).or_default() += 1;
+                    (t.route, t.start_bytes, t.size_bytes)
+                }
+                Some(name) => {
+                    let t = topology
+                        .target(name)
+                        .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
+                    let offset = amount_bytes(spec.offset, t.size_bytes);
+                    if offset >= t.size_bytes {
+                        return Err(SimError(format!("{at}: job `{}`: offset {offset} is past the end of `{name}` ({} bytes)", spec.name, t.size_bytes)));
+                    }
+                    let len =
+                        spec.size.map_or(t.size_bytes - offset, |s| amount_bytes(s, t.size_bytes));
+                    if offset + len > t.size_bytes {
+                        return Err(SimError(format!(
+                            "{at}: job `{}`: offset + size ({} bytes) reaches past the end of `{name}` ({} bytes); reduce size=",
+                            spec.name,
+                            offset + len,
+                            t.size_bytes
+                        )));
+                    }
+                    *users_of_name.entry(name.clone()).or_default() += 1;
+                    (t.route, t.start_bytes + offset, len)
+                }
+                None => {
+                    let Some(Amount::Bytes(size)) = spec.size else {
+                        return Err(SimError(format!(
+                            "{at}: job `{}`: without filename= the job works on a file of its own, which needs size= in bytes (e.g. size=1G); or set filename= to a device or partition",
+                            spec.name
+                        )));
+                    };
+                    let dir =
+                        spec.directory.clone().unwrap_or_else(|| topology.devices[0].name.clone());
+                    let t = topology.target(&dir).map_err(|e| {
+                        SimError(format!("{at}: job `{}`: directory={dir}: {e}", spec.name))
+                    })?;
+                    let cursor = file_cursors.entry(dir.clone()).or_default();
+                    let start = *cursor + amount_bytes(spec.offset, size);
+                    if start + size > t.size_bytes {
+                        return Err(SimError(format!(
+                            "{at}: job `{}`: its files do not fit on `{dir}` ({} bytes); reduce size= or numjobs=",
+                            spec.name, t.size_bytes
+                        )));
+                    }
+                    *cursor = start + size;
+                    (t.route, t.start_bytes + start, size)
+                }
+            };
+            if region_len < 512 {
+                return Err(SimError(format!(
+                    "{at}: job `{}`: the region to do I/O on is empty",
+                    spec.name
+                )));
+            }
+            let owner = Owner {
+                job: j as u32,
+                pid,
+                pgrp: pid,
+                uid: spec.uid.unwrap_or(0),
+                gid: spec.gid.unwrap_or(0),
+                io_context: pid,
+                cgroup,
+                prio,
+            };
+            let tree = spec.nrfiles > 1;
+            let io_limit = if tree {
+                spec.io_size_bytes
+            } else {
+                spec.io_size_bytes.or(spec.size.map(|_| region_len))
+            };
+            let stream = procs.len() as u32;
+            let rng_seed = job_seed(seed, spec);
+            let region = Region { route, start_bytes: region_start, len_bytes: region_len };
+            let mut rng = RandomStream::new(rng_seed, stream);
+            let files = if tree {
+                let files = FileTree::lay_out(
+                    region_start,
+                    region_len,
+                    spec.nrfiles,
+                    spec.filesize,
+                    spec.file_service_type,
+                    &mut rng,
+                )
+                .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
+                Some(files)
+            } else {
+                None
+            };
+            let buffered = !spec.direct && files.is_none() && spec.iolog.is_none();
+            let mut proc =
+                Process::new(spec, j, clone, group_id, phase, owner, region, io_limit, rng);
+            if let Some(files) = files {
+                proc.set_files(files);
+            }
+            if buffered {
+                proc.set_buffered(cache.buffered(spec, region, owner, procs.len() as u32));
+            }
+            procs.push(proc);
+            pid += 1;
+        }
+    }
+    if procs.is_empty() {
+        return Err(SimError("the job file defines no jobs".to_string()));
+    }
+    Ok((procs, cache.vm, cache.task_proc))
+}
+
+/// fio seeds a job's generators from `randseed` (default 0x89) when `randrepeat` is set. The
+/// simulation seed is mixed in so `--seed` varies random jobs; a job's explicit `randseed`
+/// takes precedence over both. With `randrepeat=0` fio would seed from the clock: elevator
+/// stays deterministic and uses the simulation seed alone.
+fn job_seed(seed: u64, spec: &JobSpec) -> u64 {
+    match spec.randseed {
+        Some(s) => s,
+        None if spec.randrepeat => seed ^ 0x89,
+        None => seed.rotate_left(17) ^ 0x5eed,
+    }
+}
