@@ -101,9 +101,6 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
     let mut zones = Vec::with_capacity(m.layout.zones.len());
     for (i, z) in m.layout.zones.iter().enumerate() {
         let zb = zone_blocks.get(i).copied().unwrap_or(lb);
-        if !z.defects.is_empty() {
-            return Err(err_at(zb, "defects", "defects remapped to spares are not modelled"));
-        }
         zones.push(ZoneSpec {
             first_cylinder: z.first_cylinder,
             last_cylinder: z.last_cylinder,
@@ -116,6 +113,7 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
             )?,
             spares: z.spares,
             slips: z.slips.clone(),
+            defects: z.defects.clone(),
             empty_front_sectors: z.empty_space_front_sectors,
             first_block_offset_sectors: integral(
                 zb,
