@@ -6,7 +6,7 @@
 
 use crate::drive::{DiskSimDrive, SparingScheme};
 use crate::error::DiskSimError;
-use crate::params::{Block, Value};
+use crate::params::{Block, Node, Value};
 use elevator_device::hdd::controller::{DiskSimController, ReadAhead};
 use elevator_device::hdd::geometry::{Sparing, SurfaceOrder, ZoneSpec};
 use elevator_device::hdd::seek::SeekSpec;
@@ -134,24 +134,7 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
             ))
         }
     }
-    let seek = match m.mech.seek_type.as_deref() {
-        Some("extracted") => {
-            let curve = d.seek_curve.as_ref().ok_or_else(|| {
-                err_at(mb, "Full seek curve", "seek type `extracted` needs a seek curve file")
-            })?;
-            SeekSpec::Table {
-                distances_cyl: curve.points.iter().map(|p| p.0).collect(),
-                times_ms: curve.points.iter().map(|p| p.1).collect(),
-            }
-        }
-        other => {
-            return Err(err_at(
-                mb,
-                "Seek type",
-                format!("`{}` is not modelled (only `extracted`)", other.unwrap_or("")),
-            ))
-        }
-    };
+    let seek = seek_spec(d, mb)?;
     only(mb, "Percent error in rpms", 0.0, "rpm variation")?;
 
     // Path above the drive: driver, controllers, buses.
@@ -275,5 +258,175 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
         surface_order,
         rotation_phase_turns: Some(0.0),
         controller: Some(Box::new(controller)),
+    })
+}
+
+/// DiskSim's seek types (`diskmodel/modules/mech_g1.modspec`, `mech_g1_seektime.c`) as the
+/// HDD model's [`SeekSpec`]:
+///
+/// - `extracted`: the `.seek` file, interpolated linearly (`dm_mech_g1_seek_extracted`).
+/// - `hpl` and `hplplus10`: Ruemmler and Wilkes's six values (`v1` in cylinders, `v2`–`v6`
+///   written as decimals, `v6` −1 for none), the latter with "First ten seek times". Checked
+///   as DiskSim's `do_hpl_seek` and `do_1st10_seeks` check them. DiskSim 4.0's `hpl`
+///   compares the distance with `hpseek[0]` (`mech_g1_seektime.c:213`), which `do_hpl_seek`
+///   never sets (it keeps `v1` in `hpseek_v1`), so its short-seek branch depends on
+///   uninitialised memory; here `hpl` uses `v1`, as `hplplus10` does.
+/// - `curve`: the three-point curve through the single-cylinder, average and full-strobe
+///   seek times (Lee's `a·√(d−1) + b·(d−1) + c`). DiskSim 4.0 would use the three times as
+///   the coefficients themselves: the fit (`dm_mech_g1_seek_init`, `mech_g1_load.c:301`)
+///   asserts that it is never called.
+/// - `linear`: linear between the single-cylinder (1 cylinder), average (a third of the
+///   cylinders) and full-strobe (all of them) seek times, as DiskSim's manual describes it;
+///   DiskSim 4.0's `dm_mech_g1_seek_3pt_line` takes the number of cylinders to be the seek
+///   distance (`mech_g1_seektime.c:156`) and so gives the full-strobe time for every seek of
+///   two cylinders or more.
+/// - `constant`: "Constant seek time" for every seek (DiskSim 4.0 stores it, unconverted,
+///   over the seek type, `mech_g1.modspec`, leaving a few picoseconds).
+///
+/// A "Full seek curve" with an HPL type is refused: DiskSim then ignores the HPL values and
+/// the first ten seeks (it takes the seek type for `extracted`), leaving them unset.
+fn seek_spec(d: &DiskSimDrive, mb: &Block) -> Result<SeekSpec, DiskSimError> {
+    let m = &d.model;
+    let need = |key: &str| -> Result<f64, DiskSimError> {
+        match mb.get(key).and_then(|v| v.value.as_f64()) {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
+            Some(_) => Err(err_at(mb, key, "must be ≥ 0")),
+            None => Err(DiskSimError::MissingKey {
+                file: mb.file.to_string(),
+                line: mb.line,
+                block: mb.label(),
+                key: key.to_string(),
+            }),
+        }
+    };
+    let kind = m.mech.seek_type.as_deref().ok_or_else(|| DiskSimError::MissingKey {
+        file: mb.file.to_string(),
+        line: mb.line,
+        block: mb.label(),
+        key: "Seek type".into(),
+    })?;
+    Ok(match kind {
+        "extracted" => {
+            let curve = d.seek_curve.as_ref().ok_or_else(|| {
+                err_at(mb, "Full seek curve", "seek type `extracted` needs a seek curve file")
+            })?;
+            SeekSpec::Table {
+                distances_cyl: curve.points.iter().map(|p| p.0).collect(),
+                times_ms: curve.points.iter().map(|p| p.1).collect(),
+            }
+        }
+        "hpl" | "hplplus10" => {
+            if mb.get("Full seek curve").is_some() {
+                return Err(err_at(
+                    mb,
+                    "Full seek curve",
+                    format!("with seek type `{kind}` DiskSim ignores the HPL seek values"),
+                ));
+            }
+            let key = "HPL seek equation values";
+            let list = match mb.get(key) {
+                Some(v) => v.value.as_list().ok_or_else(|| err_at(mb, key, "expected a list"))?,
+                None => {
+                    return Err(DiskSimError::MissingKey {
+                        file: mb.file.to_string(),
+                        line: mb.line,
+                        block: mb.label(),
+                        key: key.into(),
+                    })
+                }
+            };
+            if list.len() < 6 {
+                return Err(err_at(mb, key, format!("needs 6 values, got {}", list.len())));
+            }
+            let bad = |n: &Node<Value>, msg: &str| DiskSimError::BadValue {
+                file: n.file.to_string(),
+                line: n.line,
+                key: key.into(),
+                msg: msg.into(),
+            };
+            let v1 = match list[0].value {
+                Value::Int(i) if i >= 0 => i as u64,
+                _ => return Err(bad(&list[0], "v1 must be a number of cylinders ≥ 0")),
+            };
+            let mut v = [0.0; 5];
+            for (i, n) in list[1..6].iter().enumerate() {
+                match n.value {
+                    Value::Float(x) if x >= 0.0 || (i == 4 && x == -1.0) => v[i] = x,
+                    Value::Float(_) => {
+                        return Err(bad(n, "v2..v5 must be ≥ 0, v6 ≥ 0 or -1"));
+                    }
+                    _ => return Err(bad(n, "v2..v6 must be written as decimals")),
+                }
+            }
+            let first_ten_ms = if kind == "hplplus10" {
+                let key = "First ten seek times";
+                let list = match mb.get(key) {
+                    Some(v) => {
+                        v.value.as_list().ok_or_else(|| err_at(mb, key, "expected a list"))?
+                    }
+                    None => {
+                        return Err(DiskSimError::MissingKey {
+                            file: mb.file.to_string(),
+                            line: mb.line,
+                            block: mb.label(),
+                            key: key.into(),
+                        })
+                    }
+                };
+                if list.len() < 10 {
+                    return Err(err_at(mb, key, format!("needs 10 times, got {}", list.len())));
+                }
+                list[..10]
+                    .iter()
+                    .map(|n| match n.value {
+                        Value::Float(x) if x >= 0.0 => Ok(x),
+                        _ => Err(DiskSimError::BadValue {
+                            file: n.file.to_string(),
+                            line: n.line,
+                            key: key.into(),
+                            msg: "seek times must be decimals ≥ 0".into(),
+                        }),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+            } else {
+                Vec::new()
+            };
+            SeekSpec::Hpl {
+                v1_cyl: v1,
+                v2_ms: v[0],
+                v3_ms: v[1],
+                v4_ms: v[2],
+                v5_ms: v[3],
+                single_cylinder_ms: (v[4] != -1.0).then_some(v[4]),
+                first_ten_ms,
+            }
+        }
+        "curve" => SeekSpec::ThreePoint {
+            single_cylinder_ms: need("Single cylinder seek time")?,
+            average_ms: need("Average seek time")?,
+            full_stroke_ms: need("Full strobe seek time")?,
+        },
+        "linear" => {
+            let third = (m.cylinders / 3).max(2);
+            SeekSpec::Table {
+                distances_cyl: vec![1, third, m.cylinders.max(third + 1)],
+                times_ms: vec![
+                    need("Single cylinder seek time")?,
+                    need("Average seek time")?,
+                    need("Full strobe seek time")?,
+                ],
+            }
+        }
+        "constant" => SeekSpec::Constant { ms: need("Constant seek time")? },
+        other => {
+            return Err(err_at(
+                mb,
+                "Seek type",
+                format!(
+                    "unknown seek type `{other}` (DiskSim knows constant, linear, curve, hpl, \
+                     hplplus10 and extracted)"
+                ),
+            ))
+        }
     })
 }
