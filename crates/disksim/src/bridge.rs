@@ -7,7 +7,7 @@
 use crate::drive::{DiskSimDrive, SparingScheme};
 use crate::error::DiskSimError;
 use crate::params::{Block, Node, Value};
-use elevator_device::hdd::controller::{DiskSimController, ReadAhead};
+use elevator_device::hdd::controller::{DiskSimController, ExtraWriteDisconnect, ReadAhead};
 use elevator_device::hdd::geometry::{Sparing, SurfaceOrder, ZoneSpec};
 use elevator_device::hdd::seek::SeekSpec;
 use elevator_device::hdd::HddParams;
@@ -146,45 +146,46 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
             format!("{c} ms: a constant access time is not a disk model"),
         ));
     }
-    let mut bus_sector_ms = d.disk.bulk_sector_transfer_ms;
+    // DiskSim moves each sector in the slowest of the disk's, the controllers' and the bus's
+    // block time for its direction (`disk_get_blktranstime`, `controller_53c700_data_transfer`).
+    let mut read_sector_ms = d.disk.bulk_sector_transfer_ms;
+    let mut write_sector_ms = read_sector_ms;
     for b in d.parv.blocks_of("disksim_ctlr") {
         only(b, "type", 1.0, "a controller other than pass-through (type 1)")?;
-        bus_sector_ms = bus_sector_ms.max(num(b, "Bulk sector transfer time"));
+        read_sector_ms = read_sector_ms.max(num(b, "Bulk sector transfer time"));
+        write_sector_ms = write_sector_ms.max(num(b, "Bulk sector transfer time"));
     }
     for b in d.parv.blocks_of("disksim_bus") {
         only(b, "Arbitration time", 0.0, "bus arbitration time")?;
-        bus_sector_ms = bus_sector_ms
-            .max(num(b, "Read block transfer time"))
-            .max(num(b, "Write block transfer time"));
+        read_sector_ms = read_sector_ms.max(num(b, "Read block transfer time"));
+        write_sector_ms = write_sector_ms.max(num(b, "Write block transfer time"));
+    }
+    for (key, v) in [
+        ("Read block transfer time", read_sector_ms),
+        ("Write block transfer time", write_sector_ms),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(err_at(spec, key, "block transfer times must be ≥ 0"));
+        }
     }
 
-    // The disk's controller.
+    // The disk's controller. What the model does not do is refused; parameters DiskSim
+    // reads but never acts on are accepted (see `accepted_unused`).
     for (key, ok, what) in [
-        ("Per-request overhead time", 0.0, "a per-request overhead"),
-        ("Never disconnect", 0.0, "never disconnecting"),
-        ("Hold bus entire read xfer", 0.0, "holding the bus for a whole read"),
-        ("Hold bus entire write xfer", 0.0, "holding the bus for a whole write"),
         ("Allow almost read hits", 0.0, "almost read hits"),
         ("Allow sneaky full read hits", 0.0, "sneaky read hits"),
         ("Allow sneaky partial read hits", 0.0, "sneaky read hits"),
         ("Allow sneaky intermediate read hits", 0.0, "sneaky read hits"),
         ("Allow write prebuffering", 0.0, "write prebuffering"),
         ("Preseeking level", 0.0, "preseeking"),
-        ("Use separate write segment", 0.0, "a separate write segment"),
-        ("High (read) water mark", 0.0, "a read water mark above one sector"),
-        ("Low (write) water mark", 0.0, "a write water mark"),
-        ("Read any free blocks", 0.0, "reading any free blocks"),
-        ("Immediate buffer read", 0.0, "immediate buffer reads"),
-        ("Immediate buffer write", 0.0, "immediate buffer writes"),
-        ("Immed transfer partial hit", 1.0, "waiting before a partial hit's transfer"),
-        ("Other reselect overhead", 0.0, "repeated reselection"),
-        ("Write disconnect overhead", 0.0, "write disconnects"),
-        ("Extra write disconnect", 0.0, "extra write disconnects"),
-        ("Minimum seek delay", 0.0, "a minimum seek delay"),
+        ("Minimum read-ahead (blks)", 0.0, "a minimum read-ahead"),
+        ("Disconnect write if seek", 0.0, "disconnecting a write in a seek"),
+        ("Write hit stop prefetch", 1.0, "read-ahead going on under a write"),
         ("Read directly to buffer", 1.0, "reading through a staging area"),
     ] {
         only(spec, key, ok, what)?;
     }
+    accepted_unused(spec)?;
     let s = &d.disk;
     let scale = s.overhead_time_scale;
     let o = &s.overheads;
@@ -208,10 +209,28 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
     if !(0..=2).contains(&s.fast_write_level) {
         return Err(err_at(spec, "Fast write level", "expected 0, 1 or 2"));
     }
-    let prep = s.data_preparation_overhead_ms;
+    let flag = |v: Option<bool>| v.unwrap_or(false);
+    let fraction = |key: &str, v: Option<f64>| match v {
+        Some(x) if !(0.0..=1.0).contains(&x) => Err(err_at(spec, key, "expected 0 to 1")),
+        v => Ok(v.unwrap_or(0.0)),
+    };
+    let extra_write_disconnect = flag(s.extra_write_disconnect).then(|| ExtraWriteDisconnect {
+        command_ms: s.extradisc_command_overhead_ms.unwrap_or(0.0) * scale,
+        disconnect_ms: s.extradisc_disconnect_overhead_ms.unwrap_or(0.0) * scale,
+        inter_disconnect_ms: s.extradisc_inter_disconnect_delay_ms.unwrap_or(0.0) * scale,
+        second_disconnect_ms: s.extradisc_2nd_disconnect_overhead_ms.unwrap_or(0.0) * scale,
+        seek_delta_ms: s.extradisc_seek_delta_ms.unwrap_or(0.0) * scale,
+    });
+    if flag(s.use_separate_write_segment) && s.buffer_segments < 2 {
+        return Err(err_at(
+            spec,
+            "Use separate write segment",
+            "needs at least two buffer segments (DiskSim refuses it with one)",
+        ));
+    }
     let controller = DiskSimController {
-        read_hit_after_read_ms: (o.read_hit_after_read_ms + prep) * scale,
-        read_hit_after_write_ms: (o.read_hit_after_write_ms + prep) * scale,
+        read_hit_after_read_ms: o.read_hit_after_read_ms * scale,
+        read_hit_after_write_ms: o.read_hit_after_write_ms * scale,
         read_miss_after_read_ms: o.read_miss_after_read_ms * scale,
         read_miss_after_write_ms: o.read_miss_after_write_ms * scale,
         write_hit_after_read_ms: o.write_hit_after_read_ms * scale,
@@ -223,6 +242,24 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
         read_disconnect_after_read_ms: s.read_disconnect_after_read_ms * scale,
         read_disconnect_after_write_ms: s.read_disconnect_after_write_ms * scale,
         first_reselect_ms: s.first_reselect_overhead_ms * scale,
+        other_reselect_ms: s.other_reselect_overhead_ms * scale,
+        write_disconnect_ms: s.write_disconnect_overhead_ms * scale,
+        data_prep_ms: s.data_preparation_overhead_ms * scale,
+        per_request_ms: s.per_request_overhead_ms * scale,
+        bus_read_sector_ms: Some(read_sector_ms),
+        bus_write_sector_ms: Some(write_sector_ms),
+        never_disconnect: flag(s.never_disconnect),
+        hold_bus_read: flag(s.hold_bus_entire_read_xfer),
+        read_water_mark: fraction("High (read) water mark", s.high_read_water_mark)?,
+        water_mark_by_request: flag(s.set_watermark_by_reqsize),
+        immediate_partial_hit: s.immed_transfer_partial_hit.unwrap_or(true),
+        separate_write_segment: flag(s.use_separate_write_segment),
+        read_any_free_blocks: flag(s.read_any_free_blocks),
+        immediate_read: flag(s.immediate_buffer_read),
+        immediate_write: flag(s.immediate_buffer_write),
+        stop_prefetch_in_sector: flag(s.stop_prefetch_in_sector),
+        minimum_seek_delay_ms: s.minimum_seek_delay_ms.unwrap_or(0.0) * scale,
+        extra_write_disconnect,
         read_ahead,
         max_read_ahead_sectors: s.max_read_ahead_sectors,
         read_ahead_over_requested: s.read_ahead_over_requested != 0,
@@ -232,6 +269,7 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
     };
     let caching = s.enable_caching_in_buffer;
     let segments = if caching { s.buffer_segments.min(1 << 16) as u32 } else { 0 };
+    let bus_sector_ms = read_sector_ms.max(write_sector_ms);
     let bus_bytes_per_sec =
         if bus_sector_ms > 0.0 { 512.0 / (bus_sector_ms / 1000.0) } else { f64::INFINITY };
     let bad_value = |key: &str| matches!(spec.get(key).map(|v| &v.value), Some(Value::Str(_)));
@@ -429,4 +467,78 @@ fn seek_spec(d: &DiskSimDrive, mb: &Block) -> Result<SeekSpec, DiskSimError> {
             ))
         }
     })
+}
+
+/// Checks the `disksim_disk` parameters DiskSim range-checks (`src/modules/disk.modspec`:
+/// a value out of range is an error there too) whose value does not change what this model
+/// does:
+///
+/// - "Enable caching in buffer" 0 to 2: DiskSim only asks whether it is non-zero, so 2 acts
+///   as 1 (hp_c2490a).
+/// - "Calc sector by sector": DiskSim's manual says the simulator always acts as if it
+///   were 1.
+/// - "Avg sectors per cylinder": "not used by the disk itself" (DiskSim's manual); it feeds
+///   external schedulers.
+/// - "Print stats".
+/// - "Low (write) water mark" and "Hold bus entire write xfer": DiskSim consults them when a
+///   write's data fills its segment before the media has taken it; this model does not
+///   throttle a write by its segment's space (see the controller's deviations).
+/// - "Maximum number of write segments": DiskSim makes a write wait when that many
+///   segments hold data not yet on the media; here a write-back write goes to the media at
+///   once and a write arriving meanwhile waits for the mechanism anyway.
+///
+/// And the flags this bridge reads as on/off, against DiskSim's ranges.
+fn accepted_unused(spec: &Block) -> Result<(), DiskSimError> {
+    let ranges: &[(&str, f64, f64)] = &[
+        ("Enable caching in buffer", 0.0, 2.0),
+        ("Calc sector by sector", 0.0, 1.0),
+        ("Print stats", 0.0, 1.0),
+        ("Low (write) water mark", 0.0, 1.0),
+        ("High (read) water mark", 0.0, 1.0),
+        ("Hold bus entire read xfer", 0.0, 1.0),
+        ("Hold bus entire write xfer", 0.0, 1.0),
+        ("Allow read hits on write data", 0.0, 1.0),
+        ("Never disconnect", 0.0, 1.0),
+        ("Use separate write segment", 0.0, 1.0),
+        ("Set watermark by reqsize", 0.0, 1.0),
+        ("Read-ahead on idle hit", 0.0, 1.0),
+        ("Read any free blocks", 0.0, 1.0),
+        ("Combine seq writes", 0.0, 1.0),
+        ("Stop prefetch in sector", 0.0, 1.0),
+        ("Immed transfer partial hit", 0.0, 1.0),
+        ("Extra write disconnect", 0.0, 1.0),
+        ("Immediate buffer read", 0.0, 2.0),
+        ("Immediate buffer write", 0.0, 2.0),
+        ("Read-ahead over requested", -1.0, 1.0),
+    ];
+    for &(key, lo, hi) in ranges {
+        if let Some(v) = spec.get(key).and_then(|v| v.value.as_f64()) {
+            if !(lo..=hi).contains(&v) {
+                return Err(err_at(spec, key, format!("expected {lo} to {hi}")));
+            }
+        }
+    }
+    if let Some(v) = spec.get("Avg sectors per cylinder").and_then(|v| v.value.as_f64()) {
+        if v < 1.0 {
+            return Err(err_at(spec, "Avg sectors per cylinder", "must be ≥ 1"));
+        }
+    }
+    if let Some(v) = spec.get("Maximum number of write segments").and_then(|v| v.value.as_f64()) {
+        let segs = num(spec, "Number of buffer segments");
+        if v < 1.0 || v > segs.max(1.0) {
+            return Err(err_at(
+                spec,
+                "Maximum number of write segments",
+                "expected 1 to the number of buffer segments",
+            ));
+        }
+    }
+    if spec.get("Read-ahead over requested").and_then(|v| v.value.as_f64()) == Some(-1.0) {
+        return Err(err_at(
+            spec,
+            "Read-ahead over requested",
+            "-1 (dropping a read's own data from its segment) is not modelled",
+        ));
+    }
+    Ok(())
 }
