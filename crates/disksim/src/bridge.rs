@@ -254,9 +254,11 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
         water_mark_by_request: flag(s.set_watermark_by_reqsize),
         immediate_partial_hit: s.immed_transfer_partial_hit.unwrap_or(true),
         separate_write_segment: flag(s.use_separate_write_segment),
-        read_any_free_blocks: flag(s.read_any_free_blocks),
-        immediate_read: flag(s.immediate_buffer_read),
-        immediate_write: flag(s.immediate_buffer_write),
+        // DiskSim 4.0 never starts an access anywhere but at its first wanted block (see
+        // `accepted_unused`), so these stay off whatever the drive says.
+        read_any_free_blocks: false,
+        immediate_read: false,
+        immediate_write: false,
         stop_prefetch_in_sector: flag(s.stop_prefetch_in_sector),
         minimum_seek_delay_ms: s.minimum_seek_delay_ms.unwrap_or(0.0) * scale,
         extra_write_disconnect,
@@ -483,6 +485,17 @@ fn seek_spec(d: &DiskSimDrive, mb: &Block) -> Result<SeekSpec, DiskSimError> {
 /// - "Low (write) water mark" and "Hold bus entire write xfer": DiskSim consults them when a
 ///   write's data fills its segment before the media has taken it; this model does not
 ///   throttle a write by its segment's space (see the controller's deviations).
+/// - "Immediate buffer read", "Immediate buffer write" and "Read any free blocks": DiskSim
+///   4.0 reads them, and a zero-latency access (or, reading free blocks, one from the
+///   track's first block) asks `dm_access_block` where the heads may start; its
+///   `g1_access_block` takes the layout's `DM_OK` (−3) answer for an error
+///   (`diskmodel/mech_g1.c:573`, `if(rv < 0) goto out_nx`) and returns the first wanted
+///   sector, and `disk_buffer_seekdone` then starts the access there
+///   (`src/disksim_diskctlr.c:4143`), so every access starts at its first wanted block and
+///   no block before it is read. DiskSim's figures for atlas10k, ibm18es and dec_rz26 are
+///   the same with the three set to 0. The HDD model's controller can do zero-latency
+///   access ([`DiskSimController::immediate_read`] and the rest); a DiskSim drive leaves
+///   it off.
 /// - "Maximum number of write segments": DiskSim makes a write wait when that many
 ///   segments hold data not yet on the media; here a write-back write goes to the media at
 ///   once and a write arriving meanwhile waits for the mechanism anyway.

@@ -48,18 +48,18 @@
 //! - **Read-ahead** after every media read, as far as [`ReadAhead`] says, in the background:
 //!   the next command that needs the mechanism stops it, dropping the sector under the head
 //!   (DiskSim takes the pending sector event off its queue, `disk_buffer_stopable_access`).
-//!   Unless the drive *stops prefetch in the sector*, the new command's mechanical work is
-//!   then delayed by the time that event was still due (the sector's end, the seek's end or
-//!   the first sector's arrival: DiskSim adds `disk_seek_stoptime` to the command's delay in
-//!   `disk_check_hda`); if it does, a prefetch in the middle of a seek cannot be stopped
-//!   (`BUFFER_PREEMPT`) and the command waits for the seek's end as for a busy mechanism.
-//! - **Zero-latency access** (*immediate buffer read/write*, `dm_latency_g1` and
-//!   `disk_buffer_sector_done`): heads that land inside a track's run of wanted blocks start
-//!   at the next sector boundary and pick up the blocks before it when they come round, so
-//!   the track takes one revolution from landing; the blocks read first reach the bus only
-//!   when the ones before them have been read. *Reading any free blocks* does the same over
-//!   the whole track on a read's first track, and the blocks before the request that pass
-//!   under the head join the segment.
+//!   The new command's mechanical work is then delayed by the time that event was still due
+//!   (DiskSim adds `disk_seek_stoptime` to the command's delay in `disk_check_hda`): a seek
+//!   in progress always ends first, and unless the drive *stops prefetch in the sector* so
+//!   do the sector under the head or, during rotational latency, the wait for the first one.
+//! - **Zero-latency access** (*immediate buffer read/write*, what `dm_latency_g1` and
+//!   `disk_buffer_sector_done` set out to do): heads that land inside a track's run of
+//!   wanted blocks start at the next sector boundary and pick up the blocks before it when
+//!   they come round, so the track takes one revolution from landing; the blocks read first
+//!   reach the bus only when the ones before them have been read. *Reading any free blocks*
+//!   does the same over the whole track on a read's first track, and the blocks before the
+//!   request that pass under the head join the segment. DiskSim 4.0 itself never gets to
+//!   do either (see the DiskSim bridge), so a DiskSim drive leaves them off.
 //! - **Write-back** (`write_cache`, DiskSim's fast-write levels 1 and 2): a write completes
 //!   once its data is in the buffer; it is written to the media at once in the background
 //!   (each track's run starts only when its data is in the buffer; a write that does not
@@ -653,11 +653,9 @@ impl Hdd {
         st.runs = runs;
         st.stream = None;
         st.segs[s.seg].end = p.valid;
-        if st.c.stop_prefetch_in_sector {
-            if p.seeking {
-                st.hda_free_ns = st.hda_free_ns.max(p.pending_ns);
-            }
-        } else {
+        // A seek in progress always ends first; a sector in progress only without "stop
+        // prefetch in sector" (`disk_buffer_stopable_access`, `disksim_diskctlr.c:3899`).
+        if p.seeking || !st.c.stop_prefetch_in_sector {
             st.stop_ns = p.pending_ns;
         }
         self.head = p.at;
