@@ -635,6 +635,20 @@ impl DiskModel {
                     msg: "spares and empty space exceed the zone".into(),
                 });
             }
+            // DiskSim asserts this of track sparing (`layout_g1_load.c:454`).
+            if sparing == Track && (z.slips.len() + z.defects.len()) as u64 > z.spares {
+                return Err(DiskSimError::BadValue {
+                    file: lb.file.to_string(),
+                    line: z.line,
+                    key: "Number of spares".into(),
+                    msg: format!(
+                        "{} slips and {} defects outnumber the {} spare tracks",
+                        z.slips.len(),
+                        z.defects.len(),
+                        z.spares
+                    ),
+                });
+            }
             z.blocks_in_zone = n as u64;
             z.first_lbn = next_lbn;
             next_lbn += n as u64;
@@ -715,6 +729,16 @@ impl DiskModel {
             };
             if z.defects.iter().any(|&(_, to)| z.first_cylinder + to / per_unit >= self.cylinders) {
                 return Err(beyond(z, "a defect's spare"));
+            }
+            // A spare is a sector (track) of the defect's own zone.
+            let units = z.cylinders() * per_unit;
+            if let Some(&(from, to)) = z.defects.iter().find(|d| d.1 >= units) {
+                return Err(DiskSimError::BadValue {
+                    file: lb.file.to_string(),
+                    line: z.line,
+                    key: "defects".into(),
+                    msg: format!("defect {from}'s spare {to} lies beyond its zone ({units})"),
+                });
             }
         }
         Ok(())

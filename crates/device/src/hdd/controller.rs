@@ -563,7 +563,9 @@ impl Hdd {
                 let past = (self.period_ns - wait) / st;
                 let k = past.ceil() as u64;
                 let landing = arrive + (k as f64 - past) * st;
-                if k >= 1 && k < len && e + (len - 1) as f64 * sector_ns <= landing {
+                // A write's run must all be in the buffer by then (`earliest` is 0 for reads).
+                let all_in = if e > 0.0 { e + (len - 1) as f64 * sector_ns } else { e };
+                if k >= 1 && k < len && all_in <= landing {
                     let round = t + wait;
                     runs.push(Run {
                         first: lbn,
@@ -1298,4 +1300,96 @@ impl Hdd {
 enum Connect {
     At(f64),
     After(f64),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hdd::geometry::ZoneSpec;
+    use crate::hdd::seek::SeekSpec;
+    use crate::hdd::HddParams;
+    use crate::{Command, Completion, Device};
+    use elevator_core::{RandomStream, RequestId, SECTOR_BYTES};
+
+    /// One zone of 20-sector tracks at 6000 rpm (0.5 ms a sector), a fast bus, DiskSim's
+    /// controller as `c` sets it up.
+    fn drive(c: DiskSimController) -> Hdd {
+        let p = HddParams {
+            interface: "SCSI".into(),
+            rpm: 6000.0,
+            surfaces: 2,
+            zones: vec![ZoneSpec::plain(0, 9, 20)],
+            seek: SeekSpec::Constant { ms: 1.0 },
+            head_switch_ms: 0.2,
+            write_settle_ms: 0.0,
+            bus_bytes_per_sec: 512.0 / 0.01e-3,
+            cache_segments: 2,
+            segment_size_bytes: 64 * SECTOR_BYTES,
+            queue_depth: 1,
+            rotation_phase_turns: Some(0.0),
+            controller: Some(Box::new(c)),
+            ..HddParams::default()
+        };
+        Hdd::new(p, &mut RandomStream::new(1, 0)).unwrap()
+    }
+
+    /// Reads `n` blocks from `lbn` at `now`; returns the access time in ms.
+    fn read(d: &mut Hdd, id: u64, lbn: u64, n: u64, now: u64) -> f64 {
+        let cmd = Command {
+            id: RequestId(id),
+            op: Op::Read,
+            offset_bytes: lbn * SECTOR_BYTES,
+            len_bytes: n * SECTOR_BYTES,
+            fua: false,
+        };
+        d.submit(cmd, now);
+        let mut out: Vec<Completion> = Vec::new();
+        while out.is_empty() {
+            let t = d.next_event_ns().unwrap();
+            d.advance(t, &mut out);
+        }
+        (out[0].done_ns - now) as f64 / 1e6
+    }
+
+    #[test]
+    fn zero_latency_reads_start_where_the_heads_land() {
+        let plain = DiskSimController { read_ahead: ReadAhead::None, ..Default::default() };
+        let immed = DiskSimController { immediate_read: true, ..plain.clone() };
+        // The heads reach cylinder 1 (1 ms seek) at sector 2 of its first track: a read of
+        // the whole track waits 18 sectors for sector 0 and reads 20, or reads 18 at once and
+        // the first two when they come round (one revolution from landing); the 18 reach the
+        // bus (0.01 ms a block) after those two.
+        let a = read(&mut drive(plain), 0, 40, 20, 0);
+        let b = read(&mut drive(immed), 0, 40, 20, 0);
+        assert!((a - (1.0 + 9.0 + 10.0 + 0.01)).abs() < 0.001, "{a}");
+        assert!((b - (1.0 + 10.0 + 0.01 + 0.18)).abs() < 0.001, "{b}");
+        // A read that starts after the landing point gains nothing.
+        let c = DiskSimController {
+            immediate_read: true,
+            read_ahead: ReadAhead::None,
+            ..Default::default()
+        };
+        let plain = DiskSimController { read_ahead: ReadAhead::None, ..Default::default() };
+        assert_eq!(read(&mut drive(c), 0, 45, 5, 0), read(&mut drive(plain), 0, 45, 5, 0));
+    }
+
+    #[test]
+    fn reading_free_blocks_keeps_the_blocks_before_a_read() {
+        let c = DiskSimController {
+            read_any_free_blocks: true,
+            read_ahead: ReadAhead::None,
+            read_hit_after_read_ms: 0.1,
+            read_miss_after_read_ms: 0.5,
+            ..Default::default()
+        };
+        let mut d = drive(c.clone());
+        // Landing at sector 2 (after the seek and 0.5 ms overhead: 3 sectors), waiting for
+        // sector 10: sectors 3..9 pass under the heads and join the segment.
+        read(&mut d, 0, 50, 4, 0);
+        let hit = read(&mut d, 1, 44, 4, 30_000_000);
+        assert!(hit < 0.2, "{hit}");
+        let mut d = drive(DiskSimController { read_any_free_blocks: false, ..c });
+        read(&mut d, 0, 50, 4, 0);
+        assert!(read(&mut d, 1, 44, 4, 30_000_000) > 1.0);
+    }
 }
