@@ -156,7 +156,7 @@ impl Drive {
     fn error(&self) -> String {
         match self.load() {
             Err(e) => e.to_string(),
-            Ok(d) => hdd_params(&d).err().expect("an error").to_string(),
+            Ok(d) => hdd_params(&d).expect_err("an error").to_string(),
         }
     }
 }
