@@ -2,7 +2,10 @@
 //! `disksim_disk` block, its `dm_disk` model and the path above it (bus, controller, driver)
 //! that changes access times onto [`HddParams`] with DiskSim's controller
 //! ([`elevator_device::hdd::controller`]). A parameter set to something the model does not
-//! do is an error naming its file, line and key, never silently dropped.
+//! do is an error naming its file, line and key, never silently dropped; one that DiskSim
+//! reads but whose value changes nothing it (or this model) does is accepted, range-checked
+//! as DiskSim checks it, and listed with the DiskSim source that shows why
+//! (`accepted_unused`'s docs). Every parameter of DiskSim 4.0's ten validation drives maps.
 
 use crate::drive::{DiskSimDrive, SparingScheme};
 use crate::error::DiskSimError;
@@ -57,10 +60,11 @@ fn integral(b: &Block, key: &str, v: f64) -> Result<u64, DiskSimError> {
     Ok(v as u64)
 }
 
-/// The HDD model's parameters for a DiskSim drive: its layout (zones, skews, spares and
-/// slips, surface order), mechanics (extracted seek curve, head switch, write settle,
-/// rpm), controller (overheads, bus, cache segments, read-ahead, write-back) and queue, with
-/// the platter at angle 0 at time 0 as DiskSim starts it.
+/// The HDD model's parameters for a DiskSim drive: its layout (zones, skews, spares, slips
+/// and defects, surface order), mechanics (seek curve of any DiskSim seek type, head switch,
+/// write settle, rpm), controller (overheads, disconnects and reselection, water marks,
+/// per-direction bus, cache segments, read-ahead, write-back, extra write disconnects) and
+/// queue, with the platter at angle 0 at time 0 as DiskSim starts it.
 pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
     let m = &d.model;
     let mb = &m.mech.raw;
