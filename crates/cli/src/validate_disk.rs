@@ -1,14 +1,16 @@
 //! `elevator validate-disk --drive DIR`: replays a DiskSim validation trace closed-loop on
 //! the HDD model built from the drive's own DiskSim parameters and prints DiskSim's `rms`
 //! demerit against the measured access times, with mean, median and 99th percentile of both.
+//! `--all DIR` does that for every drive directory under DIR and prints one table beside
+//! DiskSim 4.0's own demerits.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::{ArgGroup, Args, ValueEnum};
 use elevator_disksim::{
-    cdf_points, cdf_svg, hdd_params, histogram, load_drive, load_trace, mean, median, p99, replay,
-    rms_demerit_ms, Buckets,
+    cdf_points, cdf_svg, disksim_rms_ms, hdd_params, histogram, load_drive, load_trace, mean,
+    median, p99, replay, rms_demerit_ms, Buckets,
 };
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -18,10 +20,15 @@ pub enum Format {
 }
 
 #[derive(Args)]
+#[command(group(ArgGroup::new("drives").required(true).args(["drive", "all"])))]
 pub struct ValidateDiskArgs {
     /// A DiskSim drive directory (.parv, .diskspecs, .model, .seek, statdefs).
     #[arg(long)]
-    pub drive: PathBuf,
+    pub drive: Option<PathBuf>,
+    /// Every drive directory under DIR (each subdirectory holding a .parv file), as one table
+    /// beside DiskSim 4.0's own demerits.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["trace", "access_times", "plot"])]
+    pub all: Option<PathBuf>,
     /// The validation trace (default: the .trace file in the drive directory).
     #[arg(long)]
     pub trace: Option<PathBuf>,
@@ -35,24 +42,71 @@ pub struct ValidateDiskArgs {
     pub plot: Option<PathBuf>,
 }
 
-pub fn run(args: &ValidateDiskArgs) -> Result<(), String> {
-    if !args.drive.is_dir() {
-        return Err(format!("{}: not a drive directory", args.drive.display()));
+/// Mean, median and 99th percentile of access times (ms).
+#[derive(Clone, Copy)]
+struct Stats {
+    mean: f64,
+    median: f64,
+    p99: f64,
+}
+
+impl Stats {
+    fn of(v: &[f64]) -> Stats {
+        Stats { mean: mean(v), median: median(v), p99: p99(v) }
     }
-    let drive = load_drive(&args.drive).map_err(|e| e.to_string())?;
-    let trace_path = match (&args.trace, &drive.trace_path) {
-        (Some(t), _) => t.clone(),
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({ "mean_ms": self.mean, "median_ms": self.median, "p99_ms": self.p99 })
+    }
+}
+
+/// One drive validated.
+struct Validation {
+    /// The drive directory's name (DiskSim's name for the validation drive).
+    name: String,
+    /// The `disksim_disk` block's name.
+    model: String,
+    trace: PathBuf,
+    rms_ms: f64,
+    measured: Vec<f64>,
+    simulated: Vec<f64>,
+    buckets: Buckets,
+}
+
+impl Validation {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "drive": self.name,
+            "model": self.model,
+            "trace": self.trace.display().to_string(),
+            "requests": self.measured.len(),
+            "rms_ms": self.rms_ms,
+            "disksim_rms_ms": disksim_rms_ms(&self.name),
+            "measured": Stats::of(&self.measured).json(),
+            "simulated": Stats::of(&self.simulated).json(),
+        })
+    }
+}
+
+/// Loads the drive in `dir`, replays `trace` (default: the drive's own) and computes the
+/// demerit.
+fn validate(dir: &Path, trace: Option<&Path>) -> Result<Validation, String> {
+    if !dir.is_dir() {
+        return Err(format!("{}: not a drive directory", dir.display()));
+    }
+    let drive = load_drive(dir).map_err(|e| e.to_string())?;
+    let trace_path = match (trace, &drive.trace_path) {
+        (Some(t), _) => t.to_path_buf(),
         (None, Some(t)) => t.clone(),
-        (None, None) => {
-            return Err(format!("{}: no .trace file; pass --trace", args.drive.display()))
-        }
+        (None, None) => return Err(format!("{}: no .trace file; pass --trace", dir.display())),
     };
     let trace = load_trace(&trace_path).map_err(|e| e.to_string())?;
     if trace.is_empty() {
         return Err(format!("{}: no requests", trace_path.display()));
     }
     let params = hdd_params(&drive).map_err(|e| e.to_string())?;
-    let sim = replay(&params, &trace).map_err(|e| format!("{}: {e}", trace_path.display()))?;
+    let simulated =
+        replay(&params, &trace).map_err(|e| format!("{}: {e}", trace_path.display()))?;
     let measured: Vec<f64> = trace.iter().map(|r| r.access_time_ms()).collect();
     let buckets = match &drive.statdefs {
         Some(d) => d
@@ -61,44 +115,145 @@ pub fn run(args: &ValidateDiskArgs) -> Result<(), String> {
             .unwrap_or_else(Buckets::access_time_default),
         None => Buckets::access_time_default(),
     };
-    let rms = rms_demerit_ms(&measured, &sim, &buckets);
+    let rms_ms = rms_demerit_ms(&measured, &simulated, &buckets);
+    let name = dir
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| dir.display().to_string());
+    Ok(Validation {
+        name,
+        model: drive.disk.name.clone(),
+        trace: trace_path,
+        rms_ms,
+        measured,
+        simulated,
+        buckets,
+    })
+}
+
+pub fn run(args: &ValidateDiskArgs) -> Result<(), String> {
+    match (&args.drive, &args.all) {
+        (_, Some(dir)) => run_all(dir, args.output_format),
+        (Some(dir), None) => run_one(dir, args),
+        (None, None) => Err("pass --drive DIR or --all DIR".into()),
+    }
+}
+
+fn run_one(dir: &Path, args: &ValidateDiskArgs) -> Result<(), String> {
+    let v = validate(dir, args.trace.as_deref())?;
     if let Some(p) = &args.access_times {
-        let mut s = String::with_capacity(sim.len() * 8);
-        for ms in &sim {
+        let mut s = String::with_capacity(v.simulated.len() * 8);
+        for ms in &v.simulated {
             let _ = writeln!(s, "{:.3}", ms * 1000.0);
         }
         std::fs::write(p, s).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     if let Some(p) = &args.plot {
-        let a = cdf_points(&histogram(&measured, &buckets), &buckets);
-        let b = cdf_points(&histogram(&sim, &buckets), &buckets);
+        let a = cdf_points(&histogram(&v.measured, &v.buckets), &v.buckets);
+        let b = cdf_points(&histogram(&v.simulated, &v.buckets), &v.buckets);
         let svg = cdf_svg(
-            &format!("{}: rms {rms:.6} ms", drive.disk.name),
+            &format!("{}: rms {:.6} ms", v.model, v.rms_ms),
             "access time (ms)",
             &[("measured", &a), ("simulated", &b)],
         );
         std::fs::write(p, svg).map_err(|e| format!("{}: {e}", p.display()))?;
     }
-    let stats = |v: &[f64]| (mean(v), median(v), p99(v));
-    let (mm, md, m99) = stats(&measured);
-    let (sm, sd, s99) = stats(&sim);
+    let m = Stats::of(&v.measured);
+    let s = Stats::of(&v.simulated);
     match args.output_format {
         Format::Normal => {
-            println!("drive: {} ({})", drive.disk.name, args.drive.display());
-            println!("trace: {} ({} requests)", trace_path.display(), trace.len());
-            println!("rms demerit: {rms:.6} ms");
+            println!("drive: {} ({})", v.model, dir.display());
+            println!("trace: {} ({} requests)", v.trace.display(), v.measured.len());
+            println!("rms demerit: {:.6} ms", v.rms_ms);
             println!("{:<10} {:>10} {:>10} {:>10}", "", "mean ms", "median ms", "p99 ms");
-            println!("{:<10} {mm:>10.3} {md:>10.3} {m99:>10.3}", "measured");
-            println!("{:<10} {sm:>10.3} {sd:>10.3} {s99:>10.3}", "simulated");
+            println!("{:<10} {:>10.3} {:>10.3} {:>10.3}", "measured", m.mean, m.median, m.p99);
+            println!("{:<10} {:>10.3} {:>10.3} {:>10.3}", "simulated", s.mean, s.median, s.p99);
         }
         Format::Json => {
             let j = serde_json::json!({
-                "drive": drive.disk.name,
-                "trace": trace_path.display().to_string(),
-                "requests": trace.len(),
-                "rms_ms": rms,
-                "measured": { "mean_ms": mm, "median_ms": md, "p99_ms": m99 },
-                "simulated": { "mean_ms": sm, "median_ms": sd, "p99_ms": s99 },
+                "drive": v.model,
+                "trace": v.trace.display().to_string(),
+                "requests": v.measured.len(),
+                "rms_ms": v.rms_ms,
+                "measured": m.json(),
+                "simulated": s.json(),
+            });
+            println!("{}", serde_json::to_string_pretty(&j).expect("json"));
+        }
+    }
+    Ok(())
+}
+
+/// The drive directories under `dir`: its subdirectories holding a `.parv` file, by name.
+fn drive_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for entry in rd {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if !path.is_dir() {
+            continue;
+        }
+        let files = std::fs::read_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let has_parv =
+            files.filter_map(|f| f.ok()).any(|f| f.path().extension().is_some_and(|e| e == "parv"));
+        if has_parv {
+            out.push(path);
+        }
+    }
+    out.sort();
+    if out.is_empty() {
+        return Err(format!(
+            "{}: no drive directories (subdirectories with a .parv)",
+            dir.display()
+        ));
+    }
+    Ok(out)
+}
+
+fn run_all(dir: &Path, format: Format) -> Result<(), String> {
+    let results =
+        drive_dirs(dir)?.iter().map(|d| validate(d, None)).collect::<Result<Vec<_>, _>>()?;
+    match format {
+        Format::Normal => {
+            println!(
+                "{:<12} {:>9} {:>9}  {:>17}  {:>17}  {:>17}",
+                "drive", "rms ms", "DiskSim", "mean ours/meas", "median ours/meas", "p99 ours/meas"
+            );
+            let mut beaten = 0;
+            let mut known = 0;
+            for v in &results {
+                let m = Stats::of(&v.measured);
+                let s = Stats::of(&v.simulated);
+                let disksim = match disksim_rms_ms(&v.name) {
+                    Some(d) => {
+                        known += 1;
+                        if v.rms_ms <= d {
+                            beaten += 1;
+                        }
+                        format!("{d:.3}")
+                    }
+                    None => "-".into(),
+                };
+                let pair = |a: f64, b: f64| format!("{a:.3} / {b:.3}");
+                println!(
+                    "{:<12} {:>9.4} {:>9}  {:>17}  {:>17}  {:>17}",
+                    v.name,
+                    v.rms_ms,
+                    disksim,
+                    pair(s.mean, m.mean),
+                    pair(s.median, m.median),
+                    pair(s.p99, m.p99)
+                );
+            }
+            println!(
+                "{} drives; at or below DiskSim 4.0's demerit on {beaten} of the {known} it published",
+                results.len()
+            );
+        }
+        Format::Json => {
+            let j = serde_json::json!({
+                "drives": results.iter().map(Validation::json).collect::<Vec<_>>(),
             });
             println!("{}", serde_json::to_string_pretty(&j).expect("json"));
         }

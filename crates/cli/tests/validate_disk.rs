@@ -96,3 +96,76 @@ fn errors_name_the_file_and_line_and_exit_non_zero() {
     assert!(err.contains("bad.trace: line 1"), "{err}");
     std::fs::remove_dir_all(&tmp).ok();
 }
+
+#[test]
+fn all_prints_one_table_of_every_drive_beside_disksim() {
+    let Some(d) = data_dir() else { return };
+    let dirs: Vec<String> = {
+        let mut v: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let t0 = std::time::Instant::now();
+    let out = elevator(&["validate-disk", "--all", d.to_str().unwrap(), "--output-format", "json"]);
+    let elapsed = t0.elapsed();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // One optimised run over the ten drives takes well under the one second.
+    if !cfg!(debug_assertions) {
+        assert!(elapsed.as_secs_f64() < 1.0, "validate-disk --all took {elapsed:?}");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let drives = v["drives"].as_array().unwrap();
+    let names: Vec<&str> = drives.iter().map(|x| x["drive"].as_str().unwrap()).collect();
+    assert_eq!(names, dirs.iter().map(String::as_str).collect::<Vec<_>>());
+    for x in drives {
+        let name = x["drive"].as_str().unwrap();
+        let rms = x["rms_ms"].as_f64().unwrap();
+        assert!(rms > 0.0 && rms < 1.0, "{name}: {rms}");
+        assert!(x["requests"].as_u64().unwrap() > 1000, "{name}");
+        // Every drive of DiskSim 4.0's validation set carries DiskSim's figure.
+        let published = elevator_disksim::disksim_rms_ms(name);
+        assert_eq!(x["disksim_rms_ms"].as_f64(), published, "{name}");
+        for side in ["measured", "simulated"] {
+            let s = &x[side];
+            let (mean, median, p99) = (
+                s["mean_ms"].as_f64().unwrap(),
+                s["median_ms"].as_f64().unwrap(),
+                s["p99_ms"].as_f64().unwrap(),
+            );
+            assert!(mean > 0.0 && median > 0.0 && median <= p99, "{name} {side}");
+        }
+    }
+    // The table: a header, a line per drive with the same demerit, a closing count.
+    let out = elevator(&["validate-disk", "--all", d.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), drives.len() + 2, "{text}");
+    assert!(lines[0].starts_with("drive") && lines[0].contains("DiskSim"), "{text}");
+    for (line, x) in lines[1..].iter().zip(drives) {
+        let rms = x["rms_ms"].as_f64().unwrap();
+        assert!(line.starts_with(x["drive"].as_str().unwrap()), "{line}");
+        assert!(line.contains(&format!("{rms:.4}")), "{line}");
+    }
+    assert!(lines.last().unwrap().contains(&format!("{} drives", drives.len())), "{text}");
+}
+
+#[test]
+fn all_refuses_a_directory_without_drives_and_single_drive_options() {
+    let tmp = std::env::temp_dir().join(format!("elevator-vd-none-{}", std::process::id()));
+    std::fs::create_dir_all(tmp.join("not-a-drive")).unwrap();
+    let out = elevator(&["validate-disk", "--all", tmp.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no drive directories") && err.contains(tmp.to_str().unwrap()), "{err}");
+    let out = elevator(&["validate-disk", "--all", tmp.to_str().unwrap(), "--trace", "x.trace"]);
+    assert!(!out.status.success());
+    let out = elevator(&["validate-disk"]);
+    assert!(!out.status.success());
+    std::fs::remove_dir_all(&tmp).ok();
+}

@@ -1,6 +1,7 @@
 //! What `elevator validate-disk` does per drive, end to end: load the drive directory and
 //! its 10,000-request trace, bridge to the HDD model, replay closed-loop, compute the rms
-//! demerit. Target < 50 ms. Skips when the DiskSim data is absent.
+//! demerit, for each of DiskSim 4.0's ten validation drives present. Target < 50 ms a drive.
+//! Skips when the DiskSim data is absent.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use elevator_disksim::*;
@@ -8,7 +9,7 @@ use std::path::PathBuf;
 
 fn bench(c: &mut Criterion) {
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
-    for name in ["barracuda", "cheetah9LP"] {
+    for (name, _) in DISKSIM_4_0_RMS_MS {
         let dir = data.join(name);
         if !dir.is_dir() {
             eprintln!("skipping: {} not found", dir.display());

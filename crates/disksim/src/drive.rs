@@ -342,13 +342,12 @@ impl SparingScheme {
                 | SectorsPerCylinderAtFrontSlipToEnd
         )
     }
+    /// `issliptoend` (DiskSim 4.0 `diskmodel/layout_g1.h:141`): schemes 4, 6 and 7.
     fn is_slip_to_end(self) -> bool {
         use SparingScheme::*;
         matches!(
             self,
-            SectorsPerCylinderSlipToEnd
-                | SectorsPerCylinderAtFrontSlipToEnd
-                | SectorsPerZoneSlipToEnd
+            SectorsPerCylinderSlipToEnd | SectorsPerCylinderAtFrontSlipToEnd | SectorsAtEnd
         )
     }
 }
@@ -368,7 +367,12 @@ pub struct Zone {
     /// "Skew for cylinder switch", in sectors.
     pub cylinder_skew_sectors: f64,
     pub spares: u64,
-    /// Slipped physical sectors (or tracks for track sparing), zone-relative.
+    /// Slipped physical sectors (or tracks for track sparing), zone-relative, ascending.
+    /// DiskSim keeps the file's order (`getslips`, `layout_g1_load.c:359`) and its
+    /// LBN→PBN loops count slips in that order, which is the sorted order's answer unless two
+    /// out-of-order slips share a sparing unit (then DiskSim's map and its own PBN→LBN
+    /// inverse, which does not depend on the order, disagree); sorted, the map is the layout
+    /// the list describes. atlas_III's zone 1 lists 25 slips unsorted, none two to a cylinder.
     pub slips: Vec<u64>,
     /// (defective, remapped-to) pairs, zone-relative.
     pub defects: Vec<(u64, u64)>,
@@ -534,7 +538,11 @@ fn load_zone(z: &Block) -> Result<Zone, DiskSimError> {
         track_skew_sectors: req_f64(z, "Skew for track switch")?,
         cylinder_skew_sectors: req_f64(z, "Skew for cylinder switch")?,
         spares: req_bounded(z, "Number of spares")?,
-        slips: int_list(z, "slips")?,
+        slips: {
+            let mut v = int_list(z, "slips")?;
+            v.sort_unstable();
+            v
+        },
         defects: defects_flat.chunks(2).map(|c| (c[0], c[1])).collect(),
         blocks_in_zone: 0,
         first_lbn: 0,
@@ -590,14 +598,6 @@ impl DiskModel {
         }
         let mut next_lbn = 0u64;
         for z in zones.iter_mut() {
-            if z.last_cylinder >= cylinders {
-                return Err(DiskSimError::BadValue {
-                    file: lb.file.to_string(),
-                    line: z.line,
-                    key: "Last cylinder number".into(),
-                    msg: format!("beyond Number of cylinders ({cylinders})"),
-                });
-            }
             // layout_g1_load.c: dm_layout_g1_compute_blksinband
             let cyls = z.cylinders() as i128;
             let bpt = z.blocks_per_track as i128;
@@ -633,6 +633,20 @@ impl DiskModel {
                     line: z.line,
                     key: "Number of spares".into(),
                     msg: "spares and empty space exceed the zone".into(),
+                });
+            }
+            // DiskSim asserts this of track sparing (`layout_g1_load.c:454`).
+            if sparing == Track && (z.slips.len() + z.defects.len()) as u64 > z.spares {
+                return Err(DiskSimError::BadValue {
+                    file: lb.file.to_string(),
+                    line: z.line,
+                    key: "Number of spares".into(),
+                    msg: format!(
+                        "{} slips and {} defects outnumber the {} spare tracks",
+                        z.slips.len(),
+                        z.defects.len(),
+                        z.spares
+                    ),
                 });
             }
             z.blocks_in_zone = n as u64;
@@ -676,7 +690,7 @@ impl DiskModel {
             first_ten_seeks_ms: first_ten,
             raw: mb.clone(),
         };
-        Ok(DiskModel {
+        let model = DiskModel {
             name: b.name.clone().unwrap_or_default(),
             surfaces,
             cylinders,
@@ -684,7 +698,50 @@ impl DiskModel {
             layout: Layout { mapping_scheme, sparing, sparing_code, range_size_cylinders, zones },
             mech,
             raw: b.clone(),
-        })
+        };
+        model.check_cylinders(lb)?;
+        Ok(model)
+    }
+
+    /// A zone may reach past "Number of cylinders" (hp_c2490a's last zone ends on cylinder
+    /// 2629 of 2629): DiskSim does not check zones against it when loading and only asserts
+    /// `p->cyl < d->dm_cyls` when it maps a block there (`layout_g1.c:495`). Spare tracks may
+    /// lie there, never a block: the last block of each zone, and each defect's spare, must
+    /// lie on a cylinder below the count.
+    fn check_cylinders(&self, lb: &Block) -> Result<(), DiskSimError> {
+        let beyond = |z: &Zone, what: &str| DiskSimError::BadValue {
+            file: lb.file.to_string(),
+            line: z.line,
+            key: "Last cylinder number".into(),
+            msg: format!("{what} lies beyond Number of cylinders ({})", self.cylinders),
+        };
+        for z in &self.layout.zones {
+            if z.blocks_in_zone == 0 {
+                continue;
+            }
+            let last = self.lbn_to_pbn(z.first_lbn + z.blocks_in_zone - 1);
+            if !matches!(last, Some(p) if p.cylinder < self.cylinders) {
+                return Err(beyond(z, "the zone's last block"));
+            }
+            let per_unit = match self.layout.sparing {
+                SparingScheme::Track => self.surfaces,
+                _ => self.surfaces * z.blocks_per_track,
+            };
+            if z.defects.iter().any(|&(_, to)| z.first_cylinder + to / per_unit >= self.cylinders) {
+                return Err(beyond(z, "a defect's spare"));
+            }
+            // A spare is a sector (track) of the defect's own zone.
+            let units = z.cylinders() * per_unit;
+            if let Some(&(from, to)) = z.defects.iter().find(|d| d.1 >= units) {
+                return Err(DiskSimError::BadValue {
+                    file: lb.file.to_string(),
+                    line: z.line,
+                    key: "defects".into(),
+                    msg: format!("defect {from}'s spare {to} lies beyond its zone ({units})"),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Sum of LBNs over zones (DiskSim replaces "Block count" with this).

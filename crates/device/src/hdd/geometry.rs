@@ -4,11 +4,11 @@
 //!
 //! By default every sector of a zone's tracks holds data. A layout may also say where the
 //! drive keeps its spare sectors and which sectors it slipped (defects found at format
-//! time), in any of DiskSim's sparing schemes (`diskmodel/layout_g1.c`), plus an offset of
-//! each zone's first block, empty space at a zone's front and the order in which surfaces
-//! follow each other across cylinders. Those layouts take a slower map (the slips are
-//! searched); defects remapped to spares elsewhere are not modelled (the DiskSim bridge
-//! refuses them).
+//! time), in any of DiskSim's sparing schemes (`diskmodel/layout_g1.c`), defects found later
+//! and remapped to a spare sector (a spare track, for track sparing), plus an offset of each
+//! zone's first block, empty space at a zone's front and the order in which surfaces follow
+//! each other across cylinders. Those layouts take a slower map (the slips are searched;
+//! the blocks that defects displace are found once, when the geometry is built).
 
 use serde::{Deserialize, Serialize};
 
@@ -31,9 +31,15 @@ pub struct ZoneSpec {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spares: u64,
     /// Slipped sectors (tracks, for track sparing), numbered from the zone's first
-    /// physical sector, ascending.
+    /// physical sector, ascending (a sector may repeat: each entry slips one more block).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slips: Vec<u64>,
+    /// Defective sectors (tracks, for track sparing) and the spare each is remapped to,
+    /// numbered as `slips` are (DiskSim "defects" pairs). The block that would sit on a
+    /// defect sits on its spare instead; a defect remapped to itself changes nothing, and
+    /// without sparing ([`Sparing::None`]) defects are not looked at, as in DiskSim.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub defects: Vec<(u64, u64)>,
     /// Unused sectors at the zone's front (DiskSim "Empty space at zone front").
     #[serde(default, skip_serializing_if = "is_zero")]
     pub empty_front_sectors: u64,
@@ -87,13 +93,14 @@ impl Sparing {
                 | SectorsPerCylinderAtFrontSlipToEnd
         )
     }
+    /// DiskSim's `issliptoend` (`layout_g1.h`): slips of earlier cylinders push a
+    /// cylinder's blocks on. It names the per-cylinder schemes 4 and 6 and also 7 (slips at
+    /// the zone's end); scheme 10's slips are counted over the whole zone anyway.
     fn is_slip_to_end(self) -> bool {
         use Sparing::*;
         matches!(
             self,
-            SectorsPerCylinderSlipToEnd
-                | SectorsPerCylinderAtFrontSlipToEnd
-                | SectorsPerZoneSlipToEnd
+            SectorsPerCylinderSlipToEnd | SectorsPerCylinderAtFrontSlipToEnd | SectorsAtEnd
         )
     }
 }
@@ -121,6 +128,7 @@ impl ZoneSpec {
             cylinder_skew_sectors: 0,
             spares: 0,
             slips: Vec::new(),
+            defects: Vec::new(),
             empty_front_sectors: 0,
             first_block_offset_sectors: 0,
         }
@@ -153,6 +161,7 @@ impl ZoneSpec {
                     cylinder_skew_sectors: (cylinder_switch_ns / sector_ns).ceil() as u64,
                     spares: 0,
                     slips: Vec::new(),
+                    defects: Vec::new(),
                     empty_front_sectors: 0,
                     first_block_offset_sectors: 0,
                 }
@@ -209,6 +218,8 @@ pub struct Geometry {
     pub surface_order: SurfaceOrder,
     /// Per zone, its slips (ascending).
     slips: Vec<Vec<u64>>,
+    /// Per zone, the blocks that defects displace, by zone-relative block, ascending.
+    remaps: Vec<Vec<Remap>>,
     /// Spares, slips, offsets or a surface order: the map takes the full path.
     exact: bool,
 }
@@ -244,11 +255,12 @@ impl Geometry {
             if s.sectors_per_track == 0 {
                 return Err("sectors_per_track must be positive".into());
             }
-            if s.slips.windows(2).any(|w| w[0] >= w[1]) {
+            if s.slips.windows(2).any(|w| w[0] > w[1]) {
                 return Err(format!("slips must be ascending at {s:?}"));
             }
             exact |= s.spares > 0
                 || !s.slips.is_empty()
+                || !s.defects.is_empty()
                 || s.empty_front_sectors > 0
                 || s.first_block_offset_sectors > 0;
             let blocks = zone_blocks(s, heads, sparing)?;
@@ -271,7 +283,8 @@ impl Geometry {
         if lbn == 0 {
             return Err("the layout holds no blocks".into());
         }
-        Ok(Geometry {
+        let mut g = Geometry {
+            remaps: vec![Vec::new(); zones.len()],
             zones,
             heads,
             total_sectors: lbn,
@@ -280,7 +293,61 @@ impl Geometry {
             surface_order: order,
             slips,
             exact,
-        })
+        };
+        for (zi, s) in specs.iter().enumerate() {
+            g.remaps[zi] = g.find_remaps(zi, &s.defects)?;
+        }
+        Ok(g)
+    }
+
+    /// The blocks of zone `zi` that `defects` displace (DiskSim's `g1_ltop_*` with
+    /// `MAP_FULL`: the block whose slipped place is a defect goes to its spare). Sector
+    /// schemes take the first matching defect that is not remapped to itself; track sparing
+    /// takes the first match; per-track sparing the last, as DiskSim's loops do.
+    fn find_remaps(&self, zi: usize, defects: &[(u64, u64)]) -> Result<Vec<Remap>, String> {
+        let z = &self.zones[zi];
+        let mut out: Vec<Remap> = Vec::new();
+        if self.sparing == Sparing::None || defects.is_empty() || z.blocks == 0 {
+            return Ok(out);
+        }
+        let bpt = z.sectors_per_track;
+        let bpc = bpt * self.heads;
+        let track = self.sparing == Sparing::Track;
+        // The slipped place of block `rel`: its track, or its sector within the zone.
+        let place = |rel: u64| {
+            let (cyl, head, sector) = self.slip_map(zi, rel);
+            if track {
+                cyl * self.heads + head
+            } else {
+                cyl * bpc + head * bpt + sector
+            }
+        };
+        let zone_sectors = (z.last_cylinder - z.first_cylinder + 1) * bpc;
+        let limit = if track { zone_sectors / bpt } else { zone_sectors };
+        let ordered: Vec<&(u64, u64)> = if self.sparing == Sparing::SectorsPerTrack {
+            defects.iter().rev().collect()
+        } else {
+            defects.iter().collect()
+        };
+        for &&(from, to) in &ordered {
+            if to >= limit {
+                return Err(format!(
+                    "defect {from} is remapped to {to}, beyond the zone's {limit} {}",
+                    if track { "tracks" } else { "sectors" }
+                ));
+            }
+            if from == to || out.iter().any(|r| r.from == from) {
+                continue;
+            }
+            // Places grow with the block number: the blocks on `from` are a range.
+            let lo = partition(z.blocks, |rel| place(rel) < from);
+            let hi = partition(z.blocks, |rel| place(rel) <= from);
+            if lo < hi {
+                out.push(Remap { first: lo, len: hi - lo, from, to });
+            }
+        }
+        out.sort_by_key(|r| r.first);
+        Ok(out)
     }
 
     /// The zone of `lbn` (clamped to the disk), `hint` tried first.
@@ -310,8 +377,52 @@ impl Geometry {
         Chs { cylinder: z.first_cylinder + cyl, head, sector, zone: zi }
     }
 
-    /// DiskSim's `g1_ltop_*` for the zone's `rel`-th block (slips applied).
+    /// DiskSim's `g1_ltop_*` for the zone's `rel`-th block (slips and remapped defects
+    /// applied).
     fn map_exact(&self, zi: usize, rel: u64) -> Chs {
+        let z = &self.zones[zi];
+        let (cyl, head, sector) = match self.remap_of(zi, rel) {
+            None => self.slip_map(zi, rel),
+            Some(r) => {
+                let bpt = z.sectors_per_track;
+                let bpc = bpt * self.heads;
+                match self.sparing {
+                    Sparing::Track => {
+                        let sector = (rel + z.empty_front_sectors) % bpt;
+                        (r.to / self.heads, r.to % self.heads, sector)
+                    }
+                    // DiskSim keeps the remapped block in its defect's range.
+                    Sparing::SectorsPerRange { cylinders } => {
+                        let bpr = bpc * cylinders;
+                        let off = r.to % bpr;
+                        ((r.from / bpr) * cylinders + off / bpc, (off % bpc) / bpt, off % bpt)
+                    }
+                    _ => (r.to / bpc, (r.to % bpc) / bpt, r.to % bpt),
+                }
+            }
+        };
+        Chs {
+            cylinder: z.first_cylinder + cyl,
+            head: self.surface(cyl, z.first_cylinder + cyl, head),
+            sector,
+            zone: zi,
+        }
+    }
+
+    /// The defect remap that displaces block `rel` of zone `zi`, if any.
+    #[inline]
+    fn remap_of(&self, zi: usize, rel: u64) -> Option<&Remap> {
+        let r = &self.remaps[zi];
+        if r.is_empty() {
+            return None;
+        }
+        let i = r.partition_point(|m| m.first <= rel);
+        (i > 0 && rel < r[i - 1].first + r[i - 1].len).then(|| &r[i - 1])
+    }
+
+    /// The slipped place of block `rel` of zone `zi` (zone cylinder, logical head, sector),
+    /// defects not applied.
+    fn slip_map(&self, zi: usize, rel: u64) -> (u64, u64, u64) {
         let z = &self.zones[zi];
         let slips = &self.slips[zi];
         let surf = self.heads;
@@ -320,7 +431,7 @@ impl Geometry {
         let mut rel = rel + z.empty_front_sectors;
         use Sparing::*;
         // (cylinder within the zone, logical head, sector)
-        let (cyl, head, sector) = match self.sparing {
+        match self.sparing {
             None => (rel / bpc, (rel / bpt) % surf, rel % bpt),
             Track => {
                 let mut track = rel / bpt;
@@ -391,12 +502,6 @@ impl Geometry {
                 rel += n;
                 (rel / bpc, (rel % bpc) / bpt, rel % bpt)
             }
-        };
-        Chs {
-            cylinder: z.first_cylinder + cyl,
-            head: self.surface(cyl, z.first_cylinder + cyl, head),
-            sector,
-            zone: zi,
         }
     }
 
@@ -442,8 +547,16 @@ impl Geometry {
             return (n, n);
         }
         // Physical sectors advance at least one per block, so at most `on_track` blocks.
-        let zone_end = self.zones[c.zone].first_lbn + self.zones[c.zone].blocks;
+        let z = &self.zones[c.zone];
+        let zone_end = z.first_lbn + z.blocks;
         let mut hi = on_track.min(left).min(zone_end - lbn);
+        // A run never crosses into or out of blocks that defects displace.
+        let rel = lbn - z.first_lbn;
+        if let Some(b) =
+            self.remaps[c.zone].iter().flat_map(|r| [r.first, r.first + r.len]).find(|&b| b > rel)
+        {
+            hi = hi.min(b - rel);
+        }
         let same = |k: u64| {
             let d = self.map(lbn + k - 1);
             d.cylinder == c.cylinder && d.head == c.head
@@ -484,6 +597,30 @@ impl Geometry {
     pub fn left_on_track(&self, c: &Chs) -> u64 {
         self.zones[c.zone].sectors_per_track - c.sector
     }
+}
+
+/// Blocks `[first, first + len)` of a zone (zone-relative), whose slipped place is the
+/// defect `from`, sit on its spare `to` instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Remap {
+    first: u64,
+    len: u64,
+    from: u64,
+    to: u64,
+}
+
+/// The first `x` in `[0, n)` for which `below(x)` is false (`below` true then false).
+fn partition(n: u64, below: impl Fn(u64) -> bool) -> u64 {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// Logical blocks a zone holds under `sparing` (DiskSim's `dm_layout_g1_compute_blksinband`).
@@ -539,5 +676,64 @@ mod tests {
         // Track skew 2, cylinder skew 3: cylinder 1 head 0 starts (1·2 + 3) sectors later.
         assert!((g.angle_turns(&g.map(20)) - 0.5).abs() < 1e-12);
         assert!((g.angle_turns(&g.map(10)) - 0.2).abs() < 1e-12);
+    }
+
+    /// Zone-relative physical sector of `c` in a zone of `spt` sectors on `heads` surfaces.
+    fn phys(c: Chs, heads: u64, spt: u64) -> u64 {
+        (c.cylinder * heads + c.head) * spt + c.sector
+    }
+
+    #[test]
+    fn defects_move_their_block_to_the_spare_and_runs_stop_there() {
+        // Five cylinders of two 10-sector tracks, 5 spares at the zone's end, slips 3 and 20,
+        // sector 50 remapped to spare 98 (DiskSim scheme 9).
+        let z = ZoneSpec {
+            spares: 5,
+            slips: vec![3, 20],
+            defects: vec![(50, 98), (7, 7)],
+            ..ZoneSpec::plain(0, 4, 10)
+        };
+        let g = Geometry::with_layout(&[z], 2, Sparing::SectorsPerZone, SurfaceOrder::Ascending)
+            .unwrap();
+        assert_eq!(g.total_sectors, 95);
+        let p = |l| phys(g.map(l), 2, 10);
+        assert_eq!((p(2), p(3), p(18), p(19)), (2, 4, 19, 21));
+        // Block 48 would sit on sector 50: it sits on 98; its neighbours stay.
+        assert_eq!((p(47), p(48), p(49)), (49, 98, 51));
+        // A defect remapped to itself changes nothing.
+        assert_eq!(p(6), 7);
+        // A run from block 45 stops before the displaced block, which is a run of its own.
+        let c = g.map(45);
+        assert_eq!(g.run(45, &c, 10).0, 3);
+        assert_eq!(g.run(48, &g.map(48), 10).0, 1);
+        assert_eq!(g.run(49, &g.map(49), 10).0, 9);
+        // Track sparing: track 1 goes to spare track 8 (cylinder 4, head 0), sectors kept.
+        let z = ZoneSpec { spares: 2, defects: vec![(1, 8)], ..ZoneSpec::plain(0, 4, 10) };
+        let g = Geometry::with_layout(&[z], 2, Sparing::Track, SurfaceOrder::Ascending).unwrap();
+        assert_eq!(g.map(13), Chs { cylinder: 4, head: 0, sector: 3, zone: 0 });
+        assert_eq!(g.map(20), Chs { cylinder: 1, head: 0, sector: 0, zone: 0 });
+        assert_eq!(g.run(10, &g.map(10), 30).0, 10);
+        // A spare beyond the zone is refused.
+        let z = ZoneSpec { spares: 2, defects: vec![(1, 10)], ..ZoneSpec::plain(0, 4, 10) };
+        assert!(Geometry::with_layout(&[z], 2, Sparing::Track, SurfaceOrder::Ascending).is_err());
+    }
+
+    #[test]
+    fn slips_at_the_zone_end_push_later_cylinders_on() {
+        // DiskSim scheme 7 counts the slips of earlier cylinders (`issliptoend`): block 20 is
+        // pushed past block 19, and the slip on sector 25 is skipped.
+        let z = ZoneSpec { slips: vec![5, 25], ..ZoneSpec::plain(0, 4, 10) };
+        let g =
+            Geometry::with_layout(&[z], 2, Sparing::SectorsAtEnd, SurfaceOrder::Ascending).unwrap();
+        assert_eq!(g.total_sectors, 98);
+        let p = |l| phys(g.map(l), 2, 10);
+        assert_eq!((p(4), p(5), p(19), p(20), p(23), p(24)), (4, 6, 20, 21, 24, 26));
+        // Slips are one per entry: a repeated sector slips two blocks.
+        let z = ZoneSpec { slips: vec![5, 5], ..ZoneSpec::plain(0, 4, 10) };
+        let g = Geometry::with_layout(&[z], 2, Sparing::SectorsPerZone, SurfaceOrder::Ascending)
+            .unwrap();
+        assert_eq!((phys(g.map(4), 2, 10), phys(g.map(5), 2, 10)), (4, 7));
+        let z = ZoneSpec { slips: vec![6, 5], ..ZoneSpec::plain(0, 4, 10) };
+        assert!(Geometry::new(&[z], 2).is_err());
     }
 }

@@ -275,9 +275,14 @@ impl Hdd {
         {
             return Err("rpm, bus_bytes_per_sec and queue_depth must be positive".into());
         }
+        // DiskSim's write settle may be negative (writes position faster than reads); only its
+        // controller takes that.
+        let settle_floor = if p.controller.is_some() { f64::NEG_INFINITY } else { 0.0 };
+        if !(p.write_settle_ms.is_finite() && p.write_settle_ms >= settle_floor) {
+            return Err("write_settle_ms must be ≥ 0".into());
+        }
         for (n, v) in [
             ("head_switch_ms", p.head_switch_ms),
-            ("write_settle_ms", p.write_settle_ms),
             ("read_overhead_ms", p.read_overhead_ms),
             ("write_overhead_ms", p.write_overhead_ms),
             ("max_queue_age_ms", p.max_queue_age_ms),
@@ -306,7 +311,7 @@ impl Hdd {
         };
         let ds = match &p.controller {
             Some(c) => {
-                c.validate()?;
+                c.validate(p.cache_segments)?;
                 let bus_sector_ns = SECTOR_BYTES as f64 * 1e9 / p.bus_bytes_per_sec;
                 Some(Box::new(DsState::new(
                     (**c).clone(),

@@ -1,0 +1,25 @@
+//! DiskSim 4.0's own demerits on its validation drives: what each drive's `rms` "should be
+//! about", as DiskSim 4.0's `valid/runvalid` prints before running it (the drive's name is
+//! its `.parv` file's, e.g. `atlas_III.parv`). These are the figures elevator's HDD model is
+//! held to: `elevator validate-disk --all` prints them beside its own, and
+//! `tests/real_drives.rs` asserts that each of its demerits is at most DiskSim's.
+
+/// (drive, DiskSim 4.0's rms demerit in ms), in `runvalid`'s order.
+#[allow(clippy::approx_constant)] // cheetah4LP's 0.318 is DiskSim's figure, not 1/π
+pub const DISKSIM_4_0_RMS_MS: [(&str, f64); 10] = [
+    ("atlas_III", 0.378),  // QUANTUM_QM39100TD-SW
+    ("barracuda", 0.349),  // SEAGATE_ST32171W
+    ("cheetah4LP", 0.318), // SEAGATE_ST34501N
+    ("cheetah9LP", 0.107), // SEAGATE_ST39102LW
+    ("ibm18es", 0.135),    // IBM_DNES-309170W
+    ("atlas10k", 0.268),   // QUANTUM_TORNADO
+    ("hp_c2247a", 0.090),  // HP_C2247_validate
+    ("hp_c3323a", 0.306),  // HP_C3323_validate
+    ("hp_c2490a", 0.254),  // HP_C2490_validate
+    ("dec_rz26", 0.340),   // DEC_RZ26_validate
+];
+
+/// DiskSim 4.0's published demerit (ms) for the validation drive named `drive`, if it is one.
+pub fn disksim_rms_ms(drive: &str) -> Option<f64> {
+    DISKSIM_4_0_RMS_MS.iter().find(|(name, _)| *name == drive).map(|&(_, rms)| rms)
+}
