@@ -68,6 +68,13 @@ impl Kernel {
         self.at_least(2, 6, 23)
     }
 
+    /// The ext3 journal writes every commit's data and log blocks `WRITE_SYNC` (before 3.5;
+    /// from 3.5 only commits a task waits for: Jan Kara's "jbd: Refine commit writeout
+    /// logic").
+    pub fn jbd_commit_always_sync(&self) -> bool {
+        !self.at_least(3, 5, 0)
+    }
+
     /// The `vm.dirty_*` defaults of this kernel: 40 % / 10 % before 2.6.22, 10 % / 5 % until
     /// 2.6.29, 20 % / 10 % since 2.6.30; 30 s expiry and a 5 s flusher period throughout.
     pub fn default_sysctl(&self) -> DirtySysctl {

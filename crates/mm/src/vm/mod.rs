@@ -28,6 +28,7 @@
 
 mod balance;
 mod flusher;
+mod journal;
 mod read;
 mod write;
 
@@ -41,6 +42,7 @@ use crate::pages::{FileId, IoTag, Pages};
 use crate::readahead::{RaState, PAGE_BYTES};
 
 pub use balance::Balance;
+pub use journal::{JournalId, JournalSpec, JournalStats, JOURNAL_PID_BASE};
 
 /// A task (process or thread) that makes system calls.
 pub type TaskId = u32;
@@ -73,6 +75,17 @@ pub struct FileSpec {
     /// Bytes of existing data (reads of pages past it need no I/O, writes past it need no
     /// read of the old block); the file grows as it is written.
     pub data_bytes: u64,
+    /// On an ext3 file system: the device byte offsets of its inode's block in the inode
+    /// table and of its directory's block (defaults: an inode block of the first group).
+    pub inode_bytes: Option<u64>,
+    pub dir_bytes: Option<u64>,
+}
+
+impl FileSpec {
+    /// A file of `size_bytes` at `base_bytes` of `bdi`, holding `data_bytes`.
+    pub fn new(bdi: u32, base_bytes: u64, size_bytes: u64, data_bytes: u64) -> FileSpec {
+        FileSpec { bdi, base_bytes, size_bytes, data_bytes, inode_bytes: None, dir_bytes: None }
+    }
 }
 
 /// `posix_fadvise` advice.
@@ -113,6 +126,15 @@ pub enum Syscall {
         offset: u64,
         len: u64,
         advice: Advice,
+    },
+    /// `creat()`: on ext3, the file's inode and directory entry are made (metadata read if
+    /// not cached, then journaled); the file starts empty.
+    Create {
+        file: FileId,
+    },
+    /// `unlink()`: the file's pages go and its metadata changes.
+    Unlink {
+        file: FileId,
     },
 }
 
@@ -184,8 +206,13 @@ enum Busy {
     WriteRead { file: FileId, offset: u64, len: u64, sync: bool },
     /// Throttled in `balance_dirty_pages`.
     Balance(Balance),
-    /// `fsync` (or an O_SYNC write's sync) waits for `pending` I/Os; then the flush.
-    Sync { pending: u32, flushed: bool, bdi: u32 },
+    /// `fsync` (or an O_SYNC write's sync) of `file` waits for `pending` I/Os; then the
+    /// journal commit (ext3) or the flush.
+    Sync { pending: u32, flushed: bool, bdi: u32, file: FileId, range: (u64, u64) },
+    /// `creat()` waits for a metadata block's read.
+    Create { file: FileId },
+    /// `fsync` on ext3 waits for the commit of transaction `tid`.
+    Commit { tid: u64 },
 }
 
 struct Task {
@@ -210,6 +237,10 @@ struct FileMeta {
     spec: FileSpec,
     /// On its device's writeback queue (`b_io`).
     queued: bool,
+    /// The ext3 journal of its file system.
+    journal: Option<journal::JournalId>,
+    /// The last transaction that changed its inode.
+    meta_tid: Option<u64>,
 }
 
 /// A backing device as the cache sees it.
@@ -260,6 +291,8 @@ struct IoRec {
     kind: IoKind,
     bdi: u32,
     waiters: Vec<TaskId>,
+    /// Journals whose commit waits for it.
+    journals: Vec<journal::JournalId>,
 }
 
 /// Timed events of the Vm.
@@ -269,6 +302,8 @@ enum Timer {
     Task(TaskId),
     /// A flusher's periodic wake-up.
     Flusher(u32),
+    /// A journal's commit interval ran out.
+    Journal(journal::JournalId),
 }
 
 /// The page cache of one machine. See the module docs.
@@ -278,6 +313,7 @@ pub struct Vm {
     files: Vec<FileMeta>,
     tasks: Vec<Task>,
     bdis: Vec<Bdi>,
+    journals: Vec<journal::Journal>,
     ios: Vec<Option<IoRec>>,
     free_ios: Vec<IoTag>,
     timers: BTreeMap<(Nanos, u64), Timer>,
@@ -334,6 +370,7 @@ impl Vm {
             files: Vec::new(),
             tasks: Vec::new(),
             bdis,
+            journals: Vec::new(),
             ios: Vec::new(),
             free_ios: Vec::new(),
             timers: BTreeMap::new(),
@@ -360,7 +397,8 @@ impl Vm {
     /// Registers a file.
     pub fn add_file(&mut self, spec: FileSpec) -> FileId {
         let f = self.pages.add_file(spec.bdi);
-        self.files.push(FileMeta { spec, queued: false });
+        let journal = self.journal_at(spec.bdi, spec.base_bytes);
+        self.files.push(FileMeta { spec, queued: false, journal, meta_tid: None });
         f
     }
 
@@ -437,7 +475,7 @@ impl Vm {
     }
 
     fn new_io(&mut self, kind: IoKind, bdi: u32) -> IoTag {
-        let rec = IoRec { kind, bdi, waiters: Vec::new() };
+        let rec = IoRec { kind, bdi, waiters: Vec::new(), journals: Vec::new() };
         match self.free_ios.pop() {
             Some(t) => {
                 self.ios[t as usize] = Some(rec);
@@ -484,6 +522,7 @@ impl Vm {
             match entry.remove() {
                 Timer::Task(t) => self.resume(t, now, out),
                 Timer::Flusher(b) => self.flusher_wake(b, now, out),
+                Timer::Journal(j) => self.journal_timer(j, now, out),
             }
         }
     }
@@ -513,6 +552,8 @@ impl Vm {
                 self.fadvise(task, file, offset, len, advice, now, out);
                 SyscallResult::Done { count: 1, at_ns: now + self.cfg.syscall_ns }
             }
+            Syscall::Create { file } => self.create(task, file, now, out),
+            Syscall::Unlink { file } => self.unlink(file, now, out),
         }
     }
 
@@ -540,14 +581,18 @@ impl Vm {
         for t in rec.waiters {
             self.io_waited(t, out);
         }
+        for j in rec.journals {
+            self.journal_io_done(j, now, out);
+        }
     }
 
     /// A task that waited for an I/O may go on: it becomes runnable.
     fn io_waited(&mut self, t: TaskId, out: &mut Output) {
         match self.tasks[t as usize].busy {
-            Some(Busy::Sync { pending, flushed, bdi }) => {
+            Some(Busy::Sync { pending, flushed, bdi, file, range }) => {
                 let pending = pending - 1;
-                self.tasks[t as usize].busy = Some(Busy::Sync { pending, flushed, bdi });
+                self.tasks[t as usize].busy =
+                    Some(Busy::Sync { pending, flushed, bdi, file, range });
                 if pending == 0 {
                     out.runnable.push(t);
                 }
@@ -576,9 +621,33 @@ impl Vm {
                 }
             }
             Busy::Balance(b) => self.balance_resume(t, b, now, out),
-            Busy::Sync { pending, flushed, bdi } => {
+            Busy::Create { file } => match self.create(t, file, now, out) {
+                SyscallResult::Done { at_ns, .. } => {
+                    let at_ns = at_ns.max(now + self.tasks[t as usize].cpu_ns);
+                    out.wakes.push(Wake { task: t, at_ns })
+                }
+                SyscallResult::Blocked { .. } => {}
+            },
+            Busy::Commit { tid } => self.tasks[t as usize].busy = Some(Busy::Commit { tid }),
+            Busy::Sync { pending, flushed, bdi, file, range } => {
                 debug_assert_eq!(pending, 0);
-                if !flushed && self.barriers {
+                // WB_SYNC_ALL waits for pages under writeback and then writes those that
+                // were dirtied again meanwhile.
+                let again = if flushed {
+                    Vec::new()
+                } else {
+                    self.writeback_range(file, range.0, range.1, true, Some(t), now, out)
+                };
+                if !again.is_empty() {
+                    for &tag in &again {
+                        self.ios[tag as usize].as_mut().expect("in flight").waiters.push(t);
+                    }
+                    let pending = again.len() as u32;
+                    self.tasks[t as usize].busy =
+                        Some(Busy::Sync { pending, flushed, bdi, file, range });
+                } else if !flushed && self.fsync_commit(t, file, now, out) {
+                    // ext3: the commit (with its barrier) ends the fsync.
+                } else if !flushed && self.barriers {
                     let tag = self.new_io(IoKind::Flush, bdi);
                     self.ios[tag as usize].as_mut().expect("new").waiters.push(t);
                     out.ios.push(BlockIo {
@@ -591,7 +660,7 @@ impl Vm {
                         owner: self.tasks[t as usize].owner,
                     });
                     self.tasks[t as usize].busy =
-                        Some(Busy::Sync { pending: 1, flushed: true, bdi });
+                        Some(Busy::Sync { pending: 1, flushed: true, bdi, file, range });
                 } else {
                     let cpu = self.tasks[t as usize].cpu_ns;
                     out.wakes.push(Wake { task: t, at_ns: now + cpu });

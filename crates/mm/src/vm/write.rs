@@ -27,7 +27,7 @@ impl Vm {
         let size = self.files[file as usize].spec.size_bytes;
         let room = size.saturating_sub(offset) / len.max(1);
         let count = if sync { 1 } else { count.min(room.max(1)) };
-        let (k, crossed) = self.cached_writes(task, file, offset, len, count, now);
+        let (k, crossed) = self.cached_writes(task, file, offset, len, count, now, out);
         if k == 0 {
             return self.write_wait_page(task, file, offset, len, sync, out);
         }
@@ -91,6 +91,7 @@ impl Vm {
 
     /// How many of the writes go straight into the cache, and whether the last of them
     /// reached the task's throttle check (its ratelimit). Dirties their pages.
+    #[allow(clippy::too_many_arguments)]
     fn cached_writes(
         &mut self,
         task: TaskId,
@@ -99,6 +100,7 @@ impl Vm {
         len: u64,
         count: u64,
         now: Nanos,
+        out: &mut Output,
     ) -> (u64, bool) {
         if len == 0 || count == 0 {
             return (0, false);
@@ -167,7 +169,12 @@ impl Vm {
         let (pa, pb) = page_range(offset, k * len);
         let newly = self.dirty_pages(file, pa, pb, now);
         let f = &mut self.files[file as usize].spec;
+        let old_bytes = f.data_bytes;
         f.data_bytes = f.data_bytes.max(offset + k * len);
+        let new_bytes = f.data_bytes;
+        if self.files[file as usize].journal.is_some() {
+            self.journal_write(file, old_bytes, new_bytes, now, out);
+        }
         self.pages.touch(file, pa, pb);
         if len < PAGE_BYTES && k > 1 {
             self.pages.touch(file, pa, pb);
@@ -181,7 +188,7 @@ impl Vm {
     }
 
     /// Marks `[a, b)` dirty (pages not cached are added); returns the newly dirtied count.
-    fn dirty_pages(&mut self, file: FileId, a: u64, b: u64, now: Nanos) -> u64 {
+    pub(super) fn dirty_pages(&mut self, file: FileId, a: u64, b: u64, now: Nanos) -> u64 {
         let holes = self.pages.holes(file, a, b);
         let before = self.pages.file(file).counts.dirty;
         if !holes.is_empty() {
@@ -240,18 +247,36 @@ impl Vm {
         issuer: Option<TaskId>,
         out: &mut Output,
     ) -> (Vec<IoTag>, u64, u64) {
-        let spec = self.files[file as usize].spec;
-        let bdi = spec.bdi as usize;
         let owner = match issuer {
             Some(t) => self.tasks[t as usize].owner,
-            None => Self::flusher_owner(spec.bdi),
+            None => Self::flusher_owner(self.files[file as usize].spec.bdi),
         };
+        self.writeback_as(file, a, b, max_pages, sync, owner, true, out)
+    }
+
+    /// [`Vm::writeback_pages`] issued as `owner`; `pooled`: async writeback stops at a full
+    /// request pool (the journal thread's commit writes do not: it sleeps in the block
+    /// layer's queue instead, which the driver models).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn writeback_as(
+        &mut self,
+        file: FileId,
+        a: u64,
+        b: u64,
+        max_pages: u64,
+        sync: bool,
+        owner: elevator_core::Owner,
+        pooled: bool,
+        out: &mut Output,
+    ) -> (Vec<IoTag>, u64, u64) {
+        let spec = self.files[file as usize].spec;
+        let bdi = spec.bdi as usize;
         let max_sectors_pages = (u64::from(self.bdis[bdi].spec.max_sectors_kb) / 4).max(1);
         let mut tags = Vec::new();
         let mut sent = 0;
         let mut from = a;
         while sent < max_pages {
-            if !sync && self.bdis[bdi].pool_full() {
+            if pooled && !sync && self.bdis[bdi].pool_full() {
                 // A batcher goes on, up to its allowance and 1.5 x nr_requests.
                 let b = &self.bdis[bdi];
                 if self.batch_allowance == 0 || b.async_requests >= b.spec.nr_requests * 3 / 2 {
@@ -338,8 +363,13 @@ impl Vm {
             self.ios[t as usize].as_mut().expect("in flight").waiters.push(task);
         }
         let bdi = self.files[file as usize].spec.bdi;
-        self.tasks[task as usize].busy =
-            Some(Busy::Sync { pending: tags.len() as u32, flushed: false, bdi });
+        self.tasks[task as usize].busy = Some(Busy::Sync {
+            pending: tags.len() as u32,
+            flushed: false,
+            bdi,
+            file,
+            range: (a, b),
+        });
         if tags.is_empty() {
             self.resume(task, now, out);
             // With barriers off and nothing to write, resume woke the task at once.

@@ -62,12 +62,8 @@ impl PageCacheSetup {
         let key = (region.route, region.start_bytes, region.len_bytes);
         let vm = &mut self.vm;
         let file = *self.files.entry(key).or_insert_with(|| {
-            vm.add_file(FileSpec {
-                bdi,
-                base_bytes: region.start_bytes,
-                size_bytes: region.len_bytes,
-                data_bytes: if spec.file_append { 0 } else { region.len_bytes },
-            })
+            let data_bytes = if spec.file_append { 0 } else { region.len_bytes };
+            vm.add_file(FileSpec::new(bdi, region.start_bytes, region.len_bytes, data_bytes))
         });
         let task = self.vm.add_task(owner);
         debug_assert_eq!(task as usize, self.task_proc.len());
