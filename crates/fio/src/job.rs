@@ -178,6 +178,10 @@ pub struct JobSpec {
     pub invalidate: bool,
     /// `pre_read`: read the file into the page cache before the job starts.
     pub pre_read: bool,
+    /// `create_on_open`: files are created when the job first opens them, during the run
+    /// (on ext3: inode, directory entry and bitmaps through the journal), not laid out
+    /// before it.
+    pub create_on_open: bool,
     /// `file_append`: write after the end of the file (a new file's data: no old blocks to
     /// read back for partial writes).
     pub file_append: bool,
@@ -279,6 +283,7 @@ impl JobSpec {
             fadvise_hint: FadviseHint::Auto,
             invalidate: true,
             pre_read: false,
+            create_on_open: false,
             file_append: false,
             exitall: false,
             exit_what: ExitWhat::Group,

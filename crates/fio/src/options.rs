@@ -96,6 +96,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("fadvise_hint", "fadvise_hint"),
     ("invalidate", "invalidate"),
     ("pre_read", "pre_read"),
+    ("create_on_open", "create_on_open"),
     ("file_append", "file_append"),
     ("exitall", "exitall"),
     ("exit_what", "exit_what"),
@@ -133,7 +134,6 @@ const UNMODELLED: &[&str] = &[
     "cpus_allowed",
     "cpus_allowed_policy",
     "create_fsync",
-    "create_on_open",
     "create_only",
     "create_serialize",
     "dedupe_global",
@@ -425,6 +425,7 @@ impl Builder {
             "fsync_on_close" => self.spec.fsync_on_close = flag(value)?,
             "invalidate" => self.spec.invalidate = flag(value)?,
             "pre_read" => self.spec.pre_read = flag(value)?,
+            "create_on_open" => self.spec.create_on_open = flag(value)?,
             "file_append" => self.spec.file_append = flag(value)?,
             _ => {
                 let Some(v) = value else {

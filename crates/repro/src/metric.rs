@@ -8,7 +8,7 @@
 //!   `share` (% of all I/Os in the run), `byte_share` (% of all bytes), `over_2s` / `over_10s`
 //!   (% of I/Os with completion latency above 2 s / 10 s, as tiobench reports), `timed_ios` /
 //!   `timed_share` (I/Os completed before the runtime ran out, and their % of all such: "I/Os
-//!   done in 60 seconds", not counting the drain after it), `p90_lat` / `p95_lat` / `p99_lat`
+//!   done in 60 seconds", not counting the drain after it), `p90_lat` / `p93_lat` / `p95_lat` / `p99_lat`
 //!   (completion-latency percentiles over all the scope's I/Os).
 
 use elevator_sim::workload::Process;
@@ -76,6 +76,7 @@ const QUANTITIES: &[(&str, Quantity)] = &[
     ("timed_ios", Quantity::TimedIos),
     ("timed_share", Quantity::TimedShare),
     ("p90_lat", Quantity::PctLat(90)),
+    ("p93_lat", Quantity::PctLat(93)),
     ("p95_lat", Quantity::PctLat(95)),
     ("p99_lat", Quantity::PctLat(99)),
 ];

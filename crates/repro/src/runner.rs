@@ -7,7 +7,7 @@ use elevator_sim::{simulate, SimOptions, Topology};
 use serde::Serialize;
 
 use crate::metric::{latency_cdf, Metric, Scope};
-use crate::scenario::{Experiment, Table};
+use crate::scenario::{Experiment, Table, Variant};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct ExperimentResult {
@@ -65,8 +65,8 @@ fn tunable_text(v: &toml::Value) -> String {
     }
 }
 
-fn topology_for(e: &Experiment, t: &Table) -> Result<Topology, String> {
-    match t.topology.as_ref().or(e.topology.as_ref()) {
+fn topology_for(e: &Experiment, t: &Table, v: Option<&Variant>) -> Result<Topology, String> {
+    match v.and_then(|v| v.topology.as_ref()).or(t.topology.as_ref()).or(e.topology.as_ref()) {
         Some(rel) => Topology::from_file(&e.dir.join(rel)),
         None => Ok(Topology::builtin()),
     }
@@ -81,7 +81,7 @@ pub fn run_experiment(
     let mut done = 0;
     let mut tables = Vec::new();
     for t in &e.tables {
-        let topology = topology_for(e, t)?;
+        let table_topology = topology_for(e, t, None)?;
         let metrics: Vec<Metric> =
             t.columns.iter().map(|c| Metric::parse(c)).collect::<Result<_, _>>()?;
         let headers =
@@ -94,6 +94,13 @@ pub fn run_experiment(
             .map_err(|err| format!("{}: table `{}`: cdf: {err}", e.name, t.title))?;
         let mut variants = Vec::new();
         for v in &t.variants {
+            let own;
+            let topology = if v.topology.is_some() {
+                own = topology_for(e, t, Some(v))?;
+                &own
+            } else {
+                &table_topology
+            };
             let iosched: BTreeMap<String, String> =
                 v.iosched.iter().map(|(k, x)| (k.clone(), tunable_text(x))).collect();
             let mut rows = Vec::new();
@@ -115,7 +122,7 @@ pub fn run_experiment(
                     scheduler: Some(v.scheduler.clone()),
                     iosched: iosched.iter().map(|(k, x)| (k.clone(), x.clone())).collect(),
                 };
-                let result = simulate(&jobs, &topology, &options).map_err(|err| {
+                let result = simulate(&jobs, topology, &options).map_err(|err| {
                     format!("{}: table `{}`, {}: {err}", e.name, t.title, v.label)
                 })?;
                 let values: Vec<_> = metrics.iter().map(|m| m.eval(&result)).collect();

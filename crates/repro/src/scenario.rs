@@ -85,6 +85,8 @@ pub struct Table {
 pub struct Variant {
     pub label: String,
     pub scheduler: String,
+    /// Topology for this variant only (e.g. another kernel era's machine).
+    pub topology: Option<String>,
     #[serde(default)]
     pub iosched: toml::Table,
     /// Published rows, one per value, as the seed printed them.

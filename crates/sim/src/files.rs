@@ -50,18 +50,27 @@ pub struct FileTree {
     finished: usize,
     /// The inode block read last (what the inode cache still holds).
     cached_meta: Option<u64>,
+    /// Report every first open ([`FileIo::Open`]) instead of inode reads: a buffered job's
+    /// page cache decides what an open reads.
+    announce_opens: bool,
 }
 
 /// What the tree wants next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileIo {
-    /// Read the inode block at this offset.
+    /// Read the inode block at this offset (to open file `file`).
     Meta {
         offset_bytes: u64,
+        file: usize,
+    },
+    /// Open file `file` for the first time (with [`FileTree::announce_opens`]).
+    Open {
+        file: usize,
     },
     Data {
         offset_bytes: u64,
         len_bytes: u64,
+        file: usize,
     },
     /// Every file has been read once.
     Done,
@@ -126,7 +135,13 @@ impl FileTree {
             opened: vec![false; n],
             finished: 0,
             cached_meta: None,
+            announce_opens: false,
         })
+    }
+
+    /// Reports first opens as [`FileIo::Open`] rather than inode-block reads.
+    pub fn announce_opens(&mut self) {
+        self.announce_opens = true;
     }
 
     /// Total data bytes in the tree.
@@ -152,9 +167,12 @@ impl FileTree {
         let f = self.files[i];
         if !self.opened[i] {
             self.opened[i] = true;
+            if self.announce_opens {
+                return FileIo::Open { file: i };
+            }
             if self.cached_meta != Some(f.meta_offset_bytes) {
                 self.cached_meta = Some(f.meta_offset_bytes);
-                return FileIo::Meta { offset_bytes: f.meta_offset_bytes };
+                return FileIo::Meta { offset_bytes: f.meta_offset_bytes, file: i };
             }
         }
         let len = bs.min(f.len_bytes - self.pos[i]);
@@ -163,7 +181,7 @@ impl FileTree {
         if self.pos[i] >= f.len_bytes {
             self.finished += 1;
         }
-        FileIo::Data { offset_bytes: offset, len_bytes: len }
+        FileIo::Data { offset_bytes: offset, len_bytes: len, file: i }
     }
 
     /// Starts another pass over the tree (time-based jobs); files stay open.
@@ -207,6 +225,7 @@ mod tests {
             match t.next(16384, &mut rng) {
                 FileIo::Meta { .. } => metas += 1,
                 FileIo::Data { len_bytes, .. } => bytes += len_bytes,
+                FileIo::Open { .. } => unreachable!("opens are not announced"),
                 FileIo::Done => break,
             }
         }

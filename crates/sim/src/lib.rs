@@ -13,6 +13,7 @@
 pub mod block;
 pub mod engine;
 pub mod files;
+pub mod filesystem;
 pub mod machine;
 pub mod report;
 mod slab;

@@ -39,6 +39,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::filesystem::{FilesystemSpec, RawFilesystem};
 use crate::machine::{MachineSpec, RawMachine};
 use crate::units::{parse_duration_ns, parse_rate_bytes_per_sec, parse_size_bytes};
 
@@ -248,6 +249,8 @@ pub struct Topology {
     pub ioband: Vec<IobandShareSpec>,
     /// The machine the jobs run on: memory, kernel, page-cache sysctls.
     pub machine: MachineSpec,
+    /// ext3 file systems on devices, partitions or volumes.
+    pub filesystems: Vec<FilesystemSpec>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -262,6 +265,8 @@ struct RawTopology {
     volume: Vec<Spanned<RawVolume>>,
     #[serde(default)]
     ioband: Vec<Spanned<RawIoband>>,
+    #[serde(default)]
+    filesystem: Vec<Spanned<RawFilesystem>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -375,6 +380,7 @@ impl Topology {
             volumes: Vec::new(),
             ioband: Vec::new(),
             machine: MachineSpec::default_machine(),
+            filesystems: Vec::new(),
         }
     }
 
@@ -533,12 +539,30 @@ impl Topology {
             volumes: Vec::new(),
             ioband,
             machine,
+            filesystems: Vec::new(),
         };
         for spanned in &raw.volume {
             let loc = at(spanned.span());
             let volume = build_volume(&mut topology, spanned.get_ref())
                 .map_err(|e| format!("{loc}: volume `{}`: {e}", spanned.get_ref().name))?;
             topology.volumes.push(volume);
+        }
+        for spanned in &raw.filesystem {
+            let loc = at(spanned.span());
+            let r = spanned.get_ref();
+            let t = topology.target(&r.on).map_err(|e| format!("{loc}: filesystem: {e}"))?;
+            let fs = r
+                .build((t.route, t.start_bytes, t.size_bytes))
+                .map_err(|e| format!("{loc}: filesystem on `{}`: {e}", r.on))?;
+            let overlaps = topology.filesystems.iter().any(|o| {
+                o.route == fs.route
+                    && o.start_bytes < fs.start_bytes + fs.len_bytes
+                    && fs.start_bytes < o.start_bytes + o.len_bytes
+            });
+            if overlaps {
+                return Err(format!("{loc}: filesystem on `{}` overlaps another one", r.on));
+            }
+            topology.filesystems.push(fs);
         }
         Ok(topology)
     }
@@ -1208,6 +1232,25 @@ groups = { "1000" = 20 }
             .contains("unknown scheduler `bogus`"));
         let e = Topology::from_str("[[device]\n", "t.toml").unwrap_err();
         assert!(e.starts_with("t.toml: "), "{e}");
+    }
+
+    #[test]
+    fn filesystems_are_checked_where_they_are_written() {
+        let fs = |on: &str, extra: &str| {
+            format!("{TWO_PARTS}\n[[filesystem]]\non = \"{on}\"\njournal = \"4MiB\"\n{extra}")
+        };
+        let text = fs("sdz", "");
+        let line = text.lines().position(|l| l == "[[filesystem]]").unwrap() + 1;
+        let e = Topology::from_str(&text, "t.toml").unwrap_err();
+        assert!(e.starts_with(&format!("t.toml:{line}:")) && e.contains("`sdz`"), "{e}");
+        let e = Topology::from_str(&fs("sdb1", "commit = 0"), "t.toml").unwrap_err();
+        assert!(e.contains("commit"), "{e}");
+        let t = Topology::from_str(&fs("sdb1", ""), "t.toml").unwrap();
+        assert_eq!(t.filesystems.len(), 1);
+        let twice =
+            format!("{}\n[[filesystem]]\non = \"sdb\"\njournal = \"4MiB\"\n", fs("sdb1", ""));
+        let e = Topology::from_str(&twice, "t.toml").unwrap_err();
+        assert!(e.contains("overlaps"), "{e}");
     }
 }
 

@@ -99,6 +99,19 @@ pub struct Buffered {
     pub invalidate: bool,
     pub advice: Option<elevator_mm::vm::Advice>,
     pub pre_read: bool,
+    /// With `nrfiles` > 1: the page-cache file of the tree's first file (the others follow
+    /// it in order), and whether they are created on first open (`create_on_open`).
+    pub tree_base: Option<elevator_mm::pages::FileId>,
+    pub create: bool,
+}
+
+/// What the last I/O [`Process::next`] returned was, in a file tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TreeIo {
+    /// The first open of file `n` of the tree.
+    Open(usize),
+    /// Data of file `n`.
+    Data(usize),
 }
 
 /// A system call of a buffered job that has not returned yet.
@@ -174,6 +187,11 @@ pub struct Process {
     iolog: Option<Replay>,
     /// Set when the job's I/O goes through the page cache.
     pub buffered: Option<Buffered>,
+    /// The tree step of the last I/O returned, and the tree file used last.
+    pub tree_io: Option<TreeIo>,
+    pub tree_last: Option<usize>,
+    /// A sequential pass wrapped back to the start of the region since last asked.
+    wrapped: bool,
     /// The buffered system call in progress, if it is blocked or still on the CPU.
     pub pending_call: Option<PendingCall>,
 }
@@ -259,6 +277,9 @@ impl Process {
                 last_issue_ns: 0,
             }),
             buffered: None,
+            tree_io: None,
+            tree_last: None,
+            wrapped: false,
             pending_call: None,
         }
     }
@@ -357,6 +378,11 @@ impl Process {
         }
     }
 
+    /// Whether a sequential pass started over at the region's start since last asked.
+    pub fn take_wrapped(&mut self) -> bool {
+        std::mem::take(&mut self.wrapped)
+    }
+
     /// Gives the process a tree of files to work through instead of one region.
     pub fn set_files(&mut self, files: FileTree) {
         self.files = Some(files);
@@ -417,8 +443,20 @@ impl Process {
         }
         let bs = self.pick_block_size(d).min(self.region.len_bytes);
         let (op, offset, len) = match self.next_in_files(bs) {
-            Some(FileIo::Meta { offset_bytes }) => (Op::Read, offset_bytes, 4096),
-            Some(FileIo::Data { offset_bytes, len_bytes }) => (op, offset_bytes, len_bytes),
+            Some(FileIo::Meta { offset_bytes, file }) => {
+                self.tree_io = Some(TreeIo::Open(file));
+                (Op::Read, offset_bytes, 4096)
+            }
+            Some(FileIo::Open { file }) => {
+                // A buffered job's open: the page cache decides what it reads.
+                self.tree_io = Some(TreeIo::Open(file));
+                let meta = self.files.as_ref().expect("a tree").files[file].meta_offset_bytes;
+                (Op::Read, meta, 4096)
+            }
+            Some(FileIo::Data { offset_bytes, len_bytes, file }) => {
+                self.tree_io = Some(TreeIo::Data(file));
+                (op, offset_bytes, len_bytes)
+            }
             Some(FileIo::Done) => {
                 self.state = State::Draining;
                 return Next::Stop;
@@ -646,6 +684,7 @@ impl Process {
             let mut offset = self.next_seq_offset[d];
             if offset + len > end {
                 offset = start;
+                self.wrapped = true;
             }
             self.next_seq_offset[d] = offset + len;
             offset

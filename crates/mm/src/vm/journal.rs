@@ -348,7 +348,7 @@ impl Vm {
         let dir = spec.dir_bytes.unwrap_or(inode);
         if let Some(tag) = self.meta_read(task, j, &[dir, inode], out) {
             self.ios[tag as usize].as_mut().expect("in flight").waiters.push(task);
-            self.tasks[task as usize].busy = Some(Busy::Create { file });
+            self.tasks[task as usize].busy = Some(Busy::Create { file, create: true });
             self.tasks[task as usize].cpu_ns = self.cfg.syscall_ns;
             return SyscallResult::Blocked { count: 0 };
         }
@@ -360,6 +360,26 @@ impl Vm {
         let f = &mut self.files[file as usize].spec;
         f.data_bytes = 0;
         SyscallResult::Done { count: 1, at_ns: now + self.cfg.syscall_ns }
+    }
+
+    /// `open()` of `file` on ext3: its inode block is read if it is not cached.
+    pub(super) fn open_file(
+        &mut self,
+        task: TaskId,
+        file: FileId,
+        now: Nanos,
+        out: &mut Output,
+    ) -> SyscallResult {
+        let done = SyscallResult::Done { count: 1, at_ns: now + self.cfg.syscall_ns };
+        let Some(j) = self.files[file as usize].journal else { return done };
+        let inode = self.inode_block(file);
+        if let Some(tag) = self.meta_read(task, j, &[inode], out) {
+            self.ios[tag as usize].as_mut().expect("in flight").waiters.push(task);
+            self.tasks[task as usize].busy = Some(Busy::Create { file, create: false });
+            self.tasks[task as usize].cpu_ns = self.cfg.syscall_ns;
+            return SyscallResult::Blocked { count: 0 };
+        }
+        done
     }
 
     /// `unlink()` of `file`: its cached pages go (those under I/O finish first), its inode,
@@ -492,6 +512,7 @@ impl Vm {
         }
         let jr = &mut self.journals[j as usize];
         jr.stats.ordered_pages += pages;
+        self.stats.journal_ordered_pages += pages;
         jr.committing = Some(Committing {
             t,
             phase: Phase::Data,
@@ -534,6 +555,7 @@ impl Vm {
             Phase::Checkpoint => {
                 self.journals[j as usize].used_blocks = 0;
                 self.journals[j as usize].stats.checkpoints += 1;
+                self.stats.journal_checkpoints += 1;
                 Phase::Log
             }
             Phase::Log if barrier => Phase::PreFlush,
@@ -579,6 +601,7 @@ impl Vm {
             jr.head_blocks = (head + run) % jr.blocks();
             jr.used_blocks += run;
             jr.stats.log_blocks += run;
+            self.stats.journal_log_blocks += run;
             left -= run;
         }
         tags
@@ -638,6 +661,7 @@ impl Vm {
         let jr = &mut self.journals[j as usize];
         jr.committed_tid = c.t.tid;
         jr.stats.commits += 1;
+        self.stats.journal_commits += 1;
         let tid = c.t.tid;
         let mut woken = Vec::new();
         jr.waiters.retain(|&(w, task)| {

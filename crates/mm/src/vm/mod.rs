@@ -42,7 +42,7 @@ use crate::pages::{FileId, IoTag, Pages};
 use crate::readahead::{RaState, PAGE_BYTES};
 
 pub use balance::Balance;
-pub use journal::{JournalId, JournalSpec, JournalStats, JOURNAL_PID_BASE};
+pub use journal::{JournalId, JournalSpec, JournalStats, JOURNAL_PID_BASE, MIN_JOURNAL_BYTES};
 
 /// A task (process or thread) that makes system calls.
 pub type TaskId = u32;
@@ -136,6 +136,10 @@ pub enum Syscall {
     Unlink {
         file: FileId,
     },
+    /// `open()` of an existing file: on ext3 its inode block is read if not cached.
+    Open {
+        file: FileId,
+    },
 }
 
 /// What became of a system call (or run of them).
@@ -187,6 +191,12 @@ pub struct VmStats {
     pub throttle_pauses: u64,
     pub throttle_ns: u64,
     pub peak_dirty_pages: u64,
+    /// ext3 journals, all together: commits, ordered data pages their commits wrote,
+    /// journal blocks written, checkpoints forced by a full journal.
+    pub journal_commits: u64,
+    pub journal_ordered_pages: u64,
+    pub journal_log_blocks: u64,
+    pub journal_checkpoints: u64,
 }
 
 /// Per-open-file state of a task (`struct file`).
@@ -209,8 +219,8 @@ enum Busy {
     /// `fsync` (or an O_SYNC write's sync) of `file` waits for `pending` I/Os; then the
     /// journal commit (ext3) or the flush.
     Sync { pending: u32, flushed: bool, bdi: u32, file: FileId, range: (u64, u64) },
-    /// `creat()` waits for a metadata block's read.
-    Create { file: FileId },
+    /// `creat()` (or `open()`: `create` false) waits for a metadata block's read.
+    Create { file: FileId, create: bool },
     /// `fsync` on ext3 waits for the commit of transaction `tid`.
     Commit { tid: u64 },
 }
@@ -394,6 +404,11 @@ impl Vm {
         &self.pages
     }
 
+    /// What `file` was registered as (its data size as it is now).
+    pub fn file_spec(&self, file: FileId) -> FileSpec {
+        self.files[file as usize].spec
+    }
+
     /// Registers a file.
     pub fn add_file(&mut self, spec: FileSpec) -> FileId {
         let f = self.pages.add_file(spec.bdi);
@@ -554,6 +569,7 @@ impl Vm {
             }
             Syscall::Create { file } => self.create(task, file, now, out),
             Syscall::Unlink { file } => self.unlink(file, now, out),
+            Syscall::Open { file } => self.open_file(task, file, now, out),
         }
     }
 
@@ -621,7 +637,11 @@ impl Vm {
                 }
             }
             Busy::Balance(b) => self.balance_resume(t, b, now, out),
-            Busy::Create { file } => match self.create(t, file, now, out) {
+            Busy::Create { file, create } => match if create {
+                self.create(t, file, now, out)
+            } else {
+                self.open_file(t, file, now, out)
+            } {
                 SyscallResult::Done { at_ns, .. } => {
                     let at_ns = at_ns.max(now + self.tasks[t as usize].cpu_ns);
                     out.wakes.push(Wake { task: t, at_ns })

@@ -7,7 +7,7 @@ use elevator_mm::{Output, Syscall, SyscallResult};
 
 use super::{Engine, Event};
 use crate::stack::NO_NODE;
-use crate::workload::{Io, PendingCall, State};
+use crate::workload::{Io, PendingCall, State, TreeIo};
 
 impl Engine {
     /// The page-cache device number of a route (devices first, then volumes).
@@ -50,29 +50,52 @@ impl Engine {
         let b = self.procs[pi].buffered.expect("buffered");
         let now = self.now_ns;
         let cost = self.vm.config().syscall_cost_ns(io.len_bytes);
+        let mut out = std::mem::take(&mut self.vm_out);
+        // fio reopens the file for every pass of a time-based job: `invalidate` drops its
+        // pages again (the read-latency monitor's "dump it from cache and start again").
+        if self.procs[pi].take_wrapped() && b.invalidate {
+            let len = self.procs[pi].region.len_bytes;
+            let call = Syscall::Fadvise { file: b.file, offset: 0, len, advice: Advice::DontNeed };
+            self.vm.syscall(b.task, call, now, &mut out);
+        }
+        // In a file tree the call goes to the tree's file; a flush to the last one used.
+        let tree_io = self.procs[pi].tree_io.take();
+        let (file, base) = match (b.tree_base, tree_io) {
+            (Some(first), Some(TreeIo::Open(n) | TreeIo::Data(n))) => {
+                self.procs[pi].tree_last = Some(n);
+                let f = first + n as u32;
+                (f, self.vm.file_spec(f).base_bytes)
+            }
+            (Some(first), None) => {
+                let f = first + self.procs[pi].tree_last.unwrap_or(0) as u32;
+                (f, self.vm.file_spec(f).base_bytes)
+            }
+            (None, _) => (b.file, b.base_bytes),
+        };
         // A flush carries no offset; every other call lies inside the job's region.
-        let offset = io.offset_bytes.saturating_sub(b.base_bytes);
+        let offset = io.offset_bytes.saturating_sub(base);
         let call = match io.op {
+            _ if matches!(tree_io, Some(TreeIo::Open(_))) => {
+                if b.create {
+                    Syscall::Create { file }
+                } else {
+                    Syscall::Open { file }
+                }
+            }
             Op::Read | Op::Write => {
                 let count = self.procs[pi].run_len(&io, now, cost);
                 if io.op == Op::Read {
-                    Syscall::Read { file: b.file, offset, len: io.len_bytes, count }
+                    Syscall::Read { file, offset, len: io.len_bytes, count }
                 } else {
-                    Syscall::Write { file: b.file, offset, len: io.len_bytes, count, sync: b.sync }
+                    Syscall::Write { file, offset, len: io.len_bytes, count, sync: b.sync }
                 }
             }
-            Op::Flush => Syscall::Fsync { file: b.file, data_only: b.datasync },
+            Op::Flush => Syscall::Fsync { file, data_only: b.datasync },
             Op::Discard => {
                 // Trimming a file punches a hole: its pages go, nothing is written.
-                Syscall::Fadvise {
-                    file: b.file,
-                    offset,
-                    len: io.len_bytes,
-                    advice: Advice::DontNeed,
-                }
+                Syscall::Fadvise { file, offset, len: io.len_bytes, advice: Advice::DontNeed }
             }
         };
-        let mut out = std::mem::take(&mut self.vm_out);
         let r = self.vm.syscall(b.task, call, now, &mut out);
         let proc = &mut self.procs[pi];
         match r {
@@ -100,6 +123,13 @@ impl Engine {
     pub(super) fn call_done(&mut self, p: u32) {
         let proc = &mut self.procs[p as usize];
         let Some(call) = proc.pending_call.take() else { return };
+        if self.now_ns < call.start_ns {
+            // The call's wait ended while the calls before it in its run were still on the
+            // CPU: it returns once it has started.
+            proc.pending_call = Some(call);
+            self.push(call.start_ns, Event::CallDone(p));
+            return;
+        }
         let wake =
             proc.completed(call.op, call.len_bytes, call.start_ns, call.start_ns, self.now_ns);
         if proc.state == State::Done {

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 use elevator_core::{Cgroup, IoPrio, IoPrioClass, Owner, RandomStream};
 use elevator_fio::{Amount, FadviseHint, JobFile, JobSpec, RwMode, SyncIo};
 use elevator_mm::pages::FileId;
-use elevator_mm::vm::{Advice, BdiSpec, FileSpec};
+use elevator_mm::vm::{Advice, BdiSpec, FileSpec, JournalSpec};
 use elevator_mm::Vm;
 
 use super::SimError;
 use crate::files::FileTree;
+use crate::filesystem::JOURNAL_OFFSET_BYTES;
 use crate::topology::{Route, Topology};
 use crate::workload::{Buffered, Process, Region};
 
@@ -45,6 +46,23 @@ impl PageCacheSetup {
         let mut vm = Vm::new(m.vm, &bdis);
         vm.context_readahead = m.context_readahead;
         vm.barriers = m.barriers;
+        let devices = topology.devices.len() as u32;
+        for fs in &topology.filesystems {
+            let bdi = match fs.route {
+                Route::Device(d) => d as u32,
+                Route::Volume(v) => devices + v as u32,
+            };
+            vm.add_journal(JournalSpec {
+                bdi,
+                fs_start_bytes: fs.start_bytes,
+                fs_len_bytes: fs.len_bytes,
+                journal_start_bytes: fs.start_bytes + JOURNAL_OFFSET_BYTES,
+                journal_bytes: fs.journal_bytes,
+                commit_interval_ns: fs.commit_ns,
+                ordered: fs.ordered,
+                barrier: fs.barrier.unwrap_or(m.barriers),
+            });
+        }
         PageCacheSetup {
             vm,
             files: BTreeMap::new(),
@@ -53,12 +71,33 @@ impl PageCacheSetup {
         }
     }
 
-    /// The page-cache side of buffered process `proc` of `spec` on `region`.
-    fn buffered(&mut self, spec: &JobSpec, region: Region, owner: Owner, proc: u32) -> Buffered {
+    /// The page-cache side of buffered process `proc` of `spec` on `region` (and its file
+    /// tree, if it has one: a page-cache file per tree file).
+    fn buffered(
+        &mut self,
+        spec: &JobSpec,
+        region: Region,
+        owner: Owner,
+        proc: u32,
+        tree: Option<&FileTree>,
+    ) -> Buffered {
         let bdi = match region.route {
             Route::Device(d) => d as u32,
             Route::Volume(v) => self.devices + v as u32,
         };
+        let tree_base = tree.map(|t| {
+            let mut first = None;
+            for f in &t.files {
+                let data = if spec.create_on_open { 0 } else { f.len_bytes };
+                let id = self.vm.add_file(FileSpec {
+                    inode_bytes: Some(f.meta_offset_bytes),
+                    dir_bytes: Some(f.meta_offset_bytes + DIR_BLOCK_OFFSET_BYTES),
+                    ..FileSpec::new(bdi, f.data_offset_bytes, f.len_bytes, data)
+                });
+                first.get_or_insert(id);
+            }
+            first.expect("a tree has files")
+        });
         let key = (region.route, region.start_bytes, region.len_bytes);
         let vm = &mut self.vm;
         let file = *self.files.entry(key).or_insert_with(|| {
@@ -88,9 +127,15 @@ impl PageCacheSetup {
             invalidate: spec.invalidate,
             advice,
             pre_read: spec.pre_read,
+            tree_base,
+            create: spec.create_on_open,
         }
     }
 }
+
+/// Where a tree directory's block lies relative to its inode block: in the group's
+/// reserved area after the inode table (see [`crate::files`]).
+const DIR_BLOCK_OFFSET_BYTES: u64 = 511 * 4096;
 
 /// Interns the jobs' cgroup paths: id 0 is the root; every ancestor of a path gets an id before
 /// the path itself. A job's `cgroup_weight` sets its leaf's weight (the last job to name a
@@ -251,7 +296,13 @@ pub(super) fn build_processes(
                     let t = topology.target(&dir).map_err(|e| {
                         SimError(format!("{at}: job `{}`: directory={dir}: {e}", spec.name))
                     })?;
-                    let cursor = file_cursors.entry(dir.clone()).or_default();
+                    // On a file system, files begin after its journal.
+                    let fs_data = topology
+                        .filesystems
+                        .iter()
+                        .find(|fs| fs.route == t.route && fs.start_bytes == t.start_bytes)
+                        .map_or(0, |fs| fs.data_start_bytes());
+                    let cursor = file_cursors.entry(dir.clone()).or_insert(fs_data);
                     let start = *cursor + amount_bytes(spec.offset, size);
                     if start + size > t.size_bytes {
                         return Err(SimError(format!(
@@ -303,14 +354,18 @@ pub(super) fn build_processes(
             } else {
                 None
             };
-            let buffered = !spec.direct && files.is_none() && spec.iolog.is_none();
+            let buffered = !spec.direct && spec.iolog.is_none();
             let mut proc =
                 Process::new(spec, j, clone, group_id, phase, owner, region, io_limit, rng);
-            if let Some(files) = files {
-                proc.set_files(files);
-            }
             if buffered {
-                proc.set_buffered(cache.buffered(spec, region, owner, procs.len() as u32));
+                let b = cache.buffered(spec, region, owner, procs.len() as u32, files.as_ref());
+                proc.set_buffered(b);
+            }
+            if let Some(mut files) = files {
+                if buffered {
+                    files.announce_opens();
+                }
+                proc.set_files(files);
             }
             procs.push(proc);
             pid += 1;

@@ -70,6 +70,13 @@ pub fn render(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> 
             "throttle_ns": vm.throttle_ns,
             "peak_dirty_pages": vm.peak_dirty_pages,
         });
+        if vm.journal_commits > 0 {
+            let o = &mut out["elevator"]["vm"];
+            o["journal_commits"] = json!(vm.journal_commits);
+            o["journal_ordered_pages"] = json!(vm.journal_ordered_pages);
+            o["journal_log_blocks"] = json!(vm.journal_log_blocks);
+            o["journal_checkpoints"] = json!(vm.journal_checkpoints);
+        }
     }
     let mut text = serde_json::to_string_pretty(&out).expect("JSON values always serialise");
     text.push('\n');
