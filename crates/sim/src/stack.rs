@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use elevator_control::ioband::{GroupType, IobandDevice, IobandShare};
 use elevator_control::{Bio, Controller};
-use elevator_core::{Cgroup, IoPrio, Nanos, Op, Owner, Request, RequestId};
+use elevator_core::{Cgroup, Nanos, Op, Owner, Request, RequestId};
 use elevator_device::link::Link;
 
 use crate::slab::Slab;
@@ -37,6 +37,18 @@ pub struct LeafIo {
     pub sync: bool,
     pub owner: Owner,
     pub node: u32,
+}
+
+/// A read a target thread of a `fileio` remote volume makes through the target's page cache;
+/// the driver calls [`Stack::piece_done`] on `node` when it returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetRead {
+    pub volume: usize,
+    pub thread: u32,
+    pub node: u32,
+    /// Within the volume (the exported device's own offset).
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
 }
 
 /// A bio the process issued to a volume, finished.
@@ -120,6 +132,8 @@ pub struct Stack {
     share_volumes: Vec<Vec<usize>>,
     released: Vec<Bio>,
     nodes: Slab<Node>,
+    /// Reads target threads started through the target's page cache, for the driver.
+    pub target_reads: Vec<TargetRead>,
 }
 
 impl Stack {
@@ -201,6 +215,7 @@ impl Stack {
             share_volumes,
             released: Vec::new(),
             nodes: Slab::new(),
+            target_reads: Vec::new(),
         })
     }
 
@@ -267,17 +282,19 @@ impl Stack {
     ) {
         let spec = self.remote(v).spec;
         self.nodes.get_mut(io.node).thread = thread;
-        let pid = spec.pid_base + thread;
-        let owner = Owner {
-            job: io.owner.job,
-            pid,
-            pgrp: spec.pid_base,
-            uid: 0,
-            gid: 0,
-            io_context: if spec.shared_context { spec.pid_base } else { pid },
-            cgroup: 0,
-            prio: IoPrio::DEFAULT,
-        };
+        let owner = spec.thread_owner(thread, io.owner.job);
+        if spec.fileio && io.op == Op::Read {
+            // Through the target's page cache: the driver answers the read (one piece).
+            self.nodes.get_mut(io.node).pieces_left = 1;
+            self.target_reads.push(TargetRead {
+                volume: v,
+                thread,
+                node: io.node,
+                offset_bytes: io.offset_bytes,
+                len_bytes: io.len_bytes,
+            });
+            return;
+        }
         self.send_to_member(v, Held { owner, ..io }, now_ns, out);
     }
 

@@ -197,6 +197,31 @@ pub struct RemoteSpec {
     pub shared_context: bool,
     /// Pid of the first target thread; the others follow.
     pub pid_base: u32,
+    /// The target reads through its page cache (SCST's `vdisk_fileio`), with readahead on
+    /// the exported device; otherwise it submits commands to the device as they come
+    /// (`vdisk_blockio`). Writes go to the device either way (write-through).
+    pub fileio: bool,
+    /// With `fileio`: all threads read through one open file (one readahead state) rather
+    /// than each through its own.
+    pub shared_readahead: bool,
+}
+
+impl RemoteSpec {
+    /// Who target thread `thread` is: a kernel thread of the target in the root cgroup, in
+    /// its own I/O context or the one all threads share.
+    pub fn thread_owner(&self, thread: u32, job: u32) -> elevator_core::Owner {
+        let pid = self.pid_base + thread;
+        elevator_core::Owner {
+            job,
+            pid,
+            pgrp: self.pid_base,
+            uid: 0,
+            gid: 0,
+            io_context: if self.shared_context { self.pid_base } else { pid },
+            cgroup: 0,
+            prio: elevator_core::IoPrio::DEFAULT,
+        }
+    }
 }
 
 /// open-iscsi's default per-LUN queue depth (`node.session.queue_depth`).
@@ -307,6 +332,10 @@ struct RawVolume {
     threads: Option<u32>,
     io_context: Option<String>,
     read_ahead_kb: Option<u32>,
+    /// iscsi: "blockio" (default) or "fileio" (through the target's page cache), and with
+    /// fileio whether the threads share one readahead state ("shared") or not ("per_thread").
+    target_io: Option<String>,
+    readahead_state: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -622,9 +651,11 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
         || v.overhead.is_some()
         || v.queue_depth.is_some()
         || v.threads.is_some()
-        || v.io_context.is_some();
+        || v.io_context.is_some()
+        || v.target_io.is_some()
+        || v.readahead_state.is_some();
     if remote_fields && v.target != "iscsi" {
-        return Err("`bandwidth`, `rtt`, `overhead`, `queue_depth`, `threads` and `io_context` apply only to iscsi targets".to_string());
+        return Err("`bandwidth`, `rtt`, `overhead`, `queue_depth`, `threads`, `io_context`, `target_io` and `readahead_state` apply only to iscsi targets".to_string());
     }
     if ioband_fields && v.target != "ioband" {
         return Err(
@@ -812,7 +843,36 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
                 topology.volumes.iter().filter(|x| matches!(x.kind, VolumeKind::Remote(_))).count()
                     as u32;
             let pid_base = v.pid.unwrap_or(TARGET_PID_BASE + 10_000 * remotes);
-            let spec = RemoteSpec { link, queue_depth, threads, shared_context, pid_base };
+            let fileio = match v.target_io.as_deref() {
+                None | Some("blockio") => false,
+                Some("fileio") => true,
+                Some(other) => {
+                    return Err(format!(
+                        "target_io = \"{other}\": use \"blockio\" (commands go to the device) or \"fileio\" (through the target's page cache)"
+                    ))
+                }
+            };
+            let shared_readahead = match v.readahead_state.as_deref() {
+                None | Some("per_thread") => false,
+                Some("shared") => true,
+                Some(other) => {
+                    return Err(format!(
+                        "readahead_state = \"{other}\": use \"per_thread\" or \"shared\""
+                    ))
+                }
+            };
+            if v.readahead_state.is_some() && !fileio {
+                return Err("readahead_state needs target_io = \"fileio\"".to_string());
+            }
+            let spec = RemoteSpec {
+                link,
+                queue_depth,
+                threads,
+                shared_context,
+                pid_base,
+                fileio,
+                shared_readahead,
+            };
             (VolumeKind::Remote(spec), members[0].size_bytes)
         }
         other => {

@@ -49,3 +49,47 @@ fn requests_in_flight_keep_disk_and_link_busy_together() {
     let remote = read_mbs("lun", 4);
     assert!(remote > 95.0, "remote at iodepth 4: {remote}");
 }
+
+/// A buffered reader of 64 KiB blocks on the initiator, the target reading through its page
+/// cache with `read_ahead_kb` on its disk; returns (MB/s, target's readahead windows, the
+/// disk's mean request size in bytes).
+fn fileio_read(target_ra_kb: u32, readahead_state: &str) -> (f64, u64, f64) {
+    let topology = TOPOLOGY
+        .replace(
+            "scheduler = \"none\"\n",
+            &format!("scheduler = \"none\"\nread_ahead_kb = {target_ra_kb}\n"),
+        )
+        .replace(
+            "overhead = \"0us\"\n",
+            &format!(
+                "overhead = \"0us\"\ntarget_io = \"fileio\"\nthreads = 4\nreadahead_state = \"{readahead_state}\"\n"
+            ),
+        );
+    let job = "[r]\nfilename=lun\nrw=read\nbs=64k\nsize=256m\n";
+    let jobs = elevator_fio::parse_str(job, "r.fio", Path::new("."), &|_| None).unwrap();
+    let topology = Topology::from_str(&topology, "remote.toml").unwrap();
+    let result = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+    let bytes: u64 = result.processes.iter().map(|p| p.stats[0].io_bytes).sum();
+    let target = result.target_vm.expect("the target has a page cache");
+    let c = &result.devices[0].counters;
+    let mean_request = (c.sectors[0] * 512) as f64 / c.ios[0].max(1) as f64;
+    (bytes as f64 / (result.end_ns as f64 / 1e9) / 1e6, target.readahead_windows, mean_request)
+}
+
+#[test]
+fn a_fileio_target_reads_ahead_of_the_commands_with_its_own_readahead() {
+    let (_, windows, small) = fileio_read(128, "shared");
+    assert!(windows > 0, "the target's page cache reads ahead");
+    let (_, _, large) = fileio_read(4096, "shared");
+    // A 4 MiB readahead window reaches the disk as requests far larger than the initiator's
+    // 128 KiB commands (split only at max_sectors_kb, 512 KiB by default).
+    assert!(large > 2.0 * small && large >= 256.0 * 1024.0, "{small} -> {large}");
+}
+
+#[test]
+fn fileio_reads_every_byte_the_initiator_asked_for() {
+    for state in ["shared", "per_thread"] {
+        let (mbs, _, _) = fileio_read(128, state);
+        assert!(mbs > 10.0, "{state}: {mbs} MB/s");
+    }
+}

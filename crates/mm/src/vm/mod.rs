@@ -227,7 +227,8 @@ enum Busy {
 
 struct Task {
     owner: Owner,
-    files: BTreeMap<FileId, OpenFile>,
+    /// The task's open files: indexes into [`Vm::open_files`] (tasks may share one).
+    files: BTreeMap<FileId, u32>,
     /// Pages dirtied since the last throttle check (`current->nr_dirtied`).
     nr_dirtied: u64,
     /// IO-less: pages to dirty before the next check (`nr_dirtied_pause`).
@@ -324,6 +325,8 @@ pub struct Vm {
     tasks: Vec<Task>,
     bdis: Vec<Bdi>,
     journals: Vec<journal::Journal>,
+    /// Open files (`struct file`): readahead state, advice.
+    open_files: Vec<OpenFile>,
     ios: Vec<Option<IoRec>>,
     free_ios: Vec<IoTag>,
     timers: BTreeMap<(Nanos, u64), Timer>,
@@ -381,6 +384,7 @@ impl Vm {
             tasks: Vec::new(),
             bdis,
             journals: Vec::new(),
+            open_files: Vec::new(),
             ios: Vec::new(),
             free_ios: Vec::new(),
             timers: BTreeMap::new(),
@@ -691,12 +695,26 @@ impl Vm {
 
     /// The open-file state of `task` for `file`, created with the device's readahead.
     fn open(&mut self, task: TaskId, file: FileId) -> &mut OpenFile {
-        let bdi = self.files[file as usize].spec.bdi;
-        let ra_pages = u64::from(self.bdis[bdi as usize].spec.read_ahead_kb) / 4;
-        self.tasks[task as usize]
-            .files
-            .entry(file)
-            .or_insert(OpenFile { ra: RaState::new(ra_pages), random: false })
+        let i = match self.tasks[task as usize].files.get(&file) {
+            Some(&i) => i,
+            None => {
+                let bdi = self.files[file as usize].spec.bdi;
+                let ra_pages = u64::from(self.bdis[bdi as usize].spec.read_ahead_kb) / 4;
+                self.open_files.push(OpenFile { ra: RaState::new(ra_pages), random: false });
+                let i = (self.open_files.len() - 1) as u32;
+                self.tasks[task as usize].files.insert(file, i);
+                i
+            }
+        };
+        &mut self.open_files[i as usize]
+    }
+
+    /// Makes `task` use the same open file (readahead state) for `file` as `with`: threads
+    /// reading through one `struct file`, as an iSCSI target's threads may.
+    pub fn share_open(&mut self, task: TaskId, file: FileId, with: TaskId) {
+        self.open(with, file);
+        let i = self.tasks[with as usize].files[&file];
+        self.tasks[task as usize].files.insert(file, i);
     }
 }
 

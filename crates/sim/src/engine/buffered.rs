@@ -119,6 +119,63 @@ impl Engine {
         self.vm_out = out;
     }
 
+    /// Sends a page cache's block I/O down to its devices and volumes (its tags come back
+    /// with the completions).
+    pub(super) fn submit_page_cache_ios(&mut self, ios: &mut Vec<elevator_mm::BlockIo>) {
+        let now = self.now_ns;
+        let mut leaves = Vec::new();
+        let mut stacked = false;
+        for io in ios.drain(..) {
+            match self.route_of_bdi(io.bdi) {
+                crate::topology::Route::Device(d) => {
+                    let q = &mut self.queues[d];
+                    q.plug_bio(
+                        u32::MAX,
+                        NO_NODE,
+                        io.tag,
+                        io.op,
+                        io.offset_bytes,
+                        io.len_bytes,
+                        io.sync,
+                        io.owner,
+                        now,
+                    );
+                    q.unplug(u32::MAX, now);
+                    self.touched[d] = true;
+                }
+                crate::topology::Route::Volume(v) => {
+                    stacked = true;
+                    self.stack.submit(
+                        u32::MAX,
+                        io.tag,
+                        v,
+                        io.op,
+                        io.offset_bytes,
+                        io.len_bytes,
+                        io.sync,
+                        io.owner,
+                        now,
+                        &mut leaves,
+                    );
+                }
+            }
+        }
+        // Even with no pieces yet (a remote volume's command is on the link) the stack may
+        // now want its timer.
+        if stacked {
+            self.send_leaves(&mut leaves);
+        }
+    }
+
+    /// A page-cache I/O completed: the initiator's or the target's.
+    pub(super) fn page_cache_io_done(&mut self, tag: u32) {
+        if tag & super::target::TARGET_TAG != 0 {
+            self.target_io_done(tag);
+        } else {
+            self.vm_io_done(tag);
+        }
+    }
+
     /// A buffered process's system call returned.
     pub(super) fn call_done(&mut self, p: u32) {
         let proc = &mut self.procs[p as usize];
@@ -151,44 +208,9 @@ impl Engine {
     /// finished, and arms its timer.
     pub(super) fn apply_vm(&mut self, out: &mut Output) {
         let now = self.now_ns;
-        let mut leaves = Vec::new();
-        for io in out.ios.drain(..) {
-            match self.route_of_bdi(io.bdi) {
-                crate::topology::Route::Device(d) => {
-                    let q = &mut self.queues[d];
-                    q.plug_bio(
-                        u32::MAX,
-                        NO_NODE,
-                        io.tag,
-                        io.op,
-                        io.offset_bytes,
-                        io.len_bytes,
-                        io.sync,
-                        io.owner,
-                        now,
-                    );
-                    q.unplug(u32::MAX, now);
-                    self.touched[d] = true;
-                }
-                crate::topology::Route::Volume(v) => {
-                    self.stack.submit(
-                        u32::MAX,
-                        io.tag,
-                        v,
-                        io.op,
-                        io.offset_bytes,
-                        io.len_bytes,
-                        io.sync,
-                        io.owner,
-                        now,
-                        &mut leaves,
-                    );
-                }
-            }
-        }
-        if !leaves.is_empty() {
-            self.send_leaves(&mut leaves);
-        }
+        let mut ios = std::mem::take(&mut out.ios);
+        self.submit_page_cache_ios(&mut ios);
+        out.ios = ios;
         for w in out.wakes.drain(..) {
             let p = self.task_proc[w.task as usize];
             self.push(w.at_ns.max(now), Event::CallDone(p));

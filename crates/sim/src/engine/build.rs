@@ -28,20 +28,7 @@ struct PageCacheSetup {
 
 impl PageCacheSetup {
     fn new(topology: &Topology) -> PageCacheSetup {
-        let mut bdis: Vec<BdiSpec> = topology
-            .devices
-            .iter()
-            .map(|d| BdiSpec {
-                read_ahead_kb: d.read_ahead_kb,
-                max_sectors_kb: d.max_sectors_kb,
-                nr_requests: d.nr_requests,
-            })
-            .collect();
-        bdis.extend(topology.volumes.iter().map(|v| BdiSpec {
-            read_ahead_kb: v.read_ahead_kb,
-            max_sectors_kb: crate::topology::DEFAULT_MAX_SECTORS_KB,
-            nr_requests: crate::topology::DEFAULT_NR_REQUESTS,
-        }));
+        let bdis = bdi_specs(topology);
         let m = topology.machine;
         let mut vm = Vm::new(m.vm, &bdis);
         vm.context_readahead = m.context_readahead;
@@ -131,6 +118,25 @@ impl PageCacheSetup {
             create: spec.create_on_open,
         }
     }
+}
+
+/// The page cache's backing devices: the topology's devices, then its volumes.
+pub(super) fn bdi_specs(topology: &Topology) -> Vec<BdiSpec> {
+    let mut bdis: Vec<BdiSpec> = topology
+        .devices
+        .iter()
+        .map(|d| BdiSpec {
+            read_ahead_kb: d.read_ahead_kb,
+            max_sectors_kb: d.max_sectors_kb,
+            nr_requests: d.nr_requests,
+        })
+        .collect();
+    bdis.extend(topology.volumes.iter().map(|v| BdiSpec {
+        read_ahead_kb: v.read_ahead_kb,
+        max_sectors_kb: crate::topology::DEFAULT_MAX_SECTORS_KB,
+        nr_requests: crate::topology::DEFAULT_NR_REQUESTS,
+    }));
+    bdis
 }
 
 /// Where a tree directory's block lies relative to its inode block: in the group's

@@ -9,6 +9,7 @@
 
 mod buffered;
 mod build;
+mod target;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -59,6 +60,8 @@ pub struct SimResult {
     pub ioband: Vec<elevator_control::GroupCounters>,
     /// The page cache's counters.
     pub vm: elevator_mm::vm::VmStats,
+    /// The iSCSI target machine's page-cache counters, if it has one.
+    pub target_vm: Option<elevator_mm::vm::VmStats>,
 }
 
 impl SimResult {
@@ -105,6 +108,12 @@ enum Event {
     /// A page-cache task an I/O completion woke gets to run (after the completion's
     /// dispatch, as a woken process runs after the interrupt).
     VmRun(u32),
+    /// A target thread's read through the target's page cache returned (for stack node).
+    TargetDone(u32),
+    /// The target's page cache asked to be woken.
+    TargetTimer,
+    /// A target task an I/O completion woke gets to run.
+    TargetRun(u32),
 }
 
 struct Engine {
@@ -131,6 +140,8 @@ struct Engine {
     armed_vm_ns: Option<Nanos>,
     /// How many devices come before the volumes in the page cache's device numbering.
     bdi_volumes_base: u32,
+    /// The iSCSI target machine's page cache, if a remote volume reads through it.
+    target: Option<target::TargetCache>,
 }
 
 /// Runs a job file on a topology.
@@ -188,6 +199,7 @@ pub fn simulate(
         task_proc,
         armed_vm_ns: None,
         bdi_volumes_base: topology.devices.len() as u32,
+        target: target::TargetCache::new(topology, &build::bdi_specs(topology)),
     };
     engine.start_phase(0);
     engine.run();
@@ -207,6 +219,7 @@ pub fn simulate(
     }
     let ioband = engine.stack.ioband_counters();
     let vm = engine.vm.stats;
+    let target_vm = engine.target.as_ref().map(|t| t.stats());
     Ok(SimResult {
         processes: engine.procs,
         devices,
@@ -215,6 +228,7 @@ pub fn simulate(
         requests_completed,
         ioband,
         vm,
+        target_vm,
     })
 }
 
@@ -257,6 +271,9 @@ impl Engine {
                     }
                 }
                 Event::CallDone(p) => self.call_done(p),
+                Event::TargetDone(node) => self.target_done(node),
+                Event::TargetTimer => self.target_timer(),
+                Event::TargetRun(task) => self.target_run(task),
                 Event::VmRun(task) => {
                     let mut out = std::mem::take(&mut self.vm_out);
                     self.vm.run(task, self.now_ns, &mut out);
@@ -292,7 +309,7 @@ impl Engine {
                         self.stack.timer(self.now_ns, &mut leaves, &mut roots);
                         for root in roots.drain(..) {
                             if root.tag != NO_TAG {
-                                self.vm_io_done(root.tag);
+                                self.page_cache_io_done(root.tag);
                                 continue;
                             }
                             let (p, op, len) = (root.process, root.op, root.len_bytes);
@@ -432,6 +449,7 @@ impl Engine {
                 self.push(t, Event::StackTimer);
             }
         }
+        self.target_reads();
     }
 
     /// Dispatches on every device that received work, and arms its events.
@@ -493,7 +511,7 @@ impl Engine {
                 }
             };
             if tag != NO_TAG {
-                self.vm_io_done(tag);
+                self.page_cache_io_done(tag);
                 continue;
             }
             self.bio_done(p, op, len_bytes, issue_ns, submit_ns);

@@ -59,6 +59,13 @@ pub fn render(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> 
             }).collect::<Vec<_>>(),
         },
     });
+    if let Some(t) = result.target_vm {
+        out["elevator"]["target_vm"] = json!({
+            "pages_read": t.pages_read,
+            "readahead_windows": t.readahead_windows,
+            "pages_reclaimed": t.pages_reclaimed,
+        });
+    }
     let vm = result.vm;
     if vm != elevator_mm::vm::VmStats::default() {
         out["elevator"]["vm"] = json!({
