@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Page-cache simulation speed and memory against issue 14's targets, side by side in one run:
+#   seqread    a buffered 4 KiB sequential read of 10 GiB          (target: <= 5 s)
+#   largedd    16 GiB of 512-byte buffered writes on ext3          (target: <= 5 s)
+#   interact   `elevator reproduce interactivity`, every table      (target: <= 60 s)
+#   scenarios  peak memory of every `elevator reproduce` experiment (target: <= 200 MB)
+# Prints wall time, peak RSS and the ratio to the target (below 1.00 meets it).
+#
+# Usage: bench/page-cache.sh   (env: CARGO_TARGET_DIR=target ELEVATOR=path)
+# Needs GNU time (/usr/bin/time, installed by ./setup.sh).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+ELEVATOR=${ELEVATOR:-$TARGET/release/elevator}
+if [ -z "${ELEVATOR_SKIP_BUILD:-}" ]; then
+    (cd "$ROOT" && cargo build --release --quiet --bin elevator)
+fi
+OUT=$(mktemp -d /tmp/elevator-pcbench.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+
+cat > "$OUT/ext3.toml" <<'TOML'
+[machine]
+memory = "2GiB"
+kernel = "3.2"
+[[device]]
+name = "sda"
+model = "hdd"
+preset = "sata-7200-2009"
+scheduler = "cfq"
+[[filesystem]]
+on = "sda"
+TOML
+cat > "$OUT/seqread.fio" <<'FIO'
+[seqread]
+filename=sda
+rw=read
+bs=4k
+size=10g
+FIO
+cat > "$OUT/largedd.fio" <<'FIO'
+[largedd]
+directory=sda
+rw=write
+bs=512
+size=16g
+file_append=1
+FIO
+
+# measure NAME TARGET_SECONDS TARGET_MB CMD...
+measure() {
+    local name=$1 secs=$2 mb=$3
+    shift 3
+    /usr/bin/time -f "%e %M" -o "$OUT/$name.time" "$@" > "$OUT/$name.out"
+    read -r wall rss < "$OUT/$name.time"
+    awk -v n="$name" -v w="$wall" -v r="$rss" -v ts="$secs" -v tm="$mb" 'BEGIN {
+        printf "%-34s %8.2f s  %7.1f MB   time/target %5.2f   memory/target %5.2f\n",
+            n, w, r / 1024, (ts > 0 ? w / ts : 0), r / 1024 / tm }'
+}
+
+measure "seqread 10 GiB, 4 KiB" 5 200 "$ELEVATOR" run "$OUT/seqread.fio" --topology "$OUT/ext3.toml"
+measure "largedd 16 GiB, 512 B, ext3" 5 200 "$ELEVATOR" run "$OUT/largedd.fio" --topology "$OUT/ext3.toml"
+for e in $("$ELEVATOR" reproduce --list | awk '{print $1}'); do
+    target=0
+    [ "$e" = interactivity ] && target=60
+    measure "reproduce $e" "$target" 200 "$ELEVATOR" reproduce "$e"
+done
