@@ -162,6 +162,9 @@ pub struct JobSpec {
     pub number_ios: Option<u64>,
     /// `fsync=N`: an fsync (a device flush for direct I/O) after every N writes (0 = never).
     pub fsync_every: u32,
+    /// `write_barrier=N`: every N-th write is a barrier write (sync, then a cache flush: what
+    /// fio's sg engine sends as a barrier; the others had no barrier flag to carry).
+    pub write_barrier_every: u32,
     /// `fdatasync=N`: the same with fdatasync; `fsync` wins if both are set.
     pub fdatasync_every: u32,
     /// `end_fsync`: fsync the file when the job's writes are done (counted in its runtime).
@@ -276,6 +279,7 @@ impl JobSpec {
             io_size_bytes: None,
             number_ios: None,
             fsync_every: 0,
+            write_barrier_every: 0,
             fdatasync_every: 0,
             end_fsync: false,
             fsync_on_close: false,

@@ -90,6 +90,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("number_ios", "number_ios"),
     ("fsync", "fsync"),
     ("fdatasync", "fdatasync"),
+    ("write_barrier", "write_barrier"),
     ("end_fsync", "end_fsync"),
     ("fsync_on_close", "fsync_on_close"),
     ("sync", "sync"),
@@ -279,7 +280,6 @@ const UNMODELLED: &[&str] = &[
     "verify_state_load",
     "verify_state_save",
     "wait_for",
-    "write_barrier",
     "write_bw_log",
     "write_hint",
     "write_hist_log",
@@ -562,6 +562,7 @@ impl Builder {
             }
             "fsync" => spec.fsync_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "fdatasync" => spec.fdatasync_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "write_barrier" => spec.write_barrier_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "sync" => {
                 spec.sync_io = match v {
                     "0" | "none" => crate::job::SyncIo::None,

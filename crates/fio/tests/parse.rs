@@ -432,17 +432,24 @@ proptest! {
 #[test]
 fn page_cache_options_parse() {
     let f = parse(
-        "[j]\nfadvise_hint=random\ninvalidate=0\npre_read=1\nend_fsync=1\nfsync_on_close=1\nfdatasync=4\nsync=dsync\nfile_append=1\n",
+        "[j]\nfadvise_hint=random\ninvalidate=0\npre_read=1\nend_fsync=1\nfsync_on_close=1\nfdatasync=4\nsync=dsync\nfile_append=1\nwrite_barrier=8\ncreate_on_open=1\n",
     )
     .unwrap();
     let j = &f.jobs[0];
+    assert_eq!(j.write_barrier_every, 8);
+    assert!(j.create_on_open);
     assert_eq!(j.fadvise_hint, FadviseHint::Random);
     assert!(!j.invalidate && j.pre_read && j.end_fsync && j.fsync_on_close && j.file_append);
     assert_eq!((j.fdatasync_every, j.sync_io), (4, SyncIo::Dsync));
     assert!(f.warnings.is_empty(), "{:?}", f.warnings);
     let d = &parse("[j]\n").unwrap().jobs[0];
     assert_eq!((d.fadvise_hint, d.invalidate, d.sync_io), (FadviseHint::Auto, true, SyncIo::None));
-    for bad in ["[j]\nsync=maybe\n", "[j]\nfadvise_hint=often\n", "[j]\ninvalidate=yes please\n"] {
+    for bad in [
+        "[j]\nsync=maybe\n",
+        "[j]\nfadvise_hint=often\n",
+        "[j]\ninvalidate=yes please\n",
+        "[j]\nwrite_barrier=-1\n",
+    ] {
         let e = parse(bad).unwrap_err().to_string();
         assert!(e.contains(":2:"), "{e}");
     }

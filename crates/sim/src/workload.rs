@@ -169,6 +169,9 @@ pub struct Process {
     rate_bytes_per_sec: [Option<u64>; 3],
     rate_iops: [Option<u64>; 3],
     fsync_every: u32,
+    /// `write_barrier=N`: every N-th write is a barrier (a sync write and a cache flush).
+    barrier_every: u32,
+    writes_since_barrier: u32,
     // Progress.
     rng: RandomStream,
     next_seq_offset: [u64; 3],
@@ -258,6 +261,8 @@ impl Process {
             rate_bytes_per_sec: spec.rate_bytes_per_sec,
             rate_iops: spec.rate_iops,
             fsync_every: if spec.fsync_every > 0 { spec.fsync_every } else { spec.fdatasync_every },
+            barrier_every: spec.write_barrier_every,
+            writes_since_barrier: 0,
             rng,
             next_seq_offset: [region.start_bytes; 3],
             bytes_issued: 0,
@@ -322,6 +327,9 @@ impl Process {
         if io.op == Op::Write && self.fsync_every > 0 {
             n = n.min(u64::from(self.fsync_every - self.writes_since_fsync) + 1);
         }
+        if io.op == Op::Write && self.barrier_every > 0 {
+            n = n.min(u64::from(self.barrier_every - self.writes_since_barrier));
+        }
         if let Some(stop) = self.stop_at_ns {
             n = n.min(stop.saturating_sub(now_ns) / cost_ns.max(1) + 1);
         }
@@ -350,6 +358,10 @@ impl Process {
                 self.writes_since_fsync = 0;
                 self.flush_pending = true;
             }
+        }
+        if io.op == Op::Write && self.barrier_every > 0 {
+            // run_len stops a run before the barrier write, so no barrier falls inside it.
+            self.writes_since_barrier += extra as u32;
         }
     }
 
@@ -471,6 +483,16 @@ impl Process {
                 self.flush_pending = true;
             }
         }
+        let mut barrier = false;
+        if op == Op::Write && self.barrier_every > 0 {
+            self.writes_since_barrier += 1;
+            if self.writes_since_barrier >= self.barrier_every {
+                // A barrier write: on the media before anything after it (FUA + flush).
+                self.writes_since_barrier = 0;
+                self.flush_pending = true;
+                barrier = true;
+            }
+        }
         if self.thinktime_ns > 0 {
             self.since_think += 1;
             if self.since_think >= self.thinktime_blocks {
@@ -478,7 +500,7 @@ impl Process {
                 self.thinking = true;
             }
         }
-        let sync = op != Op::Write || self.sync_writes;
+        let sync = op != Op::Write || self.sync_writes || barrier;
         Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync })
     }
 
