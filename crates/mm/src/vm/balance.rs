@@ -59,8 +59,10 @@ impl Vm {
             Balance::IoLess { bdi, pages_dirtied, start_jiffies: self.jiffies(now), again: true }
         } else {
             let ratelimit = legacy_ratelimit_pages(self.cfg.memory_bytes / 4096, self.cfg.cpus);
-            let write_chunk = legacy_write_chunk(t.nr_dirtied, ratelimit);
             t.nr_dirtied = 0;
+            let cpu = self.task_cpu(task);
+            let write_chunk = legacy_write_chunk(self.cpu_dirtied[cpu], ratelimit);
+            self.cpu_dirtied[cpu] = 0;
             Balance::Legacy { bdi, pages_written: 0, write_chunk, pause: 1, left: 0 }
         };
         self.balance_step(task, b, now, out)

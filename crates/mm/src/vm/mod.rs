@@ -345,6 +345,9 @@ pub struct Vm {
     pub context_readahead: bool,
     /// Issue a cache flush after fsync's writes (`barrier=1`).
     pub barriers: bool,
+    /// Pages written on each CPU since its last throttle check (`bdp_ratelimits`, before
+    /// 3.2); task `t` runs on CPU `t % cpus`.
+    cpu_dirtied: Vec<u64>,
     /// Requests the writer now issuing may take past a full pool: a writer just granted a
     /// request is a "batcher" (`ioc_batching`) for `nr_batching` more, up to 1.5 ×
     /// `nr_requests`.
@@ -395,6 +398,7 @@ impl Vm {
             global_limit_stamp: 0,
             min_free_pages: min_free_kib.clamp(128, 65536) / 4,
             batch_allowance: 0,
+            cpu_dirtied: vec![0; cfg.cpus as usize],
             stats: VmStats::default(),
             cfg,
         }
@@ -447,6 +451,11 @@ impl Vm {
             self.alloc(e - s);
             self.pages.insert(file, s, e, crate::pages::PageState::Clean, gen);
         }
+    }
+
+    /// The CPU task `t` runs on (tasks are spread round-robin; the model has no scheduler).
+    fn task_cpu(&self, t: TaskId) -> usize {
+        t as usize % self.cpu_dirtied.len()
     }
 
     /// The thresholds for the machine now.

@@ -133,12 +133,20 @@ impl Vm {
         if k_max == 0 {
             return (0, false);
         }
-        // The throttle check comes once the task has dirtied its ratelimit.
-        let budget = self
-            .ratelimit(task, spec.bdi)
-            .saturating_sub(self.tasks[task as usize].nr_dirtied)
-            .max(1);
+        // The throttle check comes once the task has dirtied its ratelimit (IO-less: pages
+        // it newly dirtied, `current->nr_dirtied`); before 3.2 once its CPU has written
+        // `ratelimit_pages` pages, dirty already or not (`bdp_ratelimits`, bumped for every
+        // page `generic_perform_write` copies, by whichever task runs there).
+        let legacy = !self.cfg.kernel.io_less_throttling();
+        let cpu = self.task_cpu(task);
+        let done_so_far =
+            if legacy { self.cpu_dirtied[cpu] } else { self.tasks[task as usize].nr_dirtied };
+        let budget = self.ratelimit(task, spec.bdi).saturating_sub(done_so_far).max(1);
+        let pages_per_write = len.div_ceil(PAGE_BYTES).max(1);
         let new_dirty = |vm: &Vm, k: u64| -> u64 {
+            if legacy {
+                return k * pages_per_write;
+            }
             let (pa, pb) = page_range(offset, k * len);
             let dirty: u64 = vm
                 .pages
@@ -181,7 +189,8 @@ impl Vm {
         }
         let t = &mut self.tasks[task as usize];
         t.nr_dirtied += newly;
-        if !self.cfg.kernel.io_less_throttling() {
+        if legacy {
+            self.cpu_dirtied[cpu] += k * pages_per_write;
             self.dirties.inc(&mut self.tasks[task as usize].dirties, newly);
         }
         (k, crossed)
