@@ -226,6 +226,39 @@ fn a_streaming_writer_is_held_near_the_dirty_limit_in_both_kernel_eras() {
 }
 
 #[test]
+fn before_3_2_every_page_written_counts_toward_the_cpu_s_throttle_check() {
+    // Rewriting dirty pages dirties nothing new: 3.2's per-task nr_dirtied does not move,
+    // but 2.6.3x's balance_dirty_pages_ratelimited counts every page copied (per CPU), so a
+    // run of rewrites stops at the check every ratelimit_pages.
+    let ratelimit = crate::dirty::legacy_ratelimit_pages((1024 << 20) / 4096, 2);
+    let pass = 4 * ratelimit; // pages
+    for (kernel, checked) in [("2.6.32", true), ("3.2", false)] {
+        let mut h = Harness::new(machine(kernel, 1024));
+        let t = h.vm.add_task(Owner::process(1));
+        let f = file(&mut h, 64, false);
+        stream_write(&mut h, t, f, (pass * 4096) >> 20, 4096);
+        let mut out = Output::default();
+        let (mut done, mut runs) = (0, 0);
+        while done < 8 * pass {
+            let at = done % pass;
+            let call = Syscall::Write {
+                file: f,
+                offset: at * 4096,
+                len: 4096,
+                count: pass - at,
+                sync: false,
+            };
+            match h.vm.syscall(t, call, h.now, &mut out) {
+                SyscallResult::Done { count, .. } => done += count,
+                other => panic!("{kernel}: {other:?}"),
+            }
+            runs += 1;
+        }
+        assert_eq!(runs > 8, checked, "{kernel}: {runs} runs for 8 passes");
+    }
+}
+
+#[test]
 fn fsync_puts_everything_on_the_device_then_flushes() {
     let mut h = Harness::new(machine("2.6.32", 512));
     let f = file(&mut h, 64, false);
