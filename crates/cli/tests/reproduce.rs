@@ -217,7 +217,7 @@ fn interactive_reads_stall_behind_ext3_commits_until_jbd_writes_async() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     const S: f64 = 1e9; // latencies are in ns
-    for table in ["largedd", "fsmark-single", "fsmark-threaded"] {
+    for table in ["largedd", "fsmark-single", "fsmark-threaded", "postmark"] {
         let at = |variant: &str, c: usize| column(&v, table, variant, c)[0];
         let (mean, max, time) = (0, 5, 6);
         // 2.6.3x-era ext3 under CFQ: commits write their ordered data WRITE_SYNC, and a

@@ -192,10 +192,13 @@ impl Pages {
         (e.end > p).then_some((s, e))
     }
 
-    /// Extents overlapping `[a, b)`, in order (clipped to the range).
+    /// Extents overlapping `[a, b)`, in order (clipped to the range; none if it is empty).
     pub fn overlapping(&self, f: FileId, a: u64, b: u64) -> Vec<(u64, Extent)> {
         let exts = &self.files[f as usize].exts;
         let mut out = Vec::new();
+        if a >= b {
+            return out;
+        }
         if let Some((_, &e)) = exts.range(..a).next_back() {
             if e.end > a {
                 out.push((a, Extent { end: e.end.min(b), ..e }));
@@ -493,6 +496,18 @@ mod tests {
         let mut p = Pages::new();
         let f = p.add_file(0);
         (p, f)
+    }
+
+    #[test]
+    fn empty_and_reversed_ranges_are_empty() {
+        let mut p = Pages::new();
+        let f = p.add_file(0);
+        let g = p.new_gen();
+        p.insert(f, 10, 20, PageState::Clean, g);
+        assert!(p.overlapping(f, 15, 15).is_empty());
+        assert!(p.overlapping(f, 18, 12).is_empty());
+        assert_eq!(p.first_hole(f, 30, 5), None);
+        assert!(p.holes(f, 30, 5).is_empty());
     }
 
     #[test]
