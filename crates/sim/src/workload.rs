@@ -608,12 +608,14 @@ impl Process {
         self.end_ns.saturating_sub(self.ramp_end_ns)
     }
 
-    /// The next step through the file tree, if the process has one; a time-based job starts
-    /// another pass when it has read every file.
+    /// The next step through the file tree, if the process has one; a time-based job, or one
+    /// whose `io_size` is larger than its files, starts another pass when it has done them all.
     fn next_in_files(&mut self, bs: u64) -> Option<FileIo> {
         let files = self.files.as_mut()?;
         let mut io = files.next(bs, &mut self.rng);
-        if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some()) {
+        // Another pass for time-based jobs, and while io_size= is not yet moved (fio wraps).
+        let more = self.io_limit_bytes.is_some_and(|l| self.bytes_issued < l);
+        if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
             files.rewind();
             io = files.next(bs, &mut self.rng);
         }

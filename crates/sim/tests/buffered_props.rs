@@ -1,0 +1,63 @@
+//! Buffered jobs of every shape on ext3 run to completion: whatever mix of directions, block
+//! sizes, file trees, creation, syncs and barriers a job file asks for, the simulation ends,
+//! every job finishes, and nothing panics.
+
+use std::path::Path;
+
+use elevator_sim::{simulate, SimOptions, Topology};
+use proptest::prelude::*;
+
+const TOPOLOGY: &str = r#"
+[machine]
+memory = "64MiB"
+kernel = "KERNEL"
+[[device]]
+name = "sda"
+model = "hdd"
+preset = "sata-7200-2009"
+scheduler = "SCHED"
+[[filesystem]]
+on = "sda"
+journal = "8MiB"
+"#;
+
+fn job(rw: &str, bs: u64, nrfiles: u32, create: bool, fsync: u32, barrier: u32) -> String {
+    let tree = if nrfiles > 1 {
+        format!(
+            "nrfiles={nrfiles}\nfilesize=4k-64k\nsize=64m\ncreate_on_open={}\n",
+            u8::from(create)
+        )
+    } else {
+        "size=8m\n".to_string()
+    };
+    format!(
+        "[j]\ndirectory=sda\nrw={rw}\nbs={bs}\n{tree}fsync={fsync}\nwrite_barrier={barrier}\nend_fsync=1\nio_size=4m\n\n[monitor]\ndirectory=sda\nrw=read\nbs=64k\nsize=4m\ninvalidate=1\n"
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn buffered_jobs_of_any_shape_finish(
+        rw in prop::sample::select(vec!["read", "write", "randread", "randwrite", "rw", "randrw"]),
+        bs in prop::sample::select(vec![512u64, 4096, 6144, 65536]),
+        nrfiles in prop::sample::select(vec![1u32, 8, 200]),
+        create in any::<bool>(),
+        fsync in prop::sample::select(vec![0u32, 1, 7]),
+        barrier in prop::sample::select(vec![0u32, 3]),
+        kernel in prop::sample::select(vec!["2.6.32", "3.2", "3.5"]),
+        sched in prop::sample::select(vec!["cfq", "mq-deadline", "none"]),
+    ) {
+        let text = job(rw, bs, nrfiles, create, fsync, barrier);
+        let jobs = elevator_fio::parse_str(&text, "p.fio", Path::new("."), &|_| None).unwrap();
+        let topo = TOPOLOGY.replace("KERNEL", kernel).replace("SCHED", sched);
+        let topology = Topology::from_str(&topo, "p.toml").unwrap();
+        let result = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+        for p in &result.processes {
+            prop_assert!(p.end_ns > 0 || p.runtime_ns() == 0, "{} never ended", p.name);
+        }
+        prop_assert!(result.end_ns > 0);
+        let moved: u64 = result.processes[0].stats.iter().map(|s| s.io_bytes).sum();
+        prop_assert!(moved >= 4 << 20, "the job moved {} bytes of its 4 MiB", moved);
+    }
+}
