@@ -61,3 +61,55 @@ proptest! {
         prop_assert!(moved >= 4 << 20, "the job moved {} bytes of its 4 MiB", moved);
     }
 }
+
+const REMOTE: &str = r#"
+[machine]
+memory = "64MiB"
+[[device]]
+name = "sdb"
+model = "hdd"
+preset = "sata-7200-2009"
+scheduler = "SCHED"
+read_ahead_kb = RA
+max_sectors_kb = MS
+[[volume]]
+name = "lun"
+target = "iscsi"
+over = ["sdb"]
+target_io = "fileio"
+readahead_state = "STATE"
+io_context = "CTX"
+threads = 3
+"#;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn remote_buffered_jobs_finish_through_both_page_caches(
+        rw in prop::sample::select(vec!["read", "write", "randread", "randrw"]),
+        bs in prop::sample::select(vec![4096u64, 65536, 1 << 20]),
+        direct in any::<bool>(),
+        ra in prop::sample::select(vec![0u32, 128, 4096]),
+        ms in prop::sample::select(vec![64u32, 512]),
+        state in prop::sample::select(vec!["shared", "per_thread"]),
+        ctx in prop::sample::select(vec!["shared", "separate"]),
+        sched in prop::sample::select(vec!["cfq", "mq-deadline"]),
+    ) {
+        let text = format!(
+            "[j]\nfilename=lun\nrw={rw}\nbs={bs}\nsize=64m\nio_size=8m\ndirect={}\n[k]\nfilename=lun\nrw=read\nbs=64k\noffset=128m\nsize=8m\n",
+            u8::from(direct)
+        );
+        let jobs = elevator_fio::parse_str(&text, "r.fio", Path::new("."), &|_| None).unwrap();
+        let topo = REMOTE
+            .replace("SCHED", sched)
+            .replace("RA", &ra.to_string())
+            .replace("MS", &ms.to_string())
+            .replace("STATE", state)
+            .replace("CTX", ctx);
+        let topology = Topology::from_str(&topo, "r.toml").unwrap();
+        let result = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+        let moved: u64 = result.processes[0].stats.iter().map(|s| s.io_bytes).sum();
+        prop_assert!(moved >= 8 << 20, "moved {}", moved);
+        prop_assert!(result.processes[1].stats[0].io_bytes >= 8 << 20);
+    }
+}
