@@ -112,6 +112,12 @@ impl Owner {
             prio: IoPrio::DEFAULT,
         }
     }
+
+    /// A kernel thread (a flusher, a journal thread): pid `pid`, its own I/O context, the
+    /// root cgroup, no job of its own.
+    pub fn kernel_thread(pid: u32) -> Owner {
+        Owner { job: u32::MAX, ..Owner::process(pid) }
+    }
 }
 
 /// A control group as a scheduler sees it: the blkio/io controller's node in the hierarchy.

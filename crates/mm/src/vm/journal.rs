@@ -41,7 +41,7 @@
 
 use std::collections::BTreeSet;
 
-use elevator_core::{IoPrio, Nanos, Op, Owner};
+use elevator_core::{Nanos, Op, Owner};
 
 use super::{BlockIo, Busy, IoKind, Output, SyscallResult, TaskId, Timer, Vm, Wake};
 use crate::pages::{FileId, IoTag, PageState};
@@ -208,16 +208,7 @@ impl Vm {
         self.journals.push(Journal {
             spec,
             meta_file,
-            owner: Owner {
-                job: u32::MAX,
-                pid,
-                pgrp: pid,
-                uid: 0,
-                gid: 0,
-                io_context: pid,
-                cgroup: 0,
-                prio: IoPrio::DEFAULT,
-            },
+            owner: Owner::kernel_thread(pid),
             running: None,
             committing: None,
             next_tid: 1,
@@ -346,10 +337,7 @@ impl Vm {
         let spec = self.files[file as usize].spec;
         let inode = self.inode_block(file);
         let dir = spec.dir_bytes.unwrap_or(inode);
-        if let Some(tag) = self.meta_read(task, j, &[dir, inode], out) {
-            self.ios[tag as usize].as_mut().expect("in flight").waiters.push(task);
-            self.tasks[task as usize].busy = Some(Busy::Create { file, create: true });
-            self.tasks[task as usize].cpu_ns = self.cfg.syscall_ns;
+        if self.meta_wait(task, j, &[dir, inode], file, true, out) {
             return SyscallResult::Blocked { count: 0 };
         }
         let group = self.group_start(j, inode);
@@ -373,10 +361,7 @@ impl Vm {
         let done = SyscallResult::Done { count: 1, at_ns: now + self.cfg.syscall_ns };
         let Some(j) = self.files[file as usize].journal else { return done };
         let inode = self.inode_block(file);
-        if let Some(tag) = self.meta_read(task, j, &[inode], out) {
-            self.ios[tag as usize].as_mut().expect("in flight").waiters.push(task);
-            self.tasks[task as usize].busy = Some(Busy::Create { file, create: false });
-            self.tasks[task as usize].cpu_ns = self.cfg.syscall_ns;
+        if self.meta_wait(task, j, &[inode], file, false, out) {
             return SyscallResult::Blocked { count: 0 };
         }
         done
@@ -406,6 +391,25 @@ impl Vm {
         blocks.push(self.journals[j as usize].spec.fs_start_bytes + PAGE_BYTES);
         self.journal_meta(j, &blocks, now, out);
         done
+    }
+
+    /// `creat()` or `open()` of `file` needs `blocks`: true if the task now waits for one
+    /// to be read (its call resumes when it is).
+    #[allow(clippy::too_many_arguments)]
+    fn meta_wait(
+        &mut self,
+        task: TaskId,
+        j: JournalId,
+        blocks: &[u64],
+        file: FileId,
+        create: bool,
+        out: &mut Output,
+    ) -> bool {
+        let Some(tag) = self.meta_read(task, j, blocks, out) else { return false };
+        self.ios[tag as usize].as_mut().expect("in flight").waiters.push(task);
+        self.tasks[task as usize].busy = Some(Busy::Create { file, create });
+        self.tasks[task as usize].cpu_ns = self.cfg.syscall_ns;
+        true
     }
 
     /// Starts reads of the metadata blocks not cached; the tag of one to wait for, if any.

@@ -34,7 +34,7 @@ mod write;
 
 use std::collections::{BTreeMap, VecDeque};
 
-use elevator_core::{IoPrio, Nanos, Op, Owner, NS_PER_SEC};
+use elevator_core::{Nanos, Op, Owner, NS_PER_SEC};
 
 use crate::config::VmConfig;
 use crate::dirty::{BdiBandwidth, Limits, PropLocal, Proportions};
@@ -523,17 +523,7 @@ impl Vm {
 
     /// The owner of the flusher thread of `bdi`: a kernel thread in the root cgroup.
     fn flusher_owner(bdi: u32) -> Owner {
-        let pid = FLUSHER_PID_BASE + bdi;
-        Owner {
-            job: u32::MAX,
-            pid,
-            pgrp: pid,
-            uid: 0,
-            gid: 0,
-            io_context: pid,
-            cgroup: 0,
-            prio: IoPrio::DEFAULT,
-        }
+        Owner::kernel_thread(FLUSHER_PID_BASE + bdi)
     }
 
     /// When the Vm next wants [`Vm::timer`] called.
