@@ -13,6 +13,8 @@ fuzz_target!(|data: &[u8]| {
             size: 1 << 20,
             read_only: false,
             min_block: 1,
+            rotational: true,
+            multi_conn: true,
         },
         ExportInfo {
             name: "b".into(),
@@ -20,10 +22,15 @@ fuzz_target!(|data: &[u8]| {
             size: 0,
             read_only: true,
             min_block: 512,
+            rotational: false,
+            multi_conn: false,
         },
     ];
     let mode = [TlsMode::Off, TlsMode::On, TlsMode::Require][usize::from(cuts >> 4) % 3];
     let (mut hs, _greeting) = ServerHandshake::with_tls(exports, mode);
+    if cuts & 8 != 0 {
+        hs.set_refusals(vec![None, Some("not for you".into())]);
+    }
     let mut buf = Vec::new();
     let mut out = Vec::new();
     // Fragments of 1..=16 bytes, their sizes drawn from the first byte.

@@ -54,8 +54,11 @@ pub const TFLAG_HAS_FLAGS: u16 = 1;
 pub const TFLAG_READ_ONLY: u16 = 2;
 pub const TFLAG_SEND_FLUSH: u16 = 4;
 pub const TFLAG_SEND_FUA: u16 = 8;
+pub const TFLAG_ROTATIONAL: u16 = 16;
 pub const TFLAG_SEND_TRIM: u16 = 32;
 pub const TFLAG_SEND_WRITE_ZEROES: u16 = 64;
+pub const TFLAG_SEND_DF: u16 = 128;
+pub const TFLAG_CAN_MULTI_CONN: u16 = 256;
 pub const TFLAG_SEND_CACHE: u16 = 1024;
 
 pub const CMD_FLAG_FUA: u16 = 1;
@@ -93,6 +96,9 @@ pub enum ProtoError {
     UnknownExport(String),
     /// NBD_OPT_EXPORT_NAME before STARTTLS when TLS is required: the spec says close.
     TlsRequired,
+    /// NBD_OPT_EXPORT_NAME for an export this client may not open (see
+    /// [`ServerHandshake::set_refusals`]): that option has no error reply, so close.
+    Refused(String),
     PayloadTooLong(u32),
 }
 
@@ -104,6 +110,7 @@ impl std::fmt::Display for ProtoError {
             ProtoError::OptionTooLong(n) => write!(f, "option payload of {n} bytes is too long"),
             ProtoError::UnknownExport(n) => write!(f, "unknown export `{n}`"),
             ProtoError::TlsRequired => write!(f, "NBD_OPT_EXPORT_NAME before TLS was started"),
+            ProtoError::Refused(why) => write!(f, "export refused: {why}"),
             ProtoError::PayloadTooLong(n) => {
                 write!(f, "payload of {n} bytes exceeds {MAX_PAYLOAD}")
             }
@@ -133,15 +140,31 @@ pub struct ExportInfo {
     pub read_only: bool,
     /// Minimum block size to advertise (1 or 512).
     pub min_block: u32,
+    /// NBD_FLAG_ROTATIONAL: the backing device seeks (a hint for the client's elevator).
+    pub rotational: bool,
+    /// NBD_FLAG_CAN_MULTI_CONN: a flush on any connection covers the writes completed on
+    /// every connection to this export (the server must guarantee it).
+    pub multi_conn: bool,
 }
 
 impl ExportInfo {
-    pub fn transmission_flags(&self) -> u16 {
+    /// The transmission flags of this export; `structured`: structured replies were
+    /// negotiated, without which NBD_FLAG_SEND_DF must not be set (proto.md).
+    pub fn transmission_flags(&self, structured: bool) -> u16 {
         let mut f = TFLAG_HAS_FLAGS | TFLAG_SEND_FLUSH | TFLAG_SEND_FUA | TFLAG_SEND_CACHE;
         if self.read_only {
             f |= TFLAG_READ_ONLY;
         } else {
             f |= TFLAG_SEND_TRIM | TFLAG_SEND_WRITE_ZEROES;
+        }
+        if structured {
+            f |= TFLAG_SEND_DF;
+        }
+        if self.rotational {
+            f |= TFLAG_ROTATIONAL;
+        }
+        if self.multi_conn {
+            f |= TFLAG_CAN_MULTI_CONN;
         }
         f
     }
@@ -193,6 +216,8 @@ pub struct ServerHandshake {
     allocation: bool,
     tls_mode: TlsMode,
     tls: bool,
+    /// Per export: why this client may not open it (`None`: it may).
+    refusals: Vec<Option<String>>,
 }
 
 impl ServerHandshake {
@@ -217,6 +242,7 @@ impl ServerHandshake {
                 allocation: false,
                 tls_mode,
                 tls: false,
+                refusals: Vec::new(),
             },
             out,
         )
@@ -317,9 +343,12 @@ impl ServerHandshake {
                 let Some(idx) = self.find(&name) else {
                     return Err(ProtoError::UnknownExport(name));
                 };
+                if let Some(why) = self.refusal(idx) {
+                    return Err(ProtoError::Refused(why.to_string()));
+                }
                 let e = &self.exports[idx];
                 out.extend_from_slice(&e.size.to_be_bytes());
-                out.extend_from_slice(&e.transmission_flags().to_be_bytes());
+                out.extend_from_slice(&e.transmission_flags(false).to_be_bytes());
                 if !self.no_zeroes {
                     out.extend_from_slice(&[0u8; 124]);
                 }
@@ -361,11 +390,15 @@ impl ServerHandshake {
                     opt_reply(out, opt, REP_ERR_UNKNOWN, b"no such export");
                     return Ok(None);
                 };
+                if let Some(why) = self.refusal(idx) {
+                    opt_reply(out, opt, REP_ERR_POLICY, why.as_bytes());
+                    return Ok(None);
+                }
                 let e = &self.exports[idx];
                 let mut p = Vec::with_capacity(12);
                 p.extend_from_slice(&INFO_EXPORT.to_be_bytes());
                 p.extend_from_slice(&e.size.to_be_bytes());
-                p.extend_from_slice(&e.transmission_flags().to_be_bytes());
+                p.extend_from_slice(&e.transmission_flags(self.structured).to_be_bytes());
                 opt_reply(out, opt, REP_INFO, &p);
                 let mut p = Vec::with_capacity(14);
                 p.extend_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
@@ -432,6 +465,11 @@ impl ServerHandshake {
         }
     }
 
+    /// Why export `idx` is refused to this client, if it is.
+    fn refusal(&self, idx: usize) -> Option<&str> {
+        self.refusals.get(idx).and_then(|r| r.as_deref())
+    }
+
     fn find(&self, name: &str) -> Option<usize> {
         if name.is_empty() && !self.exports.is_empty() {
             // The empty name selects the default export (the first).
@@ -465,6 +503,15 @@ impl ServerHandshake {
     /// (then NBD_CMD_BLOCK_STATUS is allowed, with context id [`BASE_ALLOCATION_ID`]).
     pub fn base_allocation(&self) -> bool {
         self.allocation
+    }
+
+    /// Which exports this client may open, in export order: `Some(reason)` refuses one
+    /// (NBD_OPT_GO and NBD_OPT_INFO answer NBD_REP_ERR_POLICY with the reason,
+    /// NBD_OPT_EXPORT_NAME fails with [`ProtoError::Refused`]). Missing entries allow.
+    /// The server may change it between calls to [`ServerHandshake::process`] (access
+    /// lists once TLS has named the client, connection limits as they fill).
+    pub fn set_refusals(&mut self, refusals: Vec<Option<String>>) {
+        self.refusals = refusals;
     }
 
     /// Whether NBD_OPT_STARTTLS was acknowledged on this connection.

@@ -8,6 +8,8 @@ fn export(name: &str) -> ExportInfo {
         size: 1 << 20,
         read_only: false,
         min_block: 1,
+        rotational: false,
+        multi_conn: true,
     }
 }
 
@@ -69,6 +71,48 @@ fn greeting_and_go() {
     assert_eq!(be64(&r[1].2[2..]), 1 << 20);
     assert!(r.iter().any(|x| x.1 == REP_INFO && be16(&x.2) == INFO_NAME && &x.2[2..] == b"b"));
     assert_eq!(r.last().unwrap().1, REP_ACK);
+}
+
+#[test]
+fn flags_depend_on_structured_replies_and_the_export() {
+    let mut e = export("a");
+    let plain = e.transmission_flags(false);
+    assert_eq!(plain & TFLAG_SEND_DF, 0, "DF only with structured replies");
+    assert_ne!(plain & TFLAG_CAN_MULTI_CONN, 0);
+    assert_eq!(plain & TFLAG_ROTATIONAL, 0);
+    assert_ne!(e.transmission_flags(true) & TFLAG_SEND_DF, 0);
+    e.rotational = true;
+    assert_ne!(e.transmission_flags(false) & TFLAG_ROTATIONAL, 0);
+    // GO after STRUCTURED_REPLY advertises DF in NBD_INFO_EXPORT.
+    let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+    input.extend(opt(OPT_GO, &go_data("a", &[])));
+    let mut out = vec![];
+    hs.process(&input, &mut out).unwrap();
+    let r = replies(&out);
+    assert_ne!(be16(&r[1].2[10..]) & TFLAG_SEND_DF, 0);
+}
+
+#[test]
+fn refused_exports_get_a_policy_error_and_export_name_closes() {
+    let (mut hs, _) = ServerHandshake::new(vec![export("a"), export("b")]);
+    hs.set_refusals(vec![None, Some("uid 1000 is not allowed".into())]);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_GO, &go_data("b", &[])));
+    input.extend(opt(OPT_INFO, &go_data("b", &[])));
+    input.extend(opt(OPT_GO, &go_data("a", &[])));
+    let mut out = vec![];
+    let (_, p) = hs.process(&input, &mut out).unwrap();
+    assert_eq!(p, Progress::Done { export: 0, structured: false });
+    let r = replies(&out);
+    assert_eq!((r[0].1, r[0].2.as_slice()), (REP_ERR_POLICY, &b"uid 1000 is not allowed"[..]));
+    assert_eq!(r[1].1, REP_ERR_POLICY);
+    let (mut hs, _) = ServerHandshake::new(vec![export("a")]);
+    hs.set_refusals(vec![Some("no".into())]);
+    let mut input = 1u32.to_be_bytes().to_vec();
+    input.extend(opt(OPT_EXPORT_NAME, b"a"));
+    assert_eq!(hs.process(&input, &mut vec![]), Err(ProtoError::Refused("no".into())));
 }
 
 #[test]

@@ -140,7 +140,9 @@ impl Server {
             } else {
                 (open(false).map_err(ioerr)?, false)
             };
-            let file_len = file.metadata().map_err(ioerr)?.len();
+            let meta = file.metadata().map_err(ioerr)?;
+            let file_len = meta.len();
+            let rotational = rotational(&meta);
             let want = members.iter().filter_map(|&i| config.exports[i].size).max().unwrap_or(0);
             if want > file_len && writable {
                 file.set_len(want).map_err(ioerr)?;
@@ -187,6 +189,11 @@ impl Server {
                         size: e.size.unwrap_or(file_len),
                         read_only: e.read_only,
                         min_block: 1,
+                        rotational,
+                        // One worker per backing file: a flush on any connection is an fsync
+                        // of the file after every write completed before it, whichever
+                        // connection sent them.
+                        multi_conn: true,
                     },
                     read_only: e.read_only,
                     worker: handle.clone(),
@@ -344,4 +351,19 @@ fn accept_loop(
         table.insert(id, (clone, Some(h)));
         tracing::debug!(conn = id, "accepted");
     });
+}
+
+/// Whether the device holding a file (or the block device itself) is rotational, from
+/// `/sys/dev/block/MAJ:MIN/queue/rotational` (a partition's is its disk's). Unknown: false.
+fn rotational(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    for p in [base.join("queue/rotational"), base.join("../queue/rotational")] {
+        if let Ok(s) = std::fs::read_to_string(p) {
+            return s.trim() == "1";
+        }
+    }
+    false
 }

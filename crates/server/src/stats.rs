@@ -12,6 +12,8 @@ pub(crate) struct ExportStats {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub errors: u64,
+    /// Connections that reached the transmission phase on this export.
+    pub connections: u64,
     pub latency_ns: Histogram<u64>,
     pub latency_sum_ns: u64,
 }
@@ -28,6 +30,8 @@ pub struct ExportStatsSnapshot {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub errors: u64,
+    /// Connections that reached the transmission phase on this export.
+    pub connections: u64,
     pub latency_p50_ns: u64,
     pub latency_p90_ns: u64,
     pub latency_p99_ns: u64,
@@ -50,6 +54,7 @@ impl ExportStats {
             read_bytes: 0,
             write_bytes: 0,
             errors: 0,
+            connections: 0,
             latency_ns: Histogram::new_with_bounds(1_000, 600_000_000_000, 3)
                 .expect("static histogram bounds are valid"),
             latency_sum_ns: 0,
@@ -68,6 +73,7 @@ impl ExportStats {
             read_bytes: self.read_bytes,
             write_bytes: self.write_bytes,
             errors: self.errors,
+            connections: self.connections,
             latency_p50_ns: h.value_at_quantile(0.5),
             latency_p90_ns: h.value_at_quantile(0.9),
             latency_p99_ns: h.value_at_quantile(0.99),

@@ -479,6 +479,9 @@ impl Worker {
     }
 
     fn add_conn(&mut self, c: NewConn) {
+        if let Some(Ok(mut s)) = self.setup.stats.get(c.meta.export).map(|s| s.lock()) {
+            s.connections += 1;
+        }
         let mut c = Conn::new(c);
         c.stream.set_send_buffer(SEND_BUFFER_BYTES);
         if self.stopping {

@@ -136,6 +136,32 @@ fn nbdcopy_both_ways() {
     assert!(std::fs::read(&back).unwrap() == data, "nbdcopy round trip differs");
 }
 
+/// The flags libnbd sees (`nbdinfo --can`), and nbdcopy using four connections once the
+/// export says it may (NBD_FLAG_CAN_MULTI_CONN).
+#[test]
+fn libnbd_sees_df_and_multi_conn_and_nbdcopy_uses_four_connections() {
+    if !have("/usr/bin/nbdinfo") || !have("/usr/bin/nbdcopy") {
+        return;
+    }
+    let dir = workdir();
+    let (server, uri) = start(vec![export(dir.path(), "d", 8 * MIB, false)], "none");
+    let uri = format!("{uri}/d");
+    for can in ["df", "multi-conn", "flush", "fua", "trim", "zero"] {
+        let st = Command::new("nbdinfo").args(["--can", can]).arg(&uri).status().unwrap();
+        assert!(st.success(), "nbdinfo --can {can}: {st}");
+    }
+    let before = server.stats()[0].connections;
+    let src = dir.path().join("src.raw");
+    std::fs::write(&src, random_bytes((8 * MIB) as usize, 3)).unwrap();
+    run(Command::new("nbdcopy")
+        .args(["--connections", "4", "--threads", "4", "--flush"])
+        .arg(&src)
+        .arg(&uri));
+    let conns = server.stats()[0].connections - before;
+    server.shutdown();
+    assert_eq!(conns, 4, "nbdcopy --connections 4 opened {conns} connections");
+}
+
 #[test]
 fn nbdsh_commands_and_read_only() {
     if !nbdsh_runs() {
