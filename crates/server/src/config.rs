@@ -4,11 +4,20 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Whether every address `addr` resolves to is a loopback address.
+fn is_loopback(addr: &str) -> std::io::Result<bool> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<_> = addr.to_socket_addrs()?.collect();
+    Ok(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()))
+}
+
 /// Server configuration, as read from TOML:
 ///
 /// ```toml
-/// listen = "127.0.0.1:10809"        # "" disables TCP
-/// unix_socket = "/run/elevator.sock" # optional
+/// listen = "127.0.0.1:10809"        # the default without unix_socket; "" disables TCP
+/// unix_socket = "/run/elevator.sock" # optional: alone, no TCP listener
+/// socket_mode = 0o600                # unix_socket's and control_socket's permissions
+/// socket_group = "disk"              # optional: their group (name or number)
 /// control_socket = "/run/elevator.ctl" # optional: `elevator ctl --socket ...`
 /// metrics = "127.0.0.1:9187"         # optional: Prometheus text format at /metrics
 /// scheduler = "mq-deadline"
@@ -19,6 +28,12 @@ use std::path::{Path, PathBuf};
 /// tls = "off"                        # "off", "on" (client's choice) or "require"
 /// tls_cert = "/etc/elevator/server-cert.pem"  # PEM chain, with tls = "on"/"require"
 /// tls_key = "/etc/elevator/server-key.pem"    # PEM private key
+/// tls_ca = "/etc/elevator/ca-cert.pem"         # client certificates are checked against it
+/// tls_verify_client = true           # every TLS client must present one (else per export)
+/// handshake_timeout_ms = 10000       # a client must reach the transmission phase by then
+/// max_handshakes = 128               # connections in their handshake (oldest evicted)
+/// max_connections = 256              # connections in the transmission phase
+/// metrics_public = false             # allow a non-loopback metrics address
 /// [tunables]
 /// read_expire = 500
 /// [[export]]
@@ -27,14 +42,37 @@ use std::path::{Path, PathBuf};
 /// size = 1073741824                  # optional: defaults to the file's size
 /// read_only = false
 /// weight = 500
+/// max_connections = 16               # optional, this export's own limit
+/// allow_uids = [1000]                # optional: Unix peers allowed (SO_PEERCRED)
+/// allow_names = ["client.example"]   # optional: client certificate DNS names allowed
+/// require_client_cert = false        # refuse clients without a verified certificate
 /// ```
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
-    #[serde(default = "default_listen")]
-    pub listen: String,
+    /// The TCP address; unset: `127.0.0.1:10809` unless `unix_socket` is set; `""`: none.
+    #[serde(default)]
+    pub listen: Option<String>,
     #[serde(default)]
     pub unix_socket: Option<PathBuf>,
+    /// Permissions of the socket files (`unix_socket`, `control_socket`).
+    #[serde(default = "default_socket_mode")]
+    pub socket_mode: u32,
+    /// Their group, by name or number.
+    #[serde(default)]
+    pub socket_group: Option<String>,
+    /// A metrics address that is not loopback is refused unless this is set.
+    #[serde(default)]
+    pub metrics_public: bool,
+    /// Connections not in the transmission phase this long after accept are closed.
+    #[serde(default = "default_handshake_timeout_ms")]
+    pub handshake_timeout_ms: u64,
+    /// Connections in their handshake at once; a new one past it evicts the oldest.
+    #[serde(default = "default_max_handshakes")]
+    pub max_handshakes: u32,
+    /// Connections in the transmission phase, over all exports.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: u32,
     #[serde(default)]
     pub control_socket: Option<PathBuf>,
     #[serde(default)]
@@ -64,6 +102,13 @@ pub struct ServerConfig {
     pub tls_cert: Option<PathBuf>,
     #[serde(default)]
     pub tls_key: Option<PathBuf>,
+    /// CA bundle (PEM) that client certificates must chain to; set: certificates are asked for.
+    #[serde(default)]
+    pub tls_ca: Option<PathBuf>,
+    /// Every TLS client must present a certificate from `tls_ca` (else only exports that
+    /// require one refuse clients without).
+    #[serde(default)]
+    pub tls_verify_client: bool,
     #[serde(rename = "export", default)]
     pub exports: Vec<ExportConfig>,
 }
@@ -91,7 +136,7 @@ impl std::str::FromStr for TlsSetting {
     }
 }
 
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExportConfig {
     pub name: String,
@@ -104,10 +149,39 @@ pub struct ExportConfig {
     pub weight: u32,
     #[serde(default)]
     pub description: String,
+    /// This export's own limit on connections in the transmission phase.
+    #[serde(default)]
+    pub max_connections: Option<u32>,
+    /// Unix peer UIDs allowed (`SO_PEERCRED`); with `allow_names`, a client must match one.
+    #[serde(default)]
+    pub allow_uids: Vec<u32>,
+    /// DNS names (subjectAltName) of verified client certificates allowed.
+    #[serde(default)]
+    pub allow_names: Vec<String>,
+    /// Refuse clients without a verified TLS client certificate.
+    #[serde(default)]
+    pub require_client_cert: bool,
 }
+
+/// Limits the configuration checks values against.
+pub const MAX_HANDSHAKES_LIMIT: u32 = 65_536;
+pub const MAX_CONNECTIONS_LIMIT: u32 = 65_536;
+pub const HANDSHAKE_TIMEOUT_MS_MAX: u64 = 3_600_000;
 
 fn default_listen() -> String {
     "127.0.0.1:10809".into()
+}
+fn default_socket_mode() -> u32 {
+    0o600
+}
+fn default_handshake_timeout_ms() -> u64 {
+    10_000
+}
+fn default_max_handshakes() -> u32 {
+    128
+}
+fn default_max_connections() -> u32 {
+    256
 }
 fn default_scheduler() -> String {
     "mq-deadline".into()
@@ -152,8 +226,14 @@ impl ServerConfig {
     /// A config with the given exports and defaults elsewhere (handy for tests).
     pub fn with_exports(exports: Vec<ExportConfig>) -> ServerConfig {
         ServerConfig {
-            listen: default_listen(),
+            listen: Some(default_listen()),
             unix_socket: None,
+            socket_mode: default_socket_mode(),
+            socket_group: None,
+            metrics_public: false,
+            handshake_timeout_ms: default_handshake_timeout_ms(),
+            max_handshakes: default_max_handshakes(),
+            max_connections: default_max_connections(),
             control_socket: None,
             metrics: None,
             scheduler: default_scheduler(),
@@ -165,6 +245,8 @@ impl ServerConfig {
             tls: TlsSetting::Off,
             tls_cert: None,
             tls_key: None,
+            tls_ca: None,
+            tls_verify_client: false,
             exports,
         }
     }
@@ -189,8 +271,42 @@ impl ServerConfig {
                 self.read_ahead_kb
             ));
         }
-        if self.listen.is_empty() && self.unix_socket.is_none() {
+        if self.tcp_listen().is_none() && self.unix_socket.is_none() {
             return err("neither `listen` nor `unix_socket` is set".into());
+        }
+        if self.socket_mode > 0o777 {
+            return err(format!("socket_mode {:#o} must be at most 0o777", self.socket_mode));
+        }
+        if self.handshake_timeout_ms == 0 || self.handshake_timeout_ms > HANDSHAKE_TIMEOUT_MS_MAX {
+            return err(format!(
+                "handshake_timeout_ms {} must be in 1..={HANDSHAKE_TIMEOUT_MS_MAX}",
+                self.handshake_timeout_ms
+            ));
+        }
+        if self.max_handshakes == 0 || self.max_handshakes > MAX_HANDSHAKES_LIMIT {
+            return err(format!(
+                "max_handshakes {} must be in 1..={MAX_HANDSHAKES_LIMIT}",
+                self.max_handshakes
+            ));
+        }
+        if self.max_connections == 0 || self.max_connections > MAX_CONNECTIONS_LIMIT {
+            return err(format!(
+                "max_connections {} must be in 1..={MAX_CONNECTIONS_LIMIT}",
+                self.max_connections
+            ));
+        }
+        if let Some(m) = &self.metrics {
+            let loopback = is_loopback(m)
+                .map_err(|e| crate::ServerError::Config(format!("metrics `{m}`: {e}")))?;
+            if !loopback && !self.metrics_public {
+                return err(format!(
+                    "metrics `{m}` is not a loopback address: set metrics_public = true to \
+                     serve it beyond this machine"
+                ));
+            }
+        }
+        if self.tls_verify_client && self.tls_ca.is_none() {
+            return err("tls_verify_client needs `tls_ca`, the CA bundle".into());
         }
         let mut names = std::collections::HashSet::new();
         for e in &self.exports {
@@ -200,12 +316,37 @@ impl ServerConfig {
             if e.name.len() > 4096 {
                 return err("export name longer than 4096 bytes".into());
             }
+            if let Some(m) = e.max_connections {
+                if m == 0 || m > MAX_CONNECTIONS_LIMIT {
+                    return err(format!(
+                        "export `{}`: max_connections {m} must be in 1..={MAX_CONNECTIONS_LIMIT}",
+                        e.name
+                    ));
+                }
+            }
+            let wants_cert = e.require_client_cert || !e.allow_names.is_empty();
+            if wants_cert && (self.tls == TlsSetting::Off || self.tls_ca.is_none()) {
+                return err(format!(
+                    "export `{}`: allow_names and require_client_cert need tls and tls_ca",
+                    e.name
+                ));
+            }
         }
         elevator_sched::by_name(&self.scheduler).map_err(crate::ServerError::Config)?;
         if self.tls != TlsSetting::Off && (self.tls_cert.is_none() || self.tls_key.is_none()) {
             return err("tls needs both `tls_cert` and `tls_key`".into());
         }
         Ok(())
+    }
+
+    /// The TCP address to listen on, if any.
+    pub fn tcp_listen(&self) -> Option<&str> {
+        match &self.listen {
+            Some(l) if l.is_empty() => None,
+            Some(l) => Some(l),
+            None if self.unix_socket.is_some() => None,
+            None => Some("127.0.0.1:10809"),
+        }
     }
 
     pub(crate) fn tunable_strings(&self) -> Vec<(String, String)> {

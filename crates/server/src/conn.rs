@@ -1,10 +1,9 @@
-//! One connection: the handshake on a thread of its own, then the transmission phase in the
-//! export's worker (its io_uring event loop receives, parses and answers the requests; this
+//! One connection: the handshake on the gate's event loop (`gate.rs`), then the transmission
+//! phase in the export's worker (its io_uring event loop receives, parses and answers the requests; this
 //! module decides what each request becomes and encodes the replies).
 
-use crate::worker::{Job, JobKind, Msg, Payload, Reply};
-use crate::Shared;
-use elevator_nbd::{self as nbd, Command, Progress, RequestHeader, ServerHandshake};
+use crate::worker::{Job, JobKind, Payload, Reply};
+use elevator_nbd::{self as nbd, Command, RequestHeader};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
@@ -28,12 +27,6 @@ pub(crate) enum Stream {
 }
 
 impl Stream {
-    pub fn try_clone(&self) -> std::io::Result<Stream> {
-        Ok(match self {
-            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
-            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
-        })
-    }
     pub fn shutdown(&self) {
         let _ = match self {
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
@@ -60,6 +53,12 @@ impl Stream {
         if r != 0 {
             let e = std::io::Error::last_os_error();
             tracing::debug!(error = %e, "SO_SNDBUF not set");
+        }
+    }
+    pub fn set_nonblocking(&self, on: bool) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_nonblocking(on),
+            Stream::Unix(s) => s.set_nonblocking(on),
         }
     }
     pub fn raw_fd(&self) -> RawFd {
@@ -119,82 +118,9 @@ pub(crate) struct NewConn {
     pub stream: Stream,
     /// Bytes the client sent after the handshake, already received.
     pub already: Vec<u8>,
-    /// Dropped by the worker when it has closed the connection.
-    pub done: std::sync::mpsc::Sender<()>,
-}
-
-pub(crate) fn handle(mut stream: Stream, conn: u32, shared: Arc<Shared>) {
-    if let Stream::Tcp(s) = &stream {
-        let _ = s.set_nodelay(true);
-    }
-    let infos = shared.exports.iter().map(|e| e.info.clone()).collect();
-    let (mut hs, greeting) = ServerHandshake::with_tls(infos, shared.tls_mode);
-    if stream.write_all(&greeting).is_err() {
-        return;
-    }
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let (export, structured) = loop {
-        let n = match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        buf.extend_from_slice(&chunk[..n]);
-        let mut out = Vec::new();
-        let res = hs.process(&buf, &mut out);
-        if !out.is_empty() && stream.write_all(&out).is_err() {
-            return;
-        }
-        match res {
-            Ok((used, p)) => {
-                buf.drain(..used);
-                match p {
-                    Progress::NeedMore => {}
-                    Progress::Abort => return,
-                    Progress::Done { export, structured } => break (export, structured),
-                    Progress::StartTls => {
-                        let Some(config) = shared.tls.clone() else { return };
-                        let already = std::mem::take(&mut buf);
-                        stream = match crate::tls::start(stream, already, config, conn) {
-                            Ok(s) => s,
-                            Err(e) => {
-                                tracing::warn!(conn, error = %e, "cannot start TLS");
-                                return;
-                            }
-                        };
-                        tracing::debug!(conn, "TLS started");
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::info!(conn, error = %e, "handshake failed");
-                return;
-            }
-        }
-    };
-    let Some(ex) = shared.exports.get(export) else { return };
-    tracing::info!(conn, export = %ex.info.name, structured, "transmission phase");
-    let (done, closed) = std::sync::mpsc::channel();
-    let c = NewConn {
-        meta: ConnMeta {
-            id: conn,
-            export,
-            structured,
-            allocation: hs.base_allocation(),
-            size: ex.info.size,
-            read_only: ex.read_only,
-            file: ex.file.clone(),
-        },
-        stream,
-        already: buf,
-        done,
-    };
-    // The worker owns the socket from here on; this thread only waits for it to finish so
-    // that the server's shutdown can join it.
-    if ex.worker.send(Msg::Conn(Box::new(c))) {
-        let _ = closed.recv();
-    }
-    tracing::info!(conn, "connection closed");
+    /// The connection's place under `max_connections`: dropped by the worker when it has
+    /// closed the connection.
+    pub permit: crate::gate::Permit,
 }
 
 /// What one request becomes.

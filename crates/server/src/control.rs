@@ -13,18 +13,20 @@
 //! **Metrics** (`metrics = "127.0.0.1:PORT"`): `GET /metrics` answers the same counters in
 //! Prometheus' text exposition format, from a minimal HTTP/1.1 responder.
 
+use crate::conn::Stream;
+use crate::ratelog::RateLog;
 use crate::stats::ExportStats;
 use crate::stop::Stop;
 use crate::worker::{Ctl, CtlReply, Msg};
 use crate::Shared;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::fd::AsFd;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixListener;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 type Stats = Arc<Vec<Mutex<ExportStats>>>;
 
@@ -148,26 +150,6 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
     }
 }
 
-pub(crate) fn serve_ctl(l: UnixListener, stop: &Stop, shared: Arc<Shared>, stats: Stats) {
-    let accept = || l.accept().map(|(s, _)| s);
-    stop.accept_each(l.as_fd(), "control", accept, |s| {
-        let (shared, stats) = (shared.clone(), stats.clone());
-        let _ = s.set_nonblocking(false);
-        let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
-        std::thread::spawn(move || {
-            let Ok(mut w) = s.try_clone() else { return };
-            for line in BufReader::new(s).lines() {
-                let Ok(line) = line else { break };
-                let answer = handle_line(&line, &shared, &stats);
-                tracing::debug!(request = %line, ok = %answer["ok"], "control");
-                if writeln!(w, "{answer}").is_err() {
-                    break;
-                }
-            }
-        });
-    });
-}
-
 /// The Prometheus text exposition of the server's counters.
 pub(crate) fn metrics_text(shared: &Shared, stats: &Stats) -> String {
     use std::fmt::Write as _;
@@ -251,38 +233,268 @@ pub(crate) fn metrics_text(shared: &Shared, stats: &Stats) -> String {
     o
 }
 
-pub(crate) fn serve_metrics(l: TcpListener, stop: &Stop, shared: Arc<Shared>, stats: Stats) {
-    let accept = || l.accept().map(|(s, _)| s);
-    stop.accept_each(l.as_fd(), "metrics", accept, |mut s| {
-        let _ = s.set_nonblocking(false);
-        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        // One request per connection: read the head, answer, close.
-        let mut head = Vec::new();
-        let mut b = [0u8; 1024];
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
-            match s.read(&mut b) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&b[..n]),
+/// The answer to one HTTP request head.
+fn http_answer(head: &[u8], shared: &Shared, stats: &Stats) -> Vec<u8> {
+    let line = String::from_utf8_lossy(head);
+    let mut words = line.split_whitespace();
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    let (status, body) = if method != "GET" && method != "HEAD" {
+        ("405 Method Not Allowed", "only GET\n".to_string())
+    } else if path == "/metrics" || path.starts_with("/metrics?") {
+        ("200 OK", metrics_text(shared, stats))
+    } else {
+        ("404 Not Found", "try /metrics\n".to_string())
+    };
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if method != "HEAD" {
+        out.extend_from_slice(body.as_bytes());
+    }
+    out
+}
+
+/// Control clients at once; a new one past it evicts the oldest.
+const MAX_CTL_CLIENTS: usize = 16;
+/// Metrics clients at once; a new one past it evicts the oldest.
+const MAX_METRICS_CLIENTS: usize = 64;
+/// A control client idle this long (no complete line) is closed.
+const CTL_IDLE: Duration = Duration::from_secs(60);
+/// A metrics client has this long to send its request and take the answer.
+const METRICS_DEADLINE: Duration = Duration::from_secs(5);
+/// The longest control line and HTTP request head.
+const MAX_LINE: usize = 8192;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Ctl,
+    Metrics,
+}
+
+struct Client {
+    kind: Kind,
+    stream: Stream,
+    accepted: Instant,
+    deadline: Instant,
+    input: Vec<u8>,
+    out: Vec<u8>,
+    /// Close once `out` is sent.
+    closing: bool,
+}
+
+/// The control socket and the metrics listener, served by one thread in one `poll(2)` loop
+/// over non-blocking sockets: a client that sends a byte a second, or never reads, holds
+/// nobody else up; each has a deadline (metrics: 5 s for the whole exchange, control: 60 s
+/// idle) and their number is bounded (the oldest is closed for a new one).
+pub(crate) struct ControlLoop {
+    stop: Arc<Stop>,
+    shared: Arc<Shared>,
+    stats: Stats,
+    ctl: Option<UnixListener>,
+    metrics: Option<TcpListener>,
+    clients: Vec<Client>,
+    log_refused: RateLog,
+}
+
+impl ControlLoop {
+    pub fn new(
+        stop: Arc<Stop>,
+        shared: Arc<Shared>,
+        stats: Stats,
+        ctl: Option<UnixListener>,
+        metrics: Option<TcpListener>,
+    ) -> std::io::Result<ControlLoop> {
+        if let Some(l) = &ctl {
+            l.set_nonblocking(true)?;
+        }
+        if let Some(l) = &metrics {
+            l.set_nonblocking(true)?;
+        }
+        Ok(ControlLoop {
+            stop,
+            shared,
+            stats,
+            ctl,
+            metrics,
+            clients: Vec::new(),
+            log_refused: RateLog::new("control or metrics client refused", Duration::from_secs(1)),
+        })
+    }
+
+    pub fn run(mut self) {
+        let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut paused_until: Option<Instant> = None;
+        while !self.stop.is_set() {
+            let now = Instant::now();
+            self.clients.retain(|c| c.deadline > now);
+            fds.clear();
+            fds.push(libc::pollfd { fd: self.stop.raw_fd(), events: libc::POLLIN, revents: 0 });
+            let listening = paused_until.is_none_or(|t| t <= now);
+            let lfd = |fd: Option<i32>| libc::pollfd {
+                fd: if listening { fd.unwrap_or(-1) } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            fds.push(lfd(self.ctl.as_ref().map(|l| l.as_raw_fd())));
+            fds.push(lfd(self.metrics.as_ref().map(|l| l.as_raw_fd())));
+            let mut wake = paused_until.filter(|t| *t > now);
+            for c in &self.clients {
+                wake = Some(wake.map_or(c.deadline, |w| w.min(c.deadline)));
+                let mut events = 0;
+                if c.out.is_empty() && !c.closing {
+                    events |= libc::POLLIN;
+                } else if !c.out.is_empty() {
+                    events |= libc::POLLOUT;
+                }
+                fds.push(libc::pollfd { fd: c.stream.raw_fd(), events, revents: 0 });
+            }
+            let timeout = wake.map_or(-1, |t| {
+                t.saturating_duration_since(now).as_millis().min(60_000) as i32 + 1
+            });
+            // SAFETY: a valid array of pollfds for the duration of the call (fd -1 is skipped).
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if n < 0 || self.stop.is_set() {
+                continue;
+            }
+            let mut gone = Vec::new();
+            for (i, fd) in fds[3..].iter().enumerate() {
+                if fd.revents != 0 && !self.serve(i) {
+                    gone.push(i);
+                }
+            }
+            for i in gone.into_iter().rev() {
+                self.clients.swap_remove(i);
+            }
+            for (k, kind) in [(1, Kind::Ctl), (2, Kind::Metrics)] {
+                if fds[k].revents != 0 && !self.accept(kind) {
+                    // EMFILE and the like: stop listening for a moment rather than spin.
+                    paused_until = Some(Instant::now() + Duration::from_millis(100));
+                }
             }
         }
-        let line = String::from_utf8_lossy(&head);
-        let mut words = line.split_whitespace();
-        let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-        let (status, body) = if method != "GET" && method != "HEAD" {
-            ("405 Method Not Allowed", "only GET\n".to_string())
-        } else if path == "/metrics" || path.starts_with("/metrics?") {
-            ("200 OK", metrics_text(&shared, &stats))
-        } else {
-            ("404 Not Found", "try /metrics\n".to_string())
-        };
-        let _ = write!(
-            s,
-            "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        );
-        if method != "HEAD" {
-            let _ = s.write_all(body.as_bytes());
+    }
+
+    /// Accepts what is waiting; `false` on an error other than "nothing to accept".
+    fn accept(&mut self, kind: Kind) -> bool {
+        for _ in 0..16 {
+            let got = match kind {
+                Kind::Ctl => match &self.ctl {
+                    Some(l) => l.accept().map(|(s, _)| {
+                        let uid = crate::access::peer_uid(&s);
+                        (Stream::Unix(s), uid)
+                    }),
+                    None => return true,
+                },
+                Kind::Metrics => match &self.metrics {
+                    Some(l) => l.accept().map(|(s, _)| (Stream::Tcp(s), None)),
+                    None => return true,
+                },
+            };
+            let (stream, uid) = match got {
+                Ok(x) => x,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.log_refused.event(Instant::now(), &e);
+                    return false;
+                }
+            };
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let now = Instant::now();
+            let (cap, life) = match kind {
+                Kind::Ctl => (MAX_CTL_CLIENTS, CTL_IDLE),
+                Kind::Metrics => (MAX_METRICS_CLIENTS, METRICS_DEADLINE),
+            };
+            let same: Vec<usize> =
+                (0..self.clients.len()).filter(|&i| self.clients[i].kind == kind).collect();
+            if same.len() >= cap {
+                if let Some(&oldest) = same.iter().min_by_key(|&&i| self.clients[i].accepted) {
+                    self.clients.swap_remove(oldest);
+                    self.log_refused.event(now, &"too many clients: the oldest was closed");
+                }
+            }
+            let mut c = Client {
+                kind,
+                stream,
+                accepted: now,
+                deadline: now + life,
+                input: Vec::new(),
+                out: Vec::new(),
+                closing: false,
+            };
+            if kind == Kind::Ctl && !crate::access::control_allowed(uid) {
+                let who = uid.map_or("unknown".to_string(), |u| u.to_string());
+                self.log_refused.event(now, &format_args!("control client uid {who}"));
+                let e = json!({ "ok": false, "error": format!("permission denied: uid {who}") });
+                c.out = format!("{e}\n").into_bytes();
+                c.closing = true;
+            }
+            self.clients.push(c);
         }
-    });
+        true
+    }
+
+    /// Reads, answers and writes for client `i`; `false`: close it.
+    fn serve(&mut self, i: usize) -> bool {
+        let c = &mut self.clients[i];
+        if c.out.is_empty() && !c.closing {
+            let mut buf = [0u8; 4096];
+            match c.stream.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => c.input.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+            match c.kind {
+                Kind::Metrics => {
+                    if let Some(end) = c.input.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = c.input[..end].to_vec();
+                        let answer = http_answer(&head, &self.shared, &self.stats);
+                        let c = &mut self.clients[i];
+                        c.out = answer;
+                        c.closing = true;
+                    } else if c.input.len() > MAX_LINE {
+                        c.out = b"HTTP/1.1 431 Request Header Fields Too Large\r\n\
+                                  Connection: close\r\nContent-Length: 0\r\n\r\n"
+                            .to_vec();
+                        c.closing = true;
+                    }
+                }
+                Kind::Ctl => {
+                    if let Some(end) = c.input.iter().position(|&b| b == b'\n') {
+                        let line: Vec<u8> = c.input.drain(..=end).collect();
+                        let line = String::from_utf8_lossy(&line[..end]).trim().to_string();
+                        let answer = handle_line(&line, &self.shared, &self.stats);
+                        tracing::debug!(request = %line, ok = %answer["ok"], "control");
+                        let c = &mut self.clients[i];
+                        c.out = format!("{answer}\n").into_bytes();
+                        c.deadline = Instant::now() + CTL_IDLE;
+                    } else if c.input.len() > MAX_LINE {
+                        let e = json!({ "ok": false, "error": "request line too long" });
+                        c.out = format!("{e}\n").into_bytes();
+                        c.closing = true;
+                    }
+                }
+            }
+        }
+        let c = &mut self.clients[i];
+        while !c.out.is_empty() {
+            match c.stream.write(&c.out) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    c.out.drain(..n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        !c.closing
+    }
 }

@@ -1,41 +1,45 @@
 //! elevator's real backend: an NBD server whose requests are scheduled by the same
 //! [`elevator_sched::Scheduler`] code the simulator drives, and executed with io_uring.
 //!
-//! Threads: one listener per socket, one per connection for its handshake (the protocol is
-//! parsed by the sans-I/O [`elevator_nbd`] codec), and one worker per backing file that owns
-//! the scheduler and the io_uring and runs the transmission phase of its connections in the
-//! same event loop (see `worker.rs`). Each export is a scheduler group
+//! Threads: the gate (`gate.rs`: accepts on every NBD listener and runs every handshake in
+//! one event loop; the protocol is parsed by the sans-I/O [`elevator_nbd`] codec), the
+//! control loop (`control.rs`: control socket and metrics), one worker per backing file that
+//! owns the scheduler and the io_uring and runs the transmission phase of its connections in
+//! the same event loop (see `worker.rs`), and a TLS pump per TLS connection in the
+//! transmission phase (at most `max_connections`). Each export is a scheduler group
 //! (`Owner.cgroup` = export index + 1, declared with `Scheduler::set_group`), each connection
 //! an I/O context (`Owner.pid` = `Owner.io_context` = connection id).
 
+mod access;
 mod buffers;
 mod config;
 mod conn;
 mod control;
+mod gate;
+mod ratelog;
 mod readahead;
 mod stats;
 mod stop;
 mod tls;
 mod worker;
 
-pub use config::{ExportConfig, ServerConfig, TlsSetting};
+pub use config::{
+    ExportConfig, ServerConfig, TlsSetting, HANDSHAKE_TIMEOUT_MS_MAX, MAX_CONNECTIONS_LIMIT,
+    MAX_HANDSHAKES_LIMIT,
+};
 pub use stats::ExportStatsSnapshot;
 
-use conn::Stream;
 use elevator_core::Cgroup;
 use elevator_nbd::ExportInfo;
 use stats::ExportStats;
-use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use stop::Stop;
 use worker::{Msg, WorkerHandle};
 
@@ -64,6 +68,10 @@ pub(crate) struct ExportRuntime {
     pub worker: WorkerHandle,
     /// The backing file, for SEEK_DATA/SEEK_HOLE (block status).
     pub file: Arc<std::fs::File>,
+    /// Who may open it.
+    pub rules: access::Rules,
+    /// Its own limit on connections in the transmission phase.
+    pub max_connections: Option<usize>,
 }
 
 pub(crate) struct Shared {
@@ -81,7 +89,6 @@ pub struct Server {
     unix_path: Option<PathBuf>,
     listeners: Vec<JoinHandle<()>>,
     workers: Vec<(WorkerHandle, JoinHandle<()>)>,
-    conns: Arc<ConnTable>,
     stats: Arc<Vec<Mutex<ExportStats>>>,
 }
 
@@ -91,9 +98,17 @@ impl Server {
         config.validate()?;
         let tls = match (&config.tls_cert, &config.tls_key, config.tls) {
             (Some(c), Some(k), t) if t != TlsSetting::Off => {
-                Some(tls::server_config(c, k).map_err(ServerError::Config)?)
+                let client = config
+                    .tls_ca
+                    .as_deref()
+                    .map(|ca| tls::ClientAuth { ca, optional: !config.tls_verify_client });
+                Some(tls::server_config(c, k, client).map_err(ServerError::Config)?)
             }
             _ => None,
+        };
+        let gid = match &config.socket_group {
+            Some(g) => Some(access::group_id(g).map_err(ServerError::Config)?),
+            None => None,
         };
         let tls_mode = match config.tls {
             TlsSetting::Off => elevator_nbd::TlsMode::Off,
@@ -198,6 +213,12 @@ impl Server {
                     read_only: e.read_only,
                     worker: handle.clone(),
                     file: seek_file.clone(),
+                    rules: access::Rules {
+                        allow_uids: e.allow_uids.clone(),
+                        allow_names: e.allow_names.clone(),
+                        require_client_cert: e.require_client_cert,
+                    },
+                    max_connections: e.max_connections.map(|m| m as usize),
                 });
                 tracing::info!(export = %e.name, path = %path.display(), direct, "export ready");
             }
@@ -209,66 +230,59 @@ impl Server {
             tls,
         });
         let stop = Arc::new(Stop::new().map_err(|e| ServerError::Io("stop eventfd".into(), e))?);
-        let conns: Arc<ConnTable> = Arc::default();
-        let next_conn = Arc::new(AtomicU32::new(1));
         let mut listeners = Vec::new();
         // Control and metrics come up first: once a client can connect, the server is
         // manageable too.
-        if let Some(p) = &config.control_socket {
-            let _ = std::fs::remove_file(p);
-            let l = UnixListener::bind(p)
-                .map_err(|e| ServerError::Io(format!("binding {}", p.display()), e))?;
-            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
-            tracing::info!(path = %p.display(), "control socket");
-            let (stop, shared, stats) = (stop.clone(), shared.clone(), stats.clone());
-            listeners.push(std::thread::spawn(move || control::serve_ctl(l, &stop, shared, stats)));
-        }
+        let ctl = match &config.control_socket {
+            Some(p) => {
+                let l =
+                    access::bind_unix(p, config.socket_mode, gid).map_err(ServerError::Config)?;
+                tracing::info!(path = %p.display(), "control socket");
+                Some(l)
+            }
+            None => None,
+        };
         let mut metrics_addr = None;
-        if let Some(a) = &config.metrics {
-            let l = TcpListener::bind(a)
-                .map_err(|e| ServerError::Io(format!("binding metrics {a}"), e))?;
-            l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
-            metrics_addr = l.local_addr().ok();
-            tracing::info!(addr = ?metrics_addr, "metrics");
-            let (stop, shared, stats) = (stop.clone(), shared.clone(), stats.clone());
-            listeners
-                .push(std::thread::spawn(move || control::serve_metrics(l, &stop, shared, stats)));
-        }
+        let metrics = match &config.metrics {
+            Some(a) => {
+                let l = TcpListener::bind(a)
+                    .map_err(|e| ServerError::Io(format!("binding metrics {a}"), e))?;
+                metrics_addr = l.local_addr().ok();
+                tracing::info!(addr = ?metrics_addr, "metrics");
+                Some(l)
+            }
+            None => None,
+        };
+        let mut nbd = Vec::new();
         let mut tcp_addr = None;
-        if !config.listen.is_empty() {
-            let l = TcpListener::bind(&config.listen)
-                .map_err(|e| ServerError::Io(format!("binding {}", config.listen), e))?;
+        if let Some(addr) = config.tcp_listen() {
+            let l = TcpListener::bind(addr)
+                .map_err(|e| ServerError::Io(format!("binding {addr}"), e))?;
             l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
             tcp_addr = l.local_addr().ok();
             tracing::info!(addr = ?tcp_addr, "listening");
-            let (stop, conns, shared, next) =
-                (stop.clone(), conns.clone(), shared.clone(), next_conn.clone());
-            listeners.push(std::thread::spawn(move || {
-                accept_loop(&stop, l.as_fd(), &conns, &shared, &next, || {
-                    l.accept().and_then(|(s, _)| {
-                        s.set_nonblocking(false)?;
-                        Ok(Stream::Tcp(s))
-                    })
-                })
-            }));
+            nbd.push(gate::Listener::Tcp(l));
         }
         if let Some(p) = &config.unix_socket {
-            let _ = std::fs::remove_file(p);
-            let l = UnixListener::bind(p)
-                .map_err(|e| ServerError::Io(format!("binding {}", p.display()), e))?;
+            let l = access::bind_unix(p, config.socket_mode, gid).map_err(ServerError::Config)?;
             l.set_nonblocking(true).map_err(|e| ServerError::Io("listener".into(), e))?;
             tracing::info!(path = %p.display(), "listening");
-            let (stop, conns, shared, next) =
-                (stop.clone(), conns.clone(), shared.clone(), next_conn.clone());
-            listeners.push(std::thread::spawn(move || {
-                accept_loop(&stop, l.as_fd(), &conns, &shared, &next, || {
-                    l.accept().and_then(|(s, _)| {
-                        s.set_nonblocking(false)?;
-                        Ok(Stream::Unix(s))
-                    })
-                })
-            }));
+            nbd.push(gate::Listener::Unix(l));
         }
+        let limits = gate::Limits {
+            handshake_timeout: Duration::from_millis(config.handshake_timeout_ms),
+            max_handshakes: config.max_handshakes as usize,
+            max_connections: config.max_connections as usize,
+        };
+        if ctl.is_some() || metrics.is_some() {
+            let (stop, shared, stats) = (stop.clone(), shared.clone(), stats.clone());
+            let loop_ = control::ControlLoop::new(stop, shared, stats, ctl, metrics)
+                .map_err(|e| ServerError::Io("control listeners".into(), e))?;
+            listeners.push(spawn_named("elevator-control", move || loop_.run())?);
+        }
+        let counts = Arc::new(gate::Counts::new(shared.exports.len()));
+        let g = gate::Gate::new(stop.clone(), shared.clone(), counts, limits, nbd);
+        listeners.push(spawn_named("elevator-gate", move || g.run())?);
         Ok(Server {
             metrics_addr,
             control_path: config.control_socket.clone(),
@@ -277,7 +291,6 @@ impl Server {
             unix_path: config.unix_socket.clone(),
             listeners,
             workers,
-            conns,
             stats,
         })
     }
@@ -303,18 +316,6 @@ impl Server {
         for l in self.listeners {
             let _ = l.join();
         }
-        let handles: Vec<JoinHandle<()>> = {
-            let mut c = self.conns.lock().unwrap_or_else(|e| e.into_inner());
-            c.values_mut()
-                .filter_map(|(s, h)| {
-                    s.shutdown();
-                    h.take()
-                })
-                .collect()
-        };
-        for h in handles {
-            let _ = h.join();
-        }
         for (w, _) in &self.workers {
             w.send(Msg::Shutdown);
         }
@@ -327,30 +328,14 @@ impl Server {
     }
 }
 
-type ConnTable = Mutex<HashMap<u32, (Stream, Option<JoinHandle<()>>)>>;
-
-/// Accepts clients on the listener `fd` until the server stops, each on a thread of its own
-/// for the handshake.
-fn accept_loop(
-    stop: &Stop,
-    fd: BorrowedFd<'_>,
-    conns: &Arc<ConnTable>,
-    shared: &Arc<Shared>,
-    next: &AtomicU32,
-    accept: impl Fn() -> std::io::Result<Stream>,
-) {
-    stop.accept_each(fd, "nbd", accept, |s| {
-        let id = next.fetch_add(1, Ordering::Relaxed);
-        let Ok(clone) = s.try_clone() else { return };
-        let (shared2, conns2) = (shared.clone(), conns.clone());
-        let mut table = conns.lock().unwrap_or_else(|e| e.into_inner());
-        let h = std::thread::spawn(move || {
-            conn::handle(s, id, shared2);
-            conns2.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-        });
-        table.insert(id, (clone, Some(h)));
-        tracing::debug!(conn = id, "accepted");
-    });
+fn spawn_named(
+    name: &str,
+    f: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, ServerError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map_err(|e| ServerError::Io(format!("starting thread {name}"), e))
 }
 
 /// Whether the device holding a file (or the block device itself) is rotational, from

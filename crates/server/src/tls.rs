@@ -19,8 +19,19 @@ use std::sync::Arc;
 /// Plaintext held for the slow side before the pump stops reading the fast one.
 const HIGH_WATER: usize = 1 << 20;
 
+/// Client certificates: verified against `ca` (a PEM bundle), and required unless
+/// `optional` (then an export's access rules decide).
+pub(crate) struct ClientAuth<'a> {
+    pub ca: &'a Path,
+    pub optional: bool,
+}
+
 /// Loads the certificate chain and private key (PEM) into a rustls server configuration.
-pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
+pub(crate) fn server_config(
+    cert: &Path,
+    key: &Path,
+    client: Option<ClientAuth<'_>>,
+) -> Result<Arc<rustls::ServerConfig>, String> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| format!("{}: {e}", cert.display()))?
         .collect::<Result<_, _>>()
@@ -30,38 +41,49 @@ pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::Serve
     }
     let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("certificate and key: {e}"))?;
+        .map_err(|e| e.to_string())?;
+    let builder = match client {
+        None => builder.with_no_client_auth(),
+        Some(c) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for der in CertificateDer::pem_file_iter(c.ca)
+                .map_err(|e| format!("{}: {e}", c.ca.display()))?
+            {
+                let der = der.map_err(|e| format!("{}: {e}", c.ca.display()))?;
+                roots.add(der).map_err(|e| format!("{}: {e}", c.ca.display()))?;
+            }
+            if roots.is_empty() {
+                return Err(format!("{}: no CA certificate in the file", c.ca.display()));
+            }
+            let v = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            );
+            let v = if c.optional { v.allow_unauthenticated() } else { v };
+            builder.with_client_cert_verifier(v.build().map_err(|e| e.to_string())?)
+        }
+    };
+    let config =
+        builder.with_single_cert(certs, key).map_err(|e| format!("certificate and key: {e}"))?;
     Ok(Arc::new(config))
 }
 
-/// Starts TLS on `raw` (whose first `already` bytes were received before the handshake
-/// started) and returns the plaintext end.
-pub(crate) fn start(
+/// Relays the connection `tls` (its handshake done, on the gate's thread) between `raw` and
+/// a new socket pair on a pump thread of its own; returns the plaintext end.
+pub(crate) fn spawn_pump(
     raw: Stream,
-    already: Vec<u8>,
-    config: Arc<rustls::ServerConfig>,
+    tls: rustls::ServerConnection,
     conn: u32,
 ) -> std::io::Result<Stream> {
-    let tls = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
     let (inner, outer) = UnixStream::pair()?;
     std::thread::Builder::new().name(format!("elevator-tls-{conn}")).spawn(move || {
-        if let Err(e) = pump(tls, raw, outer, already) {
+        if let Err(e) = pump(tls, raw, outer, Vec::new()) {
             tracing::info!(conn, error = %e, "TLS session ended");
         }
     })?;
     Ok(Stream::Unix(inner))
-}
-
-fn set_nonblocking(s: &Stream, on: bool) -> std::io::Result<()> {
-    match s {
-        Stream::Tcp(t) => t.set_nonblocking(on),
-        Stream::Unix(u) => u.set_nonblocking(on),
-    }
 }
 
 fn pump(
@@ -70,7 +92,7 @@ fn pump(
     mut plain: UnixStream,
     already: Vec<u8>,
 ) -> std::io::Result<()> {
-    set_nonblocking(&raw, true)?;
+    raw.set_nonblocking(true)?;
     plain.set_nonblocking(true)?;
     let mut pending_in = already; // ciphertext not yet given to rustls
     let mut to_plain: Vec<u8> = Vec::new(); // decrypted, for the connection
@@ -125,7 +147,7 @@ fn pump(
         let want_plain_in = !plain_eof && !tls.wants_write();
         let mut fds = [
             libc::pollfd {
-                fd: raw_fd(&raw),
+                fd: raw.raw_fd(),
                 events: (if want_raw_in { libc::POLLIN } else { 0 })
                     | (if tls.wants_write() { libc::POLLOUT } else { 0 }),
                 revents: 0,
@@ -184,12 +206,5 @@ fn drain_plaintext(
             Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
             Err(e) => return Err(e),
         }
-    }
-}
-
-fn raw_fd(s: &Stream) -> i32 {
-    match s {
-        Stream::Tcp(t) => t.as_raw_fd(),
-        Stream::Unix(u) => u.as_raw_fd(),
     }
 }

@@ -243,7 +243,7 @@ struct Conn {
     outstanding_bytes: u64,
     queue: Vec<Reply>,
     send: Sending,
-    _done: Sender<()>,
+    _permit: crate::gate::Permit,
 }
 
 impl Conn {
@@ -275,7 +275,7 @@ impl Conn {
                 // SAFETY: msghdr is plain data; all-zero is a valid empty header.
                 msg: unsafe { std::mem::zeroed() },
             },
-            _done: c.done,
+            _permit: c.permit,
         })
     }
 

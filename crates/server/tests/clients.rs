@@ -43,6 +43,7 @@ fn export(dir: &Path, name: &str, size: u64, read_only: bool) -> ExportConfig {
         read_only,
         weight: 500,
         description: format!("test export {name}"),
+        ..Default::default()
     }
 }
 
@@ -56,7 +57,7 @@ fn start_with(
     tune: impl FnOnce(&mut ServerConfig),
 ) -> (Server, String) {
     let mut c = ServerConfig::with_exports(exports);
-    c.listen = "127.0.0.1:0".into();
+    c.listen = Some("127.0.0.1:0".into());
     c.queue_depth = 8;
     tune(&mut c);
     let s = Server::start(c).expect("server starts");

@@ -32,9 +32,10 @@ fn ctl_protocol_and_metrics() {
         read_only: false,
         weight,
         description: String::new(),
+        ..Default::default()
     };
     let mut c = ServerConfig::with_exports(vec![ex("a", 800), ex("b", 200)]);
-    c.listen = "127.0.0.1:0".into();
+    c.listen = Some("127.0.0.1:0".into());
     c.scheduler = "cfq".into();
     let sock = dir.path().join("ctl.sock");
     c.control_socket = Some(sock.clone());

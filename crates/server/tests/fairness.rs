@@ -37,9 +37,10 @@ fn run_shares(scheduler: &str, tunables: &[(&str, i64)], depth: u32) -> Option<(
         read_only: true,
         weight,
         description: String::new(),
+        ..Default::default()
     };
     let mut c = ServerConfig::with_exports(vec![ex("heavy", 1000), ex("light", 500)]);
-    c.listen = "127.0.0.1:0".into();
+    c.listen = Some("127.0.0.1:0".into());
     c.scheduler = scheduler.into();
     c.queue_depth = depth;
     for (k, v) in tunables {

@@ -326,8 +326,9 @@ fn malformed_input_never_hurts_a_good_client() {
         read_only: false,
         weight: 500,
         description: String::new(),
+        ..Default::default()
     }]);
-    c.listen = "127.0.0.1:0".into();
+    c.listen = Some("127.0.0.1:0".into());
     c.queue_depth = 8;
     let server = Server::start(c).unwrap();
     let addr = server.local_addr().unwrap();

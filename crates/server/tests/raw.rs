@@ -17,8 +17,9 @@ fn start(dir: &std::path::Path, unix: bool) -> (Server, std::path::PathBuf) {
         read_only: false,
         weight: 500,
         description: String::new(),
+        ..Default::default()
     }]);
-    c.listen = "127.0.0.1:0".into();
+    c.listen = Some("127.0.0.1:0".into());
     if unix {
         c.unix_socket = Some(dir.join("nbd.sock"));
     }

@@ -28,6 +28,18 @@ fn make_certs(dir: &Path) {
     std::fs::write(dir.join("ca-cert.pem"), ca_cert.pem()).unwrap();
     std::fs::write(dir.join("server-cert.pem"), cert.pem()).unwrap();
     std::fs::write(dir.join("server-key.pem"), key.serialize_pem()).unwrap();
+    // A client directory: the CA, and a client certificate named client.test.
+    let client = dir.join("client");
+    std::fs::create_dir(&client).unwrap();
+    let ckey = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(vec!["client.test".to_string()]).unwrap();
+    p.distinguished_name.push(DnType::CommonName, "client.test");
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let ccert = p.signed_by(&ckey, &ca_cert, &ca_key).unwrap();
+    std::fs::write(client.join("ca-cert.pem"), ca_cert.pem()).unwrap();
+    std::fs::write(client.join("client-cert.pem"), ccert.pem()).unwrap();
+    std::fs::write(client.join("client-key.pem"), ckey.serialize_pem()).unwrap();
 }
 
 struct Setup {
@@ -38,6 +50,10 @@ struct Setup {
 }
 
 fn start(mode: TlsSetting) -> Setup {
+    start_with(mode, |_| {})
+}
+
+fn start_with(mode: TlsSetting, tune: impl FnOnce(&mut ServerConfig)) -> Setup {
     let dir =
         tempfile::Builder::new().prefix("nbd-tls").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let certs = dir.path().join("certs");
@@ -50,11 +66,13 @@ fn start(mode: TlsSetting) -> Setup {
         read_only: false,
         weight: 500,
         description: "TLS test".into(),
+        ..Default::default()
     }]);
-    c.listen = "127.0.0.1:0".into();
+    c.listen = Some("127.0.0.1:0".into());
     c.tls = mode;
     c.tls_cert = Some(certs.join("server-cert.pem"));
     c.tls_key = Some(certs.join("server-key.pem"));
+    tune(&mut c);
     let server = Server::start(c).expect("server starts");
     let port = server.local_addr().unwrap().port();
     Setup { _dir: dir, certs, server, port }
@@ -174,5 +192,53 @@ fn qemu_img_with_x509_credentials() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "qemu-img info: {}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("4 MiB"), "{text}");
+    s.server.shutdown();
+}
+
+/// `tls_verify_client`: a client without a certificate from the CA is refused, one with it is
+/// served (nbdsh and qemu-img); an export's `allow_names` refuses other certificate names.
+#[test]
+fn client_certificates_are_verified_and_named() {
+    let s = start_with(TlsSetting::Require, |c| {
+        let ca = c.tls_cert.as_ref().unwrap().parent().unwrap().join("ca-cert.pem");
+        c.tls_ca = Some(ca);
+        c.tls_verify_client = true;
+        let mut other = c.exports[0].clone();
+        other.name = "other".into();
+        other.allow_names = vec!["someone.else".into()];
+        c.exports.push(other);
+    });
+    let client = s.certs.join("client");
+    if nbdsh_available() {
+        let with =
+            format!("nbds://127.0.0.1:{}/disk?tls-certificates={}", s.port, client.display());
+        let (ok, out) = nbdsh(&with, SCRIPT);
+        assert!(ok, "a client with a certificate from the CA was refused: {out}");
+        let without =
+            format!("nbds://127.0.0.1:{}/disk?tls-certificates={}", s.port, s.certs.display());
+        let (ok, out) = nbdsh(&without, "h.get_size()");
+        assert!(!ok, "a client without a certificate got in: {out}");
+        let other =
+            format!("nbds://127.0.0.1:{}/other?tls-certificates={}", s.port, client.display());
+        let (ok, out) = nbdsh(&other, "h.get_size()");
+        assert!(!ok && out.contains("policy"), "allow_names did not refuse: {out}");
+    }
+    if Path::new("/usr/bin/qemu-img").exists() {
+        let info = |dir: &Path| {
+            let object = format!("tls-creds-x509,id=tls0,endpoint=client,dir={}", dir.display());
+            let target = format!(
+                "driver=nbd,host=127.0.0.1,port={},export=disk,tls-creds=tls0,tls-hostname=localhost",
+                s.port
+            );
+            Command::new("qemu-img")
+                .args(["info", "--object", &object, "--image-opts", &target])
+                .output()
+                .unwrap()
+        };
+        let out = info(&client);
+        assert!(out.status.success(), "qemu-img with a client certificate: {out:?}");
+        let out = info(&s.certs);
+        assert!(!out.status.success(), "qemu-img without a client certificate got in");
+    }
     s.server.shutdown();
 }
