@@ -15,9 +15,11 @@
 //! per request. Registration is optional — an old kernel or a `RLIMIT_MEMLOCK` too small for
 //! the pinned pages leaves the buffers unregistered, logged once.
 //!
-//! Memory: regions of up to 2 MiB are split into buffers of one size class and kept for the
-//! worker's lifetime (the peak working set, bounded by the per-connection credit); larger
-//! buffers are regions of their own, a few kept per class, the rest unmapped.
+//! Memory: regions of up to 2 MiB are split into buffers of one size class and reused; larger
+//! buffers are regions of their own, a few kept per class, the rest unmapped. The peak is
+//! bounded by the server's memory budget (`budget.rs`), and after a burst [`BufPool::trim`]
+//! (called by an idle worker) unmaps every free large buffer and every region whose buffers
+//! are all free, so the memory goes back to the system.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -108,8 +110,10 @@ struct Pool {
     /// Unused registered-table slots (cleared), then the next new one.
     slots_free: Vec<u16>,
     next_slot: u32,
-    /// The 2 MiB regions split into small buffers, unmapped with the pool.
+    /// The 2 MiB regions split into small buffers, unmapped with the pool (or by `trim`).
     regions: Vec<*mut u8>,
+    /// A buffer came back since the last trim: there may be memory to give back.
+    dirty: bool,
 }
 
 impl Drop for Pool {
@@ -148,6 +152,7 @@ impl BufPool {
                 slots_free: Vec::new(),
                 next_slot: 0,
                 regions: Vec::new(),
+                dirty: false,
             })),
         }
     }
@@ -172,6 +177,62 @@ impl BufPool {
             unsafe { std::ptr::write_bytes(buf.ptr, 0, len) };
         }
         buf
+    }
+
+    /// Whether buffers came back since the last [`BufPool::trim`].
+    pub fn dirty(&self) -> bool {
+        self.pool.borrow().dirty
+    }
+
+    /// Unmaps every free large buffer and every small-buffer region whose buffers are all
+    /// free, clearing their registrations; returns the bytes unmapped.
+    pub fn trim(&self, ring: &io_uring::IoUring) -> usize {
+        let mut pool = self.pool.borrow_mut();
+        pool.dirty = false;
+        let mut freed = 0;
+        for class in 0..pool.free.len() {
+            let cap = 1usize << class;
+            if cap > REGION_BYTES {
+                for c in std::mem::take(&mut pool.free[class]) {
+                    if let Some(slot) = c.fixed {
+                        pool.slots_stale.push(slot);
+                    }
+                    // SAFETY: a free large buffer's own mapping of `cap` bytes.
+                    unsafe { libc::munmap(c.ptr.cast(), cap) };
+                    freed += cap;
+                }
+                continue;
+            }
+            // Free buffers per region (regions are REGION_BYTES-aligned).
+            let per_region = REGION_BYTES / cap;
+            let mut counts: std::collections::HashMap<usize, usize> = Default::default();
+            for c in &pool.free[class] {
+                *counts.entry(c.ptr as usize & !(REGION_BYTES - 1)).or_default() += 1;
+            }
+            let whole: std::collections::HashSet<usize> =
+                counts.into_iter().filter(|&(_, n)| n == per_region).map(|(b, _)| b).collect();
+            if whole.is_empty() {
+                continue;
+            }
+            let mut slots = Vec::new();
+            pool.free[class].retain(|c| {
+                let base = c.ptr as usize & !(REGION_BYTES - 1);
+                if whole.contains(&base) && c.ptr as usize == base {
+                    slots.extend(c.fixed);
+                }
+                !whole.contains(&base)
+            });
+            pool.slots_stale.extend(slots);
+            pool.regions.retain(|&r| !whole.contains(&(r as usize)));
+            for &base in &whole {
+                // SAFETY: a region mapped by `map_region` whose buffers are all free (and now
+                // off the free list).
+                unsafe { libc::munmap(base as *mut libc::c_void, REGION_BYTES) };
+                freed += REGION_BYTES;
+            }
+        }
+        pool.clear_stale_slots(ring);
+        freed
     }
 
     /// Maps a region for class `class` (capacity `cap`), registers it, and returns one buffer
@@ -207,6 +268,7 @@ impl Pool {
     }
 
     fn put(&mut self, class: u8, chunk: Chunk) {
+        self.dirty = true;
         let cap = 1usize << class;
         if cap > REGION_BYTES && self.list(class).len() >= KEEP_LARGE {
             // A large buffer beyond the few kept: its own region, unmapped.
@@ -329,6 +391,34 @@ mod tests {
         assert!(c.slice(0..8192).iter().all(|&b| b == 0));
         // One 2 MiB region serves both 8 KiB buffers: the same registered slot.
         assert_eq!(b.fixed_index(), c.fixed_index());
+    }
+
+    #[test]
+    fn trim_unmaps_free_regions_and_large_buffers_only() {
+        let ring = io_uring::IoUring::new(8).expect("io_uring");
+        let pool = BufPool::new(&ring);
+        // Two regions of 1 MiB buffers; one buffer of the second stays in use.
+        let small: Vec<IoBuf> = (0..4).map(|_| pool.take(&ring, 1 << 20, false)).collect();
+        let large = pool.take(&ring, 8 << 20, false);
+        assert!(!pool.dirty());
+        let mut small = small.into_iter();
+        let kept = small.nth(2).unwrap();
+        drop(small);
+        drop(large);
+        assert!(pool.dirty());
+        assert_eq!(pool.trim(&ring), REGION_BYTES + (8 << 20));
+        assert!(!pool.dirty());
+        {
+            let p = pool.pool.borrow();
+            assert_eq!(p.regions.len(), 1, "the region still in use stays");
+            assert_eq!(p.free[20].len(), 1, "its other buffer stays free");
+            assert!(p.slots_stale.is_empty());
+        }
+        drop(kept);
+        assert_eq!(pool.trim(&ring), REGION_BYTES);
+        // The pool still works after a trim.
+        let again = pool.take(&ring, 1 << 20, true);
+        assert!(again.slice(0..16).iter().all(|&b| b == 0));
     }
 
     #[test]

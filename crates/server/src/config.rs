@@ -33,6 +33,8 @@ fn is_loopback(addr: &str) -> std::io::Result<bool> {
 /// handshake_timeout_ms = 10000       # a client must reach the transmission phase by then
 /// max_handshakes = 128               # connections in their handshake (oldest evicted)
 /// max_connections = 256              # connections in the transmission phase
+/// memory_limit = "1GiB"              # payload memory of all requests (default: RAM / 8)
+/// stall_timeout_ms = 30000           # a client holding memory without progress is dropped
 /// metrics_public = false             # allow a non-loopback metrics address
 /// [tunables]
 /// read_expire = 500
@@ -73,6 +75,15 @@ pub struct ServerConfig {
     /// Connections in the transmission phase, over all exports.
     #[serde(default = "default_max_connections")]
     pub max_connections: u32,
+    /// Bytes of request payloads (read buffers, write data) held at once, over all exports:
+    /// an integer or a string with a unit ("512MiB", "2G"). Default: an eighth of the
+    /// machine's memory, between 256 MiB and 4 GiB.
+    #[serde(default, deserialize_with = "de_bytes")]
+    pub memory_limit: Option<u64>,
+    /// A connection that holds memory and makes no progress this long — its replies are not
+    /// read, or a write's payload stops arriving — is dropped, and the memory given back.
+    #[serde(default = "default_stall_timeout_ms")]
+    pub stall_timeout_ms: u64,
     #[serde(default)]
     pub control_socket: Option<PathBuf>,
     #[serde(default)]
@@ -183,6 +194,45 @@ fn default_max_handshakes() -> u32 {
 fn default_max_connections() -> u32 {
     256
 }
+fn default_stall_timeout_ms() -> u64 {
+    30_000
+}
+
+/// Smallest `memory_limit`: two of the largest requests.
+pub const MEMORY_LIMIT_MIN: u64 = 2 * elevator_nbd::MAX_PAYLOAD as u64;
+/// Largest `stall_timeout_ms` (an hour).
+pub const STALL_TIMEOUT_MS_MAX: u64 = 3_600_000;
+
+/// A byte count: an integer, or a string of a number and a unit (K, M, G, T with or without
+/// "iB"/"B", all powers of 1024).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("`{text}` is not a size"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(format!("`{text}`: unknown unit (K, M, G, T)")),
+    };
+    n.checked_mul(1u64 << shift).ok_or_else(|| format!("`{text}` is too large"))
+}
+
+fn de_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        Int(u64),
+        Text(String),
+    }
+    match Size::deserialize(d)? {
+        Size::Int(n) => Ok(Some(n)),
+        Size::Text(t) => parse_bytes(&t).map(Some).map_err(serde::de::Error::custom),
+    }
+}
 fn default_scheduler() -> String {
     "mq-deadline".into()
 }
@@ -234,6 +284,8 @@ impl ServerConfig {
             handshake_timeout_ms: default_handshake_timeout_ms(),
             max_handshakes: default_max_handshakes(),
             max_connections: default_max_connections(),
+            memory_limit: None,
+            stall_timeout_ms: default_stall_timeout_ms(),
             control_socket: None,
             metrics: None,
             scheduler: default_scheduler(),
@@ -293,6 +345,19 @@ impl ServerConfig {
             return err(format!(
                 "max_connections {} must be in 1..={MAX_CONNECTIONS_LIMIT}",
                 self.max_connections
+            ));
+        }
+        if let Some(m) = self.memory_limit {
+            if m < MEMORY_LIMIT_MIN {
+                return err(format!(
+                    "memory_limit {m} must be at least {MEMORY_LIMIT_MIN} (two 32 MiB requests)"
+                ));
+            }
+        }
+        if self.stall_timeout_ms == 0 || self.stall_timeout_ms > STALL_TIMEOUT_MS_MAX {
+            return err(format!(
+                "stall_timeout_ms {} must be in 1..={STALL_TIMEOUT_MS_MAX}",
+                self.stall_timeout_ms
             ));
         }
         if let Some(m) = &self.metrics {
@@ -413,5 +478,21 @@ mod tests {
         }
         let ra = "read_ahead_kb = 2000000\n[[export]]\nname=\"a\"\npath=\"/x\"";
         assert!(e(ra).contains("read_ahead_kb 2000000"));
+        let ex = "\n[[export]]\nname=\"a\"\npath=\"/x\"";
+        assert!(e(&format!("memory_limit = \"1MiB\"{ex}")).contains("at least"));
+        assert!(e(&format!("memory_limit = \"1 parsec\"{ex}")).contains("unknown unit"));
+        assert!(e(&format!("max_connections = 0{ex}")).contains("max_connections 0"));
+        assert!(e(&format!("max_handshakes = 100000{ex}")).contains("max_handshakes"));
+        assert!(e(&format!("handshake_timeout_ms = 0{ex}")).contains("handshake_timeout_ms"));
+        assert!(e(&format!("stall_timeout_ms = 0{ex}")).contains("stall_timeout_ms"));
+        assert!(e(&format!("socket_mode = 0o7777{ex}")).contains("socket_mode"));
+        assert!(e(&format!("tls_verify_client = true{ex}")).contains("tls_ca"));
+        let names = "[[export]]\nname=\"a\"\npath=\"/x\"\nallow_names=[\"c\"]";
+        assert!(e(names).contains("need tls and tls_ca"));
+        let ok = ServerConfig::from_toml_str(&format!("memory_limit = \"512MiB\"{ex}")).unwrap();
+        assert_eq!(ok.memory_limit, Some(512 << 20));
+        assert_eq!(ok.tcp_listen(), Some("127.0.0.1:10809"));
+        let unix = ServerConfig::from_toml_str(&format!("unix_socket = \"/s\"{ex}")).unwrap();
+        assert_eq!(unix.tcp_listen(), None, "unix_socket alone: no TCP");
     }
 }

@@ -136,8 +136,10 @@ pub(crate) enum Step {
 /// Checks one request (range, flags, permissions: spec errors are answered at once) and turns
 /// it into a job for the scheduler or an immediate reply. `payload` is a write's data.
 pub(crate) fn decide(m: &ConnMeta, hdr: RequestHeader, payload: Vec<u8>) -> Step {
-    // Reads and writes hold their payload's worth of credit until the reply is out.
+    // Reads and writes hold their payload's worth of credit until the reply is out, and
+    // their memory's worth of the server's budget (charged by the worker before parsing).
     let cost = request_cost(&hdr);
+    let charge = request_charge(&hdr);
     let reply = |error: u32, is_read: bool| Reply {
         handle: hdr.handle,
         error,
@@ -146,6 +148,7 @@ pub(crate) fn decide(m: &ConnMeta, hdr: RequestHeader, payload: Vec<u8>) -> Step
         data: Payload::Empty,
         status: None,
         cost,
+        charge,
         done: true,
     };
     let size = m.size;
@@ -216,6 +219,7 @@ pub(crate) fn decide(m: &ConnMeta, hdr: RequestHeader, payload: Vec<u8>) -> Step
         len,
         fua: hdr.flags & nbd::CMD_FLAG_FUA != 0,
         cost,
+        charge,
         arrived: Instant::now(),
         pieces_left: 0,
         error: 0,
@@ -226,6 +230,16 @@ pub(crate) fn decide(m: &ConnMeta, hdr: RequestHeader, payload: Vec<u8>) -> Step
 pub(crate) fn request_cost(hdr: &RequestHeader) -> u64 {
     match hdr.command {
         Command::Read | Command::Write => u64::from(hdr.length.min(nbd::MAX_PAYLOAD)),
+        _ => 0,
+    }
+}
+
+/// The memory budget a request holds until its reply is written (`budget.rs`).
+pub(crate) fn request_charge(hdr: &RequestHeader) -> u64 {
+    let len = u64::from(hdr.length.min(nbd::MAX_PAYLOAD));
+    match hdr.command {
+        Command::Read => crate::budget::charge(true, false, len),
+        Command::Write => crate::budget::charge(false, true, len),
         _ => 0,
     }
 }

@@ -211,6 +211,13 @@ pub(crate) fn metrics_text(shared: &Shared, stats: &Stats) -> String {
             s.latency_count
         );
     }
+    let _ = writeln!(
+        o,
+        "# HELP elevator_memory_bytes Request payload memory: held now, and the limit."
+    );
+    let _ = writeln!(o, "# TYPE elevator_memory_bytes gauge");
+    let _ = writeln!(o, "elevator_memory_bytes{{state=\"used\"}} {}", shared.budget.used());
+    let _ = writeln!(o, "elevator_memory_bytes{{state=\"limit\"}} {}", shared.memory_limit);
     let _ = writeln!(o, "# HELP elevator_group_weight The export's scheduler group weight.");
     let _ = writeln!(o, "# TYPE elevator_group_weight gauge");
     for e in &shared.exports {

@@ -11,6 +11,7 @@
 //! an I/O context (`Owner.pid` = `Owner.io_context` = connection id).
 
 mod access;
+mod budget;
 mod buffers;
 mod config;
 mod conn;
@@ -24,8 +25,8 @@ mod tls;
 mod worker;
 
 pub use config::{
-    ExportConfig, ServerConfig, TlsSetting, HANDSHAKE_TIMEOUT_MS_MAX, MAX_CONNECTIONS_LIMIT,
-    MAX_HANDSHAKES_LIMIT,
+    parse_bytes, ExportConfig, ServerConfig, TlsSetting, HANDSHAKE_TIMEOUT_MS_MAX,
+    MAX_CONNECTIONS_LIMIT, MAX_HANDSHAKES_LIMIT, MEMORY_LIMIT_MIN, STALL_TIMEOUT_MS_MAX,
 };
 pub use stats::ExportStatsSnapshot;
 
@@ -78,6 +79,9 @@ pub(crate) struct Shared {
     pub exports: Vec<ExportRuntime>,
     pub tls_mode: elevator_nbd::TlsMode,
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The payload memory budget, shared by all workers.
+    pub budget: Arc<budget::Budget>,
+    pub memory_limit: u64,
 }
 
 /// A running server. Dropping it without [`Server::shutdown`] leaves its threads running.
@@ -116,6 +120,9 @@ impl Server {
             TlsSetting::Require => elevator_nbd::TlsMode::Require,
         };
         let start = Instant::now();
+        let memory_limit = config.memory_limit.unwrap_or_else(budget::default_limit);
+        let budget = Arc::new(budget::Budget::new(memory_limit));
+        tracing::info!(memory_limit, "memory budget");
         let stats: Arc<Vec<Mutex<ExportStats>>> = Arc::new(
             config.exports.iter().map(|e| Mutex::new(ExportStats::new(&e.name))).collect(),
         );
@@ -190,6 +197,9 @@ impl Server {
                 read_ahead_bytes: config.read_ahead_kb as u64 * 1024,
                 start,
                 stats: stats.clone(),
+                budget: budget.clone(),
+                stall_timeout: Duration::from_millis(config.stall_timeout_ms),
+                read_ahead_cache_bytes: (memory_limit / 8).min(64 << 20),
             };
             let (handle, jh) = worker::spawn(setup)
                 .map_err(|e| ServerError::Io("starting io_uring worker".into(), e))?;
@@ -228,6 +238,8 @@ impl Server {
             exports: runtimes.into_iter().map(|r| r.expect("every export is in a group")).collect(),
             tls_mode,
             tls,
+            budget,
+            memory_limit,
         });
         let stop = Arc::new(Stop::new().map_err(|e| ServerError::Io("stop eventfd".into(), e))?);
         let mut listeners = Vec::new();

@@ -13,6 +13,7 @@
 //! arrive on a channel with an eventfd kick that an io_uring read on the eventfd turns into a
 //! completion.
 
+use crate::budget::Budget;
 use crate::buffers::{BufPool, IoBuf};
 use crate::conn::{self, ConnMeta, NewConn, Step, Stream};
 use crate::readahead::{Cache, Found, ReadStream};
@@ -48,7 +49,10 @@ const MAX_MERGE_BYTES: u64 = 1 << 20;
 /// Requested socket send buffer (see `Stream::set_send_buffer`).
 const SEND_BUFFER_BYTES: usize = 4 << 20;
 /// Bytes of prefetched data a worker holds at most (read or in flight).
-const READ_AHEAD_BUDGET: u64 = 64 << 20;
+/// How often a connection waiting for memory budget looks again.
+const STARVED_POLL: Duration = Duration::from_millis(2);
+/// Idle this long, a worker gives its free buffers back to the system.
+const IDLE_TRIM: Duration = Duration::from_secs(1);
 /// A connection's receive buffer: requests (and write payloads that fit) are parsed in place.
 const RBUF: usize = 256 << 10;
 
@@ -79,6 +83,8 @@ pub(crate) struct Job {
     pub fua: bool,
     /// Flow-control credit the connection gets back when the reply is written.
     pub cost: u64,
+    /// Memory budget given back when the reply is written.
+    pub charge: u64,
     pub arrived: Instant,
     /// A read: pieces of the request's read that cover this job and are not yet back.
     pub pieces_left: u32,
@@ -96,6 +102,7 @@ pub(crate) struct Reply {
     /// A successful NBD_CMD_BLOCK_STATUS: base:allocation extents.
     pub status: Option<Vec<(u32, u32)>>,
     pub cost: u64,
+    pub charge: u64,
     /// The command's final reply (or its only one). A read answered in structured-reply
     /// chunks sends its other pieces first, with `done` false: they carry no credit.
     pub done: bool,
@@ -201,6 +208,8 @@ struct BigWrite {
     hdr: nbd::RequestHeader,
     data: Vec<u8>,
     filled: usize,
+    /// Its memory budget, given back if the connection goes before the payload is in.
+    charge: u64,
 }
 
 /// A connection's replies being sent: one `sendmsg` (repeated after a short send).
@@ -243,11 +252,26 @@ struct Conn {
     outstanding_bytes: u64,
     queue: Vec<Reply>,
     send: Sending,
+    /// The next request waits for memory budget (`budget.rs`): parse again when it frees.
+    starved: bool,
+    /// When the send in flight, or the receive of a big write's payload, last made progress:
+    /// a client that holds memory and stalls for `stall_timeout_ms` is dropped.
+    send_progress: Instant,
+    big_progress: Instant,
+    budget: Arc<Budget>,
     _permit: crate::gate::Permit,
 }
 
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(b) = self.big.take() {
+            self.budget.give(b.charge);
+        }
+    }
+}
+
 impl Conn {
-    fn new(c: NewConn) -> Box<Conn> {
+    fn new(c: NewConn, budget: Arc<Budget>) -> Box<Conn> {
         let mut rbuf = vec![0u8; RBUF.max(c.already.len())].into_boxed_slice();
         rbuf[..c.already.len()].copy_from_slice(&c.already);
         Box::new(Conn {
@@ -275,6 +299,10 @@ impl Conn {
                 // SAFETY: msghdr is plain data; all-zero is a valid empty header.
                 msg: unsafe { std::mem::zeroed() },
             },
+            starved: false,
+            send_progress: Instant::now(),
+            big_progress: Instant::now(),
+            budget,
             _permit: c.permit,
         })
     }
@@ -290,6 +318,7 @@ impl Conn {
         if r.done {
             self.outstanding -= 1;
             self.outstanding_bytes -= r.cost;
+            self.budget.give(r.charge);
         }
     }
 
@@ -316,6 +345,12 @@ pub(crate) struct WorkerSetup {
     pub read_ahead_bytes: u64,
     pub start: Instant,
     pub stats: Arc<Vec<Mutex<ExportStats>>>,
+    /// The server-wide memory budget for payloads.
+    pub budget: Arc<Budget>,
+    /// A connection whose replies make no progress this long is dropped.
+    pub stall_timeout: Duration,
+    /// The prefetch cache's size (`readahead.rs`).
+    pub read_ahead_cache_bytes: u64,
 }
 
 pub(crate) fn spawn(
@@ -338,12 +373,13 @@ pub(crate) fn spawn(
     let name = format!("elevator-io-{}", setup.name);
     let jh = std::thread::Builder::new().name(name).spawn(move || {
         let bufs = BufPool::new(&ring);
+        let ra_bytes = setup.read_ahead_cache_bytes;
         let mut w = Worker {
             align: if setup.direct { 4096 } else { 512 },
             setup,
             ring,
             bufs,
-            ra: Cache::new(READ_AHEAD_BUDGET),
+            ra: Cache::new(ra_bytes),
             rx,
             wake,
             efd_buf: Box::new(0),
@@ -354,6 +390,7 @@ pub(crate) fn spawn(
             parked: VecDeque::new(),
             conns: Vec::new(),
             stopping: false,
+            last_busy: Instant::now(),
         };
         w.run();
     })?;
@@ -384,6 +421,8 @@ struct Worker {
     /// socket operation in flight).
     conns: Vec<Option<Box<Conn>>>,
     stopping: bool,
+    /// The last time requests were queued or in flight (for `trim_when_idle`).
+    last_busy: Instant,
 }
 
 fn errno_to_nbd(e: i32) -> u32 {
@@ -450,8 +489,22 @@ impl Worker {
                     Dispatch::Empty => break,
                 }
             }
+            let starved = self.retry_starved();
+            let wall = Instant::now();
+            let mut wake_at = self.drop_silent_readers(wall);
             for slot in 0..self.conns.len() {
                 self.service(slot);
+            }
+            if starved {
+                // Budget freed by another worker wakes nobody here: look again soon.
+                wake_at = Some(wake_at.map_or(wall + STARVED_POLL, |t| t.min(wall + STARVED_POLL)));
+            }
+            if let Some(t) = self.trim_when_idle(wall) {
+                wake_at = Some(wake_at.map_or(t, |w| w.min(t)));
+            }
+            if let Some(t) = wake_at {
+                let ns = self.now() + t.saturating_duration_since(wall).as_nanos() as u64;
+                deadline = Some(deadline.map_or(ns, |d: u64| d.min(ns)));
             }
             if self.stopping
                 && self.inflight.is_empty()
@@ -478,11 +531,75 @@ impl Worker {
         }
     }
 
+    /// Parses again on connections that waited for memory budget; whether any still waits.
+    fn retry_starved(&mut self) -> bool {
+        let mut any = false;
+        for slot in 0..self.conns.len() {
+            if self.conns[slot].as_ref().is_some_and(|c| c.starved) {
+                self.parse(slot);
+                any |= self.conns[slot].as_ref().is_some_and(|c| c.starved);
+            }
+        }
+        any
+    }
+
+    /// Drops connections that hold memory without progress for `stall_timeout` — replies
+    /// unread, or a write payload that stopped arriving — so a client holds memory until
+    /// then, not longer; returns when the next one would be due.
+    fn drop_silent_readers(&mut self, now: Instant) -> Option<Instant> {
+        let limit = self.setup.stall_timeout;
+        let mut next: Option<Instant> = None;
+        for c in self.conns.iter_mut().flatten() {
+            let since = match (c.send.busy, &c.big) {
+                _ if c.broken => continue,
+                (true, Some(_)) => c.send_progress.max(c.big_progress),
+                (true, None) => c.send_progress,
+                (false, Some(_)) => c.big_progress,
+                (false, None) => continue,
+            };
+            let due = since + limit;
+            if due <= now {
+                tracing::warn!(conn = c.meta.id, "no progress for stall_timeout_ms: dropped");
+                // A big write's buffer goes with the connection, once its receive is back.
+                c.break_off();
+            } else {
+                next = Some(next.map_or(due, |n| n.min(due)));
+            }
+        }
+        next
+    }
+
+    /// Gives memory back to the system once the worker has been idle for `IDLE_TRIM`: free
+    /// I/O buffers are unmapped and the allocator's free pages returned. Returns when to look
+    /// again, if there is anything to give back.
+    fn trim_when_idle(&mut self, now: Instant) -> Option<Instant> {
+        if !self.inflight.is_empty() || !self.pending.is_empty() {
+            self.last_busy = now;
+        }
+        if !self.bufs.dirty() {
+            return None;
+        }
+        let due = self.last_busy + IDLE_TRIM;
+        if now < due {
+            return Some(due);
+        }
+        // Prefetches nobody took go too (in-flight ones cannot be: the worker is idle).
+        self.ra.make_room(self.setup.read_ahead_cache_bytes);
+        let freed = self.bufs.trim(&self.ring);
+        #[cfg(target_env = "gnu")]
+        // SAFETY: malloc_trim only returns free heap memory to the system.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+        tracing::debug!(worker = %self.setup.name, freed, "idle: memory returned");
+        None
+    }
+
     fn add_conn(&mut self, c: NewConn) {
         if let Some(Ok(mut s)) = self.setup.stats.get(c.meta.export).map(|s| s.lock()) {
             s.connections += 1;
         }
-        let mut c = Conn::new(c);
+        let mut c = Conn::new(c, self.setup.budget.clone());
         c.stream.set_send_buffer(SEND_BUFFER_BYTES);
         if self.stopping {
             c.closed = true;
@@ -582,21 +699,32 @@ impl Worker {
                 return;
             }
             let plen = hdr.payload_len();
+            let complete = avail.len() >= HDR + plen;
+            if !complete && HDR + plen <= RBUF {
+                return; // the rest arrives in the receive buffer
+            }
+            // Memory before the payload is allocated or the read issued: past the budget the
+            // connection waits (its requests stay in the socket).
+            let charge = conn::request_charge(&hdr);
+            if !c.budget.try_take(charge) {
+                c.starved = true;
+                return;
+            }
+            c.starved = false;
             let payload = if plen == 0 {
                 c.rlo += HDR;
                 Vec::new()
-            } else if avail.len() >= HDR + plen {
+            } else if complete {
                 let p = avail[HDR..HDR + plen].to_vec();
                 c.rlo += HDR + plen;
                 p
-            } else if HDR + plen <= RBUF {
-                return; // the rest arrives in the receive buffer
             } else {
                 let have = avail.len() - HDR;
                 let mut data = vec![0u8; plen];
                 data[..have].copy_from_slice(&avail[HDR..]);
                 c.rlo = c.rhi;
-                c.big = Some(BigWrite { hdr, data, filled: have });
+                c.big = Some(BigWrite { hdr, data, filled: have, charge });
+                c.big_progress = Instant::now();
                 return;
             };
             self.command(slot, hdr, payload);
@@ -665,6 +793,7 @@ impl Worker {
                 }
                 s.first = 0;
                 s.busy = true;
+                c.send_progress = Instant::now();
                 let sqe = send_sqe(c, slot);
                 self.push(sqe);
             }
@@ -724,7 +853,10 @@ impl Worker {
         }
         let n = res as usize;
         match &mut c.big {
-            Some(b) if c.recv_big => b.filled += n,
+            Some(b) if c.recv_big => {
+                b.filled += n;
+                c.big_progress = Instant::now();
+            }
             _ => c.rhi += n,
         }
         self.feed_big(slot);
@@ -765,6 +897,8 @@ impl Worker {
             c.break_off();
             return;
         }
+        c.send_progress = Instant::now();
+        let s = &mut c.send;
         let mut n = res as usize;
         while n > 0 && s.first < s.iov.len() {
             let v = &mut s.iov[s.first];
@@ -1107,6 +1241,7 @@ impl Worker {
                 data,
                 status: None,
                 cost: 0,
+                charge: 0,
                 done: false,
             });
         }
@@ -1235,6 +1370,7 @@ impl Worker {
                 data,
                 status: None,
                 cost: job.cost,
+                charge: job.charge,
                 done: true,
             };
             if c.broken {
