@@ -1,7 +1,7 @@
 //! `elevator`: block I/O schedulers in a deterministic disk simulator (and, later, for real).
 //!
 //! Each subcommand lives in its own module; this file only parses arguments and reports
-//! errors: every failure prints one message on stderr and exits non-zero.
+//! errors: every failure, a bad argument included, prints one line on stderr and exits 1.
 
 mod compare;
 mod ctl;
@@ -47,7 +47,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => compare::run(&args),
@@ -64,4 +67,23 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--help` and `--version` print and exit 0; every other argument error is one line on
+/// stderr and exit status 1, like any other error (clap's own exit is 2).
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = e.print(); // no subcommand: the help, as an error
+        return ExitCode::FAILURE;
+    }
+    let text = e.render().to_string();
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("elevator: {first} (see --help)");
+    ExitCode::FAILURE
 }

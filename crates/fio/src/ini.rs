@@ -11,7 +11,15 @@ use crate::job::{ParseError, SourceLocation};
 
 /// How deep `include` may nest. Catches cycles the path check cannot see (text given to
 /// [`crate::parse_str`] has no path of its own).
-const MAX_INCLUDE_DEPTH: usize = 32;
+pub const MAX_INCLUDE_DEPTH: usize = 32;
+/// How many files one job file may include in all (a file included twice counts twice):
+/// bounds an include bomb that stays within the depth (30 files each including the next
+/// twice is 2^30 reads).
+pub const MAX_INCLUDES: usize = 256;
+/// Bytes of job-file text read in all, the job file and everything it includes.
+pub const MAX_JOB_TEXT_BYTES: u64 = 16 << 20;
+/// `[sections]` in one job file.
+pub const MAX_SECTIONS: usize = 4096;
 
 /// One meaningful line of a job file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,8 +27,16 @@ pub enum Item {
     /// `[name]`.
     Section { name: String, location: SourceLocation },
     /// `key=value`, or a bare `key` (value `None`), after `${VAR}` expansion; `written` is
-    /// the value before expansion when that changed it, for error messages.
-    Option { key: String, value: Option<String>, written: Option<String>, location: SourceLocation },
+    /// the value before expansion when that changed it, for error messages; `included`: the
+    /// line is from an included file, whose text messages do not quote unless it is a fio
+    /// option.
+    Option {
+        key: String,
+        value: Option<String>,
+        written: Option<String>,
+        location: SourceLocation,
+        included: bool,
+    },
 }
 
 /// Environment lookup for `${VAR}`.
@@ -33,12 +49,25 @@ pub struct Reader<'a> {
     stack: Vec<PathBuf>,
     /// How many `include`s deep the current line is (0 = the top-level text).
     include_depth: usize,
+    /// Files included so far, and bytes of text read (bounded by [`MAX_INCLUDES`] and
+    /// [`MAX_JOB_TEXT_BYTES`]).
+    includes: usize,
+    text_bytes: u64,
+    sections: usize,
     pub items: Vec<Item>,
 }
 
 impl<'a> Reader<'a> {
     pub fn new(env: Env<'a>) -> Self {
-        Reader { env, stack: Vec::new(), include_depth: 0, items: Vec::new() }
+        Reader {
+            env,
+            stack: Vec::new(),
+            include_depth: 0,
+            includes: 0,
+            text_bytes: 0,
+            sections: 0,
+            items: Vec::new(),
+        }
     }
 
     /// Reads a file from disk; `including` is the `include` line that named it, if any.
@@ -67,11 +96,41 @@ impl<'a> Reader<'a> {
                 message: format!("include cycle: {}", chain.join(" -> ")),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(|e| ParseError {
-            location: location.clone(),
-            option: None,
-            message: format!("cannot read job file `{}`: {e}", path.display()),
-        })?;
+        // Bounded before reading: the size of what is read in all, job file and includes.
+        let len = std::fs::metadata(&canonical).map(|m| m.len()).unwrap_or(0);
+        if self.text_bytes.saturating_add(len) > MAX_JOB_TEXT_BYTES {
+            return Err(ParseError {
+                location,
+                option: None,
+                message: format!(
+                    "`{}` would take the job file and its includes past {} MiB of text",
+                    path.display(),
+                    MAX_JOB_TEXT_BYTES >> 20
+                ),
+            });
+        }
+        let mut text = String::new();
+        use std::io::Read as _;
+        std::fs::File::open(path)
+            .and_then(|f| {
+                f.take(MAX_JOB_TEXT_BYTES - self.text_bytes + 1).read_to_string(&mut text)
+            })
+            .map_err(|e| ParseError {
+                location: location.clone(),
+                option: None,
+                message: format!("cannot read job file `{}`: {e}", path.display()),
+            })?;
+        self.text_bytes += text.len() as u64;
+        if self.text_bytes > MAX_JOB_TEXT_BYTES {
+            return Err(ParseError {
+                location,
+                option: None,
+                message: format!(
+                    "the job file and its includes exceed {} MiB of text",
+                    MAX_JOB_TEXT_BYTES >> 20
+                ),
+            });
+        }
         let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let nested = usize::from(including.is_some());
         self.stack.push(canonical);
@@ -84,6 +143,16 @@ impl<'a> Reader<'a> {
 
     /// Reads job-file text; `name` labels its lines, `base_dir` anchors relative includes.
     pub fn read_text(&mut self, text: &str, name: &str, base_dir: &Path) -> Result<(), ParseError> {
+        // An included file may be anything (`include /etc/shadow`): its lines are never
+        // quoted in messages, only its name and the line number.
+        let hidden = self.include_depth > 0;
+        let quote = |line: &str| {
+            if hidden {
+                "this line (of an included file; its text is not shown)".to_string()
+            } else {
+                format!("`{line}`")
+            }
+        };
         for (index, raw) in text.lines().enumerate() {
             let location = SourceLocation {
                 file: name.to_string(),
@@ -97,14 +166,21 @@ impl<'a> Reader<'a> {
                 let Some(inner) = rest.strip_suffix(']') else {
                     return Err(err(
                         location,
-                        format!("section header `{line}` has no closing `]`"),
+                        format!("section header {} has no closing `]`", quote(line)),
                     ));
                 };
                 let name = inner.trim();
                 if self.include_depth > 0 {
                     return Err(err(
                         location,
-                        format!("section `[{name}]` in an included file: like fio, elevator allows no new sections in included files"),
+                        "a section header in an included file: like fio, elevator allows no new sections in included files".into(),
+                    ));
+                }
+                self.sections += 1;
+                if self.sections > MAX_SECTIONS {
+                    return Err(err(
+                        location,
+                        format!("more than {MAX_SECTIONS} sections in one job file"),
                     ));
                 }
                 if name.is_empty() {
@@ -127,6 +203,13 @@ impl<'a> Reader<'a> {
                         format!("includes nest deeper than {MAX_INCLUDE_DEPTH} levels (an include cycle?)"),
                     ));
                 }
+                self.includes += 1;
+                if self.includes > MAX_INCLUDES {
+                    return Err(err(
+                        location,
+                        format!("more than {MAX_INCLUDES} includes in all (an include bomb?)"),
+                    ));
+                }
                 let path = base_dir.join(&target);
                 self.read_file(&path, Some(&location))?;
                 continue;
@@ -141,9 +224,19 @@ impl<'a> Reader<'a> {
                 None => (line, None, None),
             };
             if key.is_empty() {
-                return Err(err(location, format!("`{line}` has no option name before `=`")));
+                return Err(err(
+                    location,
+                    format!("{} has no option name before `=`", quote(line)),
+                ));
             }
-            self.items.push(Item::Option { key: key.to_string(), value, written, location });
+            let included = self.include_depth > 0;
+            self.items.push(Item::Option {
+                key: key.to_string(),
+                value,
+                written,
+                location,
+                included,
+            });
         }
         Ok(())
     }
@@ -217,6 +310,7 @@ mod tests {
             value: value.map(Into::into),
             written: None,
             location: SourceLocation { file: "t.fio".into(), line },
+            included: false,
         }
     }
 

@@ -46,6 +46,11 @@ pub struct IoLog {
     pub entries: Vec<IoLogEntry>,
 }
 
+/// The longest stretch of recorded time one replay may span: a simulated day. A delay or a
+/// timestamp of 2^64−1 would otherwise have the simulator run its periodic timers (the
+/// flusher's, throttling's) for centuries of simulated time.
+pub const MAX_REPLAY_SPAN_NS: Nanos = 86_400 * 1_000_000_000;
+
 impl IoLog {
     /// Reads and parses a log file: a fio text log, or a blktrace binary trace.
     pub fn load(path: &Path) -> Result<IoLog, String> {
@@ -53,7 +58,9 @@ impl IoLog {
             .map_err(|e| format!("{}: cannot read the iolog: {e}", path.display()))?;
         let source = path.display().to_string();
         if crate::blktrace::looks_like_blktrace(&bytes) {
-            return crate::blktrace::parse(&bytes, &source);
+            let log = crate::blktrace::parse(&bytes, &source)?;
+            log.check_span()?;
+            return Ok(log);
         }
         let text = String::from_utf8(bytes).map_err(|_| {
             format!("{source}: neither a fio iolog (text) nor a blktrace (binary) file")
@@ -164,7 +171,29 @@ impl IoLog {
         if log.entries.is_empty() {
             return Err(format!("{source}: the iolog has no read, write, trim or sync actions"));
         }
+        log.check_span()?;
         Ok(log)
+    }
+
+    /// Refuses a log whose recorded time passes [`MAX_REPLAY_SPAN_NS`], naming the action
+    /// (line, or blktrace record) where it does.
+    fn check_span(&self) -> Result<(), String> {
+        let mut total: Nanos = 0;
+        for e in &self.entries {
+            total = total.saturating_add(e.delay_ns);
+            if total > MAX_REPLAY_SPAN_NS {
+                let at = if self.from_blktrace() {
+                    format!("{}: record {}", self.source, e.line)
+                } else {
+                    format!("{}:{}", self.source, e.line)
+                };
+                return Err(format!(
+                    "{at}: the log's recorded time passes {} s here (a delay or timestamp too large); a replay spans at most one simulated day",
+                    MAX_REPLAY_SPAN_NS / 1_000_000_000
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The highest byte any action touches.

@@ -17,5 +17,6 @@ mod options;
 mod parser;
 mod units;
 
+pub use ini::{MAX_INCLUDES, MAX_INCLUDE_DEPTH, MAX_JOB_TEXT_BYTES, MAX_SECTIONS};
 pub use job::*;
-pub use parser::{parse_file, parse_str};
+pub use parser::{parse_file, parse_str, MAX_PROCESSES};

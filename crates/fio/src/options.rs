@@ -521,7 +521,9 @@ impl Builder {
             "ioengine" => spec.ioengine = parse_engine(v)?,
             "iodepth" => spec.iodepth = int_in(v, kb, 1, u32::MAX.into())? as u32,
             "iodepth_batch" => spec.iodepth_batch = int_in(v, kb, 0, u32::MAX.into())? as u32,
-            "numjobs" => spec.numjobs = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "numjobs" => {
+                spec.numjobs = int_in(v, kb, 1, crate::parser::MAX_PROCESSES)? as u32;
+            }
             "runtime" => {
                 let ns = parse_time_ns(v, NS_PER_SEC)?;
                 spec.runtime_ns = (ns > 0).then_some(ns);

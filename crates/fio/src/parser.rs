@@ -36,6 +36,10 @@ pub fn parse_str(
     build(reader.items, name)
 }
 
+/// Processes one job file may ask for: `numjobs` summed over its jobs (each process keeps
+/// its own state and statistics in the simulator).
+pub const MAX_PROCESSES: u64 = 4096;
+
 /// Which kind of section the option lines currently belong to.
 enum Current {
     None,
@@ -69,7 +73,7 @@ fn build(items: Vec<Item>, file_name: &str) -> Result<JobFile, ParseError> {
                     Current::Job(Box::new(builder))
                 };
             }
-            Item::Option { key, value, written, location } => {
+            Item::Option { key, value, written, location, included } => {
                 let builder = match &mut current {
                     Current::None => {
                         return Err(ParseError {
@@ -93,6 +97,16 @@ fn build(items: Vec<Item>, file_name: &str) -> Result<JobFile, ParseError> {
                         option: key.clone(),
                         message,
                     }),
+                    Err(OptionError::Unknown { .. }) if included => {
+                        // Perhaps not a job file at all (`include /etc/shadow`): no quoting.
+                        return Err(ParseError {
+                            location,
+                            option: None,
+                            message: "not a fio option (this line of an included file is not \
+                                      shown: is it a job file?)"
+                                .into(),
+                        });
+                    }
                     Err(error) => {
                         let mut e = option_error(location, &key, error);
                         if let Some(written) = written {
@@ -114,6 +128,17 @@ fn build(items: Vec<Item>, file_name: &str) -> Result<JobFile, ParseError> {
         }
     }
     finish(&mut current, &mut out);
+    let processes: u64 = out.jobs.iter().map(|j| u64::from(j.numjobs)).sum();
+    if processes > MAX_PROCESSES {
+        return Err(ParseError {
+            location: SourceLocation { file: file_name.into(), line: 0 },
+            option: Some("numjobs".into()),
+            message: format!(
+                "the jobs add up to {processes} processes (numjobs summed over the sections); \
+                 at most {MAX_PROCESSES}"
+            ),
+        });
+    }
     if out.jobs.is_empty() {
         return Err(ParseError {
             location: SourceLocation { file: file_name.into(), line: 0 },

@@ -97,16 +97,30 @@ pub struct Variant {
 impl Experiment {
     /// Loads and checks a scenario file.
     pub fn load(path: &Path) -> Result<Experiment, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        let mut e: Experiment = toml::from_str(&text).map_err(|err| {
-            format!(
-                "{}: {}",
-                path.display(),
-                err.to_string().lines().map(str::trim).collect::<Vec<_>>().join(" ")
-            )
-        })?;
+        let text = read_scenario(path)?;
+        let shown = path.display().to_string();
+        let mut e: Experiment =
+            toml::from_str(&text).map_err(|err| elevator_sim::toml_error(&shown, &text, &err))?;
         e.dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        if e.tables.len() > MAX_TABLES {
+            return Err(format!("{shown}: {} tables; at most {MAX_TABLES}", e.tables.len()));
+        }
+        let mut runs = 0usize;
+        for t in &e.tables {
+            let (values, variants) = (t.values.len(), t.variants.len());
+            if values > MAX_VALUES || variants > MAX_VARIANTS {
+                return Err(format!(
+                    "{shown}: table `{}`: {values} values and {variants} variants; at most {MAX_VALUES} values and {MAX_VARIANTS} variants",
+                    t.title
+                ));
+            }
+            runs += values.max(1) * variants;
+        }
+        if runs > MAX_RUNS {
+            return Err(format!(
+                "{shown}: {runs} runs (values × variants over the tables); at most {MAX_RUNS}"
+            ));
+        }
         for t in &e.tables {
             for c in &t.columns {
                 Metric::parse(c)
@@ -153,7 +167,22 @@ impl Experiment {
     }
 }
 
-/// Every `*.toml` scenario directly under `dir` that is an experiment, sorted by name.
+/// Bytes of scenario text read.
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+/// Tables in one scenario, values down one table, variants across one.
+pub const MAX_TABLES: usize = 64;
+pub const MAX_VALUES: usize = 256;
+pub const MAX_VARIANTS: usize = 64;
+/// Simulation runs one scenario asks for (values × variants, over its tables).
+pub const MAX_RUNS: usize = 4096;
+
+fn read_scenario(path: &Path) -> Result<String, String> {
+    elevator_sim::read_bounded(path, MAX_SCENARIO_BYTES)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))
+}
+
+/// Every `*.toml` scenario directly under `dir` that is an experiment, sorted by name. A
+/// `.toml` that cannot be read or parsed is an error, not left out.
 pub fn list_experiments(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: cannot list scenarios: {e}", dir.display()))?;
@@ -163,8 +192,11 @@ pub fn list_experiments(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
         if path.extension().and_then(|e| e.to_str()) != Some("toml") {
             continue;
         }
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        if !text.contains("[[table]]") {
+        let text = read_scenario(&path)?;
+        let shown = path.display().to_string();
+        let doc: toml::Table =
+            toml::from_str(&text).map_err(|err| elevator_sim::toml_error(&shown, &text, &err))?;
+        if !doc.contains_key("table") {
             continue; // a topology file, not an experiment
         }
         let e = Experiment::load(&path)?;

@@ -24,4 +24,4 @@ pub mod units;
 pub mod workload;
 
 pub use engine::{simulate, SimError, SimOptions, SimResult};
-pub use topology::Topology;
+pub use topology::{read_bounded, toml_error, Topology};

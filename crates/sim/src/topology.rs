@@ -414,15 +414,14 @@ impl Topology {
     }
 
     pub fn from_file(path: &Path) -> Result<Topology, String> {
-        let text = std::fs::read_to_string(path)
+        let text = read_bounded(path, MAX_TOPOLOGY_BYTES)
             .map_err(|e| format!("{}: cannot read topology file: {e}", path.display()))?;
         Topology::from_str(&text, &path.display().to_string())
     }
 
     /// Parses topology text; `name` labels messages.
     pub fn from_str(text: &str, name: &str) -> Result<Topology, String> {
-        let raw: RawTopology =
-            toml::from_str(text).map_err(|e| format!("{name}: {}", one_line(&e.to_string())))?;
+        let raw: RawTopology = toml::from_str(text).map_err(|e| toml_error(name, text, &e))?;
         let at = |span: std::ops::Range<usize>| format!("{name}:{}", line_of(text, span.start));
         if raw.device.is_empty() {
             return Err(format!(
@@ -888,6 +887,13 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
     Ok(Volume { name: v.name.clone(), kind, members, size_bytes, read_ahead_kb })
 }
 
+/// Members of one array: each is a full device model.
+pub const MAX_ARRAY_MEMBERS: u32 = 256;
+/// Commands an array's controller keeps in flight.
+pub const MAX_ARRAY_QUEUE_DEPTH: u32 = 65_536;
+/// Bytes of topology text read (a topology is a few dozen lines).
+pub const MAX_TOPOLOGY_BYTES: u64 = 1 << 20;
+
 fn build_model(d: &RawDevice, loc: &str, base: &Path) -> Result<DeviceModel, String> {
     let here = |e: String| format!("{loc}: device `{}`: {e}", d.name);
     if d.model == "disksim" || d.drive.is_some() {
@@ -911,6 +917,11 @@ fn build_model(d: &RawDevice, loc: &str, base: &Path) -> Result<DeviceModel, Str
                 .members
                 .filter(|&m| m >= 1)
                 .ok_or_else(|| here("an array needs `members` (≥ 1)".into()))?;
+            if members > MAX_ARRAY_MEMBERS {
+                return Err(here(format!(
+                    "members = {members} is past the limit of {MAX_ARRAY_MEMBERS}"
+                )));
+            }
             let m = d
                 .member
                 .as_ref()
@@ -939,8 +950,8 @@ fn build_model(d: &RawDevice, loc: &str, base: &Path) -> Result<DeviceModel, Str
                 Layout::Linear
             };
             let queue_depth = d.queue_depth.unwrap_or(128);
-            if queue_depth == 0 {
-                return Err(here("queue_depth must be at least 1".into()));
+            if queue_depth == 0 || queue_depth > MAX_ARRAY_QUEUE_DEPTH {
+                return Err(here(format!("queue_depth must be in 1..={MAX_ARRAY_QUEUE_DEPTH}")));
             }
             let cache = match &d.controller_cache {
                 None => {
@@ -1147,7 +1158,27 @@ fn size_value(v: &SizeValue) -> Result<u64, String> {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// A TOML error as `FILE:LINE: message`, without the excerpt of the file the toml crate
+/// shows (the file may be anything: `--topology /etc/shadow`).
+pub fn toml_error(name: &str, text: &str, e: &toml::de::Error) -> String {
+    match e.span() {
+        Some(span) => format!("{name}:{}: {}", line_of(text, span.start), one_line(e.message())),
+        None => format!("{name}: {}", one_line(e.message())),
+    }
+}
+
+/// Reads a text file of at most `max` bytes (an error past it, before reading it all).
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)?.take(max + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > max {
+        return Err(std::io::Error::other(format!("larger than {max} bytes")));
+    }
+    Ok(text)
 }
 
 fn one_line(message: &str) -> String {
@@ -1291,7 +1322,10 @@ groups = { "1000" = 20 }
             .unwrap_err()
             .contains("unknown scheduler `bogus`"));
         let e = Topology::from_str("[[device]\n", "t.toml").unwrap_err();
-        assert!(e.starts_with("t.toml: "), "{e}");
+        assert!(e.starts_with("t.toml:1: "), "{e}");
+        // Not TOML at all: the line is named, its text never shown.
+        let e = Topology::from_str("root:$6$secret:19000:0:::\n", "t.toml").unwrap_err();
+        assert!(e.starts_with("t.toml:1: ") && !e.contains("secret"), "{e}");
     }
 
     #[test]

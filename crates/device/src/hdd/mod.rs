@@ -265,8 +265,18 @@ pub struct Hdd {
     last_head_at: Option<(u64, HeadState)>,
 }
 
+/// The deepest command queue an HDD model takes (SCSI's tagged queues stop at 256; NCQ at
+/// 32): the queue is allocated up front, so a topology's `queue_depth` is checked first.
+pub const MAX_HDD_QUEUE_DEPTH: u32 = 1024;
+
 impl Hdd {
     pub fn new(p: HddParams, rng: &mut RandomStream) -> Result<Hdd, String> {
+        if p.queue_depth > MAX_HDD_QUEUE_DEPTH {
+            return Err(format!(
+                "queue_depth = {} is past the limit of {MAX_HDD_QUEUE_DEPTH}",
+                p.queue_depth
+            ));
+        }
         if p.rpm.is_nan()
             || p.rpm <= 0.0
             || p.bus_bytes_per_sec.is_nan()

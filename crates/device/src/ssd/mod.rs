@@ -312,6 +312,12 @@ impl Ssd {
             return Err("controller_cores, submission_queues and queue_depth must be at least 1"
                 .to_string());
         }
+        if p.queue_depth > 65536 {
+            return Err(format!(
+                "queue_depth = {} must be at most 65536 (the NVMe limit)",
+                p.queue_depth
+            ));
+        }
         if p.submission_queues > 65535 {
             return Err("submission_queues must be at most 65535 (the NVMe limit)".to_string());
         }

@@ -1,0 +1,105 @@
+//! Careless and hostile input to the `elevator` binary: each case of issue 19 is one line on
+//! stderr naming the file (and line, and key where there is one), exit status 1, and never
+//! the contents of a file that is not a job file. (Time and memory are measured by
+//! `bench/attack.sh`.)
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("elevator-cli-limits-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs elevator in `cwd`; asserts exit status 1 and a single line on stderr, returns it.
+fn fails(cwd: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .current_dir(cwd)
+        .args(args)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "elevator {args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("elevator: "), "{err}");
+    err
+}
+
+const JOB: &str = "[j]\nrw=read\nsize=1m\n";
+
+#[test]
+fn topology_counts_are_checked_before_allocation() {
+    let d = dir("topo");
+    std::fs::write(d.join("j.fio"), JOB).unwrap();
+    let hdd =
+        "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\n[device.params]\nqueue_depth = 1000000000\n";
+    std::fs::write(d.join("hdd.toml"), hdd).unwrap();
+    let e = fails(&d, &["run", "j.fio", "--topology", "hdd.toml"]);
+    assert!(e.contains("hdd.toml:1") && e.contains("queue_depth"), "{e}");
+    let array = "[[device]]\nname = \"md0\"\nmodel = \"raid0\"\nchunk = \"64KiB\"\nmembers = 100000\n[device.member]\nmodel = \"ram\"\n";
+    std::fs::write(d.join("array.toml"), array).unwrap();
+    let e = fails(&d, &["run", "j.fio", "--topology", "array.toml"]);
+    assert!(e.contains("array.toml:1") && e.contains("members"), "{e}");
+}
+
+#[test]
+fn job_file_counts_and_includes_are_bounded() {
+    let d = dir("jobs");
+    std::fs::write(d.join("many.fio"), "[j]\nrw=read\nsize=1m\nnumjobs=100000\n").unwrap();
+    let e = fails(&d, &["run", "many.fio"]);
+    assert!(e.contains("many.fio:4") && e.contains("numjobs"), "{e}");
+    for i in 0..30 {
+        let next = format!("include inc{}.fio\ninclude inc{}.fio\n", i + 1, i + 1);
+        std::fs::write(d.join(format!("inc{i}.fio")), next).unwrap();
+    }
+    std::fs::write(d.join("inc30.fio"), "bs=4k\n").unwrap();
+    std::fs::write(d.join("bomb.fio"), format!("{JOB}include inc0.fio\n")).unwrap();
+    let e = fails(&d, &["run", "bomb.fio"]);
+    assert!(e.contains("includes"), "{e}");
+    let secret = d.join("secret");
+    std::fs::write(&secret, "root:$6$hashofroot:19000:0:99999:7:::\n").unwrap();
+    std::fs::write(d.join("leak.fio"), format!("{JOB}include {}\n", secret.display())).unwrap();
+    let e = fails(&d, &["run", "leak.fio"]);
+    assert!(e.contains("secret:1") && !e.contains("hashofroot"), "{e}");
+    // A topology that is not TOML at all is not quoted either.
+    let e = fails(&d, &["run", "leak.fio", "--topology", secret.to_str().unwrap()]);
+    assert!(!e.contains("hashofroot"), "{e}");
+}
+
+#[test]
+fn replay_times_past_simulated_time_are_refused() {
+    let d = dir("replay");
+    let log = format!(
+        "fio version 2 iolog\nsda add\nsda read 0 4096\nsda wait 0 {}\nsda read 0 4096\n",
+        u64::MAX
+    );
+    std::fs::write(d.join("r.log"), log).unwrap();
+    std::fs::write(d.join("r.fio"), "[r]\nread_iolog=r.log\nreplay_redirect=sda\n").unwrap();
+    let e = fails(&d, &["run", "r.fio"]);
+    assert!(e.contains("r.log:5") && e.contains("simulated day"), "{e}");
+}
+
+#[test]
+fn scenarios_that_do_not_parse_are_errors_even_in_the_list() {
+    let d = dir("scenarios");
+    std::fs::write(d.join("broken.toml"), "name = \"x\"\n[[table]\ntitle = 1\n").unwrap();
+    let e = fails(&d, &["reproduce", "--list", "--scenarios", "."]);
+    assert!(e.contains("broken.toml:2"), "{e}");
+    let values: Vec<String> = (0..300).map(|i| i.to_string()).collect();
+    let big = format!(
+        "name = \"big\"\nseed_mail = \"000\"\ntitle = \"t\"\n[[table]]\ntitle = \"t\"\njobfile = \"j.fio\"\nvary = \"N\"\nvalues = {values:?}\ncolumns = [\"g0.agg_bw\"]\n[[table.variant]]\nlabel = \"a\"\nscheduler = \"none\"\n"
+    );
+    std::fs::write(d.join("broken.toml"), big).unwrap();
+    let e = fails(&d, &["reproduce", "--list", "--scenarios", "."]);
+    assert!(e.contains("300 values") && e.contains("at most 256"), "{e}");
+}
+
+#[test]
+fn argument_errors_exit_1_in_one_line() {
+    let d = dir("args");
+    let e = fails(&d, &["run", "x.fio", "--seed", "99999999999999999999999"]);
+    assert!(e.contains("--seed"), "{e}");
+    fails(&d, &["run", "x.fio", "--bogus"]);
+}
