@@ -26,6 +26,7 @@ pub fn run(args: &ServeArgs) -> Result<(), String> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let mut config = ServerConfig::from_toml_file(&args.config).map_err(|e| e.to_string())?;
     if let Some(t) = args.tls {

@@ -337,6 +337,7 @@ impl ControlLoop {
         while !self.stop.is_set() {
             let now = Instant::now();
             self.clients.retain(|c| c.deadline > now);
+            self.log_refused.flush(now);
             fds.clear();
             fds.push(libc::pollfd { fd: self.stop.raw_fd(), events: libc::POLLIN, revents: 0 });
             let listening = paused_until.is_none_or(|t| t <= now);
@@ -348,6 +349,9 @@ impl ControlLoop {
             fds.push(lfd(self.ctl.as_ref().map(|l| l.as_raw_fd())));
             fds.push(lfd(self.metrics.as_ref().map(|l| l.as_raw_fd())));
             let mut wake = paused_until.filter(|t| *t > now);
+            if let Some(t) = self.log_refused.next_flush() {
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+            }
             for c in &self.clients {
                 wake = Some(wake.map_or(c.deadline, |w| w.min(c.deadline)));
                 let mut events = 0;
@@ -405,7 +409,7 @@ impl ControlLoop {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    self.log_refused.event(Instant::now(), &e);
+                    self.log_refused.event(Instant::now(), "accept failed", &e);
                     return false;
                 }
             };
@@ -422,7 +426,7 @@ impl ControlLoop {
             if same.len() >= cap {
                 if let Some(&oldest) = same.iter().min_by_key(|&&i| self.clients[i].accepted) {
                     self.clients.swap_remove(oldest);
-                    self.log_refused.event(now, &"too many clients: the oldest was closed");
+                    self.log_refused.event(now, "oldest closed (too many clients)", &"");
                 }
             }
             let mut c = Client {
@@ -436,7 +440,8 @@ impl ControlLoop {
             };
             if kind == Kind::Ctl && !crate::access::control_allowed(uid) {
                 let who = uid.map_or("unknown".to_string(), |u| u.to_string());
-                self.log_refused.event(now, &format_args!("control client uid {who}"));
+                let detail = format_args!("uid {who}");
+                self.log_refused.event(now, "control client not allowed", &detail);
                 let e = json!({ "ok": false, "error": format!("permission denied: uid {who}") });
                 c.out = format!("{e}\n").into_bytes();
                 c.closing = true;

@@ -155,9 +155,8 @@ pub(crate) struct Gate {
     listeners: Vec<Listening>,
     pending: Vec<Pending>,
     next_id: u32,
-    log_accept: RateLog,
-    log_evicted: RateLog,
-    log_timeout: RateLog,
+    /// One line a second at most about refused, evicted and timed-out clients together.
+    log: RateLog,
 }
 
 impl Gate {
@@ -180,15 +179,7 @@ impl Gate {
             listeners,
             pending: Vec::new(),
             next_id: 1,
-            log_accept: RateLog::new("accept failed; listener paused", LOG_INTERVAL),
-            log_evicted: RateLog::new(
-                "handshakes at max_handshakes: oldest closed for new clients",
-                LOG_INTERVAL,
-            ),
-            log_timeout: RateLog::new(
-                "handshakes not finished within handshake_timeout_ms: closed",
-                LOG_INTERVAL,
-            ),
+            log: RateLog::new("NBD clients refused or closed", LOG_INTERVAL),
         }
     }
 
@@ -200,10 +191,11 @@ impl Gate {
         while !self.stop.is_set() {
             let now = Instant::now();
             self.expire(now);
+            self.log.flush(now);
             fds.clear();
             what.clear();
             fds.push(libc::pollfd { fd: self.stop.raw_fd(), events: libc::POLLIN, revents: 0 });
-            let mut wake: Option<Instant> = None;
+            let mut wake: Option<Instant> = self.log.next_flush();
             for (i, l) in self.listeners.iter_mut().enumerate() {
                 match l.paused_until {
                     Some(t) if t > now => {
@@ -300,7 +292,8 @@ impl Gate {
             keep
         });
         for _ in self.pending.len()..before {
-            self.log_timeout.event(now, &format_args!("conn {}", latest.unwrap_or(0)));
+            let detail = format_args!("conn {}", latest.unwrap_or(0));
+            self.log.event(now, "handshake_timeout_ms passed", &detail);
         }
     }
 
@@ -321,7 +314,7 @@ impl Gate {
                     let now = Instant::now();
                     l.paused_until = Some(now + l.backoff);
                     l.backoff = (l.backoff * 2).min(BACKOFF_MAX);
-                    self.log_accept.event(now, &e);
+                    self.log.event(now, "accept failed (listener paused)", &e);
                     self.evict_oldest(now);
                     return;
                 }
@@ -334,7 +327,8 @@ impl Gate {
             self.pending.iter().enumerate().min_by_key(|(_, p)| p.accepted).map(|(i, _)| i);
         if let Some(i) = oldest {
             let p = self.pending.swap_remove(i);
-            self.log_evicted.event(now, &format_args!("conn {}", p.id));
+            let detail = format_args!("conn {}", p.id);
+            self.log.event(now, "oldest handshake closed (max_handshakes)", &detail);
         }
     }
 
