@@ -3,6 +3,7 @@
 //! Each subcommand lives in its own module; this file only parses arguments and reports
 //! errors: every failure, a bad argument included, prints one line on stderr and exits 1.
 
+mod calibrate;
 mod compare;
 mod ctl;
 mod reproduce;
@@ -44,6 +45,10 @@ enum Command {
     /// Replay a DiskSim validation trace on the HDD model built from the drive's DiskSim
     /// parameters and print DiskSim's rms demerit against the measured access times.
     ValidateDisk(validate_disk::ValidateDiskArgs),
+    /// Probe a block device or a file on one (O_DIRECT, io_uring, read-only unless --write),
+    /// fit the HDD or flash model, write a topology, and report the model's error on a
+    /// held-out workload, with the io.cost.model line.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Ctl(args) => ctl::run(&args),
         Command::ValidateDisk(args) => validate_disk::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
