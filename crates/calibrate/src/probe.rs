@@ -124,13 +124,21 @@ pub fn plan(capacity: u64, probe_ns: Nanos, write: bool, seed: u64) -> Vec<(Kind
     });
     for &s in &SIZES {
         let mut g = RandomStream::new(seed, 10 + s.trailing_zeros());
-        add(Kind::Size(s), 0.04 * r, 1, &mut |n| workload::random(&mut g, Dir::Read, 0, cap, s, n));
+        let slices = if s == 4096 { KEY_SLICES } else { 1 };
+        for _ in 0..slices {
+            add(Kind::Size(s), 0.04 * r / f64::from(slices), 1, &mut |n| {
+                workload::random(&mut g, Dir::Read, 0, cap, s, n)
+            });
+        }
     }
     for &d in &DEPTHS {
         let mut g = RandomStream::new(seed, 40 + d);
-        add(Kind::Depth(d), 0.03 * r, d, &mut |n| {
-            workload::random(&mut g, Dir::Read, 0, cap, 4096, n)
-        });
+        let slices = if d == 32 { KEY_SLICES } else { 1 };
+        for _ in 0..slices {
+            add(Kind::Depth(d), 0.03 * r / f64::from(slices), d, &mut |n| {
+                workload::random(&mut g, Dir::Read, 0, cap, 4096, n)
+            });
+        }
     }
     let region = cap / u64::from(ZONE_REGIONS) / ALIGN_BYTES * ALIGN_BYTES;
     for k in 0..ZONE_REGIONS {
@@ -139,7 +147,12 @@ pub fn plan(capacity: u64, probe_ns: Nanos, write: bool, seed: u64) -> Vec<(Kind
             workload::sequential(Dir::Read, start, region, 1 << 20, n)
         });
     }
-    add(Kind::SeqMax, 0.04 * r, 8, &mut |n| workload::sequential(Dir::Read, 0, cap, 1 << 20, n));
+    let per = cap / u64::from(KEY_SLICES) / ALIGN_BYTES * ALIGN_BYTES;
+    for k in 0..u64::from(KEY_SLICES) {
+        add(Kind::SeqMax, 0.04 * r / f64::from(KEY_SLICES), 8, &mut |n| {
+            workload::sequential(Dir::Read, k * per, cap - k * per, 1 << 20, n)
+        });
+    }
     let s4 = workload::random_offset(&mut rng, 0, cap, 64 << 20);
     add(Kind::Seq4k, 0.02 * r, 1, &mut |n| workload::sequential(Dir::Read, s4, 64 << 20, 4096, n));
     let s64 = workload::random_offset(&mut rng, 0, cap, 256 << 20);
@@ -179,6 +192,43 @@ pub fn plan(capacity: u64, probe_ns: Nanos, write: bool, seed: u64) -> Vec<(Kind
             });
         }
     }
+    spread_key_slices(out)
+}
+
+/// Slices the key probes (4 KiB at QD1 and QD32, sequential 1 MiB) are cut into.
+pub const KEY_SLICES: u32 = 4;
+
+/// Moves the slices of each key probe apart, evenly over the plan, so that what they
+/// measure is the device over the whole probing time rather than one moment of it (a shared
+/// or virtual disk's speed drifts by tens of percent within minutes).
+fn spread_key_slices(plan: Vec<(Kind, Phase)>) -> Vec<(Kind, Phase)> {
+    let key = |k: Kind| matches!(k, Kind::Size(4096) | Kind::Depth(32) | Kind::SeqMax);
+    let (mut keys, rest): (Vec<_>, Vec<_>) = plan.into_iter().partition(|(k, _)| key(*k));
+    // Round-robin over the three kinds: slice i of each kind together.
+    keys.sort_by_key(|(k, _)| match k {
+        Kind::Size(_) => 0,
+        Kind::Depth(_) => 1,
+        _ => 2,
+    });
+    let per_kind = KEY_SLICES as usize;
+    let mut rounds: Vec<Vec<(Kind, Phase)>> = (0..per_kind).map(|_| Vec::new()).collect();
+    for (i, kp) in keys.into_iter().enumerate() {
+        rounds[i % per_kind].push(kp);
+    }
+    let gap = rest.len().div_ceil(per_kind).max(1);
+    let mut out = Vec::new();
+    let mut rest = rest.into_iter();
+    let mut warm = true;
+    for round in rounds {
+        // The warm-up stays first.
+        if warm {
+            out.extend(rest.next());
+            warm = false;
+        }
+        out.extend(round);
+        out.extend(rest.by_ref().take(gap));
+    }
+    out.extend(rest);
     out
 }
 
@@ -233,12 +283,22 @@ pub fn run(
 ) -> Result<Measurements, String> {
     let total = plan.len();
     let wrote = plan.iter().any(|(_, p)| p.ios.iter().any(|io| io.dir != Dir::Read));
-    let mut probes = Vec::with_capacity(total);
+    let mut probes: Vec<Probe> = Vec::with_capacity(total);
     for (i, (kind, phase)) in plan.into_iter().enumerate() {
         progress(i, total, &phase.name);
         let outcome = backend.run(&phase)?;
         let phase = phase.prefix(outcome.issued());
-        probes.push(Probe { kind, phase, outcome });
+        // Slices of one probe become one: their requests and latencies in order, their
+        // times and bytes added up.
+        match probes.iter_mut().find(|p| p.kind == kind) {
+            Some(p) => {
+                p.phase.ios.extend(phase.ios);
+                p.outcome.lat_ns.extend(outcome.lat_ns);
+                p.outcome.elapsed_ns += outcome.elapsed_ns;
+                p.outcome.bytes += outcome.bytes;
+            }
+            None => probes.push(Probe { kind, phase, outcome }),
+        }
     }
     progress(total, total, "done");
     Ok(Measurements { capacity_bytes: backend.capacity_bytes(), probes, wrote })
@@ -247,6 +307,20 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_probes_are_sliced_across_the_plan() {
+        let p = plan(1 << 30, 30 * NS_PER_SEC, false, 1);
+        assert_eq!(p[0].0, Kind::Warmup);
+        let at: Vec<usize> = p
+            .iter()
+            .enumerate()
+            .filter(|(_, (k, _))| *k == Kind::Depth(32))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(at.len(), KEY_SLICES as usize);
+        assert!(at[KEY_SLICES as usize - 1] - at[0] > p.len() / 2, "{at:?} of {}", p.len());
+    }
 
     #[test]
     fn the_plan_fits_the_target_and_its_budget() {
