@@ -1,9 +1,10 @@
 //! What `elevator validate-disk` does per drive, end to end: load the drive directory and
 //! its 10,000-request trace, bridge to the HDD model, replay closed-loop, compute the rms
 //! demerit, for each of DiskSim 4.0's ten validation drives present. Target < 50 ms a drive.
-//! Skips when the DiskSim data is absent.
+//! And the replay alone (`replay_DRIVE`), its throughput in requests per second: target
+//! ≥ 2 M requests/s on one core. Skips when the DiskSim data is absent.
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use elevator_disksim::*;
 use std::path::PathBuf;
 
@@ -14,6 +15,17 @@ fn bench(c: &mut Criterion) {
         if !dir.is_dir() {
             eprintln!("skipping: {} not found", dir.display());
             continue;
+        }
+        {
+            let drv = load_drive(&dir).unwrap();
+            let params = hdd_params(&drv).unwrap();
+            let trace = load_trace(drv.trace_path.as_ref().unwrap()).unwrap();
+            let mut g = c.benchmark_group("replay");
+            g.throughput(Throughput::Elements(trace.len() as u64));
+            g.bench_function(format!("replay_{name}"), |b| {
+                b.iter(|| replay(&params, &trace).unwrap())
+            });
+            g.finish();
         }
         c.bench_function(&format!("validate_disk_{name}"), |b| {
             b.iter(|| {

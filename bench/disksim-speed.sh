@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Start-up-included speed of `elevator validate-disk` against DiskSim 4.0 on the same drive and
+# trace (issue 16: ≥ 40×). DiskSim is not shipped: build DiskSim 4.0 yourself with -O2 (its
+# Makefiles use -g; replace it with -O2 in src/, src/modules/, diskmodel/, libparam/ and
+# libddbg/) and pass its binary as DISKSIM. Usage:
+#   DISKSIM=/path/to/disksim bench/disksim-speed.sh [DRIVE_DIR] [RUNS]
+# DRIVE_DIR defaults to ../shared/data/disksim/barracuda. Wall and CPU time per run, each
+# program RUNS times (default 20) back to back.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${DISKSIM:?set DISKSIM to a DiskSim 4.0 binary built with -O2}"
+DRIVE=$(realpath "${1:-../shared/data/disksim/barracuda}")
+RUNS=${2:-20}
+NAME=$(basename "$DRIVE")
+cargo build --release -q -p elevator-cli
+ELEVATOR=$PWD/target/release/elevator
+WORK=$(mktemp -d /tmp/disksim-speed.XXXXXX)
+cp -r "$DRIVE"/. "$WORK"/
+cd "$WORK"
+clock() { python3 - "$RUNS" "$@" <<'PY'
+import os, resource, subprocess, sys, time
+runs, cmd = int(sys.argv[1]), sys.argv[2:]
+t0 = time.perf_counter(); r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+for _ in range(runs):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+t1 = time.perf_counter(); r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+print(f"{(t1 - t0) / runs * 1e3:.1f} {cpu / runs * 1e3:.1f}")
+PY
+}
+read -r dw dc < <(clock "$DISKSIM" "$NAME.parv" "$NAME.outv" validate "$NAME.trace" 0)
+read -r ew ec < <(clock "$ELEVATOR" validate-disk --drive "$WORK")
+echo "machine: $(uname -srm), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "drive $NAME, $(wc -l < "$NAME.trace") requests, $RUNS runs each"
+echo "DiskSim 4.0 -O2:         ${dw} ms wall, ${dc} ms CPU per run"
+echo "elevator validate-disk:  ${ew} ms wall, ${ec} ms CPU per run"
+python3 -c "print(f'speed-up: {$dw/$ew:.1f}x wall, {$dc/$ec:.1f}x CPU (target 40x)')"
+rm -rf "$WORK"
