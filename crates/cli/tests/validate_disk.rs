@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn data_dir() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
+    let p = elevator_disksim::validation_drives_dir(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim"),
+    );
     if p.join("barracuda").is_dir() {
         Some(p)
     } else {

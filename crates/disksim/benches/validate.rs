@@ -9,7 +9,9 @@ use elevator_disksim::*;
 use std::path::PathBuf;
 
 fn bench(c: &mut Criterion) {
-    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
+    let data = validation_drives_dir(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim"),
+    );
     for (name, _) in DISKSIM_4_0_RMS_MS {
         let dir = data.join(name);
         if !dir.is_dir() {

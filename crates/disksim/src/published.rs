@@ -23,3 +23,10 @@ pub const DISKSIM_4_0_RMS_MS: [(&str, f64); 10] = [
 pub fn disksim_rms_ms(drive: &str) -> Option<f64> {
     DISKSIM_4_0_RMS_MS.iter().find(|(name, _)| *name == drive).map(|&(_, rms)| rms)
 }
+
+/// Where the tests and benches look for DiskSim 4.0's validation drives: the directory named
+/// by `$ELEVATOR_DISKSIM_DRIVES` (one subdirectory per drive, as `bench/disksim-drives.sh`
+/// lays out DiskSim's `valid/`), else `fallback` (the two drives shipped beside the project).
+pub fn validation_drives_dir(fallback: std::path::PathBuf) -> std::path::PathBuf {
+    std::env::var_os("ELEVATOR_DISKSIM_DRIVES").map_or(fallback, std::path::PathBuf::from)
+}

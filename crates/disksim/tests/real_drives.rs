@@ -1,10 +1,22 @@
-//! Tests over the real DiskSim 4.0 validation drives in /work/shared/data/disksim.
+//! Tests over the real DiskSim 4.0 validation drives: those in $ELEVATOR_DISKSIM_DRIVES (see
+//! `bench/disksim-drives.sh`), else the two in /work/shared/data/disksim.
 
 use elevator_disksim::*;
 use std::path::PathBuf;
 
+/// The two drives shipped beside the project, with DiskSim's own simulated CDFs.
+fn shared_dir() -> Option<PathBuf> {
+    present(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim"))
+}
+
+/// Every validation drive at hand: `$ELEVATOR_DISKSIM_DRIVES`, else the shared two.
 fn data_dir() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim");
+    present(validation_drives_dir(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/disksim"),
+    ))
+}
+
+fn present(p: PathBuf) -> Option<PathBuf> {
     if p.join("barracuda").is_dir() {
         Some(p)
     } else {
@@ -21,7 +33,7 @@ fn header_rms(text: &str) -> f64 {
 
 #[test]
 fn rms_matches_disksim() {
-    let Some(d) = data_dir() else { return };
+    let Some(d) = shared_dir() else { return };
     for name in ["barracuda", "cheetah9LP"] {
         let dir = d.join(name);
         let defs = StatDefs::load(&dir.join("statdefs")).unwrap();
@@ -59,7 +71,7 @@ fn rms_matches_disksim() {
 
 #[test]
 fn parse_and_time_trace_plus_rms() {
-    let Some(d) = data_dir() else { return };
+    let Some(d) = shared_dir() else { return };
     let dir = d.join("barracuda");
     let text = std::fs::read_to_string(dir.join("barracuda.trace")).unwrap();
     let sim_text = std::fs::read_to_string(dir.join("disksim-simulated-cdf.tsv")).unwrap();
@@ -247,7 +259,7 @@ fn svg_plot() {
 /// The HDD model with DiskSim's controller, driven by the drive's own parameters, against
 /// the measured access times; returns (its demerit, DiskSim 4.0's).
 fn demerits(name: &str) -> Option<(f64, f64)> {
-    let d = data_dir()?;
+    let d = shared_dir()?;
     let dir = d.join(name);
     let drv = load_drive(&dir).unwrap();
     let params = hdd_params(&drv).unwrap();

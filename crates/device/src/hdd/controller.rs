@@ -705,16 +705,7 @@ impl Hdd {
     /// The first block of the track holding `lbn` (DiskSim `dm_get_track_boundaries`). The
     /// physical sector of `lbn` is no measure of it: slipped and spare sectors are not blocks.
     fn track_start(&self, lbn: u64) -> u64 {
-        let c0 = self.geom.map(lbn);
-        let mut l = lbn;
-        while l > 0 {
-            let c = self.geom.map(l - 1);
-            if c.cylinder != c0.cylinder || c.head != c0.head {
-                break;
-            }
-            l -= 1;
-        }
-        l
+        self.geom.track_first_block(lbn)
     }
 
     /// Where read-ahead after a read of `[lbn, lbn + n)` into a segment starting at

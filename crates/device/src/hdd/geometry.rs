@@ -434,24 +434,16 @@ impl Geometry {
         match self.sparing {
             None => (rel / bpc, (rel / bpt) % surf, rel % bpt),
             Track => {
-                let mut track = rel / bpt;
-                for &s in slips {
-                    if s <= track {
-                        track += 1;
-                    }
-                }
+                let track = rel / bpt;
+                let track = track + slipped_past(slips, track);
                 (track / surf, track % surf, rel % bpt)
             }
             SectorsPerTrack => {
                 let per = bpt.saturating_sub(z.spares).max(1);
                 let track = rel / per;
-                let mut off = rel % per;
+                let off = rel % per;
                 let first = bpt * track;
-                for &s in slips {
-                    if s >= first && s - first <= off {
-                        off += 1;
-                    }
-                }
+                let off = off + slipped_past(from(slips, first), first + off);
                 (track / surf, track % surf, off.min(bpt - 1))
             }
             SectorsPerCylinder
@@ -464,15 +456,11 @@ impl Geometry {
                 let mut c = rel / per;
                 let mut off = rel % per;
                 let first = c * bpc;
-                let mut n = 0;
-                for &s in slips {
-                    if (self.sparing.is_slip_to_end() && s / bpc < c)
-                        || (s >= first && s - first <= off + n)
-                    {
-                        n += 1;
-                    }
-                }
-                off += n;
+                // Slips of earlier cylinders (all of them, when they slip to the end) come
+                // first in the ascending list; then this cylinder's, one after another.
+                let earlier = slips.partition_point(|&s| s < first) as u64;
+                let n = if self.sparing.is_slip_to_end() { earlier } else { 0 };
+                off += n + slipped_past(from(slips, first), first + off + n);
                 c += off / per;
                 off %= per;
                 (c, off / bpt, off % bpt)
@@ -483,23 +471,11 @@ impl Geometry {
                 let range = rel / per;
                 let mut off = rel % per;
                 let first = range * bpr;
-                let mut n = 0;
-                for &s in slips {
-                    if s >= first && s - first <= off + n {
-                        n += 1;
-                    }
-                }
-                off += n;
+                off += slipped_past(from(slips, first), first + off);
                 (range * cylinders + off / bpc, (off % bpc) / bpt, off % bpt)
             }
             SectorsPerZone | SectorsPerZoneSlipToEnd => {
-                let mut n = 0;
-                for &s in slips {
-                    if s <= rel + n {
-                        n += 1;
-                    }
-                }
-                rel += n;
+                rel += slipped_past(slips, rel);
                 (rel / bpc, (rel % bpc) / bpt, rel % bpt)
             }
         }
@@ -578,6 +554,45 @@ impl Geometry {
         (hi, last.sector - c.sector + 1)
     }
 
+    /// The first block of the run of blocks that ends at `lbn` and lies on `lbn`'s track
+    /// (DiskSim's `dm_get_track_boundaries`, walking back block by block). Without displaced
+    /// blocks in the zone a block's track only grows with its number, so a binary search over
+    /// the track's worth of blocks before `lbn` finds the same block; a zone with remapped
+    /// defects (whose blocks sit on spares, maybe on this very track) takes the walk.
+    pub fn track_first_block(&self, lbn: u64) -> u64 {
+        let lbn = lbn.min(self.total_sectors - 1);
+        let c0 = self.map(lbn);
+        let same = |l: u64| {
+            let c = self.map(l);
+            c.cylinder == c0.cylinder && c.head == c0.head
+        };
+        let walk = |mut l: u64| {
+            while l > 0 && same(l - 1) {
+                l -= 1;
+            }
+            l
+        };
+        if !self.remaps[c0.zone].is_empty() {
+            return walk(lbn);
+        }
+        // A track holds at most `sectors_per_track` blocks; `lo` is below it unless the
+        // track is the disk's first, and every block from `hi` to `lbn` is on the track.
+        let mut lo = lbn.saturating_sub(self.zones[c0.zone].sectors_per_track);
+        if same(lo) {
+            return walk(lo);
+        }
+        let mut hi = lbn;
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            if same(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    }
+
     /// The angular position of a sector's start, in turns `[0, 1)`, with the zone's skews
     /// applied cumulatively from the zone's first track.
     #[inline]
@@ -645,9 +660,56 @@ fn zone_blocks(s: &ZoneSpec, heads: u64, sparing: Sparing) -> Result<u64, String
     u64::try_from(n).map_err(|_| format!("spares and empty space exceed the zone at {s:?}"))
 }
 
+/// How many of the ascending `slips` push a block whose unslipped place is `place` further
+/// on: DiskSim's loop `for each slip s in order: if s <= place + n { n += 1 }` (each slip at
+/// or before the block's place so far moves it one on), found by a binary search and a short
+/// scan instead of a walk over every slip of the zone. The slips at or before `place` all
+/// count (`s_i <= place <= place + i`); from the first one past it, slip `i` counts while
+/// `s_i <= place + i`, and once one does not, no later (larger) one can.
+#[inline]
+fn slipped_past(slips: &[u64], place: u64) -> u64 {
+    let mut n = slips.partition_point(|&s| s <= place);
+    while n < slips.len() && slips[n] <= place + n as u64 {
+        n += 1;
+    }
+    n as u64
+}
+
+/// The ascending `slips` from `first` on.
+#[inline]
+fn from(slips: &[u64], first: u64) -> &[u64] {
+    &slips[slips.partition_point(|&s| s < first)..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The binary search counts the slips DiskSim's linear loop counts, with repeated
+        /// slips, runs of adjacent ones and places before, among and after them.
+        #[test]
+        fn slipped_past_is_the_linear_loop(
+            mut slips in proptest::collection::vec(0u64..400, 0..64),
+            place in 0u64..500,
+            first in 0u64..400,
+        ) {
+            slips.sort_unstable();
+            let linear = |slips: &[u64], place: u64| {
+                let mut n = 0;
+                for &s in slips {
+                    if s <= place + n {
+                        n += 1;
+                    }
+                }
+                n
+            };
+            prop_assert_eq!(slipped_past(&slips, place), linear(&slips, place));
+            let after: Vec<u64> = slips.iter().copied().filter(|&s| s >= first).collect();
+            prop_assert_eq!(from(&slips, first), &after[..]);
+        }
+    }
 
     #[test]
     fn map_walks_sectors_heads_cylinders_and_zones() {
@@ -716,6 +778,59 @@ mod tests {
         // A spare beyond the zone is refused.
         let z = ZoneSpec { spares: 2, defects: vec![(1, 10)], ..ZoneSpec::plain(0, 4, 10) };
         assert!(Geometry::with_layout(&[z], 2, Sparing::Track, SurfaceOrder::Ascending).is_err());
+    }
+
+    #[test]
+    fn track_first_block_is_the_walk_back() {
+        let walk = |g: &Geometry, lbn: u64| {
+            let c0 = g.map(lbn);
+            let mut l = lbn;
+            while l > 0 {
+                let c = g.map(l - 1);
+                if c.cylinder != c0.cylinder || c.head != c0.head {
+                    break;
+                }
+                l -= 1;
+            }
+            l
+        };
+        let layouts = [
+            (
+                ZoneSpec { slips: vec![3, 4, 5, 20, 21], ..ZoneSpec::plain(0, 9, 10) },
+                Sparing::SectorsPerZone,
+            ),
+            (
+                ZoneSpec { spares: 3, slips: vec![3, 12, 13], ..ZoneSpec::plain(0, 9, 10) },
+                Sparing::SectorsPerTrack,
+            ),
+            (
+                ZoneSpec { spares: 2, slips: vec![1, 4], ..ZoneSpec::plain(0, 9, 10) },
+                Sparing::Track,
+            ),
+            (
+                ZoneSpec { slips: vec![5, 25, 26], ..ZoneSpec::plain(0, 9, 10) },
+                Sparing::SectorsAtEnd,
+            ),
+            (
+                ZoneSpec {
+                    spares: 5,
+                    slips: vec![3, 20],
+                    defects: vec![(50, 98)],
+                    ..ZoneSpec::plain(0, 9, 10)
+                },
+                Sparing::SectorsPerZone,
+            ),
+        ];
+        for (z, sparing) in layouts {
+            let g = Geometry::with_layout(&[z], 2, sparing, SurfaceOrder::Ascending).unwrap();
+            for lbn in 0..g.total_sectors {
+                assert_eq!(g.track_first_block(lbn), walk(&g, lbn), "{sparing:?} block {lbn}");
+            }
+        }
+        let g = Geometry::new(&[ZoneSpec::plain(0, 4, 10), ZoneSpec::plain(5, 9, 8)], 2).unwrap();
+        for lbn in 0..g.total_sectors {
+            assert_eq!(g.track_first_block(lbn), walk(&g, lbn), "plain block {lbn}");
+        }
     }
 
     #[test]
