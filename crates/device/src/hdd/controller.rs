@@ -623,9 +623,16 @@ impl Hdd {
         if end_t <= t_ns {
             return StreamPos { valid: s.limit, at: end_at, pending_ns: end_t, seeking: false };
         }
-        for r in runs.iter() {
+        // Where the heads are for run `r` (mapped only for the run `t_ns` falls in).
+        let at_run = |r: &Run| {
             let c = self.geom.map(r.first);
-            let at = HeadState { cylinder: c.cylinder, head: c.head };
+            HeadState { cylinder: c.cylinder, head: c.head }
+        };
+        for r in runs.iter() {
+            if t_ns >= r.start_ns + r.len as f64 * r.sector_ns && t_ns >= r.arrive_ns {
+                continue;
+            }
+            let at = at_run(r);
             if t_ns < r.arrive_ns {
                 return StreamPos { valid: r.first, at, pending_ns: r.arrive_ns, seeking: true };
             }

@@ -533,24 +533,27 @@ impl Geometry {
         {
             hi = hi.min(b - rel);
         }
-        let same = |k: u64| {
+        // The place of the run's last block, if block k-1 is still on the track.
+        let on = |k: u64| {
             let d = self.map(lbn + k - 1);
-            d.cylinder == c.cylinder && d.head == c.head
+            (d.cylinder == c.cylinder && d.head == c.head).then_some(d)
         };
-        if !same(hi) {
-            // Largest k with block k-1 still on the track; k = 1 always is.
-            let mut lo = 1;
-            while lo + 1 < hi {
-                let mid = (lo + hi) / 2;
-                if same(mid) {
-                    lo = mid;
-                } else {
-                    hi = mid;
+        let last = match on(hi) {
+            Some(d) => d,
+            None => {
+                // Largest k with block k-1 still on the track; k = 1 (block `lbn`) always is.
+                let (mut lo, mut lo_place) = (1, *c);
+                while lo + 1 < hi {
+                    let mid = (lo + hi) / 2;
+                    match on(mid) {
+                        Some(d) => (lo, lo_place) = (mid, d),
+                        None => hi = mid,
+                    }
                 }
+                hi = lo;
+                lo_place
             }
-            hi = lo;
-        }
-        let last = self.map(lbn + hi - 1);
+        };
         (hi, last.sector - c.sector + 1)
     }
 
