@@ -74,26 +74,25 @@ pub struct MclockGroup {
 }
 
 impl MclockGroup {
-    /// Checks the settings against the named limits.
+    /// Checks the settings against the named limits; the message names the key.
     pub fn validate(&self) -> Result<(), String> {
         if !(MCLOCK_WEIGHT_MIN..=MCLOCK_WEIGHT_MAX).contains(&self.weight) {
             return Err(format!(
-                "group `{}`: weight {} is outside {MCLOCK_WEIGHT_MIN}..={MCLOCK_WEIGHT_MAX}",
-                self.name, self.weight
+                "weight {} is outside {MCLOCK_WEIGHT_MIN}..={MCLOCK_WEIGHT_MAX}",
+                self.weight
             ));
         }
-        for (key, v) in [("reservation", self.reservation_iops), ("limit", self.limit_iops)] {
+        for (key, v) in
+            [("reservation_iops", self.reservation_iops), ("limit_iops", self.limit_iops)]
+        {
             if v > MCLOCK_IOPS_MAX {
-                return Err(format!(
-                    "group `{}`: {key} {v} IOPS is above {MCLOCK_IOPS_MAX}",
-                    self.name
-                ));
+                return Err(format!("{key} {v} is above {MCLOCK_IOPS_MAX}"));
             }
         }
         if self.limit_iops != 0 && self.reservation_iops > self.limit_iops {
             return Err(format!(
-                "group `{}`: reservation {} IOPS is above its limit {} IOPS",
-                self.name, self.reservation_iops, self.limit_iops
+                "reservation_iops {} is above limit_iops {}",
+                self.reservation_iops, self.limit_iops
             ));
         }
         Ok(())
@@ -188,7 +187,7 @@ impl Mclock {
         let mut by_cgroup = BTreeMap::new();
         let mut out = Vec::with_capacity(groups.len() + 1);
         for g in groups {
-            g.validate()?;
+            g.validate().map_err(|e| format!("group `{}`: {e}", g.name))?;
             if by_cgroup.insert(g.cgroup, out.len()).is_some() {
                 return Err(format!("group `{}`: its cgroup is configured twice", g.name));
             }
@@ -216,7 +215,7 @@ impl Mclock {
     /// Changes a configured group's reservation, weight and limit (`elevator ctl`); queued
     /// requests keep their tags, the next ones are spaced by the new settings.
     pub fn set_group(&mut self, settings: MclockGroup) -> Result<(), String> {
-        settings.validate()?;
+        settings.validate().map_err(|e| format!("group `{}`: {e}", settings.name))?;
         let Some(&i) = self.by_cgroup.get(&settings.cgroup) else {
             return Err(format!("group `{}` is not configured", settings.name));
         };
@@ -227,6 +226,11 @@ impl Mclock {
         g.p_spacing_ns = fresh.p_spacing_ns;
         g.settings = settings;
         Ok(())
+    }
+
+    /// The settings of the group of `cgroup`, if configured.
+    pub fn group(&self, cgroup: u32) -> Option<&MclockGroup> {
+        self.by_cgroup.get(&cgroup).map(|&i| &self.groups[i].settings)
     }
 
     /// Requests released below and not completed.

@@ -21,6 +21,7 @@ fn is_loopback(addr: &str) -> std::io::Result<bool> {
 /// control_socket = "/run/elevator.ctl" # optional: `elevator ctl --socket ...`
 /// metrics = "127.0.0.1:9187"         # optional: Prometheus text format at /metrics
 /// scheduler = "mq-deadline"
+/// controller = "none"               # or "mclock": exports' reservation/weight/limit in IOPS
 /// queue_depth = 32                   # requests in flight per backing file
 /// max_sectors_kb = 256               # largest piece of a read sent to the file at once
 /// read_ahead_kb = 128                # read-ahead window of a sequential connection (0: off)
@@ -44,6 +45,8 @@ fn is_loopback(addr: &str) -> std::io::Result<bool> {
 /// size = 1073741824                  # optional: defaults to the file's size
 /// read_only = false
 /// weight = 500
+/// reservation_iops = 0               # with controller = "mclock": I/Os per second guaranteed
+/// limit_iops = 0                     # with controller = "mclock": never more (0: no limit)
 /// max_connections = 16               # optional, this export's own limit
 /// allow_uids = [1000]                # optional: Unix peers allowed (SO_PEERCRED)
 /// allow_names = ["client.example"]   # optional: client certificate DNS names allowed
@@ -90,6 +93,10 @@ pub struct ServerConfig {
     pub metrics: Option<String>,
     #[serde(default = "default_scheduler")]
     pub scheduler: String,
+    /// A group controller above the scheduler of each backing file: `none`, or `mclock`
+    /// (each export's `reservation_iops`, `weight` and `limit_iops`).
+    #[serde(default = "default_controller")]
+    pub controller: String,
     #[serde(default)]
     pub tunables: BTreeMap<String, toml::Value>,
     #[serde(default = "default_queue_depth")]
@@ -158,6 +165,12 @@ pub struct ExportConfig {
     pub read_only: bool,
     #[serde(default = "default_weight")]
     pub weight: u32,
+    /// Under `controller = "mclock"`: I/Os per second this export gets while it asks for them.
+    #[serde(default)]
+    pub reservation_iops: u32,
+    /// Under `controller = "mclock"`: I/Os per second it never exceeds (0: no limit).
+    #[serde(default)]
+    pub limit_iops: u32,
     #[serde(default)]
     pub description: String,
     /// This export's own limit on connections in the transmission phase.
@@ -236,6 +249,10 @@ fn de_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Er
 fn default_scheduler() -> String {
     "mq-deadline".into()
 }
+fn default_controller() -> String {
+    "none".to_string()
+}
+
 fn default_queue_depth() -> u32 {
     32
 }
@@ -290,6 +307,7 @@ impl ServerConfig {
             metrics: None,
             scheduler: default_scheduler(),
             tunables: BTreeMap::new(),
+            controller: default_controller(),
             queue_depth: default_queue_depth(),
             max_sectors_kb: default_max_sectors_kb(),
             read_ahead_kb: default_read_ahead_kb(),
@@ -398,6 +416,26 @@ impl ServerConfig {
             }
         }
         elevator_sched::by_name(&self.scheduler).map_err(crate::ServerError::Config)?;
+        match self.controller.as_str() {
+            "none" => {
+                if let Some(e) =
+                    self.exports.iter().find(|e| e.reservation_iops != 0 || e.limit_iops != 0)
+                {
+                    return err(format!(
+                        "export `{}`: reservation_iops and limit_iops need controller = \"mclock\"",
+                        e.name
+                    ));
+                }
+            }
+            "mclock" => {
+                for (i, e) in self.exports.iter().enumerate() {
+                    crate::mclock_group(i, e).validate().map_err(|m| {
+                        crate::ServerError::Config(format!("export `{}`: {m}", e.name))
+                    })?;
+                }
+            }
+            other => return err(format!("controller `{other}`: expected none or mclock")),
+        }
         if self.tls != TlsSetting::Off && (self.tls_cert.is_none() || self.tls_key.is_none()) {
             return err("tls needs both `tls_cert` and `tls_key`".into());
         }
@@ -467,6 +505,17 @@ mod tests {
         assert!(e("scheduler = \"cfqq\"\n[[export]]\nname=\"a\"\npath=\"/x\"")
             .contains("unknown scheduler"));
         assert!(e("bogus = 1").contains("bogus"));
+        let ex = "[[export]]\nname=\"a\"\npath=\"/x\"\n";
+        assert!(e(&format!("{ex}reservation_iops = 10"))
+            .contains("export `a`: reservation_iops and limit_iops need controller = \"mclock\""));
+        assert!(e(&format!("controller = \"dmclock\"\n{ex}")).contains("controller `dmclock`"));
+        let over = format!("controller = \"mclock\"\n{ex}reservation_iops = 500\nlimit_iops = 100");
+        assert!(e(&over).contains("export `a`: reservation_iops 500 is above limit_iops 100"));
+        let big = format!("controller = \"mclock\"\n{ex}limit_iops = 20000000");
+        assert!(e(&big).contains("export `a`: limit_iops 20000000 is above 10000000"));
+        let ok = format!("controller = \"mclock\"\n{ex}reservation_iops = 100\nlimit_iops = 200");
+        let c = ServerConfig::from_toml_str(&ok).unwrap();
+        assert_eq!((c.exports[0].reservation_iops, c.exports[0].limit_iops), (100, 200));
         let dup = "[[export]]\nname=\"a\"\npath=\"/x\"\n[[export]]\nname=\"a\"\npath=\"/y\"";
         assert!(e(dup).contains("twice"));
         let tls = "tls = \"require\"\n[[export]]\nname=\"a\"\npath=\"/x\"";

@@ -7,7 +7,8 @@
 //! - `list`: exports with backing file, size, weight and scheduler;
 //! - `get EXPORT [NAME]`: the scheduler tunables of the export's backing file, as
 //!   `/sys/block/<dev>/queue/iosched/` lists them (`weight` is the export's group weight);
-//! - `set EXPORT NAME VALUE`: range-checked by the scheduler's tunables API;
+//! - `set EXPORT NAME VALUE`: range-checked by the scheduler's tunables API; `weight`, and
+//!   under `controller = "mclock"` `reservation_iops` and `limit_iops`, are the export's own;
 //! - `stats`: per-export counters and latency percentiles, and the scheduler queue.
 //!
 //! **Metrics** (`metrics = "127.0.0.1:PORT"`): `GET /metrics` answers the same counters in
@@ -75,6 +76,11 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
                     "weight": e.weight.load(Ordering::Relaxed),
                     "scheduler": scheduler,
                 }));
+                if let Ok(CtlReply::Mclock(Some(g))) = ask(shared, i, Ctl::Mclock(i)) {
+                    let last = out.last_mut().expect("just pushed");
+                    last["reservation_iops"] = json!(g.reservation_iops);
+                    last["limit_iops"] = json!(g.limit_iops);
+                }
             }
             Ok(json!({ "exports": out }))
         }
@@ -87,6 +93,13 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
             if let [name] = rest {
                 if *name == "weight" {
                     return Ok(json!({ "name": "weight", "value": weight.to_string() }));
+                }
+                if matches!(*name, "reservation_iops" | "limit_iops") {
+                    let CtlReply::Mclock(Some(g)) = ask(shared, i, Ctl::Mclock(i))? else {
+                        return Err(format!("{name} needs controller = \"mclock\""));
+                    };
+                    let v = if *name == "limit_iops" { g.limit_iops } else { g.reservation_iops };
+                    return Ok(json!({ "name": name, "value": v.to_string() }));
                 }
                 let t = tunables.iter().find(|t| t.name == *name).ok_or_else(|| {
                     let known: Vec<&str> = tunables.iter().map(|t| t.name.as_str()).collect();
@@ -123,6 +136,16 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
                 }
                 shared.exports[i].weight.store(w, Ordering::Relaxed);
                 return Ok(json!({}));
+            }
+            if matches!(*name, "reservation_iops" | "limit_iops") {
+                let max = elevator_control::mclock::MCLOCK_IOPS_MAX;
+                let v: u32 = value.parse().ok().filter(|v| *v <= max).ok_or_else(|| {
+                    format!("{name} `{value}`: expected an integer in 0..={max}")
+                })?;
+                return match ask(shared, i, Ctl::SetMclock(i, name.to_string(), v))? {
+                    CtlReply::Done(r) => r.map(|_| json!({})),
+                    _ => Err("unexpected worker reply".into()),
+                };
             }
             match ask(shared, i, Ctl::SetTunable(name.to_string(), value.to_string()))? {
                 CtlReply::Done(r) => r.map(|_| json!({})),
@@ -223,6 +246,29 @@ pub(crate) fn metrics_text(shared: &Shared, stats: &Stats) -> String {
     for e in &shared.exports {
         let w = e.weight.load(Ordering::Relaxed);
         let _ = writeln!(o, "elevator_group_weight{{export=\"{}\"}} {w}", esc(&e.info.name));
+    }
+    let mclock: Vec<(usize, elevator_control::mclock::MclockGroup)> = (0..shared.exports.len())
+        .filter_map(|i| match ask(shared, i, Ctl::Mclock(i)) {
+            Ok(CtlReply::Mclock(Some(g))) => Some((i, g)),
+            _ => None,
+        })
+        .collect();
+    if !mclock.is_empty() {
+        let _ = writeln!(o, "# HELP elevator_mclock_iops The export's mClock reservation and limit (0: none), to read against elevator_requests_total's rate.");
+        let _ = writeln!(o, "# TYPE elevator_mclock_iops gauge");
+        for (i, g) in &mclock {
+            let n = esc(&shared.exports[*i].info.name);
+            let _ = writeln!(
+                o,
+                "elevator_mclock_iops{{export=\"{n}\",setting=\"reservation\"}} {}",
+                g.reservation_iops
+            );
+            let _ = writeln!(
+                o,
+                "elevator_mclock_iops{{export=\"{n}\",setting=\"limit\"}} {}",
+                g.limit_iops
+            );
+        }
     }
     let _ = writeln!(o, "# HELP elevator_device_queue Requests held by the export's scheduler and in flight below it.");
     let _ = writeln!(o, "# TYPE elevator_device_queue gauge");

@@ -30,6 +30,7 @@ pub use config::{
 };
 pub use stats::ExportStatsSnapshot;
 
+use elevator_control::mclock::{Mclock, MclockGroup};
 use elevator_core::Cgroup;
 use elevator_nbd::ExportInfo;
 use stats::ExportStats;
@@ -59,6 +60,18 @@ impl std::fmt::Display for ServerError {
     }
 }
 impl std::error::Error for ServerError {}
+
+/// Export `i`'s mClock group: its scheduler group (cgroup `i + 1`), reservation, weight and
+/// limit.
+pub(crate) fn mclock_group(i: usize, e: &config::ExportConfig) -> MclockGroup {
+    MclockGroup {
+        cgroup: i as u32 + 1,
+        name: e.name.clone(),
+        reservation_iops: e.reservation_iops,
+        weight: e.weight,
+        limit_iops: e.limit_iops,
+    }
+}
 
 pub(crate) struct ExportRuntime {
     pub info: ExportInfo,
@@ -185,6 +198,16 @@ impl Server {
                     weight: e.weight,
                 });
             }
+            let mclock = match config.controller.as_str() {
+                "mclock" => Some(
+                    Mclock::new(
+                        members.iter().map(|&i| mclock_group(i, &config.exports[i])).collect(),
+                        config.queue_depth,
+                    )
+                    .map_err(ServerError::Config)?,
+                ),
+                _ => None,
+            };
             let name = config.exports[members[0]].name.clone();
             let seek_file = Arc::new(file.try_clone().map_err(ioerr)?);
             let setup = worker::WorkerSetup {
@@ -192,6 +215,7 @@ impl Server {
                 file,
                 direct,
                 sched,
+                mclock,
                 depth: config.queue_depth as usize,
                 piece_bytes: config.max_sectors_kb as u64 * 1024,
                 read_ahead_bytes: config.read_ahead_kb as u64 * 1024,

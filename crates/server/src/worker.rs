@@ -18,6 +18,8 @@ use crate::buffers::{BufPool, IoBuf};
 use crate::conn::{self, ConnMeta, NewConn, Step, Stream};
 use crate::readahead::{Cache, Found, ReadStream};
 use crate::stats::ExportStats;
+use elevator_control::mclock::Mclock;
+use elevator_control::{Bio, Controller};
 use elevator_core::{IoPrio, Op, Owner, Request, RequestId};
 use elevator_nbd as nbd;
 use elevator_sched::{Dispatch, Scheduler};
@@ -122,6 +124,10 @@ pub(crate) enum Ctl {
     SetTunable(String, String),
     /// A new weight for export `.0` (its group, named `.1`).
     SetWeight(usize, String, u32),
+    /// A new `reservation_iops` or `limit_iops` (`.1`) for export `.0` under mClock.
+    SetMclock(usize, String, u32),
+    /// Export `.0`'s mClock settings.
+    Mclock(usize),
     Queue,
 }
 
@@ -131,6 +137,8 @@ pub(crate) enum CtlReply {
         tunables: Vec<elevator_sched::TunableInfo>,
     },
     Done(Result<(), String>),
+    /// An export's mClock settings; none without `controller = "mclock"`.
+    Mclock(Option<elevator_control::mclock::MclockGroup>),
     /// Requests queued in the scheduler, in flight, and parked.
     Queue {
         queued: usize,
@@ -338,6 +346,9 @@ pub(crate) struct WorkerSetup {
     pub file: File,
     pub direct: bool,
     pub sched: Box<dyn Scheduler>,
+    /// mClock above the scheduler (`controller = "mclock"`): requests wait in it until it
+    /// releases them to the scheduler, at most `depth` below it at once.
+    pub mclock: Option<Mclock>,
     pub depth: usize,
     /// Reads longer than this go to the file in pieces of this many bytes (`max_sectors_kb`).
     pub piece_bytes: u64,
@@ -386,6 +397,8 @@ pub(crate) fn spawn(
             efd_armed: false,
             next_id: 1,
             pending: IdMap::default(),
+            held: IdMap::default(),
+            below: IdMap::default(),
             inflight: IdMap::default(),
             parked: VecDeque::new(),
             conns: Vec::new(),
@@ -413,6 +426,11 @@ struct Worker {
     next_id: u64,
     /// Jobs of requests inserted and not yet dispatched, by request (merges append).
     pending: IdMap<RequestId, Vec<Job>>,
+    /// Requests held in mClock, with the job they carry (none for a prefetch).
+    held: IdMap<RequestId, (Request, Option<Job>)>,
+    /// Per request released by mClock (and the ones merged into it): the cgroups of the
+    /// requests whose completion mClock must hear of.
+    below: IdMap<RequestId, Vec<u32>>,
     inflight: IdMap<u64, Inflight>,
     /// Dispatched writes waiting for an overlapping in-flight write to finish (read-modify-write
     /// must not race with another write to the same block).
@@ -477,13 +495,13 @@ impl Worker {
                 }
             }
             self.retry_parked();
-            let mut deadline = None;
+            let mut deadline = self.release_held();
             while self.inflight.len() + self.parked.len() < self.setup.depth {
                 let now = self.now();
                 match self.setup.sched.dispatch(now) {
                     Dispatch::Request(rq) => self.start(rq),
                     Dispatch::WaitUntil { until_ns } => {
-                        deadline = Some(until_ns);
+                        deadline = Some(deadline.map_or(until_ns, |d: u64| d.min(until_ns)));
                         break;
                     }
                     Dispatch::Empty => break,
@@ -510,6 +528,7 @@ impl Worker {
                 && self.inflight.is_empty()
                 && self.parked.is_empty()
                 && self.pending.is_empty()
+                && self.held.is_empty()
                 && self.conns.iter().all(Option::is_none)
             {
                 tracing::debug!(worker = %self.setup.name, "worker stopped");
@@ -632,9 +651,40 @@ impl Worker {
             Ctl::SetWeight(export, path, weight) => {
                 let id = export as u32 + 1;
                 sched.set_group(&elevator_core::Cgroup { id, parent: Some(0), path, weight });
+                if let Some(m) = self.setup.mclock.as_mut() {
+                    if let Some(mut g) = m.group(id).cloned() {
+                        g.weight = weight;
+                        if let Err(e) = m.set_group(g) {
+                            return CtlReply::Done(Err(e));
+                        }
+                    }
+                }
                 tracing::info!(worker = %self.setup.name, export, weight, "weight set");
                 CtlReply::Done(Ok(()))
             }
+            Ctl::SetMclock(export, key, value) => {
+                let Some(m) = self.setup.mclock.as_mut() else {
+                    return CtlReply::Done(Err(format!(
+                        "{key} needs the server to run with controller = \"mclock\""
+                    )));
+                };
+                let Some(mut g) = m.group(export as u32 + 1).cloned() else {
+                    return CtlReply::Done(Err("the export has no mClock group".into()));
+                };
+                match key.as_str() {
+                    "reservation_iops" => g.reservation_iops = value,
+                    "limit_iops" => g.limit_iops = value,
+                    _ => return CtlReply::Done(Err(format!("mClock has no setting `{key}`"))),
+                }
+                let r = m.set_group(g);
+                if r.is_ok() {
+                    tracing::info!(worker = %self.setup.name, export, %key, value, "mclock set");
+                }
+                CtlReply::Done(r)
+            }
+            Ctl::Mclock(export) => CtlReply::Mclock(
+                self.setup.mclock.as_ref().and_then(|m| m.group(export as u32 + 1).cloned()),
+            ),
             Ctl::Queue => CtlReply::Queue {
                 queued: sched.queued(),
                 inflight: self.inflight.len() + self.parked.len(),
@@ -975,8 +1025,13 @@ impl Worker {
                 return;
             };
             self.ra.insert(at, n, id.0);
-            self.setup.sched.insert(rq, now);
-            self.pending.insert(id, Vec::new());
+            if let Some(m) = self.setup.mclock.as_mut() {
+                m.submit(Bio { device: 0, request: rq }, now);
+                self.held.insert(id, (rq, None));
+            } else {
+                self.setup.sched.insert(rq, now);
+                self.pending.insert(id, Vec::new());
+            }
             at += n;
         }
     }
@@ -1008,16 +1063,51 @@ impl Worker {
         };
         rq.fua = job.fua;
         if op != Op::Flush {
+            if let Some(m) = self.setup.mclock.as_mut() {
+                m.submit(Bio { device: 0, request: rq }, now);
+                self.held.insert(id, (rq, Some(job)));
+                return;
+            }
+        }
+        self.enqueue(rq, Some(job), false, now);
+    }
+
+    /// A request to the scheduler, merged into a queued one or inserted; `counted`: mClock
+    /// released it and hears of its completion. A prefetch (no job) is never merged.
+    fn enqueue(&mut self, rq: Request, job: Option<Job>, counted: bool, now: u64) {
+        let (id, cgroup) = (rq.id, rq.owner.cgroup);
+        if rq.op != Op::Flush && job.is_some() {
             if let Some(m) = self.setup.sched.try_merge(&rq, MAX_MERGE_BYTES, now) {
                 if let Some(v) = self.pending.get_mut(&m.into) {
-                    v.push(job);
+                    v.extend(job);
+                    if counted {
+                        self.below.entry(m.into).or_default().push(cgroup);
+                    }
                     return;
                 }
                 tracing::error!(into = m.into.0, "scheduler merged into an unknown request");
             }
         }
         self.setup.sched.insert(rq, now);
-        self.pending.insert(id, vec![job]);
+        self.pending.insert(id, job.into_iter().collect());
+        if counted {
+            self.below.insert(id, vec![cgroup]);
+        }
+    }
+
+    /// Passes what mClock releases now to the scheduler; when it next wants to be asked.
+    fn release_held(&mut self) -> Option<u64> {
+        let m = self.setup.mclock.as_mut()?;
+        let now = self.setup.start.elapsed().as_nanos() as u64;
+        let mut out = Vec::new();
+        m.release(now, &mut out);
+        let timer = m.next_timer_ns();
+        for bio in out {
+            if let Some((rq, job)) = self.held.remove(&bio.request.id) {
+                self.enqueue(rq, job, true, now);
+            }
+        }
+        timer
     }
 
     fn overlaps_inflight_write(&self, rq: &Request, before: usize) -> bool {
@@ -1306,6 +1396,14 @@ impl Worker {
         let Some(f) = self.inflight.remove(&id) else { return };
         let now = self.now();
         self.setup.sched.completed(&f.rq, now);
+        if let (Some(m), Some(cgroups)) = (self.setup.mclock.as_mut(), self.below.remove(&f.rq.id))
+        {
+            for cgroup in cgroups {
+                let mut rq = f.rq;
+                rq.owner.cgroup = cgroup;
+                m.completed(&Bio { device: 0, request: rq }, now);
+            }
+        }
         if f.rq.op == Op::Read {
             // Its own jobs were answered piece by piece; a prefetch's waiters are answered now
             // (after a failure they read for themselves, to get their own error).

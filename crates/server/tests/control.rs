@@ -100,3 +100,43 @@ fn ctl_protocol_and_metrics() {
     server.shutdown();
     assert!(!sock.exists(), "control socket removed at shutdown");
 }
+
+#[test]
+fn mclock_settings_by_ctl_and_in_metrics() {
+    let dir = tempfile::Builder::new().tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ex = |name: &str, reservation_iops, limit_iops| ExportConfig {
+        name: name.into(),
+        path: dir.path().join("shared.img"),
+        size: Some(1 << 20),
+        weight: 100,
+        reservation_iops,
+        limit_iops,
+        ..Default::default()
+    };
+    let mut c = ServerConfig::with_exports(vec![ex("a", 100, 0), ex("b", 0, 500)]);
+    c.listen = Some("127.0.0.1:0".into());
+    c.controller = "mclock".into();
+    let sock = dir.path().join("ctl.sock");
+    c.control_socket = Some(sock.clone());
+    c.metrics = Some("127.0.0.1:0".into());
+    let server = Server::start(c).unwrap();
+
+    let list = ask(&sock, "list");
+    assert_eq!(list["exports"][0]["reservation_iops"], 100, "{list}");
+    assert_eq!(list["exports"][1]["limit_iops"], 500, "{list}");
+    assert_eq!(ask(&sock, "set b limit_iops 2000")["ok"], true);
+    assert_eq!(ask(&sock, "get b limit_iops")["value"], "2000");
+    assert_eq!(ask(&sock, "set a reservation_iops 300")["ok"], true);
+    assert_eq!(ask(&sock, "get a reservation_iops")["value"], "300");
+    // A reservation above the limit, or a value past the named maximum, is refused.
+    let over = ask(&sock, "set b reservation_iops 3000");
+    assert!(over["error"].as_str().unwrap().contains("above limit_iops 2000"), "{over}");
+    let big = ask(&sock, "set b limit_iops 99999999");
+    assert!(big["error"].as_str().unwrap().contains("0..=10000000"), "{big}");
+    assert_eq!(ask(&sock, "set b weight 300")["ok"], true);
+
+    let m = http_get(server.metrics_addr().unwrap(), "/metrics");
+    assert!(m.contains("elevator_mclock_iops{export=\"a\",setting=\"reservation\"} 300"), "{m}");
+    assert!(m.contains("elevator_mclock_iops{export=\"b\",setting=\"limit\"} 2000"), "{m}");
+    server.shutdown();
+}

@@ -202,8 +202,8 @@ fn bad_settings_are_refused_with_the_group_and_key() {
     let e = |g: MclockGroup| Mclock::new(vec![g], 32).unwrap_err();
     assert!(e(group(0, 0, 0, 0)).contains("weight 0"));
     assert!(e(group(0, 0, 10_001, 0)).contains("weight 10001"));
-    assert!(e(group(0, 500, 100, 100)).contains("reservation 500 IOPS is above its limit"));
-    assert!(e(group(0, MCLOCK_IOPS_MAX + 1, 100, 0)).contains("reservation"));
+    assert!(e(group(0, 500, 100, 100)).contains("reservation_iops 500 is above limit_iops 100"));
+    assert!(e(group(0, MCLOCK_IOPS_MAX + 1, 100, 0)).contains("reservation_iops 10000001"));
     assert!(Mclock::new(vec![], 0).unwrap_err().contains("depth 0"));
     let twice = Mclock::new(vec![group(3, 0, 100, 0), group(3, 0, 100, 0)], 32).unwrap_err();
     assert!(twice.contains("configured twice"));
