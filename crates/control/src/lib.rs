@@ -12,6 +12,7 @@
 
 pub mod ioband;
 pub mod mclock;
+pub mod throttle;
 
 use elevator_core::{Nanos, Owner, Request};
 
