@@ -21,7 +21,8 @@ fn is_loopback(addr: &str) -> std::io::Result<bool> {
 /// control_socket = "/run/elevator.ctl" # optional: `elevator ctl --socket ...`
 /// metrics = "127.0.0.1:9187"         # optional: Prometheus text format at /metrics
 /// scheduler = "mq-deadline"
-/// controller = "none"               # or "mclock": exports' reservation/weight/limit in IOPS
+/// controller = "none"               # "mclock": exports' reservation/weight/limit in IOPS;
+///                                    # "io.max": exports' cgroup v2 io.max limits
 /// queue_depth = 32                   # requests in flight per backing file
 /// max_sectors_kb = 256               # largest piece of a read sent to the file at once
 /// read_ahead_kb = 128                # read-ahead window of a sequential connection (0: off)
@@ -47,6 +48,7 @@ fn is_loopback(addr: &str) -> std::io::Result<bool> {
 /// weight = 500
 /// reservation_iops = 0               # with controller = "mclock": I/Os per second guaranteed
 /// limit_iops = 0                     # with controller = "mclock": never more (0: no limit)
+/// io_max = "riops=2000 wbps=max"     # with controller = "io.max": io.max's keys, no MAJ:MIN
 /// max_connections = 16               # optional, this export's own limit
 /// allow_uids = [1000]                # optional: Unix peers allowed (SO_PEERCRED)
 /// allow_names = ["client.example"]   # optional: client certificate DNS names allowed
@@ -93,8 +95,9 @@ pub struct ServerConfig {
     pub metrics: Option<String>,
     #[serde(default = "default_scheduler")]
     pub scheduler: String,
-    /// A group controller above the scheduler of each backing file: `none`, or `mclock`
-    /// (each export's `reservation_iops`, `weight` and `limit_iops`).
+    /// A group controller above the scheduler of each backing file: `none`, `mclock` (each
+    /// export's `reservation_iops`, `weight` and `limit_iops`) or `io.max` (each export's
+    /// `io_max`).
     #[serde(default = "default_controller")]
     pub controller: String,
     #[serde(default)]
@@ -171,6 +174,10 @@ pub struct ExportConfig {
     /// Under `controller = "mclock"`: I/Os per second it never exceeds (0: no limit).
     #[serde(default)]
     pub limit_iops: u32,
+    /// Under `controller = "io.max"`: cgroup v2 `io.max` keys for this export
+    /// (`rbps`, `wbps`, `riops`, `wiops`; a number or `max`), without the `MAJ:MIN`.
+    #[serde(default)]
+    pub io_max: Option<String>,
     #[serde(default)]
     pub description: String,
     /// This export's own limit on connections in the transmission phase.
@@ -416,7 +423,27 @@ impl ServerConfig {
             }
         }
         elevator_sched::by_name(&self.scheduler).map_err(crate::ServerError::Config)?;
+        if self.controller != "io.max" {
+            if let Some(e) = self.exports.iter().find(|e| e.io_max.is_some()) {
+                return err(format!("export `{}`: io_max needs controller = \"io.max\"", e.name));
+            }
+        }
         match self.controller.as_str() {
+            "io.max" => {
+                for e in &self.exports {
+                    if e.reservation_iops != 0 || e.limit_iops != 0 {
+                        return err(format!(
+                            "export `{}`: reservation_iops and limit_iops need controller = \"mclock\"",
+                            e.name
+                        ));
+                    }
+                    let keys = e.io_max.as_deref().unwrap_or("");
+                    elevator_control::throttle::IoMax::parse_keys(keys, Default::default())
+                        .map_err(|m| {
+                            crate::ServerError::Config(format!("export `{}`: {m}", e.name))
+                        })?;
+                }
+            }
             "none" => {
                 if let Some(e) =
                     self.exports.iter().find(|e| e.reservation_iops != 0 || e.limit_iops != 0)
@@ -434,7 +461,7 @@ impl ServerConfig {
                     })?;
                 }
             }
-            other => return err(format!("controller `{other}`: expected none or mclock")),
+            other => return err(format!("controller `{other}`: expected none, mclock or io.max")),
         }
         if self.tls != TlsSetting::Off && (self.tls_cert.is_none() || self.tls_key.is_none()) {
             return err("tls needs both `tls_cert` and `tls_key`".into());
@@ -513,6 +540,11 @@ mod tests {
         assert!(e(&over).contains("export `a`: reservation_iops 500 is above limit_iops 100"));
         let big = format!("controller = \"mclock\"\n{ex}limit_iops = 20000000");
         assert!(e(&big).contains("export `a`: limit_iops 20000000 is above 10000000"));
+        assert!(e(&format!("{ex}io_max = \"riops=100\"")).contains("io_max needs controller"));
+        let iomax = format!("controller = \"io.max\"\n{ex}io_max = \"riops=abc\"");
+        assert!(e(&iomax).contains("export `a`: io.max: `riops=abc`: expected an integer"));
+        let iomax = format!("controller = \"io.max\"\n{ex}io_max = \"8:0 riops=100\"");
+        assert!(e(&iomax).contains("`8:0`: expected KEY=VALUE"));
         let ok = format!("controller = \"mclock\"\n{ex}reservation_iops = 100\nlimit_iops = 200");
         let c = ServerConfig::from_toml_str(&ok).unwrap();
         assert_eq!((c.exports[0].reservation_iops, c.exports[0].limit_iops), (100, 200));

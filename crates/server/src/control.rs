@@ -9,6 +9,8 @@
 //!   `/sys/block/<dev>/queue/iosched/` lists them (`weight` is the export's group weight);
 //! - `set EXPORT NAME VALUE`: range-checked by the scheduler's tunables API; `weight`, and
 //!   under `controller = "mclock"` `reservation_iops` and `limit_iops`, are the export's own;
+//!   under `controller = "io.max"`, `set EXPORT io.max KEY=VALUE...` changes the export's
+//!   `io.max` keys;
 //! - `stats`: per-export counters and latency percentiles, and the scheduler queue.
 //!
 //! **Metrics** (`metrics = "127.0.0.1:PORT"`): `GET /metrics` answers the same counters in
@@ -81,6 +83,9 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
                     last["reservation_iops"] = json!(g.reservation_iops);
                     last["limit_iops"] = json!(g.limit_iops);
                 }
+                if let Ok(CtlReply::IoMax(Some(l))) = ask(shared, i, Ctl::IoMax(i)) {
+                    out.last_mut().expect("just pushed")["io.max"] = json!(l.to_string());
+                }
             }
             Ok(json!({ "exports": out }))
         }
@@ -93,6 +98,12 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
             if let [name] = rest {
                 if *name == "weight" {
                     return Ok(json!({ "name": "weight", "value": weight.to_string() }));
+                }
+                if *name == "io.max" {
+                    let CtlReply::IoMax(Some(l)) = ask(shared, i, Ctl::IoMax(i))? else {
+                        return Err("io.max needs controller = \"io.max\"".into());
+                    };
+                    return Ok(json!({ "name": name, "value": l.to_string() }));
                 }
                 if matches!(*name, "reservation_iops" | "limit_iops") {
                     let CtlReply::Mclock(Some(g)) = ask(shared, i, Ctl::Mclock(i))? else {
@@ -120,6 +131,13 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
                 })
                 .collect();
             Ok(json!({ "export": export, "scheduler": scheduler, "weight": weight, "tunables": list }))
+        }
+        ["set", export, "io.max", keys @ ..] if !keys.is_empty() => {
+            let i = find(shared, export)?;
+            match ask(shared, i, Ctl::SetIoMax(i, keys.join(" ")))? {
+                CtlReply::Done(r) => r.map(|_| json!({})),
+                _ => Err("unexpected worker reply".into()),
+            }
         }
         ["set", export, name, value] => {
             let i = find(shared, export)?;
@@ -268,6 +286,26 @@ pub(crate) fn metrics_text(shared: &Shared, stats: &Stats) -> String {
                 "elevator_mclock_iops{{export=\"{n}\",setting=\"limit\"}} {}",
                 g.limit_iops
             );
+        }
+    }
+    let io_max: Vec<(usize, elevator_control::throttle::IoMax)> = (0..shared.exports.len())
+        .filter_map(|i| match ask(shared, i, Ctl::IoMax(i)) {
+            Ok(CtlReply::IoMax(Some(l))) => Some((i, l)),
+            _ => None,
+        })
+        .collect();
+    if !io_max.is_empty() {
+        let _ = writeln!(o, "# HELP elevator_io_max The export's io.max limits that are set (bytes or I/Os per second).");
+        let _ = writeln!(o, "# TYPE elevator_io_max gauge");
+        for (i, l) in &io_max {
+            let n = esc(&shared.exports[*i].info.name);
+            for (key, v) in
+                [("rbps", l.rbps), ("wbps", l.wbps), ("riops", l.riops), ("wiops", l.wiops)]
+            {
+                if let Some(v) = v {
+                    let _ = writeln!(o, "elevator_io_max{{export=\"{n}\",key=\"{key}\"}} {v}");
+                }
+            }
         }
     }
     let _ = writeln!(o, "# HELP elevator_device_queue Requests held by the export's scheduler and in flight below it.");

@@ -31,6 +31,9 @@ pub use config::{
 pub use stats::ExportStatsSnapshot;
 
 use elevator_control::mclock::{Mclock, MclockGroup};
+use elevator_control::throttle::{
+    IoMax, Throttle, ThrottleGroup, THROTL_SLICE_HD_NS, THROTL_SLICE_SSD_NS,
+};
 use elevator_core::Cgroup;
 use elevator_nbd::ExportInfo;
 use stats::ExportStats;
@@ -198,14 +201,35 @@ impl Server {
                     weight: e.weight,
                 });
             }
-            let mclock = match config.controller.as_str() {
-                "mclock" => Some(
+            let control = match config.controller.as_str() {
+                "mclock" => Some(worker::GroupControl::Mclock(
                     Mclock::new(
                         members.iter().map(|&i| mclock_group(i, &config.exports[i])).collect(),
                         config.queue_depth,
                     )
                     .map_err(ServerError::Config)?,
-                ),
+                )),
+                "io.max" => {
+                    let mut groups = Vec::new();
+                    for &i in members {
+                        let e = &config.exports[i];
+                        let limits =
+                            IoMax::parse_keys(e.io_max.as_deref().unwrap_or(""), IoMax::default())
+                                .map_err(|m| {
+                                    ServerError::Config(format!("export `{}`: {m}", e.name))
+                                })?;
+                        groups.push(ThrottleGroup {
+                            cgroup: i as u32 + 1,
+                            name: e.name.clone(),
+                            limits,
+                        });
+                    }
+                    // blk-throttle's slice: 100 ms on a rotational device, 20 ms otherwise.
+                    let slice = if rotational { THROTL_SLICE_HD_NS } else { THROTL_SLICE_SSD_NS };
+                    Some(worker::GroupControl::IoMax(
+                        Throttle::new(groups, slice).map_err(ServerError::Config)?,
+                    ))
+                }
                 _ => None,
             };
             let name = config.exports[members[0]].name.clone();
@@ -215,7 +239,7 @@ impl Server {
                 file,
                 direct,
                 sched,
-                mclock,
+                control,
                 depth: config.queue_depth as usize,
                 piece_bytes: config.max_sectors_kb as u64 * 1024,
                 read_ahead_bytes: config.read_ahead_kb as u64 * 1024,

@@ -19,6 +19,7 @@ use crate::conn::{self, ConnMeta, NewConn, Step, Stream};
 use crate::readahead::{Cache, Found, ReadStream};
 use crate::stats::ExportStats;
 use elevator_control::mclock::Mclock;
+use elevator_control::throttle::{IoMax, Throttle};
 use elevator_control::{Bio, Controller};
 use elevator_core::{IoPrio, Op, Owner, Request, RequestId};
 use elevator_nbd as nbd;
@@ -128,6 +129,10 @@ pub(crate) enum Ctl {
     SetMclock(usize, String, u32),
     /// Export `.0`'s mClock settings.
     Mclock(usize),
+    /// New `io.max` keys (`riops=2000 wbps=max`) for export `.0`.
+    SetIoMax(usize, String),
+    /// Export `.0`'s `io.max`.
+    IoMax(usize),
     Queue,
 }
 
@@ -139,6 +144,8 @@ pub(crate) enum CtlReply {
     Done(Result<(), String>),
     /// An export's mClock settings; none without `controller = "mclock"`.
     Mclock(Option<elevator_control::mclock::MclockGroup>),
+    /// An export's `io.max`; none without `controller = "io.max"`.
+    IoMax(Option<IoMax>),
     /// Requests queued in the scheduler, in flight, and parked.
     Queue {
         queued: usize,
@@ -346,9 +353,9 @@ pub(crate) struct WorkerSetup {
     pub file: File,
     pub direct: bool,
     pub sched: Box<dyn Scheduler>,
-    /// mClock above the scheduler (`controller = "mclock"`): requests wait in it until it
-    /// releases them to the scheduler, at most `depth` below it at once.
-    pub mclock: Option<Mclock>,
+    /// A group controller above the scheduler (`controller = "mclock"` or `"io.max"`):
+    /// requests wait in it until it releases them to the scheduler.
+    pub control: Option<GroupControl>,
     pub depth: usize,
     /// Reads longer than this go to the file in pieces of this many bytes (`max_sectors_kb`).
     pub piece_bytes: u64,
@@ -362,6 +369,30 @@ pub(crate) struct WorkerSetup {
     pub stall_timeout: Duration,
     /// The prefetch cache's size (`readahead.rs`).
     pub read_ahead_cache_bytes: u64,
+}
+
+/// The group controller of a backing file.
+pub(crate) enum GroupControl {
+    /// mClock: at most `queue_depth` requests below it at once.
+    Mclock(Mclock),
+    /// cgroup v2 `io.max` (blk-throttle).
+    IoMax(Throttle),
+}
+
+impl GroupControl {
+    fn get(&mut self) -> &mut dyn Controller {
+        match self {
+            GroupControl::Mclock(m) => m,
+            GroupControl::IoMax(t) => t,
+        }
+    }
+
+    fn mclock(&mut self) -> Option<&mut Mclock> {
+        match self {
+            GroupControl::Mclock(m) => Some(m),
+            GroupControl::IoMax(_) => None,
+        }
+    }
 }
 
 pub(crate) fn spawn(
@@ -426,10 +457,10 @@ struct Worker {
     next_id: u64,
     /// Jobs of requests inserted and not yet dispatched, by request (merges append).
     pending: IdMap<RequestId, Vec<Job>>,
-    /// Requests held in mClock, with the job they carry (none for a prefetch).
+    /// Requests held in the group controller, with the job they carry (none for a prefetch).
     held: IdMap<RequestId, (Request, Option<Job>)>,
-    /// Per request released by mClock (and the ones merged into it): the cgroups of the
-    /// requests whose completion mClock must hear of.
+    /// Per request released by the group controller (and the ones merged into it): the
+    /// cgroups of the requests whose completion it must hear of.
     below: IdMap<RequestId, Vec<u32>>,
     inflight: IdMap<u64, Inflight>,
     /// Dispatched writes waiting for an overlapping in-flight write to finish (read-modify-write
@@ -651,7 +682,7 @@ impl Worker {
             Ctl::SetWeight(export, path, weight) => {
                 let id = export as u32 + 1;
                 sched.set_group(&elevator_core::Cgroup { id, parent: Some(0), path, weight });
-                if let Some(m) = self.setup.mclock.as_mut() {
+                if let Some(m) = self.setup.control.as_mut().and_then(GroupControl::mclock) {
                     if let Some(mut g) = m.group(id).cloned() {
                         g.weight = weight;
                         if let Err(e) = m.set_group(g) {
@@ -663,7 +694,7 @@ impl Worker {
                 CtlReply::Done(Ok(()))
             }
             Ctl::SetMclock(export, key, value) => {
-                let Some(m) = self.setup.mclock.as_mut() else {
+                let Some(m) = self.setup.control.as_mut().and_then(GroupControl::mclock) else {
                     return CtlReply::Done(Err(format!(
                         "{key} needs the server to run with controller = \"mclock\""
                     )));
@@ -683,8 +714,35 @@ impl Worker {
                 CtlReply::Done(r)
             }
             Ctl::Mclock(export) => CtlReply::Mclock(
-                self.setup.mclock.as_ref().and_then(|m| m.group(export as u32 + 1).cloned()),
+                self.setup
+                    .control
+                    .as_mut()
+                    .and_then(GroupControl::mclock)
+                    .and_then(|m| m.group(export as u32 + 1).cloned()),
             ),
+            Ctl::SetIoMax(export, keys) => {
+                let Some(GroupControl::IoMax(t)) = self.setup.control.as_mut() else {
+                    return CtlReply::Done(Err(
+                        "io.max needs the server to run with controller = \"io.max\"".into(),
+                    ));
+                };
+                let id = export as u32 + 1;
+                let current = t.limits(id).unwrap_or_default();
+                let r = IoMax::parse_keys(&keys, current)
+                    .map_err(|e| e.to_string())
+                    .and_then(|l| t.set_limits(id, l).map(|_| l));
+                match r {
+                    Ok(l) => {
+                        tracing::info!(worker = %self.setup.name, export, limits = %l, "io.max set");
+                        CtlReply::Done(Ok(()))
+                    }
+                    Err(e) => CtlReply::Done(Err(e)),
+                }
+            }
+            Ctl::IoMax(export) => CtlReply::IoMax(match self.setup.control.as_ref() {
+                Some(GroupControl::IoMax(t)) => t.limits(export as u32 + 1),
+                _ => None,
+            }),
             Ctl::Queue => CtlReply::Queue {
                 queued: sched.queued(),
                 inflight: self.inflight.len() + self.parked.len(),
@@ -1025,8 +1083,8 @@ impl Worker {
                 return;
             };
             self.ra.insert(at, n, id.0);
-            if let Some(m) = self.setup.mclock.as_mut() {
-                m.submit(Bio { device: 0, request: rq }, now);
+            if let Some(m) = self.setup.control.as_mut() {
+                m.get().submit(Bio { device: 0, request: rq }, now);
                 self.held.insert(id, (rq, None));
             } else {
                 self.setup.sched.insert(rq, now);
@@ -1063,8 +1121,8 @@ impl Worker {
         };
         rq.fua = job.fua;
         if op != Op::Flush {
-            if let Some(m) = self.setup.mclock.as_mut() {
-                m.submit(Bio { device: 0, request: rq }, now);
+            if let Some(m) = self.setup.control.as_mut() {
+                m.get().submit(Bio { device: 0, request: rq }, now);
                 self.held.insert(id, (rq, Some(job)));
                 return;
             }
@@ -1072,8 +1130,8 @@ impl Worker {
         self.enqueue(rq, Some(job), false, now);
     }
 
-    /// A request to the scheduler, merged into a queued one or inserted; `counted`: mClock
-    /// released it and hears of its completion. A prefetch (no job) is never merged.
+    /// A request to the scheduler, merged into a queued one or inserted; `counted`: the group
+    /// controller released it and hears of its completion. A prefetch (no job) is never merged.
     fn enqueue(&mut self, rq: Request, job: Option<Job>, counted: bool, now: u64) {
         let (id, cgroup) = (rq.id, rq.owner.cgroup);
         if rq.op != Op::Flush && job.is_some() {
@@ -1095,9 +1153,10 @@ impl Worker {
         }
     }
 
-    /// Passes what mClock releases now to the scheduler; when it next wants to be asked.
+    /// Passes what the group controller releases now to the scheduler; when it next wants to
+    /// be asked.
     fn release_held(&mut self) -> Option<u64> {
-        let m = self.setup.mclock.as_mut()?;
+        let m = self.setup.control.as_mut()?.get();
         let now = self.setup.start.elapsed().as_nanos() as u64;
         let mut out = Vec::new();
         m.release(now, &mut out);
@@ -1396,12 +1455,12 @@ impl Worker {
         let Some(f) = self.inflight.remove(&id) else { return };
         let now = self.now();
         self.setup.sched.completed(&f.rq, now);
-        if let (Some(m), Some(cgroups)) = (self.setup.mclock.as_mut(), self.below.remove(&f.rq.id))
+        if let (Some(m), Some(cgroups)) = (self.setup.control.as_mut(), self.below.remove(&f.rq.id))
         {
             for cgroup in cgroups {
                 let mut rq = f.rq;
                 rq.owner.cgroup = cgroup;
-                m.completed(&Bio { device: 0, request: rq }, now);
+                m.get().completed(&Bio { device: 0, request: rq }, now);
             }
         }
         if f.rq.op == Op::Read {

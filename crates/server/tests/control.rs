@@ -140,3 +140,38 @@ fn mclock_settings_by_ctl_and_in_metrics() {
     assert!(m.contains("elevator_mclock_iops{export=\"b\",setting=\"limit\"} 2000"), "{m}");
     server.shutdown();
 }
+
+#[test]
+fn io_max_by_ctl_and_in_metrics() {
+    let dir = tempfile::Builder::new().tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ex = |name: &str, io_max: Option<&str>| ExportConfig {
+        name: name.into(),
+        path: dir.path().join("shared.img"),
+        size: Some(1 << 20),
+        weight: 100,
+        io_max: io_max.map(str::to_string),
+        ..Default::default()
+    };
+    let mut c = ServerConfig::with_exports(vec![ex("a", Some("riops=2000")), ex("b", None)]);
+    c.listen = Some("127.0.0.1:0".into());
+    c.controller = "io.max".into();
+    let sock = dir.path().join("ctl.sock");
+    c.control_socket = Some(sock.clone());
+    c.metrics = Some("127.0.0.1:0".into());
+    let server = Server::start(c).unwrap();
+
+    assert_eq!(ask(&sock, "get a io.max")["value"], "rbps=max wbps=max riops=2000 wiops=max");
+    assert_eq!(ask(&sock, "set b io.max wbps=1048576 wiops=50")["ok"], true);
+    assert_eq!(ask(&sock, "get b io.max")["value"], "rbps=max wbps=1048576 riops=max wiops=50");
+    assert_eq!(
+        ask(&sock, "list")["exports"][1]["io.max"],
+        "rbps=max wbps=1048576 riops=max wiops=50"
+    );
+    let bad = ask(&sock, "set a io.max riops=abc");
+    assert_eq!(bad["error"], "io.max: `riops=abc`: expected an integer or `max`", "{bad}");
+    assert_eq!(ask(&sock, "get a io.max")["value"], "rbps=max wbps=max riops=2000 wiops=max");
+    let m = http_get(server.metrics_addr().unwrap(), "/metrics");
+    assert!(m.contains("elevator_io_max{export=\"a\",key=\"riops\"} 2000"), "{m}");
+    assert!(m.contains("elevator_io_max{export=\"b\",key=\"wiops\"} 50"), "{m}");
+    server.shutdown();
+}

@@ -1,6 +1,6 @@
-//! mClock for real: exports on one backing file under `controller = "mclock"`, driven by fio's
-//! nbd engine at iodepth 32 each. A reservation is met while a heavier-weighted neighbour
-//! saturates the file; a limit holds on an otherwise idle server.
+//! Group controllers for real: exports on one backing file under `controller = "mclock"` or
+//! `"io.max"`, driven by fio's nbd engine at iodepth 32 each. An mClock reservation is met
+//! while a heavier-weighted neighbour saturates the file; mClock's and io.max's limits hold.
 
 use elevator_server::{ExportConfig, Server, ServerConfig};
 use std::path::Path;
@@ -13,11 +13,12 @@ struct Export {
     weight: u32,
     reservation_iops: u32,
     limit_iops: u32,
+    io_max: Option<&'static str>,
 }
 
 /// Runs one fio job per export (4 KiB random reads, iodepth 32, 1 s ramp, 5 s measured);
 /// returns each job's IOPS.
-fn run(exports: &[Export]) -> Option<Vec<f64>> {
+fn run(controller: &str, exports: &[Export]) -> Option<Vec<f64>> {
     if !Path::new("/usr/bin/fio").exists() {
         eprintln!("SKIP: fio is not installed");
         return None;
@@ -46,12 +47,13 @@ fn run(exports: &[Export]) -> Option<Vec<f64>> {
                 weight: e.weight,
                 reservation_iops: e.reservation_iops,
                 limit_iops: e.limit_iops,
+                io_max: e.io_max.map(str::to_string),
                 ..Default::default()
             })
             .collect(),
     );
     c.listen = Some("127.0.0.1:0".into());
-    c.controller = "mclock".into();
+    c.controller = controller.into();
     c.scheduler = "none".into();
     c.queue_depth = 8;
     let server = Server::start(c).expect("server starts");
@@ -89,10 +91,25 @@ fn run(exports: &[Export]) -> Option<Vec<f64>> {
 
 #[test]
 fn a_reservation_is_met_while_a_heavier_neighbour_saturates() {
-    let Some(iops) = run(&[
-        Export { name: "reserved", weight: 1, reservation_iops: 1000, limit_iops: 0 },
-        Export { name: "noisy", weight: 1000, reservation_iops: 0, limit_iops: 0 },
-    ]) else {
+    let Some(iops) = run(
+        "mclock",
+        &[
+            Export {
+                name: "reserved",
+                weight: 1,
+                reservation_iops: 1000,
+                limit_iops: 0,
+                io_max: None,
+            },
+            Export {
+                name: "noisy",
+                weight: 1000,
+                reservation_iops: 0,
+                limit_iops: 0,
+                io_max: None,
+            },
+        ],
+    ) else {
         return;
     };
     // By weight alone the reserved export would get a thousandth of the I/Os.
@@ -101,11 +118,39 @@ fn a_reservation_is_met_while_a_heavier_neighbour_saturates() {
 }
 
 #[test]
-fn a_limit_holds_on_an_idle_server() {
-    let Some(iops) =
-        run(&[Export { name: "capped", weight: 100, reservation_iops: 0, limit_iops: 2000 }])
-    else {
+fn an_mclock_limit_holds_on_an_idle_server() {
+    let Some(iops) = run(
+        "mclock",
+        &[Export {
+            name: "capped",
+            weight: 100,
+            reservation_iops: 0,
+            limit_iops: 2000,
+            io_max: None,
+        }],
+    ) else {
         return;
     };
     assert!((iops[0] - 2000.0).abs() <= 40.0, "capped export ran {:.0} IOPS", iops[0]);
+}
+
+#[test]
+fn io_max_riops_holds_beside_an_unlimited_neighbour() {
+    let Some(iops) = run(
+        "io.max",
+        &[
+            Export {
+                name: "capped",
+                weight: 100,
+                reservation_iops: 0,
+                limit_iops: 0,
+                io_max: Some("riops=2000"),
+            },
+            Export { name: "free", weight: 100, reservation_iops: 0, limit_iops: 0, io_max: None },
+        ],
+    ) else {
+        return;
+    };
+    assert!((iops[0] - 2000.0).abs() <= 40.0, "capped export ran {:.0} IOPS", iops[0]);
+    assert!(iops[1] > iops[0], "the unlimited export ran {:.0} IOPS", iops[1]);
 }
