@@ -67,6 +67,9 @@ impl IoMax {
         for tok in words.split_whitespace() {
             let err = |msg: &str| IoMaxError { key: tok.to_string(), msg: msg.to_string() };
             let (key, value) = tok.split_once('=').ok_or_else(|| err("expected KEY=VALUE"))?;
+            if !matches!(key, "rbps" | "wbps" | "riops" | "wiops") {
+                return Err(err("unknown key; io.max takes rbps, wbps, riops and wiops"));
+            }
             let limit = if value == "max" {
                 None
             } else {
@@ -81,8 +84,7 @@ impl IoMax {
                 "rbps" => v.rbps = limit,
                 "wbps" => v.wbps = limit,
                 "riops" => v.riops = iops,
-                "wiops" => v.wiops = iops,
-                _ => return Err(err("unknown key; io.max takes rbps, wbps, riops and wiops")),
+                _ => v.wiops = iops,
             }
         }
         Ok(v)

@@ -13,12 +13,18 @@
 //!   patches' and blk-cgroup's per-group request lists). A submitter who finds no slot in its
 //!   pool sleeps until one completes, in FIFO order.
 //! - **Dispatch**: the scheduler is pulled while the device has a free queue slot.
+//! - **Throttle** (`blk_throtl_bio`, cgroup v2 `io.max`): before any of that, a bio of a cgroup
+//!   with limits on this device may be held by [`Throttle`]; the submitter does not wait for
+//!   it, and it goes on (split, plug, merge) when blk-throttle releases it — at once, or from
+//!   the timer as the kernel's dispatch work, which submits it as no process.
 //!
 //! A request remembers its pieces as a linked list through a slab, so merging is O(1) and the
 //! hot path allocates nothing once the slabs are warm.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
+use elevator_control::throttle::Throttle;
+use elevator_control::Controller;
 use elevator_core::{Nanos, Op, Owner, Request, RequestId, SECTOR_BYTES};
 use elevator_device::{Command, Completion, Device};
 use elevator_sched::{Dispatch, Scheduler};
@@ -66,6 +72,20 @@ struct Pending {
     tail: u32,
 }
 
+/// A bio blk-throttle holds, with what `plug_bio` needs when it lets it go.
+#[derive(Clone, Copy, Debug)]
+struct Throttled {
+    process: u32,
+    node: u32,
+    tag: u32,
+    op: Op,
+    offset_bytes: u64,
+    len_bytes: u64,
+    sync: bool,
+    owner: Owner,
+    issue_ns: Nanos,
+}
+
 /// Counters in the spirit of `/sys/block/<dev>/stat`, for fio's `disk_util`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiskCounters {
@@ -106,8 +126,13 @@ pub struct BlockQueue {
     pub armed_device_ns: Option<Nanos>,
     /// A scheduler timer is in the engine's queue for this time.
     pub armed_timer_ns: Option<Nanos>,
-    /// The scheduler asked to be called again at this time.
+    /// The scheduler (or blk-throttle) asked to be called again at this time.
     pub wanted_timer_ns: Option<Nanos>,
+    /// cgroup v2 `io.max` on this device, if any cgroup has limits here.
+    throttle: Option<Throttle>,
+    throttled: BTreeMap<u64, Throttled>,
+    next_throttled: u64,
+    released: Vec<elevator_control::Bio>,
 }
 
 impl BlockQueue {
@@ -138,7 +163,43 @@ impl BlockQueue {
             armed_device_ns: None,
             armed_timer_ns: None,
             wanted_timer_ns: None,
+            throttle: None,
+            throttled: BTreeMap::new(),
+            next_throttled: 0,
+            released: Vec::new(),
         }
+    }
+
+    /// Puts cgroup v2 `io.max` limits on this device.
+    pub fn set_throttle(&mut self, throttle: Throttle) {
+        self.throttle = Some(throttle);
+    }
+
+    /// Per-cgroup counters of `io.max`, if the device has limits.
+    pub fn throttle_counters(&self) -> Vec<elevator_control::GroupCounters> {
+        self.throttle.as_ref().map(|t| t.counters()).unwrap_or_default()
+    }
+
+    /// blk-throttle's dispatch work: the bios it lets go now are submitted, each in a plug of
+    /// its own, by no process (a sleeper for a request slot is the worker, not the bio's
+    /// process). Called from the device's timer.
+    pub fn throttle_tick(&mut self, now_ns: Nanos) {
+        for h in self.throttle_release(now_ns) {
+            self.plug_bio_at(h, now_ns);
+            self.unplug(u32::MAX, now_ns);
+        }
+    }
+
+    fn throttle_release(&mut self, now_ns: Nanos) -> Vec<Throttled> {
+        let Some(t) = self.throttle.as_mut() else { return Vec::new() };
+        let mut out = std::mem::take(&mut self.released);
+        t.release(now_ns, &mut out);
+        let held: Vec<Throttled> = out
+            .drain(..)
+            .map(|b| self.throttled.remove(&b.request.id.0).expect("blk-throttle holds only ours"))
+            .collect();
+        self.released = out;
+        held
     }
 
     /// Splits a bio into pieces and adds them to the plug, merging with contiguous plugged
@@ -156,6 +217,46 @@ impl BlockQueue {
         owner: Owner,
         now_ns: Nanos,
     ) {
+        let h = Throttled {
+            process,
+            node,
+            tag,
+            op,
+            offset_bytes,
+            len_bytes,
+            sync,
+            owner,
+            issue_ns: now_ns,
+        };
+        if let (Some(t), true) = (self.throttle.as_mut(), len_bytes > 0) {
+            let id = self.next_throttled;
+            self.next_throttled += 1;
+            let request = Request {
+                id: RequestId(id),
+                op,
+                offset_bytes,
+                len_bytes,
+                sync,
+                fua: false,
+                owner,
+                submit_ns: now_ns,
+            };
+            t.submit(elevator_control::Bio { device: 0, request }, now_ns);
+            self.throttled.insert(id, h);
+            // What goes now joins this submitter's plug.
+            for h in self.throttle_release(now_ns) {
+                self.plug_bio_at(h, now_ns);
+            }
+            return;
+        }
+        self.plug_bio_at(h, now_ns);
+    }
+
+    /// Splits and plugs a bio issued at `h.issue_ns` (earlier than `now_ns` if blk-throttle
+    /// held it).
+    fn plug_bio_at(&mut self, h: Throttled, now_ns: Nanos) {
+        let Throttled { process, node, tag, op, offset_bytes, len_bytes, sync, owner, issue_ns } =
+            h;
         let pieces = if len_bytes == 0 { 1 } else { len_bytes.div_ceil(self.max_len_bytes) as u32 };
         let bio = self.bios.insert(Bio {
             node,
@@ -163,7 +264,7 @@ impl BlockQueue {
             process,
             op,
             len_bytes,
-            issue_ns: now_ns,
+            issue_ns,
             submit_ns: now_ns,
             pieces_left: pieces,
         });
@@ -320,6 +421,10 @@ impl BlockQueue {
                 }
                 Dispatch::Empty => break,
             }
+        }
+        if let Some(t) = self.throttle.as_ref().and_then(|t| t.next_timer_ns()) {
+            let t = t.max(now_ns);
+            self.wanted_timer_ns = Some(self.wanted_timer_ns.map_or(t, |w| w.min(t)));
         }
     }
 

@@ -20,6 +20,10 @@
 //! device = "sda"
 //! start = "1MiB"
 //! size = "200GiB"
+//!
+//! [[cgroup]]                    # cgroup v2 interface files of a cgroup jobs name
+//! path = "batch"
+//! "io.max" = "8:0 riops=2000"   # one line or a list; 8:0, 8:16, ... by device order
 //! ```
 //!
 //! Without a topology file the simulator uses [`Topology::builtin`]: one 7200 rpm SATA disk
@@ -28,6 +32,7 @@
 use std::path::Path;
 
 use elevator_control::ioband::{BwRange, GroupType, Policy, ShareSettings};
+use elevator_control::throttle::IoMax;
 use elevator_core::{Nanos, RandomStream};
 use elevator_device::array::{Array, ControllerCache, FrontEnd, Layout};
 use elevator_device::hdd::{Hdd, HddParams};
@@ -276,7 +281,28 @@ pub struct Topology {
     pub machine: MachineSpec,
     /// ext3 file systems on devices, partitions or volumes.
     pub filesystems: Vec<FilesystemSpec>,
+    /// cgroup v2 `io.max` lines of the `[[cgroup]]` tables, per cgroup path and device.
+    pub io_max: Vec<CgroupIoMax>,
 }
+
+/// One `io.max` line of a cgroup: the limits of cgroup `path` on device `device`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupIoMax {
+    /// The cgroup path as jobs name it (`cgroup=`), without leading or trailing slashes.
+    pub path: String,
+    pub device: usize,
+    pub limits: IoMax,
+}
+
+/// The device number `io.max` lines use for device `index`: `8:0`, `8:16`, `8:32`, … in
+/// topology order, as SCSI disks `sda`, `sdb`, `sdc`, … are numbered.
+pub fn device_number(index: usize) -> (u32, u32) {
+    (8, 16 * index as u32)
+}
+
+/// Most `[[cgroup]]` tables, and `io.max` lines per cgroup, a topology may hold.
+pub const MAX_CGROUP_TABLES: usize = 4096;
+pub const MAX_IO_MAX_LINES: usize = 256;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -292,6 +318,25 @@ struct RawTopology {
     ioband: Vec<Spanned<RawIoband>>,
     #[serde(default)]
     filesystem: Vec<Spanned<RawFilesystem>>,
+    #[serde(default)]
+    cgroup: Vec<Spanned<RawCgroup>>,
+}
+
+/// A `[[cgroup]]` table: cgroup v2 interface files of one cgroup, as their text.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCgroup {
+    path: String,
+    /// One `io.max` line (`"8:16 riops=2000"`) or several.
+    #[serde(rename = "io.max")]
+    io_max: Option<OneOrMany>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Debug, Deserialize)]
@@ -410,6 +455,7 @@ impl Topology {
             ioband: Vec::new(),
             machine: MachineSpec::default_machine(),
             filesystems: Vec::new(),
+            io_max: Vec::new(),
         }
     }
 
@@ -560,6 +606,7 @@ impl Topology {
             Some(m) => m.get_ref().build().map_err(|e| format!("{}: {e}", at(m.span())))?,
             None => MachineSpec::default_machine(),
         };
+        let io_max = build_io_max(&raw.cgroup, &devices, &at)?;
         let mut topology = Topology {
             source: name.to_string(),
             devices,
@@ -568,6 +615,7 @@ impl Topology {
             ioband,
             machine,
             filesystems: Vec::new(),
+            io_max,
         };
         for spanned in &raw.volume {
             let loc = at(spanned.span());
@@ -1183,6 +1231,73 @@ pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<String> {
 
 fn one_line(message: &str) -> String {
     message.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// The `io.max` lines of the `[[cgroup]]` tables. A line names its device by number
+/// ([`device_number`]) or, as a convenience the kernel does not offer, by name; its keys are
+/// checked as the kernel's `tg_set_limit` checks them. A later line for the same cgroup and
+/// device changes the keys it names, as a second write to `io.max` would.
+fn build_io_max(
+    tables: &[Spanned<RawCgroup>],
+    devices: &[DeviceSpec],
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<Vec<CgroupIoMax>, String> {
+    if tables.len() > MAX_CGROUP_TABLES {
+        return Err(format!("{} [[cgroup]] tables: at most {MAX_CGROUP_TABLES}", tables.len()));
+    }
+    let mut out: Vec<CgroupIoMax> = Vec::new();
+    for spanned in tables {
+        let loc = at(spanned.span());
+        let c = spanned.get_ref();
+        let path = c.path.trim_matches('/').to_string();
+        if path.is_empty() {
+            return Err(format!("{loc}: cgroup `{}`: the root cgroup has no io.max", c.path));
+        }
+        let lines: Vec<&str> = match &c.io_max {
+            None => Vec::new(),
+            Some(OneOrMany::One(l)) => vec![l.as_str()],
+            Some(OneOrMany::Many(v)) => v.iter().map(String::as_str).collect(),
+        };
+        if lines.len() > MAX_IO_MAX_LINES {
+            return Err(format!(
+                "{loc}: cgroup `{path}`: {} io.max lines, at most {MAX_IO_MAX_LINES}",
+                lines.len()
+            ));
+        }
+        for line in lines {
+            let err = |e: String| format!("{loc}: cgroup `{path}`: {e}");
+            let line = line.trim();
+            let (dev, keys) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let device = match devices.iter().position(|d| d.name == dev) {
+                Some(i) => i,
+                None => {
+                    let ((maj, min), _) = IoMax::parse_line(dev).map_err(|e| err(e.to_string()))?;
+                    (0..devices.len()).find(|&i| device_number(i) == (maj, min)).ok_or_else(
+                        || {
+                            let known: Vec<String> = (0..devices.len())
+                                .map(|i| {
+                                    let (a, b) = device_number(i);
+                                    format!("{a}:{b} ({})", devices[i].name)
+                                })
+                                .collect();
+                            err(format!(
+                                "io.max: `{dev}`: no such device; devices are {}",
+                                known.join(", ")
+                            ))
+                        },
+                    )?
+                }
+            };
+            let i = out.iter().position(|x| x.path == path && x.device == device);
+            let current = i.map_or(IoMax::default(), |i| out[i].limits);
+            let limits = IoMax::parse_keys(keys, current).map_err(|e| err(e.to_string()))?;
+            match i {
+                Some(i) => out[i].limits = limits,
+                None => out.push(CgroupIoMax { path: path.clone(), device, limits }),
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -11,6 +11,9 @@ mod buffered;
 mod build;
 mod target;
 
+use elevator_control::throttle::{
+    Throttle, ThrottleGroup, THROTL_SLICE_HD_NS, THROTL_SLICE_SSD_NS,
+};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -169,7 +172,23 @@ pub fn simulate(
             scheduler.set_group(g);
         }
         let device = spec.model.build(options.seed, 1_000_000 + i as u32);
-        queues.push(BlockQueue::new(scheduler, device, spec.nr_requests, spec.max_sectors_kb));
+        let rotational = device.rotational();
+        let mut queue = BlockQueue::new(scheduler, device, spec.nr_requests, spec.max_sectors_kb);
+        // cgroup v2 io.max lines of this device, for the cgroups jobs run in.
+        let limited: Vec<ThrottleGroup> = topology
+            .io_max
+            .iter()
+            .filter(|l| l.device == i)
+            .filter_map(|l| {
+                let id = groups.iter().position(|g| g.path == l.path)?;
+                Some(ThrottleGroup { cgroup: id as u32, name: l.path.clone(), limits: l.limits })
+            })
+            .collect();
+        if !limited.is_empty() {
+            let slice = if rotational { THROTL_SLICE_HD_NS } else { THROTL_SLICE_SSD_NS };
+            queue.set_throttle(Throttle::new(limited, slice).map_err(SimError)?);
+        }
+        queues.push(queue);
     }
     let (procs, vm, task_proc) = build_processes(jobs, topology, &groups, options.seed)?;
     let stack = Stack::new(&topology.volumes, &topology.ioband, &groups).map_err(SimError)?;
@@ -324,6 +343,7 @@ impl Engine {
                 Event::Timer(d) => {
                     if self.queues[d as usize].armed_timer_ns == Some(self.now_ns) {
                         self.queues[d as usize].armed_timer_ns = None;
+                        self.queues[d as usize].throttle_tick(self.now_ns);
                         self.queues[d as usize].kick(self.now_ns);
                         self.arm_device(d);
                     }
