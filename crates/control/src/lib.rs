@@ -11,6 +11,7 @@
 //! completion (a new token period) it says so through [`Controller::next_timer_ns`].
 
 pub mod ioband;
+pub mod iolatency;
 pub mod mclock;
 pub mod throttle;
 
