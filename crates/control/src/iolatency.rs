@@ -11,8 +11,9 @@
 //!   the overshoot of the window's latency over the target, at most 250 ms, as
 //!   `blkcg_maybe_throttle_blkg` caps it).
 //! - A window that meets its target, of the group that caused the throttling, **ramps** the
-//!   peers back up by `max(qd / 16, 1)` (`scale_amount`) up to the device's queue depth `qd`,
-//!   first clearing any delay; once all are back the throttling ends.
+//!   peers back up by `max(qd / 16, 1)` (`scale_amount`) to the device's queue depth `qd`,
+//!   first clearing any delay; once all are back they are unthrottled again (no depth limit,
+//!   as a group starts) and the throttling ends.
 //! - A tighter target that misses takes over the throttling (`scale_lat` is the tightest
 //!   target that missed).
 //!
@@ -91,7 +92,8 @@ struct Group {
     settings: IoLatencyGroup,
     window_ns: Nanos,
     window: Window,
-    /// Requests this group may have below at once.
+    /// Requests this group may have below at once (`u32::MAX`: not throttled, as
+    /// `iolatency_pd_init` leaves it).
     max_depth: u32,
     in_flight: u32,
     /// No release before this time (`use_delay`).
@@ -101,7 +103,7 @@ struct Group {
 }
 
 impl Group {
-    fn new(settings: IoLatencyGroup, qd: u32) -> Group {
+    fn new(settings: IoLatencyGroup) -> Group {
         let window_ns = settings
             .target_ns
             .map_or(0, |t| (16 * t).clamp(IOLATENCY_WIN_MIN_NS, IOLATENCY_WIN_MAX_NS));
@@ -110,7 +112,7 @@ impl Group {
             settings,
             window_ns,
             window: Window::default(),
-            max_depth: qd,
+            max_depth: u32::MAX,
             in_flight: 0,
             delay_until_ns: 0,
             queue: VecDeque::new(),
@@ -166,13 +168,14 @@ impl IoLatency {
             if by_cgroup.insert(g.cgroup, out.len()).is_some() {
                 return Err(format!("group `{}`: its cgroup is configured twice", g.name));
             }
-            out.push(Group::new(g, qd));
+            out.push(Group::new(g));
         }
         let default_group = out.len();
-        out.push(Group::new(
-            IoLatencyGroup { cgroup: u32::MAX, name: "default".into(), target_ns: None },
-            qd,
-        ));
+        out.push(Group::new(IoLatencyGroup {
+            cgroup: u32::MAX,
+            name: "default".into(),
+            target_ns: None,
+        }));
         Ok(IoLatency {
             groups: out,
             by_cgroup,
@@ -191,7 +194,7 @@ impl IoLatency {
         self.by_cgroup.get(&bio.request.owner.cgroup).copied().unwrap_or(self.default_group)
     }
 
-    /// The allowed depth of `cgroup`'s group now (for tests and reports).
+    /// The allowed depth of `cgroup`'s group now (`u32::MAX`: not throttled).
     pub fn max_depth(&self, cgroup: u32) -> Option<u32> {
         self.by_cgroup.get(&cgroup).map(|&i| self.groups[i].max_depth)
     }
@@ -230,18 +233,22 @@ impl IoLatency {
         let step = (qd >> 4).max(1);
         let mut all_back = true;
         for g in self.groups.iter_mut().filter(|g| g.looser_than(lat)) {
+            // `scale_change`: a depth above the device's counts as the device's.
+            let depth = g.max_depth.min(qd);
             if up {
                 if g.delay_until_ns > now {
                     g.delay_until_ns = now;
+                } else if depth + step >= qd {
+                    g.max_depth = u32::MAX;
                 } else {
-                    g.max_depth = (g.max_depth + step).min(qd);
+                    g.max_depth = depth + step;
                 }
-            } else if g.max_depth > 1 {
-                g.max_depth = (g.max_depth >> 1).max(1);
+            } else if depth > 1 {
+                g.max_depth = (depth >> 1).max(1);
             } else {
                 g.delay_until_ns = now + overshoot_ns.clamp(1, IOLATENCY_DELAY_MAX_NS);
             }
-            all_back &= g.max_depth == qd;
+            all_back &= g.max_depth == u32::MAX;
         }
         if up && all_back {
             self.scale_lat_ns = None;

@@ -13,17 +13,18 @@
 //!   patches' and blk-cgroup's per-group request lists). A submitter who finds no slot in its
 //!   pool sleeps until one completes, in FIFO order.
 //! - **Dispatch**: the scheduler is pulled while the device has a free queue slot.
-//! - **Throttle** (`blk_throtl_bio`, cgroup v2 `io.max`): before any of that, a bio of a cgroup
-//!   with limits on this device may be held by [`Throttle`]; the submitter does not wait for
-//!   it, and it goes on (split, plug, merge) when blk-throttle releases it — at once, or from
-//!   the timer as the kernel's dispatch work, which submits it as no process.
+//! - **Group control** (cgroup v2 `io.max`, blk-throttle's `blk_throtl_bio`, or `io.latency`,
+//!   blk-iolatency's `rq_qos_throttle`): before any of that, a bio may be held by the device's
+//!   [`Controller`]; the submitter does not wait for it, and it goes on (split, plug, merge)
+//!   when the controller releases it — at once, or later (from the timer, or as others
+//!   complete) as the kernel's dispatch work, which submits it as no process. The controller
+//!   hears of each bio's completion.
 //!
 //! A request remembers its pieces as a linked list through a slab, so merging is O(1) and the
 //! hot path allocates nothing once the slabs are warm.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use elevator_control::throttle::Throttle;
 use elevator_control::Controller;
 use elevator_core::{Nanos, Op, Owner, Request, RequestId, SECTOR_BYTES};
 use elevator_device::{Command, Completion, Device};
@@ -48,7 +49,12 @@ pub struct Bio {
     /// When its last piece reached the scheduler (after any wait for a request).
     pub submit_ns: Nanos,
     pieces_left: u32,
+    /// The group controller's id of this bio ([`NO_CTL`] if it did not pass one).
+    ctl: u64,
 }
+
+/// No group controller saw the bio.
+const NO_CTL: u64 = u64::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Piece {
@@ -75,6 +81,7 @@ struct Pending {
 /// A bio blk-throttle holds, with what `plug_bio` needs when it lets it go.
 #[derive(Clone, Copy, Debug)]
 struct Throttled {
+    ctl: u64,
     process: u32,
     node: u32,
     tag: u32,
@@ -128,9 +135,11 @@ pub struct BlockQueue {
     pub armed_timer_ns: Option<Nanos>,
     /// The scheduler (or blk-throttle) asked to be called again at this time.
     pub wanted_timer_ns: Option<Nanos>,
-    /// cgroup v2 `io.max` on this device, if any cgroup has limits here.
-    throttle: Option<Throttle>,
+    /// cgroup v2 `io.max` or `io.latency` on this device, if any cgroup has them here.
+    control: Option<Box<dyn Controller>>,
+    /// Bios the controller holds, and those it released that have not completed.
     throttled: BTreeMap<u64, Throttled>,
+    ctl_below: BTreeMap<u64, elevator_control::Bio>,
     next_throttled: u64,
     released: Vec<elevator_control::Bio>,
 }
@@ -163,26 +172,27 @@ impl BlockQueue {
             armed_device_ns: None,
             armed_timer_ns: None,
             wanted_timer_ns: None,
-            throttle: None,
+            control: None,
             throttled: BTreeMap::new(),
+            ctl_below: BTreeMap::new(),
             next_throttled: 0,
             released: Vec::new(),
         }
     }
 
-    /// Puts cgroup v2 `io.max` limits on this device.
-    pub fn set_throttle(&mut self, throttle: Throttle) {
-        self.throttle = Some(throttle);
+    /// Puts a cgroup v2 controller (`io.max`, `io.latency`) on this device.
+    pub fn set_control(&mut self, control: Box<dyn Controller>) {
+        self.control = Some(control);
     }
 
-    /// Per-cgroup counters of `io.max`, if the device has limits.
-    pub fn throttle_counters(&self) -> Vec<elevator_control::GroupCounters> {
-        self.throttle.as_ref().map(|t| t.counters()).unwrap_or_default()
+    /// Per-cgroup counters of the device's controller, if any.
+    pub fn control_counters(&self) -> Vec<elevator_control::GroupCounters> {
+        self.control.as_ref().map(|t| t.counters()).unwrap_or_default()
     }
 
-    /// blk-throttle's dispatch work: the bios it lets go now are submitted, each in a plug of
-    /// its own, by no process (a sleeper for a request slot is the worker, not the bio's
-    /// process). Called from the device's timer.
+    /// The controller's dispatch work: the bios it lets go now are submitted, each in a plug
+    /// of its own, by no process (a sleeper for a request slot is the worker, not the bio's
+    /// process). Called from the device's timer and after completions.
     pub fn throttle_tick(&mut self, now_ns: Nanos) {
         for h in self.throttle_release(now_ns) {
             self.plug_bio_at(h, now_ns);
@@ -191,13 +201,15 @@ impl BlockQueue {
     }
 
     fn throttle_release(&mut self, now_ns: Nanos) -> Vec<Throttled> {
-        let Some(t) = self.throttle.as_mut() else { return Vec::new() };
+        let Some(t) = self.control.as_mut() else { return Vec::new() };
         let mut out = std::mem::take(&mut self.released);
         t.release(now_ns, &mut out);
-        let held: Vec<Throttled> = out
-            .drain(..)
-            .map(|b| self.throttled.remove(&b.request.id.0).expect("blk-throttle holds only ours"))
-            .collect();
+        let mut held = Vec::with_capacity(out.len());
+        for b in out.drain(..) {
+            let id = b.request.id.0;
+            held.push(self.throttled.remove(&id).expect("the controller holds only ours"));
+            self.ctl_below.insert(id, b);
+        }
         self.released = out;
         held
     }
@@ -217,7 +229,8 @@ impl BlockQueue {
         owner: Owner,
         now_ns: Nanos,
     ) {
-        let h = Throttled {
+        let mut h = Throttled {
+            ctl: NO_CTL,
             process,
             node,
             tag,
@@ -228,8 +241,9 @@ impl BlockQueue {
             owner,
             issue_ns: now_ns,
         };
-        if let (Some(t), true) = (self.throttle.as_mut(), len_bytes > 0) {
+        if let (Some(t), true) = (self.control.as_mut(), len_bytes > 0) {
             let id = self.next_throttled;
+            h.ctl = id;
             self.next_throttled += 1;
             let request = Request {
                 id: RequestId(id),
@@ -255,8 +269,18 @@ impl BlockQueue {
     /// Splits and plugs a bio issued at `h.issue_ns` (earlier than `now_ns` if blk-throttle
     /// held it).
     fn plug_bio_at(&mut self, h: Throttled, now_ns: Nanos) {
-        let Throttled { process, node, tag, op, offset_bytes, len_bytes, sync, owner, issue_ns } =
-            h;
+        let Throttled {
+            ctl,
+            process,
+            node,
+            tag,
+            op,
+            offset_bytes,
+            len_bytes,
+            sync,
+            owner,
+            issue_ns,
+        } = h;
         let pieces = if len_bytes == 0 { 1 } else { len_bytes.div_ceil(self.max_len_bytes) as u32 };
         let bio = self.bios.insert(Bio {
             node,
@@ -267,6 +291,7 @@ impl BlockQueue {
             issue_ns,
             submit_ns: now_ns,
             pieces_left: pieces,
+            ctl,
         });
         let mut offset = offset_bytes;
         let end = offset_bytes + len_bytes;
@@ -422,7 +447,7 @@ impl BlockQueue {
                 Dispatch::Empty => break,
             }
         }
-        if let Some(t) = self.throttle.as_ref().and_then(|t| t.next_timer_ns()) {
+        if let Some(t) = self.control.as_ref().and_then(|t| t.next_timer_ns()) {
             let t = t.max(now_ns);
             self.wanted_timer_ns = Some(self.wanted_timer_ns.map_or(t, |w| w.min(t)));
         }
@@ -434,6 +459,7 @@ impl BlockQueue {
         let mut completions = std::mem::take(&mut self.completions);
         self.device.advance(now_ns, &mut completions);
         for c in completions.drain(..) {
+            let c_done = c.done_ns;
             let slot = (c.id.0 & 0xffff_ffff) as u32;
             let entry = self.entries.remove(slot);
             debug_assert_eq!(entry.rq.id, c.id);
@@ -451,7 +477,12 @@ impl BlockQueue {
                 let bio = self.bios.get_mut(piece.bio);
                 bio.pieces_left -= 1;
                 if bio.pieces_left == 0 {
-                    done.push(self.bios.remove(piece.bio));
+                    let bio = self.bios.remove(piece.bio);
+                    if let Some(b) = self.ctl_below.remove(&bio.ctl) {
+                        let c = self.control.as_mut().expect("controlled bios have a controller");
+                        c.completed(&b, c_done);
+                    }
+                    done.push(bio);
                 }
                 p = piece.next;
             }
@@ -478,6 +509,10 @@ impl BlockQueue {
                 }
             }
         }
+        if self.control.is_some() {
+            // The controller may let more go now that some of its bios completed.
+            self.throttle_tick(now_ns);
+        }
     }
 
     /// Requests allocated (in scheduler or device), every pool together.
@@ -500,6 +535,7 @@ impl BlockQueue {
         self.allocated() == 0
             && self.waiting.iter().flatten().all(VecDeque::is_empty)
             && self.plug.is_empty()
+            && self.throttled.is_empty()
     }
 
     /// Closes the busy-time account at the end of the simulation.

@@ -32,6 +32,7 @@
 use std::path::Path;
 
 use elevator_control::ioband::{BwRange, GroupType, Policy, ShareSettings};
+use elevator_control::iolatency::parse_io_latency_keys;
 use elevator_control::throttle::IoMax;
 use elevator_core::{Nanos, RandomStream};
 use elevator_device::array::{Array, ControllerCache, FrontEnd, Layout};
@@ -283,6 +284,16 @@ pub struct Topology {
     pub filesystems: Vec<FilesystemSpec>,
     /// cgroup v2 `io.max` lines of the `[[cgroup]]` tables, per cgroup path and device.
     pub io_max: Vec<CgroupIoMax>,
+    /// cgroup v2 `io.latency` targets, per cgroup path and device.
+    pub io_latency: Vec<CgroupIoLatency>,
+}
+
+/// One `io.latency` line of a cgroup: its latency target on device `device`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupIoLatency {
+    pub path: String,
+    pub device: usize,
+    pub target_ns: u64,
 }
 
 /// One `io.max` line of a cgroup: the limits of cgroup `path` on device `device`.
@@ -330,6 +341,9 @@ struct RawCgroup {
     /// One `io.max` line (`"8:16 riops=2000"`) or several.
     #[serde(rename = "io.max")]
     io_max: Option<OneOrMany>,
+    /// One `io.latency` line (`"8:16 target=10000"`, microseconds) or several.
+    #[serde(rename = "io.latency")]
+    io_latency: Option<OneOrMany>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -456,6 +470,7 @@ impl Topology {
             machine: MachineSpec::default_machine(),
             filesystems: Vec::new(),
             io_max: Vec::new(),
+            io_latency: Vec::new(),
         }
     }
 
@@ -606,7 +621,7 @@ impl Topology {
             Some(m) => m.get_ref().build().map_err(|e| format!("{}: {e}", at(m.span())))?,
             None => MachineSpec::default_machine(),
         };
-        let io_max = build_io_max(&raw.cgroup, &devices, &at)?;
+        let (io_max, io_latency) = build_cgroup_files(&raw.cgroup, &devices, &at)?;
         let mut topology = Topology {
             source: name.to_string(),
             devices,
@@ -616,6 +631,7 @@ impl Topology {
             machine,
             filesystems: Vec::new(),
             io_max,
+            io_latency,
         };
         for spanned in &raw.volume {
             let loc = at(spanned.span());
@@ -1233,71 +1249,88 @@ fn one_line(message: &str) -> String {
     message.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
-/// The `io.max` lines of the `[[cgroup]]` tables. A line names its device by number
-/// ([`device_number`]) or, as a convenience the kernel does not offer, by name; its keys are
-/// checked as the kernel's `tg_set_limit` checks them. A later line for the same cgroup and
-/// device changes the keys it names, as a second write to `io.max` would.
-fn build_io_max(
+/// The `io.max` and `io.latency` lines of the `[[cgroup]]` tables. A line names its device by
+/// number ([`device_number`]) or, as a convenience the kernel does not offer, by name; its keys
+/// are checked as the kernel checks them (`tg_set_limit`, `iolatency_set_limit`). A later
+/// line for the same cgroup and device changes what it names, as a second write would.
+#[allow(clippy::type_complexity)]
+fn build_cgroup_files(
     tables: &[Spanned<RawCgroup>],
     devices: &[DeviceSpec],
     at: &dyn Fn(std::ops::Range<usize>) -> String,
-) -> Result<Vec<CgroupIoMax>, String> {
+) -> Result<(Vec<CgroupIoMax>, Vec<CgroupIoLatency>), String> {
     if tables.len() > MAX_CGROUP_TABLES {
         return Err(format!("{} [[cgroup]] tables: at most {MAX_CGROUP_TABLES}", tables.len()));
     }
-    let mut out: Vec<CgroupIoMax> = Vec::new();
+    let lines_of = |v: &Option<OneOrMany>| -> Vec<String> {
+        match v {
+            None => Vec::new(),
+            Some(OneOrMany::One(l)) => vec![l.clone()],
+            Some(OneOrMany::Many(v)) => v.clone(),
+        }
+    };
+    let mut io_max: Vec<CgroupIoMax> = Vec::new();
+    let mut io_latency: Vec<CgroupIoLatency> = Vec::new();
     for spanned in tables {
         let loc = at(spanned.span());
         let c = spanned.get_ref();
         let path = c.path.trim_matches('/').to_string();
-        if path.is_empty() {
-            return Err(format!("{loc}: cgroup `{}`: the root cgroup has no io.max", c.path));
-        }
-        let lines: Vec<&str> = match &c.io_max {
-            None => Vec::new(),
-            Some(OneOrMany::One(l)) => vec![l.as_str()],
-            Some(OneOrMany::Many(v)) => v.iter().map(String::as_str).collect(),
-        };
-        if lines.len() > MAX_IO_MAX_LINES {
+        let err = |e: String| format!("{loc}: cgroup `{path}`: {e}");
+        let (max_lines, lat_lines) = (lines_of(&c.io_max), lines_of(&c.io_latency));
+        if path.is_empty() && !(max_lines.is_empty() && lat_lines.is_empty()) {
             return Err(format!(
-                "{loc}: cgroup `{path}`: {} io.max lines, at most {MAX_IO_MAX_LINES}",
-                lines.len()
+                "{loc}: cgroup `{}`: the root cgroup has no io.max or io.latency",
+                c.path
             ));
         }
-        for line in lines {
-            let err = |e: String| format!("{loc}: cgroup `{path}`: {e}");
-            let line = line.trim();
-            let (dev, keys) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-            let device = match devices.iter().position(|d| d.name == dev) {
-                Some(i) => i,
-                None => {
-                    let ((maj, min), _) = IoMax::parse_line(dev).map_err(|e| err(e.to_string()))?;
-                    (0..devices.len()).find(|&i| device_number(i) == (maj, min)).ok_or_else(
-                        || {
-                            let known: Vec<String> = (0..devices.len())
-                                .map(|i| {
-                                    let (a, b) = device_number(i);
-                                    format!("{a}:{b} ({})", devices[i].name)
-                                })
-                                .collect();
-                            err(format!(
-                                "io.max: `{dev}`: no such device; devices are {}",
-                                known.join(", ")
-                            ))
-                        },
-                    )?
+        if max_lines.len() + lat_lines.len() > MAX_IO_MAX_LINES {
+            return Err(err(format!("more than {MAX_IO_MAX_LINES} io.max and io.latency lines")));
+        }
+        for (file, lines) in [("io.max", &max_lines), ("io.latency", &lat_lines)] {
+            for line in lines {
+                let line = line.trim();
+                let (dev, keys) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+                let device =
+                    cgroup_line_device(dev, devices).map_err(|e| err(format!("{file}: {e}")))?;
+                if file == "io.max" {
+                    let i = io_max.iter().position(|x| x.path == path && x.device == device);
+                    let current = i.map_or(IoMax::default(), |i| io_max[i].limits);
+                    let limits =
+                        IoMax::parse_keys(keys, current).map_err(|e| err(e.to_string()))?;
+                    match i {
+                        Some(i) => io_max[i].limits = limits,
+                        None => io_max.push(CgroupIoMax { path: path.clone(), device, limits }),
+                    }
+                } else {
+                    let target = parse_io_latency_keys(keys).map_err(err)?;
+                    io_latency.retain(|x| !(x.path == path && x.device == device));
+                    if let Some(target_ns) = target {
+                        io_latency.push(CgroupIoLatency { path: path.clone(), device, target_ns });
+                    }
                 }
-            };
-            let i = out.iter().position(|x| x.path == path && x.device == device);
-            let current = i.map_or(IoMax::default(), |i| out[i].limits);
-            let limits = IoMax::parse_keys(keys, current).map_err(|e| err(e.to_string()))?;
-            match i {
-                Some(i) => out[i].limits = limits,
-                None => out.push(CgroupIoMax { path: path.clone(), device, limits }),
             }
         }
     }
-    Ok(out)
+    Ok((io_max, io_latency))
+}
+
+/// The device a cgroup file's line names: `MAJ:MIN` in [`device_number`]'s numbering, or a
+/// device's name.
+fn cgroup_line_device(dev: &str, devices: &[DeviceSpec]) -> Result<usize, String> {
+    if let Some(i) = devices.iter().position(|d| d.name == dev) {
+        return Ok(i);
+    }
+    let ((maj, min), _) = IoMax::parse_line(dev)
+        .map_err(|e| e.to_string().trim_start_matches("io.max: ").to_string())?;
+    (0..devices.len()).find(|&i| device_number(i) == (maj, min)).ok_or_else(|| {
+        let known: Vec<String> = (0..devices.len())
+            .map(|i| {
+                let (a, b) = device_number(i);
+                format!("{a}:{b} ({})", devices[i].name)
+            })
+            .collect();
+        format!("`{dev}`: no such device; devices are {}", known.join(", "))
+    })
 }
 
 #[cfg(test)]
