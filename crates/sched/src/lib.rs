@@ -15,6 +15,7 @@
 pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;
+pub mod kyber;
 pub mod noop;
 pub mod tunables;
 
@@ -118,6 +119,11 @@ pub const SCHEDULERS: &[(&str, &[&str], &str)] = &[
         &["as"],
         "Anticipatory scheduling: deadline batches plus waiting for the last reader (as-iosched.c).",
     ),
+    (
+        "kyber",
+        &[],
+        "Token depths per domain scaled to keep read/write latency near target (kyber-iosched.c).",
+    ),
 ];
 
 /// Builds a scheduler by its name or alias, with its default tunables.
@@ -127,6 +133,7 @@ pub fn by_name(name: &str) -> Result<Box<dyn Scheduler>, String> {
         "mq-deadline" | "deadline" => Ok(Box::new(deadline::Deadline::new())),
         "cfq" => Ok(Box::new(cfq::Cfq::new())),
         "anticipatory" | "as" => Ok(Box::new(anticipatory::Anticipatory::new())),
+        "kyber" => Ok(Box::new(kyber::Kyber::new())),
         _ => {
             let known: Vec<&str> = SCHEDULERS.iter().map(|(n, _, _)| *n).collect();
             Err(format!("unknown scheduler `{name}`; known schedulers: {}", known.join(", ")))

@@ -41,7 +41,7 @@ proptest! {
     #[test]
     fn every_bio_completes_once_and_bytes_are_conserved(
         plan in plans(),
-        scheduler in prop::sample::select(vec!["none", "mq-deadline"]),
+        scheduler in prop::sample::select(vec!["none", "mq-deadline", "kyber"]),
         nr_requests in 4u32..64,
         queue_depth in 1u32..32,
         max_sectors_kb in prop::sample::select(vec![4u32, 64, 512]),
