@@ -1,4 +1,4 @@
-//! CFQ's (and AS's and kyber's) per-request cost with 1,000 active sync queues in 10 groups: each queue (process) has
+//! CFQ's (and AS's, kyber's and BFQ's) per-request cost with 1,000 active sync queues in 10 groups: each queue (process) has
 //! one request queued at a random sector; one iteration dispatches a request, completes it
 //! 1 µs later and lets its process submit the next one. When CFQ idles (`WaitUntil`), the clock
 //! jumps to the wake-up time, so slice expiry, idling and group switching are part of the mix.
@@ -6,6 +6,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use elevator_core::{Cgroup, Nanos, Op, Owner, Request, RequestId, NS_PER_US};
 use elevator_sched::anticipatory::Anticipatory;
+use elevator_sched::bfq::Bfq;
 use elevator_sched::cfq::Cfq;
 use elevator_sched::kyber::Kyber;
 use elevator_sched::{Dispatch, Scheduler};
@@ -84,6 +85,12 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     let mut rig = Rig::new(Kyber::new());
     g.bench_function("insert_dispatch_complete_1000_processes", |b| b.iter(|| rig.step()));
+    g.finish();
+    // BFQ: 1,000 queues in 10 weighted groups, B-WF2Q+ at both levels.
+    let mut g = c.benchmark_group("bfq");
+    g.throughput(Throughput::Elements(1));
+    let mut rig = Rig::new(Bfq::new());
+    g.bench_function("insert_dispatch_complete_1000_queues_10_groups", |b| b.iter(|| rig.step()));
     g.finish();
 }
 

@@ -13,6 +13,7 @@
 //! comes in as `now_ns`. The simulator and the io_uring server drive the very same code.
 
 pub mod anticipatory;
+pub mod bfq;
 pub mod cfq;
 pub mod deadline;
 pub mod kyber;
@@ -120,6 +121,11 @@ pub const SCHEDULERS: &[(&str, &[&str], &str)] = &[
         "Anticipatory scheduling: deadline batches plus waiting for the last reader (as-iosched.c).",
     ),
     (
+        "bfq",
+        &[],
+        "Budget Fair Queueing: B-WF2Q+ over sector budgets, groups, weight raising (bfq-iosched.c).",
+    ),
+    (
         "kyber",
         &[],
         "Token depths per domain scaled to keep read/write latency near target (kyber-iosched.c).",
@@ -134,6 +140,7 @@ pub fn by_name(name: &str) -> Result<Box<dyn Scheduler>, String> {
         "cfq" => Ok(Box::new(cfq::Cfq::new())),
         "anticipatory" | "as" => Ok(Box::new(anticipatory::Anticipatory::new())),
         "kyber" => Ok(Box::new(kyber::Kyber::new())),
+        "bfq" => Ok(Box::new(bfq::Bfq::new())),
         _ => {
             let known: Vec<&str> = SCHEDULERS.iter().map(|(n, _, _)| *n).collect();
             Err(format!("unknown scheduler `{name}`; known schedulers: {}", known.join(", ")))

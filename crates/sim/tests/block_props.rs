@@ -41,7 +41,7 @@ proptest! {
     #[test]
     fn every_bio_completes_once_and_bytes_are_conserved(
         plan in plans(),
-        scheduler in prop::sample::select(vec!["none", "mq-deadline", "kyber"]),
+        scheduler in prop::sample::select(vec!["none", "mq-deadline", "kyber", "bfq"]),
         nr_requests in 4u32..64,
         queue_depth in 1u32..32,
         max_sectors_kb in prop::sample::select(vec![4u32, 64, 512]),
@@ -74,7 +74,12 @@ proptest! {
         // Drain.
         let mut guard = 0;
         while !q.idle() {
-            now = q.device.next_event_ns().unwrap_or(now + 1_000).max(now);
+            // The device's next event, else the scheduler's timer (idling), as the engine does.
+            let next = match (q.device.next_event_ns(), q.wanted_timer_ns) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            now = next.unwrap_or(now + 1_000).max(now);
             q.complete(now, &mut done, &mut unblocked);
             q.kick(now);
             guard += 1;

@@ -1,0 +1,771 @@
+//! BFQ, Budget Fair Queueing (Paolo Valente et al.; `block/bfq-iosched.c`, `bfq-wf2q.c`,
+//! Linux 6.x), the core of it: proportional share of the device by *service* (sectors), with
+//! per-process queues served one at a time for a budget.
+//!
+//! - **Queues**: one per process (I/O context) and group for sync I/O, one per group for async
+//!   I/O. The queue in service dispatches its requests in sector order from where the head is
+//!   (C-LOOK), taking a request up to `back_seek_max` KiB behind at `back_seek_penalty` times
+//!   its distance (`bfq_choose_req`), and the oldest one once per budget if it waited past
+//!   `fifo_expire_sync`/`_async` (`bfq_check_fifo`).
+//! - **B-WF2Q+** (`bfq-wf2q.c`): each active entity (queue or group) has a start tag `S` and a
+//!   finish tag `F = S + budget / weight`; an entity is eligible when `S <= V`, the virtual
+//!   time of its parent's service tree, and the eligible entity with the smallest `F` goes
+//!   next; `V` advances by `served / Σ active weights` as sectors are served and jumps to the
+//!   smallest `S` when nothing is eligible. An entity that becomes active starts at
+//!   `max(V, F)` (`__bfq_activate_entity`), so idling earns nothing. Groups (cgroups) are
+//!   entities of the root's tree with their `weight`; their queues are scheduled in their own
+//!   tree. When a queue expires its finish tag is recomputed from what it was charged.
+//! - **Budgets** (`__bfq_bfqq_recalc_budget`): a sync queue's next budget follows why it
+//!   expired: budget exhausted ×4, timeout (`timeout_sync`) ×2, nothing left to do
+//!   (`NO_MORE_REQUESTS`) the service it used, idle past `slice_idle` shrinks by 4 minimum
+//!   budgets (or doubles if requests are still in flight); between `max_budget / 32` and
+//!   `max_budget`. Async queues always get `max_budget`.
+//! - **Charging time** (`bfq_bfqq_charge_time`): a queue not weight-raised that expires by
+//!   timeout with a third of its budget left, or a seeky
+//!   one (`BFQQ_SEEK_THR`, 19 of the last 32 requests farther than 800 sectors), is charged
+//!   `budget × elapsed / timeout_sync` if that is more than it was served, so random I/O gets
+//!   its share of *time*, not of sectors it cannot move.
+//! - **Preemption** (`bfq_bfqq_handle_idle_busy_switch`): a queue that becomes busy with a
+//!   higher weight than the one in service (a weight-raised one) expires it.
+//! - **Idling**: when the queue in service runs dry with nothing in flight and its think time
+//!   is under `slice_idle`, the device waits `slice_idle` for its next request
+//!   (`bfq_arm_slice_timer`); with `strict_guarantees` it always waits.
+//! - **Weight raising** (`low_latency`): a sync queue that becomes active after being idle for
+//!   `bfq_wr_min_idle_time` (2 s), or is new, gets its weight multiplied by `wr_coeff` 30 for
+//!   `wr_duration` (`bfq_wr_duration`: 8 s scaled by a reference rate of 14,000 sectors/s
+//!   against the device's measured peak rate, clamped to 3–25 s) — interactive applications
+//!   start fast — unless it was created in a **large burst** (`bfq_handle_burst`: 8 queues
+//!   created within 180 ms of each other, as the start-up of a parallel job is).
+//!
+//! Deviations, and why: `max_budget` is a tunable with BFQ's default (16,384 sectors) and is
+//! not auto-tuned from the peak rate (the peak rate is measured for `wr_duration` only);
+//! soft real-time raising, injection while idling, early queue merging and ioprio classes are
+//! not modelled; groups are one level under the root; virtual times are `f64` (deterministic,
+//! IEEE 754); timers are the driver's (`WaitUntil`).
+
+use std::collections::BTreeMap;
+
+use elevator_core::{Cgroup, Nanos, Op, Request, RequestId};
+
+use crate::{Dispatch, Merged, Scheduler, TunableError, TunableInfo, TunableSpec};
+
+const MS: Nanos = 1_000_000;
+/// `bfq_wr_coeff`.
+pub const WR_COEFF: f64 = 30.0;
+/// `bfq_wr_min_idle_time`.
+const WR_MIN_IDLE_NS: Nanos = 2_000 * MS;
+/// `bfq_burst_interval`, `bfq_large_burst_thresh`.
+const BURST_INTERVAL_NS: Nanos = 180 * MS;
+const LARGE_BURST_THRESH: usize = 8;
+/// `BFQQ_SEEK_THR` (sectors) and the seek history: seeky past 19 of 32 samples.
+const SEEK_THR_SECTORS: u64 = 800;
+const SEEKY_OF_32: u32 = 19;
+/// `bfq_wr_duration`'s reference: 8 s at 14,000 sectors/s.
+const WR_REF_DURATION_NS: f64 = 8e9;
+const WR_REF_RATE_SECTORS_PER_NS: f64 = 14_000.0 / 1e9;
+/// Groups declared at most (each a `set_group`).
+pub const BFQ_GROUPS_MAX: usize = 4096;
+/// Queues (processes × groups) at most; past it, new processes share a group's last queue.
+pub const BFQ_QUEUES_MAX: usize = 65_536;
+
+const TUNABLES: &[TunableSpec] = &[
+    TunableSpec {
+        name: "slice_idle",
+        unit: "ms",
+        default: 8,
+        min: 0,
+        max: 1000,
+        description: "How long the queue in service may keep the device idle for its next request.",
+    },
+    TunableSpec {
+        name: "timeout_sync",
+        unit: "ms",
+        default: 125,
+        min: 1,
+        max: 10_000,
+        description: "Longest a sync queue is served for one budget.",
+    },
+    TunableSpec {
+        name: "max_budget",
+        unit: "sectors",
+        default: 16_384,
+        min: 32,
+        max: 1 << 24,
+        description: "Largest budget, in sectors (BFQ's default; not auto-tuned here).",
+    },
+    TunableSpec {
+        name: "back_seek_max",
+        unit: "KiB",
+        default: 16_384,
+        min: 0,
+        max: 1 << 30,
+        description: "How far behind the head a request may be and still be taken.",
+    },
+    TunableSpec {
+        name: "back_seek_penalty",
+        unit: "factor",
+        default: 2,
+        min: 1,
+        max: 1024,
+        description: "How much a backward seek counts against a forward one.",
+    },
+    TunableSpec {
+        name: "fifo_expire_sync",
+        unit: "ms",
+        default: 125,
+        min: 1,
+        max: 100_000,
+        description: "Age past which a sync request is served first, once per budget.",
+    },
+    TunableSpec {
+        name: "fifo_expire_async",
+        unit: "ms",
+        default: 250,
+        min: 1,
+        max: 100_000,
+        description: "Age past which an async request is served first, once per budget.",
+    },
+    TunableSpec {
+        name: "low_latency",
+        unit: "bool",
+        default: 1,
+        min: 0,
+        max: 1,
+        description: "Weight raising of interactive queues.",
+    },
+    TunableSpec {
+        name: "strict_guarantees",
+        unit: "bool",
+        default: 0,
+        min: 0,
+        max: 1,
+        description: "Always idle for the queue in service, for exact shares.",
+    },
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expiry {
+    TooIdle,
+    BudgetTimeout,
+    BudgetExhausted,
+    NoMoreRequests,
+    /// A queue of higher weight (a weight-raised one) became busy (`BFQQE_PREEMPTED`).
+    Preempted,
+}
+
+/// A B-WF2Q+ entity: a queue or a group.
+#[derive(Clone, Copy, Debug, Default)]
+struct Entity {
+    weight: f64,
+    start: f64,
+    finish: f64,
+    budget: u64,
+    active: bool,
+}
+
+#[derive(Debug)]
+struct Queue {
+    key: (u32, u32, bool),
+    group: usize,
+    entity: Entity,
+    requests: Vec<Request>,
+    /// Requests dispatched and not completed.
+    dispatched: u32,
+    /// Sectors served in the current turn.
+    served: u64,
+    last_end_sector: u64,
+    seek_history: u32,
+    ttime_mean_ns: f64,
+    ttime_samples: u32,
+    last_completion_ns: Option<Nanos>,
+    last_active_ns: Option<Nanos>,
+    wr_until_ns: Option<Nanos>,
+    in_large_burst: bool,
+}
+
+impl Queue {
+    fn sync(&self) -> bool {
+        self.key.2
+    }
+
+    fn seeky(&self) -> bool {
+        self.seek_history.count_ones() > SEEKY_OF_32
+    }
+}
+
+#[derive(Debug, Default)]
+struct Group {
+    entity: Entity,
+    vtime: f64,
+    /// Active queues of this group.
+    active: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct InService {
+    queue: usize,
+    start_ns: Nanos,
+    fifo_checked: bool,
+    idle_until_ns: Option<Nanos>,
+}
+
+#[derive(Debug)]
+pub struct Bfq {
+    tun: [u64; 9],
+    queues: Vec<Queue>,
+    by_key: BTreeMap<(u32, u32, bool), usize>,
+    /// Group 0 is the root; its queues and the other groups are entities of the root tree.
+    groups: Vec<Group>,
+    group_of_cgroup: BTreeMap<u32, usize>,
+    root_vtime: f64,
+    /// Active entities of the root tree: queues of the root group and non-root groups.
+    root_active: Vec<Slot>,
+    in_service: Option<InService>,
+    /// The queue of each dispatched request, until it completes.
+    dispatched_from: BTreeMap<RequestId, usize>,
+    head_sector: u64,
+    burst: Vec<usize>,
+    burst_last_ns: Option<Nanos>,
+    large_burst: bool,
+    peak_rate_sectors_per_ns: f64,
+    queued: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Queue(usize),
+    Group(usize),
+}
+
+impl Default for Bfq {
+    fn default() -> Bfq {
+        Bfq::new()
+    }
+}
+
+impl Bfq {
+    pub fn new() -> Bfq {
+        let mut tun = [0; 9];
+        for (t, s) in tun.iter_mut().zip(TUNABLES) {
+            *t = s.default;
+        }
+        Bfq {
+            tun,
+            queues: Vec::new(),
+            by_key: BTreeMap::new(),
+            groups: vec![Group {
+                entity: Entity { weight: 100.0, ..Entity::default() },
+                ..Group::default()
+            }],
+            group_of_cgroup: BTreeMap::new(),
+            root_vtime: 0.0,
+            root_active: Vec::new(),
+            in_service: None,
+            dispatched_from: BTreeMap::new(),
+            head_sector: 0,
+            burst: Vec::new(),
+            burst_last_ns: None,
+            large_burst: false,
+            peak_rate_sectors_per_ns: 0.0,
+            queued: 0,
+        }
+    }
+
+    fn t(&self, name: &str) -> u64 {
+        self.tun[TUNABLES.iter().position(|t| t.name == name).expect("a tunable")]
+    }
+
+    fn max_budget(&self) -> u64 {
+        self.t("max_budget")
+    }
+
+    fn min_budget(&self) -> u64 {
+        (self.max_budget() / 32).max(1)
+    }
+
+    /// `bfq_wr_duration`.
+    fn wr_duration_ns(&self) -> Nanos {
+        let rate = if self.peak_rate_sectors_per_ns > 0.0 {
+            self.peak_rate_sectors_per_ns
+        } else {
+            WR_REF_RATE_SECTORS_PER_NS
+        };
+        (WR_REF_DURATION_NS * WR_REF_RATE_SECTORS_PER_NS / rate).clamp(3e9, 25e9) as Nanos
+    }
+
+    /// The queue for `rq`, created (with burst handling) if new.
+    fn queue_for(&mut self, rq: &Request, now: Nanos) -> usize {
+        let group = self.group_of_cgroup.get(&rq.owner.cgroup).copied().unwrap_or(0);
+        let sync = rq.sync;
+        let key = (group as u32, if sync { rq.owner.io_context } else { u32::MAX }, sync);
+        if let Some(&q) = self.by_key.get(&key) {
+            return q;
+        }
+        if self.queues.len() >= BFQ_QUEUES_MAX {
+            return self.queues.len() - 1;
+        }
+        let q = self.queues.len();
+        let max_budget = self.max_budget();
+        self.queues.push(Queue {
+            key,
+            group,
+            entity: Entity { weight: 100.0, budget: max_budget, ..Entity::default() },
+            requests: Vec::new(),
+            dispatched: 0,
+            served: 0,
+            last_end_sector: 0,
+            seek_history: 0,
+            ttime_mean_ns: 0.0,
+            ttime_samples: 0,
+            last_completion_ns: None,
+            last_active_ns: None,
+            wr_until_ns: None,
+            in_large_burst: false,
+        });
+        self.by_key.insert(key, q);
+        // bfq_handle_burst: queues created close together form a burst.
+        if sync {
+            if self.burst_last_ns.is_none_or(|t| now > t + BURST_INTERVAL_NS) {
+                self.burst.clear();
+                self.large_burst = false;
+            }
+            self.burst_last_ns = Some(now);
+            self.burst.push(q);
+            if self.large_burst {
+                self.queues[q].in_large_burst = true;
+            } else if self.burst.len() >= LARGE_BURST_THRESH {
+                self.large_burst = true;
+                for &b in &self.burst {
+                    self.queues[b].in_large_burst = true;
+                    self.queues[b].wr_until_ns = None;
+                }
+            }
+        }
+        q
+    }
+
+    /// A queue's weight: BFQ's default 100 (queues share their group by it), times
+    /// `wr_coeff` while weight-raised.
+    fn weight_of(&self, q: usize, now: Nanos) -> f64 {
+        if self.queues[q].wr_until_ns.is_some_and(|t| now < t) {
+            100.0 * WR_COEFF
+        } else {
+            100.0
+        }
+    }
+
+    /// Activates queue `q` (it got a request while idle), and its group if needed.
+    fn activate(&mut self, q: usize, now: Nanos) {
+        let long_idle = self.queues[q].last_active_ns.is_none_or(|t| now >= t + WR_MIN_IDLE_NS);
+        if self.t("low_latency") == 1
+            && self.queues[q].sync()
+            && long_idle
+            && !self.queues[q].in_large_burst
+        {
+            self.queues[q].wr_until_ns = Some(now + self.wr_duration_ns());
+        }
+        let g = self.queues[q].group;
+        let vtime = if g == 0 { self.root_vtime } else { self.groups[g].vtime };
+        let w = self.weight_of(q, now);
+        let e = &mut self.queues[q].entity;
+        e.weight = w;
+        e.start = e.finish.max(vtime);
+        e.finish = e.start + e.budget as f64 / e.weight;
+        e.active = true;
+        if g == 0 {
+            self.root_active.push(Slot::Queue(q));
+        } else {
+            self.groups[g].active.push(q);
+            if !self.groups[g].entity.active {
+                let ge = &mut self.groups[g].entity;
+                ge.start = ge.finish.max(self.root_vtime);
+                ge.finish = ge.start + self.queues[q].entity.budget as f64 / ge.weight;
+                ge.active = true;
+                self.root_active.push(Slot::Group(g));
+            }
+        }
+    }
+
+    /// B-WF2Q+ selection among `slots` with their entities at virtual time `vtime`: the
+    /// eligible one with the smallest finish tag, the vtime moved to the smallest start if
+    /// none is eligible.
+    fn pick<T: Copy>(slots: &[T], entity: impl Fn(T) -> Entity, vtime: &mut f64) -> Option<T> {
+        let min_start = slots.iter().map(|&s| entity(s).start).fold(f64::INFINITY, f64::min);
+        if !min_start.is_finite() {
+            return None;
+        }
+        if min_start > *vtime {
+            *vtime = min_start;
+        }
+        let v = *vtime;
+        slots
+            .iter()
+            .copied()
+            .filter(|&s| entity(s).start <= v)
+            .min_by(|&a, &b| entity(a).finish.total_cmp(&entity(b).finish))
+    }
+
+    fn select_queue(&mut self) -> Option<usize> {
+        let queues = &self.queues;
+        let groups = &self.groups;
+        let ent = |s: Slot| match s {
+            Slot::Queue(q) => queues[q].entity,
+            Slot::Group(g) => groups[g].entity,
+        };
+        let mut v = self.root_vtime;
+        let slot = Self::pick(&self.root_active, ent, &mut v)?;
+        self.root_vtime = v;
+        match slot {
+            Slot::Queue(q) => Some(q),
+            Slot::Group(g) => {
+                let mut v = self.groups[g].vtime;
+                let q = Self::pick(&self.groups[g].active, |q| self.queues[q].entity, &mut v)?;
+                self.groups[g].vtime = v;
+                Some(q)
+            }
+        }
+    }
+
+    /// Charges `sectors` of service to the trees above queue `q` (`bfq_bfqq_served`).
+    fn charge_vtime(&mut self, q: usize, sectors: u64) {
+        let g = self.queues[q].group;
+        if g == 0 {
+            let wsum: f64 = self.root_weight_sum();
+            self.root_vtime += sectors as f64 / wsum.max(1.0);
+        } else {
+            let wsum: f64 =
+                self.groups[g].active.iter().map(|&q| self.queues[q].entity.weight).sum();
+            self.groups[g].vtime += sectors as f64 / wsum.max(1.0);
+            let rsum = self.root_weight_sum();
+            self.root_vtime += sectors as f64 / rsum.max(1.0);
+        }
+    }
+
+    fn root_weight_sum(&self) -> f64 {
+        self.root_active
+            .iter()
+            .map(|&s| match s {
+                Slot::Queue(q) => self.queues[q].entity.weight,
+                Slot::Group(g) => self.groups[g].entity.weight,
+            })
+            .sum()
+    }
+
+    /// Expires the queue in service (`bfq_bfqq_expire`).
+    fn expire(&mut self, reason: Expiry, now: Nanos) {
+        let Some(s) = self.in_service.take() else { return };
+        let q = s.queue;
+        let elapsed = now.saturating_sub(s.start_ns);
+        let timeout = self.t("timeout_sync") * MS;
+        let served = self.queues[q].served;
+        // Measured rate of a sequential queue that ran for a while: the peak rate.
+        if !self.queues[q].seeky() && elapsed >= 20 * MS && served > 0 {
+            let rate = served as f64 / elapsed as f64;
+            if rate > self.peak_rate_sectors_per_ns {
+                self.peak_rate_sectors_per_ns = rate;
+            }
+        }
+        let budget = self.queues[q].entity.budget;
+        // bfq_bfqq_expire: a queue that is not weight-raised and is slow (seeky here) or timed
+        // out with a third of its budget left is charged the time it held the device.
+        let raised = self.queues[q].wr_until_ns.is_some_and(|t| now < t);
+        let timed_out_early =
+            reason == Expiry::BudgetTimeout && budget.saturating_sub(served) >= budget / 3;
+        let charged =
+            if self.queues[q].sync() && !raised && (self.queues[q].seeky() || timed_out_early) {
+                served.max((budget as f64 * elapsed as f64 / timeout as f64) as u64)
+            } else {
+                served
+            };
+        // The time charged beyond the sectors served moves the virtual times too, as if served.
+        if charged > served {
+            self.charge_vtime(q, charged - served);
+        }
+        // __bfq_bfqq_recalc_budget
+        let (min_b, max_b) = (self.min_budget(), self.max_budget());
+        let next_budget = if !self.queues[q].sync() {
+            max_b
+        } else {
+            match reason {
+                Expiry::TooIdle if self.queues[q].dispatched > 0 => (budget * 2).min(max_b),
+                Expiry::TooIdle if budget > 5 * min_b => budget - 4 * min_b,
+                Expiry::TooIdle => min_b,
+                Expiry::BudgetTimeout => (budget * 2).min(max_b),
+                Expiry::BudgetExhausted => (budget * 4).min(max_b),
+                Expiry::NoMoreRequests => served.max(min_b),
+                Expiry::Preempted => budget,
+            }
+        };
+        let w = self.weight_of(q, now);
+        let g = self.queues[q].group;
+        {
+            let e = &mut self.queues[q].entity;
+            e.finish = e.start + charged as f64 / e.weight;
+            e.weight = w;
+            e.budget = next_budget.clamp(min_b, max_b);
+        }
+        self.queues[q].served = 0;
+        if g != 0 {
+            let ge = &mut self.groups[g].entity;
+            ge.finish = ge.start + charged as f64 / ge.weight;
+        }
+        // Requeue or deactivate (`bfq_requeue_bfqq` / `bfq_del_bfqq_busy`).
+        if self.queues[q].requests.is_empty() {
+            self.deactivate(q, now);
+        } else {
+            let e = &mut self.queues[q].entity;
+            e.start = e.finish;
+            e.finish = e.start + e.budget as f64 / e.weight;
+        }
+        if g != 0 {
+            if self.groups[g].active.is_empty() {
+                self.groups[g].entity.active = false;
+                self.root_active.retain(|&s| s != Slot::Group(g));
+            } else {
+                let ge = &mut self.groups[g].entity;
+                ge.start = ge.finish;
+                ge.finish = ge.start + next_budget as f64 / ge.weight;
+            }
+        }
+    }
+
+    fn deactivate(&mut self, q: usize, now: Nanos) {
+        self.queues[q].entity.active = false;
+        self.queues[q].last_active_ns = Some(now);
+        let g = self.queues[q].group;
+        if g == 0 {
+            self.root_active.retain(|&s| s != Slot::Queue(q));
+        } else {
+            self.groups[g].active.retain(|&x| x != q);
+        }
+    }
+
+    /// `bfq_choose_req` over the queue's requests from the head position, or the expired FIFO
+    /// head once per budget.
+    fn next_request(&mut self, q: usize, now: Nanos, fifo_checked: &mut bool) -> Option<usize> {
+        let reqs = &self.queues[q].requests;
+        if reqs.is_empty() {
+            return None;
+        }
+        if !*fifo_checked {
+            *fifo_checked = true;
+            let expire = if self.queues[q].sync() {
+                self.t("fifo_expire_sync")
+            } else {
+                self.t("fifo_expire_async")
+            } * MS;
+            let (i, oldest) = reqs
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, r)| (r.submit_ns, r.id))
+                .expect("not empty");
+            if now >= oldest.submit_ns + expire {
+                return Some(i);
+            }
+        }
+        let head = self.head_sector;
+        let back_max = self.t("back_seek_max") * 2;
+        let penalty = self.t("back_seek_penalty");
+        reqs.iter()
+            .enumerate()
+            .min_by_key(|(_, r)| {
+                let s = r.sector();
+                let cost = if s >= head {
+                    s - head
+                } else if head - s <= back_max {
+                    (head - s) * penalty
+                } else {
+                    u64::MAX / 2 + (head - s)
+                };
+                (cost, r.id)
+            })
+            .map(|(i, _)| i)
+    }
+}
+
+impl Scheduler for Bfq {
+    fn name(&self) -> &'static str {
+        "bfq"
+    }
+
+    fn try_merge(&mut self, rq: &Request, max_len_bytes: u64, now_ns: Nanos) -> Option<Merged> {
+        if rq.op == Op::Flush {
+            return None;
+        }
+        let q = self.queue_for(rq, now_ns);
+        for queued in self.queues[q].requests.iter_mut() {
+            if queued.op != rq.op
+                || queued.sync != rq.sync
+                || queued.len_bytes + rq.len_bytes > max_len_bytes
+            {
+                continue;
+            }
+            if queued.end_bytes() == rq.offset_bytes {
+                queued.len_bytes += rq.len_bytes;
+                return Some(Merged { into: queued.id, front: false });
+            }
+            if rq.end_bytes() == queued.offset_bytes {
+                queued.offset_bytes = rq.offset_bytes;
+                queued.len_bytes += rq.len_bytes;
+                return Some(Merged { into: queued.id, front: true });
+            }
+        }
+        None
+    }
+
+    fn insert(&mut self, rq: Request, now_ns: Nanos) {
+        let q = self.queue_for(&rq, now_ns);
+        let qu = &mut self.queues[q];
+        // Think time: from the queue's last completion with nothing queued to this arrival.
+        if qu.requests.is_empty() && qu.dispatched == 0 {
+            if let Some(t) = qu.last_completion_ns {
+                let tt = now_ns.saturating_sub(t) as f64;
+                qu.ttime_mean_ns = (qu.ttime_mean_ns * 7.0 + tt) / 8.0;
+                qu.ttime_samples += 1;
+            }
+        }
+        let far = rq.sector().abs_diff(qu.last_end_sector) > SEEK_THR_SECTORS;
+        qu.seek_history = (qu.seek_history << 1) | u32::from(far);
+        qu.last_end_sector = rq.sector() + rq.sectors();
+        qu.requests.push(rq);
+        self.queued += 1;
+        if !self.queues[q].entity.active && self.in_service.as_ref().is_none_or(|s| s.queue != q) {
+            self.activate(q, now_ns);
+            // bfq_bfqq_handle_idle_busy_switch: a queue of higher weight (weight-raised) that
+            // becomes busy preempts the one in service.
+            if let Some(s) = self.in_service.as_ref() {
+                if self.queues[q].entity.weight > self.queues[s.queue].entity.weight {
+                    self.expire(Expiry::Preempted, now_ns);
+                }
+            }
+        }
+    }
+
+    fn dispatch(&mut self, now_ns: Nanos) -> Dispatch {
+        loop {
+            if self.in_service.is_none() {
+                let Some(q) = self.select_queue() else { return Dispatch::Empty };
+                self.in_service = Some(InService {
+                    queue: q,
+                    start_ns: now_ns,
+                    fifo_checked: false,
+                    idle_until_ns: None,
+                });
+            }
+            let s = self.in_service.as_ref().expect("in service");
+            let q = s.queue;
+            let timeout = self.t("timeout_sync") * MS;
+            if self.queues[q].sync() && now_ns >= s.start_ns + timeout {
+                self.expire(Expiry::BudgetTimeout, now_ns);
+                continue;
+            }
+            let mut fifo_checked = s.fifo_checked;
+            match self.next_request(q, now_ns, &mut fifo_checked) {
+                Some(i) => {
+                    let sectors = self.queues[q].requests[i].sectors().max(1);
+                    let left = self.queues[q].entity.budget.saturating_sub(self.queues[q].served);
+                    if self.queues[q].served > 0 && sectors > left {
+                        self.expire(Expiry::BudgetExhausted, now_ns);
+                        continue;
+                    }
+                    let s = self.in_service.as_mut().expect("in service");
+                    s.fifo_checked = fifo_checked;
+                    s.idle_until_ns = None;
+                    let rq = self.queues[q].requests.swap_remove(i);
+                    self.dispatched_from.insert(rq.id, q);
+                    self.queued -= 1;
+                    self.queues[q].served += sectors;
+                    self.queues[q].dispatched += 1;
+                    self.head_sector = rq.sector() + rq.sectors();
+                    self.charge_vtime(q, sectors);
+                    return Dispatch::Request(rq);
+                }
+                None => {
+                    let qu = &self.queues[q];
+                    let idle_ns = self.t("slice_idle") * MS;
+                    let may_idle = qu.sync()
+                        && idle_ns > 0
+                        && (self.t("strict_guarantees") == 1
+                            || qu.ttime_samples == 0
+                            || qu.ttime_mean_ns <= idle_ns as f64);
+                    if qu.dispatched > 0 && may_idle {
+                        // Wait for its requests in flight before idling (a completion calls back).
+                        return Dispatch::Empty;
+                    }
+                    if !may_idle {
+                        self.expire(Expiry::NoMoreRequests, now_ns);
+                        continue;
+                    }
+                    let s = self.in_service.as_mut().expect("in service");
+                    match s.idle_until_ns {
+                        None => {
+                            let until = now_ns + idle_ns;
+                            s.idle_until_ns = Some(until);
+                            return Dispatch::WaitUntil { until_ns: until };
+                        }
+                        Some(until) if now_ns < until => {
+                            return Dispatch::WaitUntil { until_ns: until }
+                        }
+                        Some(_) => {
+                            self.expire(Expiry::TooIdle, now_ns);
+                            continue;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn completed(&mut self, rq: &Request, now_ns: Nanos) {
+        if let Some(q) = self.dispatched_from.remove(&rq.id) {
+            let qu = &mut self.queues[q];
+            qu.dispatched = qu.dispatched.saturating_sub(1);
+            qu.last_completion_ns = Some(now_ns);
+            if qu.requests.is_empty() && qu.dispatched == 0 && !qu.entity.active {
+                qu.last_active_ns = Some(now_ns);
+            }
+        }
+    }
+
+    fn set_group(&mut self, group: &Cgroup) {
+        if group.id == 0 {
+            return;
+        }
+        let weight = f64::from(group.weight.clamp(1, 1000));
+        match self.group_of_cgroup.get(&group.id) {
+            Some(&g) => self.groups[g].entity.weight = weight,
+            None if self.groups.len() < BFQ_GROUPS_MAX => {
+                self.group_of_cgroup.insert(group.id, self.groups.len());
+                self.groups.push(Group {
+                    entity: Entity { weight, ..Entity::default() },
+                    ..Group::default()
+                });
+            }
+            None => {}
+        }
+    }
+
+    fn groups_active(&self) -> bool {
+        self.groups.len() > 1
+    }
+
+    fn queued(&self) -> usize {
+        self.queued
+    }
+
+    fn tunables(&self) -> Vec<TunableInfo> {
+        TUNABLES.iter().zip(self.tun).map(|(t, v)| t.info(v)).collect()
+    }
+
+    fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), TunableError> {
+        let i = TUNABLES
+            .iter()
+            .position(|t| t.name == name)
+            .ok_or_else(|| TunableError::unknown(self.name(), name, &self.tunables()))?;
+        self.tun[i] = TUNABLES[i].parse(self.name(), value)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,163 @@
+use super::*;
+use elevator_core::Owner;
+
+const US: Nanos = 1_000;
+
+fn rq(id: u64, pid: u32, cgroup: u32, op: Op, sector: u64, sectors: u64, now: Nanos) -> Request {
+    let mut owner = Owner::process(pid);
+    owner.cgroup = cgroup;
+    Request::new(RequestId(id), op, sector * 512, sectors * 512, true, owner, now).unwrap()
+}
+
+/// Sequential readers (one per `(pid, cgroup)`), each keeping one 128-sector request queued, on
+/// a device that moves a sector in 100 ns; returns sectors served per reader over `until`.
+fn serve(b: &mut Bfq, readers: &[(u32, u32)], until: Nanos) -> Vec<u64> {
+    let mut id = 0;
+    let mut pos: Vec<u64> =
+        readers.iter().enumerate().map(|(i, _)| i as u64 * 10_000_000).collect();
+    for (i, &(pid, cg)) in readers.iter().enumerate() {
+        b.insert(rq(id, pid, cg, Op::Read, pos[i], 128, 0), 0);
+        id += 1;
+        pos[i] += 128;
+    }
+    let mut served = vec![0u64; readers.len()];
+    let mut now = 0;
+    while now < until {
+        match b.dispatch(now) {
+            Dispatch::Request(r) => {
+                now += r.sectors() * 100;
+                b.completed(&r, now);
+                let i = readers.iter().position(|&(p, _)| p == r.owner.pid).unwrap();
+                served[i] += r.sectors();
+                b.insert(rq(id, r.owner.pid, r.owner.cgroup, Op::Read, pos[i], 128, now), now);
+                id += 1;
+                pos[i] += 128;
+            }
+            Dispatch::WaitUntil { until_ns } => now = until_ns,
+            Dispatch::Empty => panic!("backlogged readers, nothing to dispatch"),
+        }
+    }
+    served
+}
+
+#[test]
+fn groups_share_the_service_by_weight() {
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    b.set_group(&Cgroup { id: 1, parent: Some(0), path: "heavy".into(), weight: 200 });
+    b.set_group(&Cgroup { id: 2, parent: Some(0), path: "light".into(), weight: 100 });
+    let served = serve(&mut b, &[(10, 1), (20, 2), (21, 2)], 20_000_000_000);
+    let heavy = served[0] as f64;
+    let light = (served[1] + served[2]) as f64;
+    let share = heavy / (heavy + light);
+    assert!((share - 2.0 / 3.0).abs() < 0.05, "heavy group got {share:.3} of {served:?}");
+    // Inside the light group its two queues share alike.
+    let inner = served[1] as f64 / light;
+    assert!((inner - 0.5).abs() < 0.05, "{served:?}");
+}
+
+#[test]
+fn wf2q_picks_the_smallest_eligible_finish_and_moves_vtime_to_the_smallest_start() {
+    let e =
+        |start: f64, finish: f64| Entity { start, finish, weight: 1.0, budget: 1, active: true };
+    let ents = [e(5.0, 9.0), e(1.0, 20.0), e(2.0, 8.0)];
+    let mut v = 3.0;
+    // Eligible at 3: the first is not (S = 5); of the others the smaller F is 8.
+    assert_eq!(Bfq::pick(&[0, 1, 2], |i| ents[i], &mut v), Some(2));
+    let mut v = 0.5;
+    assert_eq!(Bfq::pick(&[0], |i| ents[i], &mut v), Some(0));
+    assert_eq!(v, 5.0, "nothing eligible: the virtual time jumps to the smallest start");
+}
+
+#[test]
+fn budgets_follow_why_queues_expire() {
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    let max = b.max_budget();
+    let min = b.min_budget();
+    // A reader that stops after 40 sectors: NO_MORE_REQUESTS sets the budget to its service.
+    b.set_tunable("slice_idle", "0").unwrap();
+    b.insert(rq(1, 7, 0, Op::Read, 0, 40, 0), 0);
+    let Dispatch::Request(r) = b.dispatch(0) else { panic!() };
+    b.completed(&r, 10 * US);
+    assert_eq!(b.dispatch(10 * US), Dispatch::Empty);
+    assert_eq!(b.queues[0].entity.budget, 40.max(min));
+    // A queue that exhausts its budget gets four times it, up to max_budget.
+    b.queues[0].entity.budget = min;
+    for i in 0..40 {
+        b.insert(rq(10 + i, 7, 0, Op::Read, 1000 + i * 64, 64, 20 * US), 20 * US);
+    }
+    let mut now = 20 * US;
+    let mut served = 0;
+    while served <= min {
+        let Dispatch::Request(r) = b.dispatch(now) else { panic!() };
+        served += r.sectors();
+        now += US;
+        b.completed(&r, now);
+    }
+    assert!(
+        b.queues[0].entity.budget == (min * 4).min(max),
+        "budget {}",
+        b.queues[0].entity.budget
+    );
+}
+
+#[test]
+fn new_queues_are_weight_raised_unless_they_come_in_a_large_burst() {
+    let mut b = Bfq::new();
+    b.insert(rq(1, 1, 0, Op::Read, 0, 8, 0), 0);
+    assert_eq!(b.queues[0].entity.weight, 100.0 * WR_COEFF, "a new sync queue is raised");
+    let dur = b.wr_duration_ns();
+    assert!((3_000_000_000..=25_000_000_000).contains(&dur));
+    assert_eq!(b.weight_of(0, dur + 1), 100.0, "raising ends after wr_duration");
+    // Nine queues created 10 ms apart: a large burst; none of them (nor the first) is raised.
+    let mut b = Bfq::new();
+    for i in 0..9u32 {
+        let t = u64::from(i) * 10_000_000;
+        b.insert(rq(u64::from(i), 100 + i, 0, Op::Read, u64::from(i) * 1_000_000, 8, t), t);
+    }
+    let now = 90_000_000;
+    assert!((0..9).all(|q| b.weight_of(q, now) == 100.0), "a large burst is not raised");
+    // A queue that arrives long after the burst is raised again.
+    b.insert(rq(99, 500, 0, Op::Read, 5, 8, 5_000_000_000), 5_000_000_000);
+    assert_eq!(b.weight_of(9, 5_000_000_001), 100.0 * WR_COEFF);
+}
+
+#[test]
+fn an_empty_sync_queue_idles_then_expires() {
+    let mut b = Bfq::new();
+    b.insert(rq(1, 1, 0, Op::Read, 0, 8, 0), 0);
+    let Dispatch::Request(r) = b.dispatch(0) else { panic!() };
+    // Its request is in flight: nothing else goes, a completion will call back.
+    b.insert(rq(2, 2, 0, Op::Read, 90_000_000, 8, 0), 0);
+    assert_eq!(b.dispatch(0), Dispatch::Empty);
+    b.completed(&r, 100 * US);
+    let idle = 8 * MS;
+    assert_eq!(b.dispatch(100 * US), Dispatch::WaitUntil { until_ns: 100 * US + idle });
+    // Its next request within slice_idle is served at once.
+    b.insert(rq(3, 1, 0, Op::Read, 8, 8, 200 * US), 200 * US);
+    assert!(matches!(b.dispatch(200 * US), Dispatch::Request(r) if r.id == RequestId(3)));
+}
+
+#[test]
+fn tunables_by_their_sysfs_names() {
+    let mut b = Bfq::new();
+    let names: Vec<String> = b.tunables().into_iter().map(|t| t.name).collect();
+    for n in [
+        "slice_idle",
+        "timeout_sync",
+        "max_budget",
+        "back_seek_max",
+        "back_seek_penalty",
+        "fifo_expire_sync",
+        "fifo_expire_async",
+        "low_latency",
+        "strict_guarantees",
+    ] {
+        assert!(names.iter().any(|x| x == n), "{n}");
+    }
+    assert_eq!(b.tunable("timeout_sync").unwrap(), "125");
+    b.set_tunable("slice_idle", "0").unwrap();
+    assert!(b.set_tunable("low_latency", "2").is_err());
+    assert!(b.set_tunable("quantum", "4").unwrap_err().to_string().contains("slice_idle"));
+}

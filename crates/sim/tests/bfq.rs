@@ -1,0 +1,67 @@
+//! BFQ's headline behaviour on the built-in 7200 rpm disk: weights between groups, a random
+//! reader's share beside 32 sequential readers, and an application's cold start-up beside 10
+//! sequential readers (weight raising), with CFQ and mq-deadline beside it.
+
+use std::path::Path;
+
+use elevator_sim::{simulate, SimOptions, SimResult, Topology};
+
+fn run(job: &str, scheduler: &str) -> SimResult {
+    let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
+    let opts = SimOptions { scheduler: Some(scheduler.to_string()), ..SimOptions::default() };
+    simulate(&jobs, &Topology::builtin(), &opts).unwrap()
+}
+
+/// Read bytes/s and runtime (ns) of job `name`.
+fn read(r: &SimResult, name: &str) -> (f64, u64) {
+    let p = r.processes.iter().find(|p| p.name == name).expect("the job ran");
+    let ns = p.runtime_ns();
+    (p.stats[0].io_bytes as f64 / (ns as f64 / 1e9), ns)
+}
+
+#[test]
+fn two_groups_weighted_two_to_one_share_two_to_one() {
+    let job = "[global]\ndirect=1\nioengine=psync\nrw=read\nbs=64k\nruntime=20\ntime_based\nfilename=sda\nsize=4G\n\
+               [heavy]\ncgroup=heavy\ncgroup_weight=200\noffset=0\n[light]\ncgroup=light\ncgroup_weight=100\noffset=100G\n";
+    let r = run(job, "bfq");
+    let (heavy, _) = read(&r, "heavy");
+    let (light, _) = read(&r, "light");
+    let share = heavy / (heavy + light);
+    assert!((share - 2.0 / 3.0).abs() <= 0.05, "heavy group got {share:.3}");
+}
+
+#[test]
+fn a_random_reader_keeps_its_share_beside_32_sequential_readers() {
+    let base = "[global]\ndirect=1\nioengine=psync\nruntime=30\ntime_based\nfilename=sda\nsize=400G\n[rand]\nrw=randread\nbs=4k\n";
+    let (alone, _) = read(&run(base, "bfq"), "rand");
+    let crowd = format!("{base}[seq]\nrw=read\nbs=64k\nnumjobs=32\n");
+    let (shared, _) = read(&run(&crowd, "bfq"), "rand");
+    // Equal weights: a 33rd of the disk's time is the reader's.
+    let promised = alone / 33.0;
+    assert!(
+        shared >= 0.8 * promised,
+        "{shared:.0} B/s against {promised:.0} promised ({alone:.0} alone)"
+    );
+}
+
+#[test]
+fn an_application_starts_within_twice_its_idle_time_beside_10_readers() {
+    let app = "[app]\nrw=randread\nbs=16k\nsize=8m\noffset=200G\nstartdelay=3\n";
+    let global = "[global]\ndirect=1\nioengine=psync\nfilename=sda\nsize=400G\n";
+    let seq = "[seq]\nrw=read\nbs=128k\nnumjobs=10\nruntime=20\ntime_based\n";
+    let startup = |scheduler: &str, busy: bool| {
+        let job = format!("{global}{}{app}", if busy { seq } else { "" });
+        let r = run(&job, scheduler);
+        let p = r.processes.iter().find(|p| p.name == "app").unwrap();
+        p.runtime_ns() as f64 / 1e9
+    };
+    let idle = startup("bfq", false);
+    let bfq = startup("bfq", true);
+    let cfq = startup("cfq", true);
+    let deadline = startup("mq-deadline", true);
+    assert!(bfq <= 2.0 * idle, "BFQ: {bfq:.2} s against {idle:.2} s idle");
+    assert!(
+        cfq > 3.0 * bfq && deadline > 3.0 * bfq,
+        "CFQ {cfq:.2} s, mq-deadline {deadline:.2} s, BFQ {bfq:.2} s"
+    );
+}
