@@ -99,3 +99,14 @@ fn cfq_groups_share_two_to_one() {
     assert!(a > 0 && b > 0);
     assert!((share - 66.7).abs() <= 3.0, "heavy export got {share:.1} % of the I/Os");
 }
+
+#[test]
+fn bfq_groups_share_two_to_one() {
+    // The same two exports under BFQ: each export is a group (weights 1000 and 500), each
+    // connection a queue; B-WF2Q+ shares the service 2:1 between the groups. Budgets of 2048
+    // sectors make the turns fine-grained against the 5 s window, as the CFQ test's short
+    // slices do.
+    let Some((share, a, b)) = run_shares("bfq", &[("max_budget", 2048)], 8) else { return };
+    assert!(a > 0 && b > 0);
+    assert!((share - 66.7).abs() <= 3.0, "heavy export got {share:.1} % of the I/Os");
+}
