@@ -37,7 +37,7 @@ fn list_names_the_experiments() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        ["io-controller", "as-vs-deadline", "ioband", "iscsi", "interactivity"]
+        ["io-controller", "as-vs-deadline", "ioband", "iscsi", "interactivity", "modern-isolation"]
             .iter()
             .all(|n| text.contains(n)),
         "{text}"
@@ -247,4 +247,35 @@ fn interactive_reads_stall_behind_ext3_commits_until_jbd_writes_async() {
         assert!(svg.contains(&format!(">{label}<")), "legend names {label}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn modern_controllers_isolate_and_bfq_starts_applications_fast() {
+    let v = reproduce("modern-isolation");
+    let t = "Sequential readers vs random reader, 7200 rpm SATA";
+    // Columns: 0 nr, 1 seq agg, 2 seq max-lat, 3 random agg, 4 random avg-lat, 5 max-lat.
+    let plain = column(&v, t, "mq-deadline, no control", 3);
+    assert!(plain[3] < 0.2 * plain[0], "no control: random reader {plain:?} KB/s");
+    for groups in ["CFQ groups", "BFQ groups"] {
+        let bw = column(&v, t, groups, 3);
+        assert!(bw.iter().all(|b| *b >= 0.8 * bw[0]), "{groups}: random reader {bw:?} KB/s");
+    }
+    let lat = column(&v, t, "io.latency target=20000 on the random reader, mq-deadline", 4);
+    let plain_lat = column(&v, t, "mq-deadline, no control", 4);
+    for i in 1..lat.len() {
+        assert!(
+            lat[i] <= 30e6 && lat[i] < 0.25 * plain_lat[i],
+            "io.latency row {i}: {lat:?} vs {plain_lat:?} ns"
+        );
+    }
+    let idle = column(&v, "Application start-up (8 MiB cold) on an idle disk", "BFQ", 0)[0];
+    let t = "Application start-up (8 MiB cold) beside";
+    let bfq = column(&v, t, "BFQ", 0);
+    for other in ["CFQ", "mq-deadline"] {
+        let o = column(&v, t, other, 0);
+        for i in 0..bfq.len() {
+            assert!(bfq[i] <= 2.0 * idle, "BFQ start-up {} s against {idle} s idle", bfq[i]);
+            assert!(o[i] >= 2.0 * bfq[i], "{other} start-up {} s against BFQ's {} s", o[i], bfq[i]);
+        }
+    }
 }
