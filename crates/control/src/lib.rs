@@ -13,6 +13,7 @@
 pub mod ioband;
 pub mod iolatency;
 pub mod mclock;
+pub mod prio_class;
 pub mod throttle;
 
 use elevator_core::{Nanos, Owner, Request};

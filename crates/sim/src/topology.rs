@@ -24,6 +24,7 @@
 //! [[cgroup]]                    # cgroup v2 interface files of a cgroup jobs name
 //! path = "batch"
 //! "io.max" = "8:0 riops=2000"   # one line or a list; 8:0, 8:16, ... by device order
+//! "io.prio.class" = "restrict-to-be"
 //! ```
 //!
 //! Without a topology file the simulator uses [`Topology::builtin`]: one 7200 rpm SATA disk
@@ -33,6 +34,7 @@ use std::path::Path;
 
 use elevator_control::ioband::{BwRange, GroupType, Policy, ShareSettings};
 use elevator_control::iolatency::parse_io_latency_keys;
+use elevator_control::prio_class::IoPrioClassPolicy;
 use elevator_control::throttle::IoMax;
 use elevator_core::{Nanos, RandomStream};
 use elevator_device::array::{Array, ControllerCache, FrontEnd, Layout};
@@ -286,6 +288,8 @@ pub struct Topology {
     pub io_max: Vec<CgroupIoMax>,
     /// cgroup v2 `io.latency` targets, per cgroup path and device.
     pub io_latency: Vec<CgroupIoLatency>,
+    /// cgroup v2 `io.prio.class` policies, per cgroup path.
+    pub io_prio_class: Vec<(String, IoPrioClassPolicy)>,
 }
 
 /// One `io.latency` line of a cgroup: its latency target on device `device`.
@@ -344,6 +348,9 @@ struct RawCgroup {
     /// One `io.latency` line (`"8:16 target=10000"`, microseconds) or several.
     #[serde(rename = "io.latency")]
     io_latency: Option<OneOrMany>,
+    /// `no-change`, `promote-to-rt`, `restrict-to-be` or `idle`.
+    #[serde(rename = "io.prio.class")]
+    io_prio_class: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -471,6 +478,7 @@ impl Topology {
             filesystems: Vec::new(),
             io_max: Vec::new(),
             io_latency: Vec::new(),
+            io_prio_class: Vec::new(),
         }
     }
 
@@ -622,6 +630,17 @@ impl Topology {
             None => MachineSpec::default_machine(),
         };
         let (io_max, io_latency) = build_cgroup_files(&raw.cgroup, &devices, &at)?;
+        let mut io_prio_class: Vec<(String, IoPrioClassPolicy)> = Vec::new();
+        for spanned in &raw.cgroup {
+            let c = spanned.get_ref();
+            if let Some(v) = &c.io_prio_class {
+                let policy = IoPrioClassPolicy::parse(v)
+                    .map_err(|e| format!("{}: cgroup `{}`: {e}", at(spanned.span()), c.path))?;
+                let path = c.path.trim_matches('/').to_string();
+                io_prio_class.retain(|(p, _)| *p != path);
+                io_prio_class.push((path, policy));
+            }
+        }
         let mut topology = Topology {
             source: name.to_string(),
             devices,
@@ -632,6 +651,7 @@ impl Topology {
             filesystems: Vec::new(),
             io_max,
             io_latency,
+            io_prio_class,
         };
         for spanned in &raw.volume {
             let loc = at(spanned.span());

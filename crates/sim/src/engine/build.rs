@@ -234,6 +234,15 @@ pub(super) fn build_processes(
             },
         };
         let cgroup = cgroup_id(groups, spec.cgroup.as_deref());
+        // cgroup v2 io.prio.class of the job's cgroup (blk-ioprio), before any scheduler.
+        let prio = match topology
+            .io_prio_class
+            .iter()
+            .find(|(p, _)| cgroup != 0 && groups[cgroup as usize].path == *p)
+        {
+            Some(&(_, policy)) => policy.apply(prio),
+            None => prio,
+        };
         // A replayed log goes to the device it names, unless filename= or replay_redirect=
         // say otherwise; it addresses the whole device.
         let filename = match &spec.iolog {
