@@ -593,24 +593,7 @@ impl Scheduler for Bfq {
             return None;
         }
         let q = self.queue_for(rq, now_ns);
-        for queued in self.queues[q].requests.iter_mut() {
-            if queued.op != rq.op
-                || queued.sync != rq.sync
-                || queued.len_bytes + rq.len_bytes > max_len_bytes
-            {
-                continue;
-            }
-            if queued.end_bytes() == rq.offset_bytes {
-                queued.len_bytes += rq.len_bytes;
-                return Some(Merged { into: queued.id, front: false });
-            }
-            if rq.end_bytes() == queued.offset_bytes {
-                queued.offset_bytes = rq.offset_bytes;
-                queued.len_bytes += rq.len_bytes;
-                return Some(Merged { into: queued.id, front: true });
-            }
-        }
-        None
+        crate::merge_into_list(self.queues[q].requests.iter_mut(), rq, max_len_bytes)
     }
 
     fn insert(&mut self, rq: Request, now_ns: Nanos) {

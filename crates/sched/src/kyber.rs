@@ -229,28 +229,8 @@ impl Scheduler for Kyber {
     }
 
     fn try_merge(&mut self, rq: &Request, max_len_bytes: u64, _now_ns: Nanos) -> Option<Merged> {
-        if rq.op == Op::Flush {
-            return None;
-        }
         let q = &mut self.queues[domain_of(rq.op)];
-        for queued in q.iter_mut().rev().take(MERGE_SCAN_DEPTH) {
-            if queued.op != rq.op
-                || queued.sync != rq.sync
-                || queued.len_bytes + rq.len_bytes > max_len_bytes
-            {
-                continue;
-            }
-            if queued.end_bytes() == rq.offset_bytes {
-                queued.len_bytes += rq.len_bytes;
-                return Some(Merged { into: queued.id, front: false });
-            }
-            if rq.end_bytes() == queued.offset_bytes {
-                queued.offset_bytes = rq.offset_bytes;
-                queued.len_bytes += rq.len_bytes;
-                return Some(Merged { into: queued.id, front: true });
-            }
-        }
-        None
+        crate::merge_into_list(q.iter_mut().rev().take(MERGE_SCAN_DEPTH), rq, max_len_bytes)
     }
 
     fn insert(&mut self, rq: Request, _now_ns: Nanos) {

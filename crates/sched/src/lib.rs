@@ -102,6 +102,34 @@ pub trait Scheduler: Send {
     }
 }
 
+/// Merges `rq` onto the back or front of the first of `queued` that is contiguous with it, of
+/// the same operation and sync-ness, without growing past `max_len_bytes`: the software-queue
+/// merge (`blk_bio_list_merge`) of the schedulers that keep plain lists. Flushes never merge.
+pub fn merge_into_list<'a>(
+    queued: impl Iterator<Item = &'a mut Request>,
+    rq: &Request,
+    max_len_bytes: u64,
+) -> Option<Merged> {
+    if rq.op == elevator_core::Op::Flush {
+        return None;
+    }
+    for q in queued {
+        if q.op != rq.op || q.sync != rq.sync || q.len_bytes + rq.len_bytes > max_len_bytes {
+            continue;
+        }
+        if q.end_bytes() == rq.offset_bytes {
+            q.len_bytes += rq.len_bytes;
+            return Some(Merged { into: q.id, front: false });
+        }
+        if rq.end_bytes() == q.offset_bytes {
+            q.offset_bytes = rq.offset_bytes;
+            q.len_bytes += rq.len_bytes;
+            return Some(Merged { into: q.id, front: true });
+        }
+    }
+    None
+}
+
 /// Every scheduler elevator has, by name, with its aliases.
 pub const SCHEDULERS: &[(&str, &[&str], &str)] = &[
     ("none", &["noop"], "FIFO dispatch with merging of contiguous requests (blk-mq `none`)."),
