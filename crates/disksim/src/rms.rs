@@ -164,11 +164,13 @@ pub fn percentile(v: &[f64], q: f64) -> f64 {
     if s.is_empty() {
         return f64::NAN;
     }
-    s.sort_by(|a, b| a.total_cmp(b));
     let h = (s.len() - 1) as f64 * q.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
-    let hi = (lo + 1).min(s.len() - 1);
-    s[lo] + (h - lo as f64) * (s[hi] - s[lo])
+    // The lo-th smallest by selection (linear, not a sort), and the next one: the smallest of
+    // what lies above it.
+    let (_, &mut at_lo, above) = s.select_nth_unstable_by(lo, |a, b| a.total_cmp(b));
+    let at_hi = above.iter().copied().min_by(|a, b| a.total_cmp(b)).unwrap_or(at_lo);
+    at_lo + (h - lo as f64) * (at_hi - at_lo)
 }
 
 /// Median (50th percentile).
