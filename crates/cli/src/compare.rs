@@ -54,8 +54,8 @@ fn parse_variant(text: &str) -> Result<(String, Vec<(String, String)>), String> 
 }
 
 pub fn run(args: &CompareArgs) -> Result<(), String> {
-    let jobs = load_jobs(&args.jobfile)?;
     let topology = load_topology(args.topology.as_deref())?;
+    let jobs = load_jobs(&args.jobfile, &topology)?;
     let mut results = Vec::new();
     for variant in &args.schedulers {
         let (name, iosched) = parse_variant(variant)?;

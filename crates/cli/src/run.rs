@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use elevator_fio::JobFile;
+use elevator_fio::{JobFile, Keywords};
 use elevator_sim::{report, simulate, SimOptions, Topology};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -54,10 +54,13 @@ pub fn parse_iosched(pairs: &[String]) -> Result<Vec<(String, String)>, String> 
         .collect()
 }
 
-/// Reads a job file (with the process environment for `${VAR}`), printing its warnings.
-pub fn load_jobs(path: &Path) -> Result<JobFile, String> {
+/// Reads a job file (with the process environment for `${VAR}` and the simulated machine's
+/// `$pagesize`, `$ncpus`, `$mb_memory`), printing its warnings.
+pub fn load_jobs(path: &Path, topology: &Topology) -> Result<JobFile, String> {
     let env = |name: &str| std::env::var(name).ok();
-    let jobs = elevator_fio::parse_file(path, &env).map_err(|e| e.to_string())?;
+    let vm = &topology.machine.vm;
+    let keywords = Keywords { pagesize: 4096, ncpus: vm.cpus, mb_memory: vm.memory_bytes >> 20 };
+    let jobs = elevator_fio::parse_file_with(path, &env, &keywords).map_err(|e| e.to_string())?;
     for w in &jobs.warnings {
         eprintln!("elevator: warning: {w}");
     }
@@ -86,8 +89,8 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<(), String> {
 }
 
 pub fn run(args: &RunArgs) -> Result<(), String> {
-    let jobs = load_jobs(&args.jobfile)?;
     let topology = load_topology(args.topology.as_deref())?;
+    let jobs = load_jobs(&args.jobfile, &topology)?;
     let options = SimOptions {
         seed: args.seed,
         scheduler: args.scheduler.clone(),

@@ -47,7 +47,8 @@ pub enum BlockSize {
     },
 }
 
-/// `ioengine=`. Only what decides queueing behaviour matters to the simulation.
+/// `ioengine=`. Only what decides queueing behaviour matters to the simulation: every engine
+/// fio knows is one of the named ones or [`IoEngine::Other`] with its class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoEngine {
     /// `sync`: read(2)/write(2) with lseek; one I/O in flight.
@@ -60,12 +61,47 @@ pub enum IoEngine {
     Libaio,
     /// `io_uring`: up to `iodepth` in flight.
     IoUring,
+    /// Any other engine fio has, by what it means to the block layer.
+    Other { name: &'static str, class: EngineClass },
+}
+
+/// What an engine means to the block layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineClass {
+    /// One I/O in flight per job (sg, mmap, splice, libzbc, the file-operation engines, ...).
+    Sync,
+    /// Up to `iodepth` in flight (io_uring_cmd, posixaio, xnvme, libblkio, ...).
+    Async,
+    /// No device: `null` and the engines that do no block I/O (cpuio, exec, page_fault).
+    Null,
 }
 
 impl IoEngine {
     /// Synchronous engines keep exactly one request in flight whatever `iodepth` says.
     pub fn is_async(self) -> bool {
-        matches!(self, IoEngine::Libaio | IoEngine::IoUring)
+        matches!(
+            self,
+            IoEngine::Libaio
+                | IoEngine::IoUring
+                | IoEngine::Other { class: EngineClass::Async | EngineClass::Null, .. }
+        )
+    }
+
+    /// `null` and the engines without block I/O: their I/Os complete without a device.
+    pub fn is_null(self) -> bool {
+        matches!(self, IoEngine::Other { class: EngineClass::Null, .. })
+    }
+
+    /// fio's name for the engine.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoEngine::Sync => "sync",
+            IoEngine::Psync => "psync",
+            IoEngine::Pvsync => "pvsync",
+            IoEngine::Libaio => "libaio",
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Other { name, .. } => name,
+        }
     }
 }
 

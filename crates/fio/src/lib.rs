@@ -10,6 +10,7 @@
 //! stays a name; the simulator resolves it against the topology.
 
 pub mod blktrace;
+mod expr;
 mod ini;
 pub mod iolog;
 pub mod job;
@@ -17,6 +18,7 @@ mod options;
 mod parser;
 mod units;
 
+pub use expr::{Keywords, MAX_EXPR_BYTES, MAX_EXPR_DEPTH};
 pub use ini::{MAX_INCLUDES, MAX_INCLUDE_DEPTH, MAX_JOB_TEXT_BYTES, MAX_SECTIONS};
 pub use job::*;
-pub use parser::{parse_file, parse_str, MAX_PROCESSES};
+pub use parser::{parse_file, parse_file_with, parse_str, MAX_PROCESSES};

@@ -8,8 +8,10 @@
 
 use elevator_core::{NS_PER_SEC, NS_PER_US, SECTOR_BYTES};
 
+use crate::expr::{self, Keywords};
 use crate::job::{
-    Amount, BlockSize, ExitWhat, FileServiceType, IoEngine, JobSpec, RwMode, SourceLocation,
+    Amount, BlockSize, EngineClass, ExitWhat, FileServiceType, IoEngine, JobSpec, RwMode,
+    SourceLocation,
 };
 use crate::units::{
     parse_bool, parse_size, parse_size_or_percent, parse_time_ns, split_ddir, split_range,
@@ -107,40 +109,56 @@ const MODELLED: &[(&str, &str)] = &[
     ("replay_redirect", "replay_redirect"),
 ];
 
-/// fio options (and aliases) elevator accepts but does not model.
+/// fio options (and aliases) elevator accepts but does not model, the options of every fio
+/// engine among them (from the `fio_option` tables of fio 3.33's `engines/*.c`).
 const UNMODELLED: &[&str] = &[
     "allow_file_create",
     "allow_mounted_write",
     "allrandrepeat",
+    "arguments",
     "atomic",
     "ba",
+    "bindname",
     "block_error_percentiles",
     "blockalign",
     "blocksize_unaligned",
+    "brick",
     "bs_unaligned",
     "buffer_compress_chunk",
     "buffer_compress_percentage",
     "buffer_pattern",
+    "busy_poll",
+    "busy_wait_polling",
     "bwavgtime",
     "cgroup_nodelete",
+    "chunk_size",
     "clat_percentiles",
+    "clientname",
     "clocksource",
+    "clustername",
     "cmd_type",
     "cmdprio",
     "cmdprio_bssplit",
     "cmdprio_class",
     "cmdprio_percentage",
+    "conf",
+    "cont",
     "continue_on_error",
+    "cpuchunks",
+    "cpuload",
     "cpumask",
+    "cpumode",
     "cpus_allowed",
     "cpus_allowed_policy",
     "create_fsync",
     "create_only",
     "create_serialize",
+    "cuda_io",
     "dedupe_global",
     "dedupe_mode",
     "dedupe_percentage",
     "dedupe_working_set_percentage",
+    "direct_write_to_pmem",
     "disable_bw",
     "disable_bw_measurement",
     "disable_clat",
@@ -148,9 +166,12 @@ const UNMODELLED: &[&str] = &[
     "disable_slat",
     "disk_util",
     "do_verify",
+    "donorname",
+    "engine_name",
     "error_dump",
     "exec_postrun",
     "exec_prerun",
+    "exit_on_io_done",
     "exitall_on_error",
     "experimental_verify",
     "fallocate",
@@ -162,13 +183,34 @@ const UNMODELLED: &[&str] = &[
     "flow_id",
     "flow_sleep",
     "force_async",
+    "gpu_dev_ids",
+    "grace_time",
     "gtod_cpu",
     "gtod_reduce",
+    "hdfs_use_direct",
+    "hdfsdirectory",
     "hipri",
     "hipri_percentage",
+    "hostname",
+    "http_host",
+    "http_mode",
+    "http_pass",
+    "http_s3_key",
+    "http_s3_keyid",
+    "http_s3_region",
+    "http_s3_sse_customer_algorithm",
+    "http_s3_sse_customer_key",
+    "http_s3_storage_class",
+    "http_swift_auth_token",
+    "http_user",
+    "http_verbose",
+    "https",
     "hugepage-size",
     "ignore_error",
     "ignore_zone_limits",
+    "initiator",
+    "inplace",
+    "interface",
     "io_submit_mode",
     "iodepth_batch_complete",
     "iodepth_batch_complete_max",
@@ -183,6 +225,11 @@ const UNMODELLED: &[&str] = &[
     "latency_run",
     "latency_target",
     "latency_window",
+    "librpma_apm_client",
+    "librpma_apm_server",
+    "librpma_gpspm_client",
+    "librpma_gpspm_server",
+    "listen",
     "lockfile",
     "lockmem",
     "log_alternate_epoch",
@@ -205,12 +252,18 @@ const UNMODELLED: &[&str] = &[
     "merge_blktrace_file",
     "merge_blktrace_iters",
     "merge_blktrace_scalars",
+    "mss",
+    "namenode",
+    "nfs_url",
     "nice",
+    "no_completion_thread",
+    "nodelay",
     "nonvectored",
     "norandommap",
     "nowait",
     "numa_cpu_nodes",
     "numa_mem_policy",
+    "object_class",
     "offset_align",
     "offset_increment",
     "opendir",
@@ -219,7 +272,12 @@ const UNMODELLED: &[&str] = &[
     "per_job_logs",
     "percentage_random",
     "percentile_list",
+    "pingpong",
+    "pool",
+    "port",
     "profile",
+    "program",
+    "protocol",
     "random_distribution",
     "random_generator",
     "rate_cycle",
@@ -229,8 +287,10 @@ const UNMODELLED: &[&str] = &[
     "rate_process",
     "ratecycle",
     "ratemin",
+    "rbdname",
     "read_beyond_wp",
     "read_iolog_chunked",
+    "readfua",
     "refill_buffers",
     "registerfiles",
     "replay_align",
@@ -240,33 +300,47 @@ const UNMODELLED: &[&str] = &[
     "rw_sequencer",
     "scramble_buffers",
     "serialize_overlap",
+    "serverip",
+    "sg_write_mode",
     "significant_figures",
+    "single_instance",
+    "skip_bad",
     "slat_percentiles",
     "sqthread_poll",
     "sqthread_poll_cpu",
     "ss",
     "ss_dur",
     "ss_ramp",
+    "stat_type",
     "stats",
+    "std_redirect",
     "steadystate",
     "steadystate_duration",
     "steadystate_ramp_time",
+    "stream_id",
+    "svcl",
     "sync_file_range",
     "thinktime_blocks_type",
     "thinktime_iotime",
     "thinktime_spin",
+    "thp",
     "thread",
+    "threads",
+    "touch_objects",
     "trim_backlog",
     "trim_backlog_batch",
     "trim_percentage",
     "trim_verify_zero",
+    "ttl",
     "uncached",
     "unified_rw_reporting",
     "unique_filename",
     "unit_base",
     "unlink",
     "unlink_each_loop",
+    "uri",
     "userspace_reap",
+    "verb",
     "verify",
     "verify_async",
     "verify_backlog",
@@ -279,13 +353,22 @@ const UNMODELLED: &[&str] = &[
     "verify_pattern",
     "verify_state_load",
     "verify_state_save",
+    "volume",
     "wait_for",
+    "window_size",
     "write_bw_log",
     "write_hint",
     "write_hist_log",
     "write_iolog",
     "write_iops_log",
     "write_lat_log",
+    "writefua",
+    "xnvme_admin",
+    "xnvme_async",
+    "xnvme_be",
+    "xnvme_dev_nsid",
+    "xnvme_iovec",
+    "xnvme_sync",
     "zero_buffers",
     "zone_reset_frequency",
     "zone_reset_threshold",
@@ -296,49 +379,74 @@ const UNMODELLED: &[&str] = &[
     "zoneskip",
 ];
 
-/// Engines elevator simulates, for the error message.
-const SUPPORTED_ENGINES: &str = "sync, psync, vsync, pvsync, pvsync2, libaio, io_uring";
+/// Every engine fio has besides the five named in [`IoEngine`], with its class; `None`: a
+/// network or object-store engine, refused (it talks to a server, not a block device).
+const ENGINES: &[(&str, Option<EngineClass>)] = &[
+    ("binject", Some(EngineClass::Async)),
+    ("cpp_null", Some(EngineClass::Null)),
+    ("cpuio", Some(EngineClass::Null)),
+    ("dev-dax", Some(EngineClass::Sync)),
+    ("dfs", None),
+    ("dircreate", Some(EngineClass::Sync)),
+    ("dirdelete", Some(EngineClass::Sync)),
+    ("dirstat", Some(EngineClass::Sync)),
+    ("e4defrag", Some(EngineClass::Sync)),
+    ("exec", Some(EngineClass::Null)),
+    ("falloc", Some(EngineClass::Sync)),
+    ("filecreate", Some(EngineClass::Sync)),
+    ("filedelete", Some(EngineClass::Sync)),
+    ("filestat", Some(EngineClass::Sync)),
+    ("ftruncate", Some(EngineClass::Sync)),
+    ("gfapi", None),
+    ("gfapi_async", None),
+    ("guasi", Some(EngineClass::Async)),
+    ("http", None),
+    ("ime_aio", None),
+    ("ime_psync", None),
+    ("ime_psyncv", None),
+    ("io_uring_cmd", Some(EngineClass::Async)),
+    ("libblkio", Some(EngineClass::Async)),
+    ("libcufile", Some(EngineClass::Async)),
+    ("libhdfs", None),
+    ("libhipfile", Some(EngineClass::Async)),
+    ("libiscsi", None),
+    ("libpmem", Some(EngineClass::Sync)),
+    ("libzbc", Some(EngineClass::Sync)),
+    ("mmap", Some(EngineClass::Sync)),
+    ("mtd", Some(EngineClass::Sync)),
+    ("nbd", None),
+    ("net", None),
+    ("netsplice", None),
+    ("nfs", None),
+    ("null", Some(EngineClass::Null)),
+    ("page_fault", Some(EngineClass::Null)),
+    ("pmemblk", Some(EngineClass::Sync)),
+    ("posixaio", Some(EngineClass::Async)),
+    ("rados", None),
+    ("rbd", None),
+    ("rdma", None),
+    ("sg", Some(EngineClass::Sync)),
+    ("solarisaio", Some(EngineClass::Async)),
+    ("splice", Some(EngineClass::Sync)),
+    ("windowsaio", Some(EngineClass::Async)),
+    ("xnvme", Some(EngineClass::Async)),
+];
 
-/// Real fio engines elevator does not simulate (anything else is not an engine at all).
-const OTHER_ENGINES: &[&str] = &[
-    "cpuio",
-    "mmap",
-    "null",
-    "net",
-    "netsplice",
-    "ftruncate",
-    "filecreate",
-    "filestat",
-    "filedelete",
-    "exec",
-    "posixaio",
-    "falloc",
-    "e4defrag",
-    "splice",
-    "gfapi",
-    "gfapi_async",
-    "mtd",
-    "sg",
-    "io_uring_cmd",
-    "nbd",
-    "rdma",
-    "rados",
-    "rbd",
-    "pmemblk",
-    "dev-dax",
-    "libpmem",
-    "windowsaio",
-    "solarisaio",
-    "guasi",
-    "binject",
-    "libhdfs",
-    "http",
-    "nfs",
-    "xnvme",
-    "libblkio",
-    "dfs",
-    "libcufile",
-    "external",
+/// Modelled options whose values are names or words, never expressions.
+const TEXT_OPTIONS: &[&str] = &[
+    "name",
+    "description",
+    "rw",
+    "filename",
+    "directory",
+    "ioengine",
+    "cgroup",
+    "file_service_type",
+    "sync",
+    "fadvise_hint",
+    "exit_what",
+    "read_iolog",
+    "replay_redirect",
 ];
 
 fn canonical(key: &str) -> Option<&'static str> {
@@ -381,19 +489,49 @@ pub struct Builder {
     kb_base: u64,
     /// `bssplit=` per direction; fio lets it win over `bs`/`bsrange` whatever the order.
     split: [Option<BlockSize>; 3],
+    /// The machine's values for `$pagesize`, `$ncpus`, `$mb_memory`.
+    keywords: Keywords,
+    /// `zonesize=`: what the `z` suffix of `size=`, `offset=`, `io_size=` counts.
+    zone_bytes: u64,
 }
 
+/// The zone size the `z` suffix counts when `zonesize=` is not given: 256 MiB, the zone of
+/// SMR disks and of most ZNS drives.
+pub const DEFAULT_ZONE_BYTES: u64 = 256 << 20;
+
 impl Builder {
+    #[cfg(test)]
     pub fn new(name: &str, source: SourceLocation) -> Self {
+        Builder::with_keywords(name, source, Keywords::default())
+    }
+
+    pub fn with_keywords(name: &str, source: SourceLocation, keywords: Keywords) -> Self {
         Builder {
             spec: JobSpec::new_default(name, source),
             kb_base: 1024,
             split: [None, None, None],
+            keywords,
+            zone_bytes: DEFAULT_ZONE_BYTES,
         }
     }
 
     /// The finished spec, with the fix-ups fio applies after parsing.
-    pub fn finish(mut self) -> JobSpec {
+    #[cfg(test)]
+    pub fn finish(self) -> JobSpec {
+        self.finish_with_warnings().0
+    }
+
+    /// [`Builder::finish`], with what was changed said in warnings.
+    pub fn finish_with_warnings(mut self) -> (JobSpec, Vec<String>) {
+        let mut warnings = Vec::new();
+        if self.spec.time_based && self.spec.runtime_ns.is_none() {
+            // fio runs such a job until it is stopped; a simulation has to end.
+            self.spec.time_based = false;
+            warnings.push(
+                "time_based without runtime= runs until stopped in fio; elevator does the job's I/O once (add runtime= for a timed run)"
+                    .to_string(),
+            );
+        }
         for (slot, split) in self.spec.block_size.iter_mut().zip(self.split) {
             if let Some(split) = split {
                 *slot = split;
@@ -403,11 +541,40 @@ impl Builder {
         if self.spec.iodepth_batch == 0 || self.spec.iodepth_batch > self.spec.iodepth {
             self.spec.iodepth_batch = self.spec.iodepth;
         }
-        self.spec
+        (self.spec, warnings)
     }
 
     /// Applies one option line. `value` is `None` for a bare flag.
     pub fn apply(&mut self, key: &str, value: Option<&str>) -> Outcome {
+        // `$pagesize`, `$ncpus`, `$mb_memory` and arithmetic, as fio rewrites them first, in
+        // the values that are numbers (a filename_format's `$jobnum` is not a keyword).
+        let numeric =
+            canonical(key).is_some_and(|c| !TEXT_OPTIONS.contains(&c)) || key == "zonesize";
+        let rewritten = match value {
+            Some(v) if numeric => expr::rewrite(v, &self.keywords, self.kb_base)
+                .map_err(|reason| OptionError::Value(format!("bad value `{v}`: {reason}")))?,
+            _ => None,
+        };
+        let value = rewritten.as_deref().or(value);
+        if key == "zonesize" {
+            if let Some(v) = value {
+                let bytes = parse_size(v, self.kb_base)
+                    .map_err(|reason| OptionError::Value(format!("bad value `{v}`: {reason}")))?;
+                if bytes == 0 || bytes % SECTOR_BYTES != 0 {
+                    return Err(OptionError::Value(format!(
+                        "bad value `{v}`: a zone size is a positive multiple of {SECTOR_BYTES}"
+                    )));
+                }
+                self.zone_bytes = bytes;
+            }
+        }
+        let zoned = match (key, value) {
+            ("size" | "offset" | "io_size" | "io_limit", Some(v)) => self
+                .zones(v)
+                .map_err(|reason| OptionError::Value(format!("bad value `{v}`: {reason}")))?,
+            _ => None,
+        };
+        let value = zoned.as_deref().or(value);
         let Some(name) = canonical(key) else {
             if UNMODELLED.contains(&key) {
                 return Ok(Applied::Warn(format!("elevator does not model `{key}`; ignored")));
@@ -433,17 +600,23 @@ impl Builder {
                         "needs a value (`{key}=...`); fio rejects a bare `{key}`"
                     )));
                 };
-                return self.apply_value(name, v).map_err(|reason| {
-                    let hint = if v.contains('$') {
-                        "; fio's $pagesize, $mb_memory, $ncpus keywords and arithmetic are not supported"
-                    } else {
-                        ""
-                    };
-                    OptionError::Value(format!("bad value `{v}`: {reason}{hint}"))
-                });
+                return self
+                    .apply_value(name, v)
+                    .map_err(|reason| OptionError::Value(format!("bad value `{v}`: {reason}")));
             }
         }
         Ok(Applied::Done)
+    }
+
+    /// fio's `z` suffix: a count of zones (`size=8z`), `None` if the value has none.
+    fn zones(&self, v: &str) -> Result<Option<String>, String> {
+        let Some(count) = v.trim().strip_suffix(['z', 'Z']) else { return Ok(None) };
+        if count.is_empty() || !count.chars().all(|c| c.is_ascii_digit()) {
+            return Ok(None);
+        }
+        let n: u64 = count.parse().map_err(|_| format!("`{v}` is too large"))?;
+        let bytes = n.checked_mul(self.zone_bytes).ok_or_else(|| format!("`{v}` is too large"))?;
+        Ok(Some(bytes.to_string()))
     }
 
     fn apply_value(&mut self, name: &str, v: &str) -> Result<Applied, String> {
@@ -630,9 +803,12 @@ impl Builder {
             "rw" | "readwrite" => RwMode::ReadWrite,
             "randrw" => RwMode::RandRw,
             "trimwrite" | "randtrimwrite" => {
-                return Err(format!(
-                    "elevator does not model `{mode}`; expected read, write, trim, randread, randwrite, randtrim, rw, readwrite or randrw"
-                ))
+                // Each block trimmed, then written: the writes are what reaches the media.
+                self.spec.rw = if mode == "trimwrite" { RwMode::Write } else { RwMode::RandWrite };
+                return Ok(Applied::Warn(format!(
+                    "elevator runs `{mode}` as its writes (`{}`); the trim before each write is not simulated",
+                    if mode == "trimwrite" { "write" } else { "randwrite" }
+                )));
             }
             _ => {
                 return Err(
@@ -644,7 +820,8 @@ impl Builder {
         match modifier {
             None => Ok(Applied::Done),
             Some(n) => {
-                parse_size(n, self.kb_base)?;
+                // `read:-8k` steps backwards; fio takes a signed size here.
+                parse_size(n.strip_prefix('-').unwrap_or(n), self.kb_base)?;
                 Ok(Applied::Warn(format!(
                     "elevator does not model the `:{n}` sequencer modifier of `rw={v}`; ignored"
                 )))
@@ -784,13 +961,19 @@ fn parse_engine(v: &str) -> Result<IoEngine, String> {
         "libaio" => Ok(IoEngine::Libaio),
         "io_uring" => Ok(IoEngine::IoUring),
         other => {
-            let base = other.split(':').next().unwrap_or(other);
-            if OTHER_ENGINES.contains(&base) {
-                Err(format!(
-                    "elevator does not simulate the `{base}` engine; supported engines: {SUPPORTED_ENGINES}"
-                ))
-            } else {
-                Err(format!("not a fio engine; supported engines: {SUPPORTED_ENGINES}"))
+            if other.starts_with("external") {
+                return Err(
+                    "an external engine (a shared object fio loads) cannot be simulated; use a built-in engine such as psync or libaio".into(),
+                );
+            }
+            match ENGINES.iter().find(|(name, _)| *name == other) {
+                Some(&(name, Some(class))) => Ok(IoEngine::Other { name, class }),
+                Some(&(name, None)) => Err(format!(
+                    "the `{name}` engine talks to a network or object-store server, not a block device; elevator simulates block I/O only"
+                )),
+                None => Err(format!(
+                    "`{other}` is not a fio engine (e.g. psync, libaio, io_uring, null; `fio --enghelp` lists them)"
+                )),
             }
         }
     }
@@ -922,7 +1105,9 @@ mod tests {
         assert!(value_err("cgroup_weight", "1001").contains("100 to 1000"));
         assert!(value_err("iodepth", "0").contains("1 to"));
         assert!(value_err("iodepth", "-1").contains("not a number"));
-        assert!(value_err("numjobs", "$ncpus").contains("$ncpus keywords"));
+        assert_eq!(applied(&[("numjobs", Some("$ncpus"))]).numjobs, 2);
+        assert!(value_err("numjobs", "$cpus").contains("`$cpus` is not defined"));
+        assert!(value_err("size", "(1g/0)").contains("divides by zero"));
         assert!(value_err("numjobs", "0").contains("1 to"));
         assert!(value_err("iodepth", "99999999999").contains("out of range"));
         assert_eq!(applied(&[("cgroup_weight", Some("100"))]).cgroup_weight, Some(100));
@@ -930,7 +1115,7 @@ mod tests {
 
     #[test]
     fn flags_and_booleans() {
-        assert!(applied(&[("time_based", None)]).time_based);
+        assert!(applied(&[("time_based", None), ("runtime", Some("1"))]).time_based);
         assert!(!applied(&[("time_based", Some("0"))]).time_based);
         assert!(applied(&[("direct", Some("1"))]).direct);
         assert!(applied(&[("buffered", Some("0"))]).direct);
@@ -946,8 +1131,17 @@ mod tests {
         assert_eq!(applied(&[("ioengine", Some("libaio"))]).ioengine, IoEngine::Libaio);
         assert_eq!(applied(&[("ioengine", Some("pvsync2"))]).ioengine, IoEngine::Pvsync);
         assert_eq!(applied(&[("ioengine", Some("IO_URING"))]).ioengine, IoEngine::IoUring);
-        assert!(value_err("ioengine", "posixaio").contains("does not simulate the `posixaio`"));
-        assert!(value_err("ioengine", "foo").contains("supported engines: sync"));
+        assert_eq!(
+            applied(&[("ioengine", Some("posixaio"))]).ioengine,
+            IoEngine::Other { name: "posixaio", class: EngineClass::Async }
+        );
+        assert!(applied(&[("ioengine", Some("sg"))]).ioengine.name() == "sg");
+        assert!(!applied(&[("ioengine", Some("sg"))]).ioengine.is_async());
+        assert!(applied(&[("ioengine", Some("io_uring_cmd"))]).ioengine.is_async());
+        assert!(applied(&[("ioengine", Some("null"))]).ioengine.is_null());
+        assert!(value_err("ioengine", "net").contains("`net` engine talks to a network"));
+        assert!(value_err("ioengine", "libiscsi").contains("`libiscsi` engine"));
+        assert!(value_err("ioengine", "foo").contains("`foo` is not a fio engine"));
     }
 
     #[test]
@@ -958,7 +1152,9 @@ mod tests {
             matches!(builder().apply("rw", Some("randread:8")), Ok(Applied::Warn(m)) if m.contains(":8"))
         );
         assert!(value_err("rw", "READ").contains("expected read"));
-        assert!(value_err("rw", "trimwrite").contains("does not model"));
+        assert!(matches!(builder().apply("rw", Some("trimwrite")), Ok(Applied::Warn(_))));
+        assert_eq!(applied(&[("rw", Some("trimwrite"))]).rw, RwMode::Write);
+        assert!(matches!(builder().apply("rw", Some("read:-8k")), Ok(Applied::Warn(_))));
         assert!(value_err("rw", "randread:x").contains("not a number"));
     }
 
@@ -992,6 +1188,26 @@ mod tests {
         assert_eq!(applied(&[("filesize", Some("1m"))]).filesize, Some((1 << 20, 1 << 20)));
         assert!(value_err("size", "0%").contains("above 0%"));
         assert!(value_err("rate", "1m,2m,3m,4m").contains("at most 3"));
+    }
+
+    #[test]
+    fn zone_suffix_counts_zones() {
+        assert_eq!(
+            applied(&[("size", Some("8z"))]).size,
+            Some(Amount::Bytes(8 * DEFAULT_ZONE_BYTES))
+        );
+        let s = applied(&[("zonesize", Some("64m")), ("offset", Some("2z"))]);
+        assert_eq!(s.offset, Amount::Bytes(128 << 20));
+        assert!(value_err("zonesize", "1000").contains("multiple of 512"));
+    }
+
+    #[test]
+    fn time_based_without_runtime_warns_and_runs_once() {
+        let mut b = builder();
+        b.apply("time_based", None).unwrap();
+        let (spec, warnings) = b.finish_with_warnings();
+        assert!(!spec.time_based);
+        assert!(warnings[0].contains("runtime="));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use crate::expr::Keywords;
 use crate::ini::{Env, Item, Reader};
 use crate::job::{Diagnostic, JobFile, JobSpec, ParseError, SourceLocation};
 use crate::options::{Applied, Builder, OptionError};
@@ -17,9 +18,18 @@ pub fn parse_file(
     path: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<JobFile, ParseError> {
+    parse_file_with(path, env, &Keywords::default())
+}
+
+/// [`parse_file`] on a given machine: `keywords` are its `$pagesize`, `$ncpus`, `$mb_memory`.
+pub fn parse_file_with(
+    path: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    keywords: &Keywords,
+) -> Result<JobFile, ParseError> {
     let mut reader = Reader::new(env);
     reader.read_file(path, None)?;
-    build(reader.items, &path.display().to_string())
+    build(reader.items, &path.display().to_string(), keywords)
 }
 
 /// Parses job-file text; `name` labels it in messages and `include` paths resolve relative to
@@ -33,7 +43,7 @@ pub fn parse_str(
     let env: Env<'_> = env;
     let mut reader = Reader::new(env);
     reader.read_text(text, name, base_dir)?;
-    build(reader.items, name)
+    build(reader.items, name, &Keywords::default())
 }
 
 /// Processes one job file may ask for: `numjobs` summed over its jobs (each process keeps
@@ -47,14 +57,17 @@ enum Current {
     Job(Box<Builder>),
 }
 
-fn build(items: Vec<Item>, file_name: &str) -> Result<JobFile, ParseError> {
+fn build(items: Vec<Item>, file_name: &str, keywords: &Keywords) -> Result<JobFile, ParseError> {
     let mut out = JobFile { jobs: Vec::new(), global_options: Vec::new(), warnings: Vec::new() };
     // Every global option seen so far, replayed onto each new job (fio copies the global
     // state at the point the job section starts).
     let mut globals: Vec<(String, Option<String>)> = Vec::new();
     // Accumulated global state, so global lines are checked (and warned about) once.
-    let mut global_check =
-        Builder::new("global", SourceLocation { file: file_name.into(), line: 0 });
+    let mut global_check = Builder::with_keywords(
+        "global",
+        SourceLocation { file: file_name.into(), line: 0 },
+        *keywords,
+    );
     let mut current = Current::None;
 
     for item in items {
@@ -64,7 +77,7 @@ fn build(items: Vec<Item>, file_name: &str) -> Result<JobFile, ParseError> {
                 current = if name == "global" {
                     Current::Global
                 } else {
-                    let mut builder = Builder::new(&name, location);
+                    let mut builder = Builder::with_keywords(&name, location, *keywords);
                     for (key, value) in &globals {
                         // Already validated when the global line was read.
                         let _ = builder.apply(key, value.as_deref());
@@ -153,7 +166,14 @@ fn build(items: Vec<Item>, file_name: &str) -> Result<JobFile, ParseError> {
 
 fn finish(current: &mut Current, out: &mut JobFile) {
     if let Current::Job(builder) = std::mem::replace(current, Current::None) {
-        let spec: JobSpec = builder.finish();
+        let (spec, warnings): (JobSpec, Vec<String>) = builder.finish_with_warnings();
+        for message in warnings {
+            out.warnings.push(Diagnostic {
+                location: spec.source.clone(),
+                option: "time_based".into(),
+                message,
+            });
+        }
         out.jobs.push(spec);
     }
 }

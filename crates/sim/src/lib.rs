@@ -14,6 +14,7 @@ pub mod block;
 pub mod engine;
 pub mod files;
 pub mod filesystem;
+pub mod intake;
 pub mod machine;
 pub mod report;
 mod slab;

@@ -13,6 +13,7 @@ use elevator_mm::Vm;
 use super::SimError;
 use crate::files::FileTree;
 use crate::filesystem::JOURNAL_OFFSET_BYTES;
+use crate::intake::{is_regular_path, NULL_DEVICE};
 use crate::topology::{Route, Topology};
 use crate::workload::{Buffered, Process, Region};
 
@@ -208,6 +209,8 @@ pub(super) fn build_processes(
     // directory's device (the first device by default), like files written in order on a fresh
     // file system.
     let mut file_cursors: BTreeMap<String, u64> = BTreeMap::new();
+    // Regular files named by filename=, by directory and path: where they were placed.
+    let mut named_files: BTreeMap<String, (Route, u64, u64)> = BTreeMap::new();
     let mut pid = 1000u32;
     let mut users_of_name: BTreeMap<String, u32> = BTreeMap::new();
     for (j, spec) in jobs.jobs.iter().enumerate() {
@@ -256,6 +259,8 @@ pub(super) fn build_processes(
                 }
                 None => Some(log.file.clone()),
             },
+            // Engines without block I/O run on the null device, whatever file they name.
+            None if spec.ioengine.is_null() => Some(NULL_DEVICE.to_string()),
             None => spec.filename.clone(),
         };
         for clone in 0..spec.numjobs.max(1) {
@@ -277,6 +282,30 @@ pub(super) fn build_processes(
                     }
                     *users_of_name.entry(name.clone()).or_default() += 1;
                     (t.route, t.start_bytes, t.size_bytes)
+                }
+                // A regular file: on the file system of its directory's device, shared by
+                // every job (and clone) that names it; never touched on the real machine.
+                Some(name) if is_regular_path(topology, name) => {
+                    let dir = file_system_of(topology, spec.directory.as_deref());
+                    let key = format!("{dir}\0{name}");
+                    match named_files.get(&key) {
+                        Some(&placed) => placed,
+                        None => {
+                            let Some(Amount::Bytes(size)) = spec.size else {
+                                return Err(SimError(format!(
+                                    "{at}: job `{}`: filename={name} is a regular file, simulated on `{dir}`; it needs size= in bytes (e.g. size=1G), as fio does for a file that does not exist yet",
+                                    spec.name
+                                )));
+                            };
+                            let placed = place_file(topology, &mut file_cursors, &dir, size, 0)
+                                .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
+                            let offset = amount_bytes(spec.offset, size);
+                            let placed =
+                                (placed.0, placed.1 + offset.min(size), size - offset.min(size));
+                            named_files.insert(key, placed);
+                            placed
+                        }
+                    }
                 }
                 Some(name) => {
                     let t = topology
@@ -306,27 +335,10 @@ pub(super) fn build_processes(
                             spec.name
                         )));
                     };
-                    let dir =
-                        spec.directory.clone().unwrap_or_else(|| topology.devices[0].name.clone());
-                    let t = topology.target(&dir).map_err(|e| {
-                        SimError(format!("{at}: job `{}`: directory={dir}: {e}", spec.name))
-                    })?;
-                    // On a file system, files begin after its journal.
-                    let fs_data = topology
-                        .filesystems
-                        .iter()
-                        .find(|fs| fs.route == t.route && fs.start_bytes == t.start_bytes)
-                        .map_or(0, |fs| fs.data_start_bytes());
-                    let cursor = file_cursors.entry(dir.clone()).or_insert(fs_data);
-                    let start = *cursor + amount_bytes(spec.offset, size);
-                    if start + size > t.size_bytes {
-                        return Err(SimError(format!(
-                            "{at}: job `{}`: its files do not fit on `{dir}` ({} bytes); reduce size= or numjobs=",
-                            spec.name, t.size_bytes
-                        )));
-                    }
-                    *cursor = start + size;
-                    (t.route, t.start_bytes + start, size)
+                    let dir = file_system_of(topology, spec.directory.as_deref());
+                    let offset = amount_bytes(spec.offset, size);
+                    place_file(topology, &mut file_cursors, &dir, size, offset)
+                        .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?
                 }
             };
             if region_len < 512 {
@@ -369,7 +381,8 @@ pub(super) fn build_processes(
             } else {
                 None
             };
-            let buffered = !spec.direct && spec.iolog.is_none();
+            // fio's null engine has no page cache under it.
+            let buffered = !spec.direct && spec.iolog.is_none() && !spec.ioengine.is_null();
             let mut proc =
                 Process::new(spec, j, clone, group_id, phase, owner, region, io_limit, rng);
             if buffered {
@@ -390,6 +403,43 @@ pub(super) fn build_processes(
         return Err(SimError("the job file defines no jobs".to_string()));
     }
     Ok((procs, cache.vm, cache.task_proc))
+}
+
+/// The device, partition or volume whose file system holds a job's files: its `directory=`
+/// when that names one, the default (first) device otherwise — a regular directory such as
+/// `/data1` is on the default device's file system.
+fn file_system_of(topology: &Topology, directory: Option<&str>) -> String {
+    match directory {
+        Some(dir) if topology.target(dir).is_ok() => dir.to_string(),
+        _ => topology.devices[0].name.clone(),
+    }
+}
+
+/// Lays out a file of `size` bytes after the previous files on `dir` (files begin after a
+/// file system's journal), `offset` bytes into it: its route, first byte and length.
+fn place_file(
+    topology: &Topology,
+    file_cursors: &mut BTreeMap<String, u64>,
+    dir: &str,
+    size: u64,
+    offset: u64,
+) -> Result<(Route, u64, u64), String> {
+    let t = topology.target(dir).map_err(|e| format!("directory={dir}: {e}"))?;
+    let fs_data = topology
+        .filesystems
+        .iter()
+        .find(|fs| fs.route == t.route && fs.start_bytes == t.start_bytes)
+        .map_or(0, |fs| fs.data_start_bytes());
+    let cursor = file_cursors.entry(dir.to_string()).or_insert(fs_data);
+    let start = cursor.saturating_add(offset);
+    if start.saturating_add(size) > t.size_bytes {
+        return Err(format!(
+            "its files do not fit on `{dir}` ({} bytes); reduce size= or numjobs=",
+            t.size_bytes
+        ));
+    }
+    *cursor = start + size;
+    Ok((t.route, t.start_bytes + start, size))
 }
 
 /// fio seeds a job's generators from `randseed` (default 0x89) when `randrepeat` is set. The

@@ -67,6 +67,8 @@ pub struct SimResult {
     pub vm: elevator_mm::vm::VmStats,
     /// The iSCSI target machine's page-cache counters, if it has one.
     pub target_vm: Option<elevator_mm::vm::VmStats>,
+    /// What fitting the job file to the topology added (devices for `/dev/X` names).
+    pub setup_warnings: Vec<String>,
 }
 
 impl SimResult {
@@ -74,7 +76,8 @@ impl SimResult {
     /// guaranteed minimum the device could not deliver, with what it got.
     pub fn warnings(&self) -> Vec<String> {
         let secs = self.end_ns as f64 / 1e9;
-        self.ioband
+        let setup = self.setup_warnings.iter().cloned();
+        setup.chain(self.ioband
             .iter()
             .filter_map(|c| {
                 let min = c.min_unmet_kbs?;
@@ -83,7 +86,7 @@ impl SimResult {
                     "ioband group `{}`: its minimum of {min} KB/s was not met (it got {got:.0} KB/s over the run): the minimums of its device group add up to more than the device delivers for this workload",
                     c.name
                 ))
-            })
+            }))
             .collect()
     }
 }
@@ -155,6 +158,9 @@ pub fn simulate(
     topology: &Topology,
     options: &SimOptions,
 ) -> Result<SimResult, SimError> {
+    let (fitted_jobs, fitted, setup_warnings) =
+        crate::intake::fit(jobs, topology).map_err(SimError)?;
+    let (jobs, topology) = (&fitted_jobs, &fitted);
     let groups = cgroup_table(&jobs.jobs);
     let mut queues = Vec::new();
     for (i, spec) in topology.devices.iter().enumerate() {
@@ -240,6 +246,7 @@ pub fn simulate(
         ioband,
         vm,
         target_vm,
+        setup_warnings,
     })
 }
 

@@ -280,11 +280,5 @@ fn rw_name(rw: RwMode) -> &'static str {
 
 /// fio's own spelling of `ioengine=`.
 fn engine_name(engine: IoEngine) -> &'static str {
-    match engine {
-        IoEngine::Sync => "sync",
-        IoEngine::Psync => "psync",
-        IoEngine::Pvsync => "pvsync",
-        IoEngine::Libaio => "libaio",
-        IoEngine::IoUring => "io_uring",
-    }
+    engine.name()
 }

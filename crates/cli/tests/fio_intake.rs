@@ -1,0 +1,138 @@
+//! End-to-end: job files written the way fio's own examples are (regular-path filenames,
+//! `/dev/X` outside the topology, every engine class, fio's value grammar), run by the real
+//! `elevator` binary; and bad input refused in one line naming file, line and option.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn temp_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("elevator-intake-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn elevator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_elevator")).args(args).output().expect("runs")
+}
+
+/// Runs a job file, expecting success; gives the JSON report and stderr.
+fn run_json(name: &str, text: &str) -> (Value, String) {
+    let path = temp_file(name, text);
+    let out = elevator(&["run", path.to_str().unwrap(), "--output-format", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{name}: {stderr}");
+    (serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).expect("JSON"), stderr)
+}
+
+/// Runs a job file, expecting a refusal: exit 1 and one line on stderr.
+fn refused(name: &str, text: &str) -> String {
+    let path = temp_file(name, text);
+    let out = elevator(&["run", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+    stderr
+}
+
+fn ios(report: &Value, job: usize, dir: &str) -> u64 {
+    report["jobs"][job][dir]["total_ios"].as_u64().unwrap()
+}
+
+#[test]
+fn regular_paths_are_files_on_the_default_device_and_never_written() {
+    let real = std::env::temp_dir().join(format!("elevator-never-{}", std::process::id()));
+    let _ = std::fs::remove_file(&real);
+    let text = format!(
+        "[global]\nioengine=psync\ndirect=1\nbs=64k\n\
+         [w]\nfilename={}\nrw=write\nsize=8m\n\
+         [r]\nstonewall\nfilename={}\nrw=read\nsize=8m\n\
+         [d]\ndirectory=/data1\nrw=read\nsize=4m\n",
+        real.display(),
+        real.display()
+    );
+    let (report, _) = run_json("paths.fio", &text);
+    assert_eq!(ios(&report, 0, "write"), 128);
+    assert_eq!(ios(&report, 1, "read"), 128);
+    assert_eq!(ios(&report, 2, "read"), 64);
+    assert!(!real.exists(), "elevator created the real file");
+
+    // No size= and no such file: a 1 GiB file, said in a warning.
+    let (report, stderr) = run_json(
+        "nosize.fio",
+        "[r]\nfilename=/nonexistent/elevator/file\nrw=read\nbs=1m\ndirect=1\n",
+    );
+    assert_eq!(ios(&report, 0, "read"), 1024);
+    assert!(stderr.contains("does not exist and the job gives no size="), "{stderr}");
+}
+
+#[test]
+fn unknown_dev_names_become_builtin_disks_with_one_warning_each() {
+    let text = "[global]\nioengine=libaio\niodepth=4\ndirect=1\nrw=randread\nsize=4m\n\
+                [a]\nfilename=/dev/nvme0n1\n[b]\nfilename=/dev/nvme0n1\n[c]\nfilename=/dev/sdq\n";
+    let (report, stderr) = run_json("devs.fio", text);
+    assert_eq!(stderr.matches("simulated as a disk like `sda`").count(), 2, "{stderr}");
+    assert!(stderr.contains("`/dev/nvme0n1`") && stderr.contains("`/dev/sdq`"), "{stderr}");
+    let devices: Vec<&str> = report["elevator"]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert!(devices.contains(&"nvme0n1") && devices.contains(&"sdq"), "{devices:?}");
+}
+
+#[test]
+fn every_engine_class_runs() {
+    for engine in
+        ["sg", "mmap", "libzbc", "io_uring_cmd", "posixaio", "xnvme", "null", "cpuio", "page_fault"]
+    {
+        let text = format!(
+            "[j]\nioengine={engine}\niodepth=8\ndirect=1\nrw=randread\nbs=4k\nsize=1m\nruntime=1\n"
+        );
+        let (report, _) = run_json(&format!("eng-{engine}.fio"), &text);
+        let job = &report["jobs"][0];
+        assert!(job["read"]["total_ios"].as_u64().unwrap() > 0, "{engine}");
+    }
+    // The null engine never reaches a disk: a GiB of random 4 KiB reads in well under a
+    // simulated second.
+    let (report, _) = run_json("null.fio", "[n]\nioengine=null\nrw=randread\nbs=4k\nsize=1g\n");
+    assert_eq!(ios(&report, 0, "read"), 262_144);
+    assert!(report["jobs"][0]["read"]["runtime"].as_u64().unwrap() < 1_000);
+}
+
+#[test]
+fn fio_value_grammar() {
+    let text = "[global]\nioengine=libaio\ndirect=1\nfilename=sda\n\
+                [a]\nbs=$pagesize\nsize=(64k*4)\nrw=read:-8k\nnumjobs=$ncpus\n\
+                [b]\nsize=2*1024*$pagesize ; eight MiB\nrw=trimwrite\nbs=1m\n\
+                [c]\nzonesize=1m\noffset=4z\nsize=2z\nrw=read\nbs=1m\ntime_based\nthreads=1\n";
+    let (report, stderr) = run_json("grammar.fio", text);
+    let jobs = report["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 4, "numjobs=$ncpus is 2 on the built-in machine");
+    assert_eq!(ios(&report, 0, "read"), 64);
+    assert_eq!(ios(&report, 2, "write"), 8);
+    assert_eq!(ios(&report, 3, "read"), 2);
+    assert!(stderr.contains("time_based without runtime="), "{stderr}");
+    assert!(stderr.contains("trimwrite"), "{stderr}");
+}
+
+#[test]
+fn bad_input_is_one_line_naming_file_line_and_option() {
+    let e = refused("div0.fio", "[j]\nfilename=sda\nsize=(1g/0)\n");
+    assert!(e.contains("div0.fio:3: option `size`") && e.contains("divides by zero"), "{e}");
+    let e = refused("undef.fio", "[j]\nfilename=sda\n\nbs=$blocksize\n");
+    assert!(
+        e.contains("undef.fio:4: option `bs`") && e.contains("`$blocksize` is not defined"),
+        "{e}"
+    );
+    let e = refused("engine.fio", "[j]\nioengine=warp9\n");
+    assert!(e.contains("engine.fio:2: option `ioengine`") && e.contains("not a fio engine"), "{e}");
+    for net in ["net", "http", "rdma", "libiscsi", "nbd", "rbd"] {
+        let e = refused("net.fio", &format!("[j]\nioengine={net}\n"));
+        assert!(e.contains(&format!("the `{net}` engine talks to a network")), "{e}");
+    }
+}
