@@ -12,6 +12,9 @@ pub enum OutputFormat {
     Normal,
     /// fio's JSON layout (`--output-format=json`).
     Json,
+    /// fio's JSON with completion-latency histograms (`clat_ns.bins`).
+    #[value(name = "json+")]
+    JsonPlus,
     /// The seed-000 table: per reporting group, jobs, max/min/aggregate bandwidth, max latency.
     Table,
 }
@@ -32,8 +35,10 @@ pub struct RunArgs {
     /// Simulation seed: same seed, same output.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    #[arg(long, value_enum, default_value_t = OutputFormat::Normal)]
-    pub output_format: OutputFormat,
+    /// normal, json, json+ or table; several comma-joined (`json,normal`) print one after
+    /// the other.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "normal")]
+    pub output_format: Vec<OutputFormat>,
     /// Write the results to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -100,10 +105,16 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     for w in result.warnings() {
         eprintln!("elevator: warning: {w}");
     }
-    let text = match args.output_format {
-        OutputFormat::Normal => report::normal::render(&result, &jobs),
-        OutputFormat::Json => report::json::render(&result, &jobs, args.seed, &topology.source),
-        OutputFormat::Table => report::table::render(&result, &jobs),
-    };
+    let mut text = String::new();
+    for format in &args.output_format {
+        text.push_str(&match format {
+            OutputFormat::Normal => report::normal::render(&result, &jobs),
+            OutputFormat::Json => report::json::render(&result, &jobs, args.seed, &topology.source),
+            OutputFormat::JsonPlus => {
+                report::json::render_plus(&result, &jobs, args.seed, &topology.source)
+            }
+            OutputFormat::Table => report::table::render(&result, &jobs),
+        });
+    }
     emit(&text, args.output.as_deref())
 }

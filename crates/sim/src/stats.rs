@@ -220,6 +220,56 @@ impl DirStats {
     }
 }
 
+/// fio's latency histogram layout (`stat.h`): values below 2 × [`FIO_PLAT_VAL`] have a bucket
+/// each; above, every power of two is cut into [`FIO_PLAT_VAL`] equal buckets, so a bucket is
+/// at most 1/64 (1.6 %) of its value wide. json+'s `bins` are keyed by each bucket's
+/// representative value and list the non-empty ones in ascending order.
+pub const FIO_PLAT_BITS: u32 = 6;
+/// Buckets per power of two.
+pub const FIO_PLAT_VAL: u64 = 1 << FIO_PLAT_BITS;
+/// Groups of [`FIO_PLAT_VAL`] buckets: values up to 2^34 ns (17 s) are told apart.
+pub const FIO_PLAT_GROUP_NR: u64 = 29;
+/// Buckets in all; the last also takes every longer value.
+pub const FIO_PLAT_NR: u64 = FIO_PLAT_GROUP_NR * FIO_PLAT_VAL;
+
+/// The bucket of a latency value: the value's top [`FIO_PLAT_BITS`] + 1 bits pick it.
+pub fn fio_plat_val_to_idx(value: u64) -> u64 {
+    let msb = if value == 0 { 0 } else { 63 - u64::from(value.leading_zeros()) };
+    if msb <= u64::from(FIO_PLAT_BITS) {
+        return value;
+    }
+    // Bits below the top PLAT_BITS + 1 only say where in the power of two the value is.
+    let error_bits = msb - u64::from(FIO_PLAT_BITS);
+    let base = (error_bits + 1) << FIO_PLAT_BITS;
+    let offset = (FIO_PLAT_VAL - 1) & (value >> error_bits);
+    (base + offset).min(FIO_PLAT_NR - 1)
+}
+
+/// A bucket's representative value: its own value below 2 × [`FIO_PLAT_VAL`], its middle
+/// above (rounded down, as fio's integer conversion does).
+pub fn fio_plat_idx_to_val(idx: u64) -> u64 {
+    if idx < (FIO_PLAT_VAL << 1) {
+        return idx;
+    }
+    let error_bits = (idx >> FIO_PLAT_BITS) - 1;
+    let base = 1u64 << (error_bits + u64::from(FIO_PLAT_BITS));
+    let k = idx % FIO_PLAT_VAL;
+    // (k + 0.5) * 2^error_bits, in integers.
+    base + ((2 * k + 1) << error_bits) / 2
+}
+
+impl DirStats {
+    /// The completion latencies as fio's json+ `bins`: (bucket value in ns, count), ascending.
+    pub fn clat_bins(&self) -> Vec<(u64, u64)> {
+        let mut bins: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+        for v in self.clat_hist.iter_recorded() {
+            let ns = self.clat_hist.median_equivalent(v.value_iterated_to());
+            *bins.entry(fio_plat_val_to_idx(ns)).or_default() += v.count_at_value();
+        }
+        bins.into_iter().map(|(idx, n)| (fio_plat_idx_to_val(idx), n)).collect()
+    }
+}
+
 /// Which of fio's latency buckets each I/O's total latency fell into.
 #[derive(Clone, Debug, Default)]
 pub struct LatencyBuckets {
@@ -243,6 +293,34 @@ impl LatencyBuckets {
     pub fn merge(&mut self, other: &LatencyBuckets) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a += b;
+        }
+    }
+}
+
+#[cfg(test)]
+mod fio_plat_tests {
+    use super::*;
+
+    #[test]
+    fn buckets_follow_fios_layout() {
+        // Exact below 128, then 64 buckets per power of two.
+        assert_eq!(fio_plat_val_to_idx(0), 0);
+        assert_eq!(fio_plat_val_to_idx(127), 127);
+        assert_eq!(fio_plat_val_to_idx(128), 128);
+        assert_eq!(fio_plat_val_to_idx(129), 128);
+        assert_eq!(fio_plat_val_to_idx(130), 129);
+        assert_eq!(fio_plat_val_to_idx(256), 192);
+        assert_eq!(fio_plat_val_to_idx(u64::MAX), FIO_PLAT_NR - 1);
+        assert_eq!(fio_plat_idx_to_val(127), 127);
+        assert_eq!(fio_plat_idx_to_val(128), 129);
+        assert_eq!(fio_plat_idx_to_val(192), 258);
+        // Every bucket's value maps back to the bucket, and values only grow.
+        let mut last = 0;
+        for idx in 1..FIO_PLAT_NR {
+            let v = fio_plat_idx_to_val(idx);
+            assert!(v > last, "{idx}");
+            assert_eq!(fio_plat_val_to_idx(v), idx, "{idx}");
+            last = v;
         }
     }
 }

@@ -12,9 +12,26 @@ use elevator_fio::JobFile;
 
 /// Renders the whole result as fio JSON text.
 pub fn render(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> String {
+    render_with(result, jobs, seed, topology, false)
+}
+
+/// fio's `json+`: the JSON layout with each direction's completion-latency histogram as
+/// `clat_ns.bins` (bucket value in ns → count, fio's bucket layout, non-empty buckets only).
+pub fn render_plus(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> String {
+    render_with(result, jobs, seed, topology, true)
+}
+
+fn render_with(
+    result: &SimResult,
+    jobs: &JobFile,
+    seed: u64,
+    topology: &str,
+    plus: bool,
+) -> String {
     let entries = entries(result, jobs);
     let group_bw = group_bandwidths(&entries);
-    let jobs_json: Vec<Value> = entries.iter().map(|e| job_json(e, jobs, &group_bw)).collect();
+    let jobs_json: Vec<Value> =
+        entries.iter().map(|e| job_json(e, jobs, &group_bw, plus)).collect();
     let disk_util: Vec<Value> = result
         .devices
         .iter()
@@ -110,10 +127,10 @@ fn group_bandwidths(entries: &[Entry]) -> Vec<[f64; 3]> {
     out
 }
 
-fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]]) -> Value {
+fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Value {
     let spec = &jobs.jobs[e.job];
     let dirs: Vec<Value> =
-        (0..3).map(|d| dir_json(e, d, group_bw[e.group_id as usize][d])).collect();
+        (0..3).map(|d| dir_json(e, d, group_bw[e.group_id as usize][d], plus)).collect();
     let total_ios: u64 = e.depth_hist.iter().sum();
     let depth_pct = |i: usize| {
         round6(if total_ios == 0 { 0.0 } else { e.depth_hist[i] as f64 * 100.0 / total_ios as f64 })
@@ -176,7 +193,7 @@ fn summary_json(s: &Summary) -> Value {
     json!({ "min": s.min, "max": s.max, "mean": round6(s.mean()), "stddev": round6(s.stddev()), "N": s.n })
 }
 
-fn dir_json(e: &Entry, d: usize, group_total_bw: f64) -> Value {
+fn dir_json(e: &Entry, d: usize, group_total_bw: f64, plus: bool) -> Value {
     let s: &DirStats = &e.stats[d];
     let bw_bytes = e.bw_bytes_per_sec(d);
     let mut clat = summary_json(&s.clat_ns);
@@ -186,6 +203,11 @@ fn dir_json(e: &Entry, d: usize, group_total_bw: f64) -> Value {
             pct.insert(format!("{p:.6}"), json!(s.clat_percentile_ns(p)));
         }
         clat["percentile"] = Value::Object(pct);
+        if plus {
+            let bins: Map<String, Value> =
+                s.clat_bins().into_iter().map(|(ns, n)| (ns.to_string(), json!(n))).collect();
+            clat["bins"] = Value::Object(bins);
+        }
     }
     json!({
         "io_bytes": s.io_bytes,

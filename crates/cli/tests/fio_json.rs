@@ -1,0 +1,125 @@
+//! elevator's `json` and `json+` against real fio 3.33 output on the same job files.
+//!
+//! `tests/fixtures/fio-3.33/` holds three small job files and what fio 3.33 printed for them
+//! (`fio --output-format=json|json+ JOB`, on a 16 MiB file): psync random reads, libaio randrw
+//! with numjobs=2, and group_reporting over a libaio and a psync job. Consumers of fio's JSON
+//! walk its keys, so the key tree must be the same; values differ (a simulated disk). The one
+//! addition is elevator's own top-level `elevator` object.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use elevator_sim::stats::{fio_plat_idx_to_val, fio_plat_val_to_idx};
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fio-3.33")
+}
+
+/// Every path of keys down to the leaves; maps keyed by numbers or names chosen by the job
+/// (percentiles, bins, options) count as one leaf, and array elements share a path.
+fn key_tree(v: &Value, path: &str, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(map) => {
+            if path.ends_with("percentile") || path.ends_with("bins") || path.ends_with("options") {
+                out.insert(format!("{path}{{}}"));
+                return;
+            }
+            for (k, x) in map {
+                if path.is_empty() && k == "elevator" {
+                    continue;
+                }
+                key_tree(x, &format!("{path}/{k}"), out);
+            }
+        }
+        Value::Array(items) => {
+            for x in items {
+                key_tree(x, &format!("{path}[]"), out);
+            }
+        }
+        _ => {
+            out.insert(path.to_string());
+        }
+    }
+}
+
+fn tree_of(v: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    key_tree(v, "", &mut out);
+    out
+}
+
+fn elevator_json(job: &str, format: &str) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args(["run", fixtures().join(job).to_str().unwrap(), "--output-format", format])
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{job}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+fn fio_json(name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixtures().join(name)).unwrap()).unwrap()
+}
+
+#[test]
+fn json_and_json_plus_key_trees_match_fio_3_33() {
+    for job in ["psync-randread", "libaio-randrw", "group-reporting"] {
+        for (format, suffix) in [("json", "json"), ("json+", "json+.json")] {
+            let fio = tree_of(&fio_json(&format!("{job}.{suffix}")));
+            let ours = tree_of(&elevator_json(&format!("{job}.fio"), format));
+            let missing: Vec<_> = fio.difference(&ours).collect();
+            let extra: Vec<_> = ours.difference(&fio).collect();
+            assert!(
+                missing.is_empty() && extra.is_empty(),
+                "{job} {format}: missing {missing:?}, extra {extra:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn json_plus_bins_are_fio_buckets_that_add_up_to_the_ios() {
+    let report = elevator_json("libaio-randrw.fio", "json+");
+    for job in report["jobs"].as_array().unwrap() {
+        for dir in ["read", "write"] {
+            let d = &job[dir];
+            let bins = d["clat_ns"]["bins"].as_object().unwrap();
+            let mut last = 0;
+            let mut total = 0;
+            for (k, n) in bins {
+                let ns: u64 = k.parse().unwrap();
+                assert!(ns > last, "bins ascend");
+                assert_eq!(fio_plat_idx_to_val(fio_plat_val_to_idx(ns)), ns, "{ns} is a bucket");
+                last = ns;
+                total += n.as_u64().unwrap();
+            }
+            assert_eq!(total, d["total_ios"].as_u64().unwrap());
+        }
+    }
+    // Real fio's bins obey the same layout.
+    let fio = fio_json("libaio-randrw.json+.json");
+    for (k, _) in fio["jobs"][0]["read"]["clat_ns"]["bins"].as_object().unwrap() {
+        let ns: u64 = k.parse().unwrap();
+        assert_eq!(fio_plat_idx_to_val(fio_plat_val_to_idx(ns)), ns, "fio's {ns}");
+    }
+}
+
+#[test]
+fn comma_joined_formats_print_each() {
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args([
+            "run",
+            fixtures().join("psync-randread.fio").to_str().unwrap(),
+            "--output-format",
+            "normal,json",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let brace = text.find("\n{\n").expect("the JSON follows the normal text");
+    assert!(text[..brace].contains("psync-randread: (g=0)"), "{text}");
+    let _: Value = serde_json::from_str(&text[brace + 1..]).expect("valid JSON");
+}
