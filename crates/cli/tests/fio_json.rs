@@ -123,3 +123,22 @@ fn comma_joined_formats_print_each() {
     assert!(text[..brace].contains("psync-randread: (g=0)"), "{text}");
     let _: Value = serde_json::from_str(&text[brace + 1..]).expect("valid JSON");
 }
+
+#[test]
+fn submission_figures_as_fio_reports_them() {
+    // psync: no submission latency, one I/O per submission and per reap.
+    let report = elevator_json("psync-randread.fio", "json");
+    let job = &report["jobs"][0];
+    assert_eq!(job["read"]["slat_ns"]["N"], 0);
+    assert_eq!(job["iodepth_submit"]["4"], 100.0);
+    assert_eq!(job["iodepth_complete"]["4"], 100.0);
+    // group_reporting: job_runtime is the members' runtimes added up (two libaio readers and
+    // a psync writer: fio 3.33's fixture has 645 ms against a read runtime of 172); the
+    // writer's psync writes carry no slat, the libaio reads do.
+    let report = elevator_json("group-reporting.fio", "json");
+    let job = &report["jobs"][0];
+    let runtime = job["read"]["runtime"].as_u64().unwrap();
+    assert!(job["job_runtime"].as_u64().unwrap() > 2 * runtime, "{job}");
+    assert_eq!(job["write"]["slat_ns"]["N"], 0);
+    assert_eq!(job["read"]["slat_ns"]["N"], job["read"]["total_ios"]);
+}

@@ -154,8 +154,20 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         };
     }
     lat_ms.insert(">=2000".to_string(), json!(lat_pct(31)));
-    let zero_depths =
-        json!({"0": 0.0, "4": 0.0, "8": 0.0, "16": 0.0, "32": 0.0, "64": 0.0, ">=64": 0.0});
+    // I/Os go down `iodepth_batch_submit` at a time (one for synchronous engines) and are
+    // reaped as they complete, so each submission and each reap falls in one of fio's
+    // buckets (1-4, 5-8, 9-16, 17-32, 33-64, more).
+    let batch_bucket = |batch: u32, busy: bool| {
+        let mut m = Map::new();
+        let edges = [(0u32, "0"), (4, "4"), (8, "8"), (16, "16"), (32, "32"), (64, "64")];
+        let at = edges.iter().position(|&(edge, _)| batch <= edge).map_or(6, |i| i.max(1));
+        for (i, name) in ["0", "4", "8", "16", "32", "64", ">=64"].iter().enumerate() {
+            m.insert(name.to_string(), json!(if busy && i == at { 100.0 } else { 0.0 }));
+        }
+        Value::Object(m)
+    };
+    let batch = if spec.ioengine.is_async() { spec.iodepth_batch.max(1) } else { 1 };
+    let busy = total_ios > 0;
     json!({
         "jobname": e.name,
         "groupid": e.group_id,
@@ -167,7 +179,7 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         "write": dirs[1],
         "trim": dirs[2],
         "sync": { "total_ios": 0, "lat_ns": summary_json(&Summary::default()) },
-        "job_runtime": e.runtime_ns / 1_000_000,
+        "job_runtime": e.job_runtime_ns / 1_000_000,
         "usr_cpu": 0.0,
         "sys_cpu": 0.0,
         "ctx": 0,
@@ -177,8 +189,8 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
             "1": depth_pct(0), "2": depth_pct(1), "4": depth_pct(2), "8": depth_pct(3),
             "16": depth_pct(4), "32": depth_pct(5), ">=64": depth_pct(6),
         },
-        "iodepth_submit": zero_depths,
-        "iodepth_complete": zero_depths,
+        "iodepth_submit": batch_bucket(batch, busy),
+        "iodepth_complete": batch_bucket(1, busy),
         "latency_ns": lat_ns,
         "latency_us": lat_us,
         "latency_ms": lat_ms,

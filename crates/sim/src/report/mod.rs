@@ -25,6 +25,8 @@ pub struct Entry {
     pub depth_hist: [u64; 7],
     /// The longest runtime among the members.
     pub runtime_ns: Nanos,
+    /// The members' runtimes added up (fio's `job_runtime` under `group_reporting`).
+    pub job_runtime_ns: Nanos,
 }
 
 impl Entry {
@@ -54,8 +56,9 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
                 .iter_mut()
                 .find(|e| e.group_id == p.group_id && jobs.jobs[e.job].group_reporting)
             {
-                for d in 0..3 {
-                    e.stats[d].merge(&p.stats[d]);
+                let stats = stats_as_fio_reports(p, jobs);
+                for (mine, theirs) in e.stats.iter_mut().zip(stats.iter()) {
+                    mine.merge(theirs);
                 }
                 e.lat_buckets.merge(&p.lat_buckets);
                 for (a, b) in e.depth_hist.iter_mut().zip(p.depth_hist.iter()) {
@@ -63,6 +66,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
                 }
                 e.members.push(i);
                 e.runtime_ns = e.runtime_ns.max(p.runtime_ns());
+                e.job_runtime_ns += p.runtime_ns();
                 continue;
             }
         }
@@ -72,11 +76,24 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
             job: p.job,
             members: vec![i],
             first_pid: p.owner.pid,
-            stats: p.stats.clone(),
+            stats: stats_as_fio_reports(p, jobs),
             lat_buckets: p.lat_buckets.clone(),
             depth_hist: p.depth_hist,
             runtime_ns: p.runtime_ns(),
+            job_runtime_ns: p.runtime_ns(),
         });
     }
     out
+}
+
+/// A process's statistics as fio reports them: synchronous engines have no submission
+/// latency of their own (fio leaves `slat_ns` empty for psync and its kin).
+fn stats_as_fio_reports(p: &crate::workload::Process, jobs: &JobFile) -> [DirStats; 3] {
+    let mut stats = p.stats.clone();
+    if !jobs.jobs[p.job].ioengine.is_async() {
+        for s in &mut stats {
+            s.slat_ns = crate::stats::Summary::default();
+        }
+    }
+    stats
 }
