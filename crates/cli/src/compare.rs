@@ -59,7 +59,8 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
     let mut results = Vec::new();
     for variant in &args.schedulers {
         let (name, iosched) = parse_variant(variant)?;
-        let options = SimOptions { seed: args.seed, scheduler: Some(name), iosched };
+        let options =
+            SimOptions { seed: args.seed, scheduler: Some(name), iosched, ..SimOptions::default() };
         let result = simulate(&jobs, &topology, &options)
             .map_err(|e| format!("--scheduler {variant}: {e}"))?;
         results.push((variant.clone(), result));

@@ -1,9 +1,14 @@
 //! `elevator run`: one job file, one topology, one seed → fio-compatible results.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use elevator_fio::{JobFile, Keywords};
+use elevator_sim::engine::{Progress, ProgressFn};
 use elevator_sim::{report, simulate, SimOptions, Topology};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -42,6 +47,81 @@ pub struct RunArgs {
     /// Write the results to this file instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// fio's status line on stderr while the simulation runs: `auto` when stderr is a
+    /// terminal, `always`, or `never`.
+    #[arg(long, value_enum, default_value_t = Eta::Auto)]
+    pub eta: Eta,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Eta {
+    Auto,
+    Always,
+    Never,
+}
+
+/// Exit status of a run stopped by Ctrl-C (SIGINT) after printing its results, as fio and
+/// shells do (128 + 2).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Wall time between two status lines.
+const STATUS_EVERY: Duration = Duration::from_millis(250);
+
+/// The status line: fio's `Jobs: N (f=N): [p%][r=..,w=..][r=..,w=.. IOPS][eta ..]`, rates
+/// over simulated time since the previous line, the ETA in wall time.
+fn status_printer() -> Arc<ProgressFn> {
+    struct Last {
+        wall: Instant,
+        progress: Progress,
+    }
+    let start = Instant::now();
+    let last = Mutex::new(Last { wall: start, progress: Progress::default() });
+    Arc::new(move |p: &Progress| {
+        let Ok(mut last) = last.lock() else { return };
+        let now = Instant::now();
+        if now.duration_since(last.wall) < STATUS_EVERY {
+            return;
+        }
+        let dt_ns = p.now_ns.saturating_sub(last.progress.now_ns).max(1) as f64;
+        let per_sec = |a: u64, b: u64| a.saturating_sub(b) as f64 * 1e9 / dt_ns;
+        let elapsed = now.duration_since(start).as_secs_f64();
+        let eta = if p.done_fraction > 0.0 {
+            (elapsed * (1.0 - p.done_fraction) / p.done_fraction) as u64
+        } else {
+            0
+        };
+        eprint!(
+            "\rJobs: {} (f={}): [{:.1}%][r={},w={}][r={},w={} IOPS][eta {:02}m:{:02}s]\x1b[K",
+            p.running,
+            p.running,
+            p.done_fraction * 100.0,
+            human_rate(per_sec(p.read_bytes, last.progress.read_bytes)),
+            human_rate(per_sec(p.write_bytes, last.progress.write_bytes)),
+            human_count(per_sec(p.read_ios, last.progress.read_ios)),
+            human_count(per_sec(p.write_ios, last.progress.write_ios)),
+            eta / 60,
+            eta % 60,
+        );
+        last.wall = now;
+        last.progress = *p;
+    })
+}
+
+fn human_rate(bytes_per_sec: f64) -> String {
+    let kib = bytes_per_sec / 1024.0;
+    if kib < 1024.0 {
+        format!("{kib:.0}KiB/s")
+    } else {
+        format!("{:.1}MiB/s", kib / 1024.0)
+    }
+}
+
+fn human_count(n: f64) -> String {
+    if n < 1000.0 {
+        format!("{n:.0}")
+    } else {
+        format!("{:.1}k", n / 1000.0)
+    }
 }
 
 /// Parses `KEY=VALUE` pairs given with `--iosched`.
@@ -96,12 +176,30 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<(), String> {
 pub fn run(args: &RunArgs) -> Result<(), String> {
     let topology = load_topology(args.topology.as_deref())?;
     let jobs = load_jobs(&args.jobfile, &topology)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))
+        .map_err(|e| format!("cannot watch for Ctrl-C: {e}"))?;
+    let show_status = match args.eta {
+        Eta::Always => true,
+        Eta::Never => false,
+        Eta::Auto => std::io::stderr().is_terminal(),
+    };
     let options = SimOptions {
         seed: args.seed,
         scheduler: args.scheduler.clone(),
         iosched: parse_iosched(&args.iosched)?,
+        stop: Some(Arc::clone(&stop)),
+        progress: show_status.then(status_printer),
     };
-    let result = simulate(&jobs, &topology, &options).map_err(|e| e.to_string())?;
+    let result = simulate(&jobs, &topology, &options).map_err(|e| e.to_string());
+    if show_status {
+        eprint!("\r\x1b[K");
+    }
+    let result = result?;
+    let interrupted = stop.load(Ordering::Relaxed);
+    if interrupted {
+        eprintln!("elevator: interrupted: the results so far");
+    }
     for w in result.warnings() {
         eprintln!("elevator: warning: {w}");
     }
@@ -116,5 +214,11 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             OutputFormat::Table => report::table::render(&result, &jobs),
         });
     }
-    emit(&text, args.output.as_deref())
+    emit(&text, args.output.as_deref())?;
+    if interrupted {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        std::process::exit(EXIT_INTERRUPTED);
+    }
+    Ok(())
 }

@@ -121,6 +121,7 @@ pub fn run_experiment(
                     seed: e.seed,
                     scheduler: Some(v.scheduler.clone()),
                     iosched: iosched.iter().map(|(k, x)| (k.clone(), x.clone())).collect(),
+                    ..SimOptions::default()
                 };
                 let result = simulate(&jobs, topology, &options).map_err(|err| {
                     format!("{}: table `{}`, {}: {err}", e.name, t.title, v.label)

@@ -603,6 +603,18 @@ impl Process {
         self.end_ns = now_ns;
     }
 
+    /// How far a running process is, 0 to 1: the share of its runtime gone, or of its bytes
+    /// issued, whichever is further.
+    pub fn done_fraction(&self, now_ns: Nanos) -> f64 {
+        let by_time = self.runtime_ns.map_or(0.0, |r| {
+            now_ns.saturating_sub(self.ramp_end_ns.saturating_sub(self.ramp_ns)) as f64
+                / (r + self.ramp_ns).max(1) as f64
+        });
+        let by_bytes =
+            self.io_limit_bytes.map_or(0.0, |l| self.bytes_issued as f64 / l.max(1) as f64);
+        by_time.max(by_bytes).min(1.0)
+    }
+
     /// The measured runtime: from the end of the ramp to the end of the job.
     pub fn runtime_ns(&self) -> Nanos {
         self.end_ns.saturating_sub(self.ramp_end_ns)

@@ -18,6 +18,8 @@ use elevator_control::throttle::{
 use elevator_control::Controller;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use elevator_core::{Cgroup, Nanos, Op};
 use elevator_fio::{ExitWhat, JobFile};
@@ -32,13 +34,56 @@ use build::build_processes;
 pub use build::cgroup_table;
 
 /// How a run is set up beyond the job file and topology.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct SimOptions {
     pub seed: u64,
     /// Replaces every device's scheduler.
     pub scheduler: Option<String>,
     /// Tunables applied to every device's scheduler after the topology's own.
     pub iosched: Vec<(String, String)>,
+    /// Set from outside (Ctrl-C) to end the run where it is: the jobs stop at the simulated
+    /// time reached and the results so far are reported. Read every [`WATCH_EVENTS`] events.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Called every [`WATCH_EVENTS`] events with where the run is. The simulation itself
+    /// never reads a clock; a caller that shows a status line may.
+    pub progress: Option<Arc<ProgressFn>>,
+}
+
+/// A progress callback.
+pub type ProgressFn = dyn Fn(&Progress) + Send + Sync;
+
+/// Events between looks at [`SimOptions::stop`] and calls of [`SimOptions::progress`].
+pub const WATCH_EVENTS: u64 = 1 << 14;
+
+/// Where a run is, for a status line.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Progress {
+    pub now_ns: Nanos,
+    /// Processes started and not finished.
+    pub running: u32,
+    /// Processes in all.
+    pub processes: u32,
+    /// Bytes read and written so far, all processes.
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// I/Os read and written so far.
+    pub read_ios: u64,
+    pub write_ios: u64,
+    /// How far the run is, 0 to 1: each process's share of its runtime or of its bytes,
+    /// averaged (finished ones count 1).
+    pub done_fraction: f64,
+}
+
+impl std::fmt::Debug for SimOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimOptions")
+            .field("seed", &self.seed)
+            .field("scheduler", &self.scheduler)
+            .field("iosched", &self.iosched)
+            .field("stop", &self.stop)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 /// A setup error: the message names the job (and its file and line) and the fix.
@@ -219,8 +264,16 @@ pub fn simulate(
         target: target::TargetCache::new(topology, &build::bdi_specs(topology)),
     };
     engine.start_phase(0);
-    engine.run();
+    let stopped = engine.run(options);
     let end_ns = engine.now_ns;
+    if stopped {
+        // Interrupted: every job ends now, with what it has done so far.
+        for p in &mut engine.procs {
+            if p.state != State::Done && p.state != State::Pending {
+                p.finish(end_ns.max(p.ramp_end_ns));
+            }
+        }
+    }
     let mut devices = Vec::new();
     let mut requests_completed = 0;
     for (q, spec) in engine.queues.iter_mut().zip(&topology.devices) {
@@ -266,9 +319,48 @@ impl Engine {
         }
     }
 
-    fn run(&mut self) {
+    /// Where the run is, for [`SimOptions::progress`].
+    fn progress(&self) -> Progress {
+        let mut out = Progress { now_ns: self.now_ns, ..Progress::default() };
+        let mut fraction_sum = 0.0;
+        for p in &self.procs {
+            out.processes += 1;
+            if p.state == State::Running || p.state == State::Draining {
+                out.running += 1;
+            }
+            out.read_bytes += p.stats[0].io_bytes;
+            out.write_bytes += p.stats[1].io_bytes;
+            out.read_ios += p.stats[0].total_ios;
+            out.write_ios += p.stats[1].total_ios;
+            fraction_sum += match p.state {
+                State::Done => 1.0,
+                State::Pending => 0.0,
+                _ => p.done_fraction(self.now_ns),
+            };
+        }
+        out.done_fraction = if self.procs.is_empty() {
+            1.0
+        } else {
+            (fraction_sum / self.procs.len() as f64).clamp(0.0, 1.0)
+        };
+        out
+    }
+
+    /// Runs events until none are left, or until `options.stop` is set (then `true`).
+    fn run(&mut self, options: &SimOptions) -> bool {
+        let mut events = 0u64;
+        let watching = options.stop.is_some() || options.progress.is_some();
         while let Some(Reverse((at_ns, _, event))) = self.heap.pop() {
             debug_assert!(at_ns >= self.now_ns, "time went backwards");
+            events += 1;
+            if watching && events.is_multiple_of(WATCH_EVENTS) {
+                if let Some(report) = &options.progress {
+                    report(&self.progress());
+                }
+                if options.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    return true;
+                }
+            }
             self.now_ns = at_ns;
             match event {
                 Event::Start(p) => {
@@ -349,6 +441,7 @@ impl Engine {
                 }
             }
         }
+        false
     }
 
     /// Lets process `p` issue as much as it may now.
