@@ -215,6 +215,17 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         });
     }
     emit(&text, args.output.as_deref())?;
+    // fio's log files, in the current directory as fio writes them.
+    for (name, text) in report::logs::files(&result, &jobs) {
+        std::fs::write(&name, text).map_err(|e| format!("{name}: cannot write the log: {e}"))?;
+    }
+    let dropped = report::logs::dropped(&result);
+    if dropped > 0 {
+        eprintln!(
+            "elevator: warning: {dropped} log lines past {} per log were not written (MAX_LOG_SAMPLES); use log_avg_msec=",
+            elevator_sim::iolog_out::MAX_LOG_SAMPLES
+        );
+    }
     if interrupted {
         use std::io::Write;
         let _ = std::io::stdout().flush();

@@ -233,6 +233,38 @@ pub struct JobSpec {
     pub iolog: Option<std::sync::Arc<crate::iolog::IoLog>>,
     pub replay_no_stall: bool,
     pub replay_redirect: Option<String>,
+    /// `write_lat_log=`, `write_bw_log=`, `write_iops_log=` and their settings.
+    pub logs: LogOptions,
+}
+
+/// fio's per-job log files.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogOptions {
+    /// The file-name prefix of each log (`""`: the job's name); `None`: not written.
+    pub lat: Option<String>,
+    pub bw: Option<String>,
+    pub iops: Option<String>,
+    /// `log_avg_msec=`: 0 logs every I/O's latency (and samples rates every 500 ms).
+    pub avg_msec: u64,
+    /// `log_max_value`: a window's maximum instead of its mean.
+    pub max_value: bool,
+    /// `per_job_logs` (default on): `PREFIX_bw.N.log` per process, else `PREFIX_bw.log`.
+    pub per_job: bool,
+}
+
+impl LogOptions {
+    /// The prefix slot of `write_lat_log`, `write_bw_log` or `write_iops_log`.
+    pub fn slot(&mut self, option: &str) -> &mut Option<String> {
+        match option {
+            "write_lat_log" => &mut self.lat,
+            "write_bw_log" => &mut self.bw,
+            _ => &mut self.iops,
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.lat.is_some() || self.bw.is_some() || self.iops.is_some()
+    }
 }
 
 /// `sync=`: how writes are opened.
@@ -330,6 +362,7 @@ impl JobSpec {
             iolog: None,
             replay_no_stall: false,
             replay_redirect: None,
+            logs: LogOptions { per_job: true, ..LogOptions::default() },
         }
     }
 }

@@ -107,6 +107,12 @@ const MODELLED: &[(&str, &str)] = &[
     ("read_iolog", "read_iolog"),
     ("replay_no_stall", "replay_no_stall"),
     ("replay_redirect", "replay_redirect"),
+    ("write_lat_log", "write_lat_log"),
+    ("write_bw_log", "write_bw_log"),
+    ("write_iops_log", "write_iops_log"),
+    ("log_avg_msec", "log_avg_msec"),
+    ("log_max_value", "log_max_value"),
+    ("per_job_logs", "per_job_logs"),
 ];
 
 /// fio options (and aliases) elevator accepts but does not model, the options of every fio
@@ -234,13 +240,11 @@ const UNMODELLED: &[&str] = &[
     "lockmem",
     "log_alternate_epoch",
     "log_alternate_epoch_clock_id",
-    "log_avg_msec",
     "log_compression",
     "log_compression_cpus",
     "log_entries",
     "log_hist_coarseness",
     "log_hist_msec",
-    "log_max_value",
     "log_offset",
     "log_prio",
     "log_store_compressed",
@@ -269,7 +273,6 @@ const UNMODELLED: &[&str] = &[
     "opendir",
     "openfiles",
     "overwrite",
-    "per_job_logs",
     "percentage_random",
     "percentile_list",
     "pingpong",
@@ -356,12 +359,9 @@ const UNMODELLED: &[&str] = &[
     "volume",
     "wait_for",
     "window_size",
-    "write_bw_log",
     "write_hint",
     "write_hist_log",
     "write_iolog",
-    "write_iops_log",
-    "write_lat_log",
     "writefua",
     "xnvme_admin",
     "xnvme_async",
@@ -432,6 +432,9 @@ const ENGINES: &[(&str, Option<EngineClass>)] = &[
     ("xnvme", Some(EngineClass::Async)),
 ];
 
+/// The longest `log_avg_msec=` window: a day.
+pub const MAX_LOG_AVG_MSEC: u64 = 86_400_000;
+
 /// Modelled options whose values are names or words, never expressions.
 const TEXT_OPTIONS: &[&str] = &[
     "name",
@@ -447,6 +450,9 @@ const TEXT_OPTIONS: &[&str] = &[
     "exit_what",
     "read_iolog",
     "replay_redirect",
+    "write_lat_log",
+    "write_bw_log",
+    "write_iops_log",
 ];
 
 fn canonical(key: &str) -> Option<&'static str> {
@@ -594,6 +600,15 @@ impl Builder {
             "pre_read" => self.spec.pre_read = flag(value)?,
             "create_on_open" => self.spec.create_on_open = flag(value)?,
             "file_append" => self.spec.file_append = flag(value)?,
+            "log_max_value" => self.spec.logs.max_value = flag(value)?,
+            "per_job_logs" => self.spec.logs.per_job = flag(value)?,
+            // A bare `write_bw_log` names the logs after the job, as fio does.
+            "write_lat_log" | "write_bw_log" | "write_iops_log"
+                if value.is_none_or(str::is_empty) =>
+            {
+                let slot = self.spec.logs.slot(name);
+                *slot = Some(String::new());
+            }
             _ => {
                 let Some(v) = value else {
                     return Err(OptionError::Value(format!(
@@ -768,6 +783,12 @@ impl Builder {
                 spec.iolog = Some(std::sync::Arc::new(crate::iolog::IoLog::load(&path)?));
             }
             "replay_redirect" => spec.replay_redirect = Some(v.to_string()),
+            "write_lat_log" | "write_bw_log" | "write_iops_log" => {
+                *spec.logs.slot(name) = Some(v.to_string());
+            }
+            "log_avg_msec" => {
+                spec.logs.avg_msec = int_in(v, kb, 0, MAX_LOG_AVG_MSEC)?;
+            }
             "exit_what" => {
                 spec.exit_what = match v {
                     "group" => ExitWhat::Group,

@@ -15,6 +15,7 @@ pub mod engine;
 pub mod files;
 pub mod filesystem;
 pub mod intake;
+pub mod iolog_out;
 pub mod machine;
 pub mod report;
 mod slab;

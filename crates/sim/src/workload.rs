@@ -25,6 +25,7 @@ use elevator_core::{Nanos, Op, Owner, RandomStream, NS_PER_SEC};
 use elevator_fio::{BlockSize, JobSpec, RwMode};
 
 use crate::files::{FileIo, FileTree};
+use crate::iolog_out::JobLogs;
 use crate::stats::{DirStats, LatencyBuckets};
 
 /// Data directions in fio's order: read, write, trim.
@@ -142,6 +143,8 @@ pub struct Process {
     pub end_ns: Nanos,
     pub stats: [DirStats; 3],
     pub lat_buckets: LatencyBuckets,
+    /// fio's log files, when the job asks for them.
+    pub logs: Option<Box<JobLogs>>,
     /// Deepest queue this process reached (fio's IO depths line).
     pub depth_hist: [u64; 7],
     /// I/Os (not flushes) completed after the ramp and before the runtime ran out: "the I/Os
@@ -240,6 +243,16 @@ impl Process {
             end_ns: 0,
             stats: [DirStats::new(0), DirStats::new(0), DirStats::new(0)],
             lat_buckets: LatencyBuckets::default(),
+            logs: spec.logs.any().then(|| {
+                Box::new(JobLogs::new(
+                    spec.logs.lat.is_some(),
+                    spec.logs.bw.is_some(),
+                    spec.logs.iops.is_some(),
+                    spec.logs.avg_msec,
+                    spec.logs.max_value,
+                    owner.prio.class == elevator_core::IoPrioClass::RealTime,
+                ))
+            }),
             depth_hist: [0; 7],
             ios_in_runtime: 0,
             rw: spec.rw,
@@ -385,6 +398,15 @@ impl Process {
         let first = start_ns + skip * each_ns;
         self.stats[dir_index(op)].record_run(len_bytes, counted, first, each_ns);
         self.lat_buckets.add_n(each_ns, counted);
+        if let Some(logs) = self.logs.as_mut() {
+            // Each call of the run, one after another (bounded by the log's own limit).
+            let logged = counted.min(crate::iolog_out::MAX_LOG_SAMPLES as u64 + 1);
+            for i in 0..logged {
+                let issue = first + i * each_ns;
+                logs.record(dir_index(op), len_bytes, issue, issue, issue + each_ns);
+            }
+            logs.dropped += counted - logged;
+        }
         if self.state == State::Running {
             self.ios_in_runtime += counted;
         }
@@ -410,6 +432,9 @@ impl Process {
         self.state = State::Running;
         self.start_ns = now_ns;
         self.ramp_end_ns = now_ns + self.ramp_ns;
+        if let Some(logs) = self.logs.as_mut() {
+            logs.start(now_ns);
+        }
         self.stats = [
             DirStats::new(self.ramp_end_ns),
             DirStats::new(self.ramp_end_ns),
@@ -575,6 +600,9 @@ impl Process {
         if now_ns >= self.ramp_end_ns && op != Op::Flush {
             self.stats[dir_index(op)].record(len_bytes, issue_ns, submit_ns, now_ns);
             self.lat_buckets.add(now_ns - issue_ns);
+            if let Some(logs) = self.logs.as_mut() {
+                logs.record(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);
+            }
             if self.state == State::Running {
                 self.ios_in_runtime += 1;
             }
@@ -601,6 +629,9 @@ impl Process {
     pub fn finish(&mut self, now_ns: Nanos) {
         self.state = State::Done;
         self.end_ns = now_ns;
+        if let Some(logs) = self.logs.as_mut() {
+            logs.finish(now_ns);
+        }
     }
 
     /// How far a running process is, 0 to 1: the share of its runtime gone, or of its bytes

@@ -2,6 +2,7 @@
 //! table ([`table`]). All three read the same [`Entry`] list, built once.
 
 pub mod json;
+pub mod logs;
 pub mod normal;
 pub mod table;
 

@@ -1,0 +1,245 @@
+//! fio's per-job log files: `write_lat_log` (`_lat`, `_clat`, `_slat`), `write_bw_log` and
+//! `write_iops_log`, with `log_avg_msec`, `log_max_value` and `per_job_logs`.
+//!
+//! A line is fio 3.33's `time, value, ddir, bs, prio`: milliseconds since the job started,
+//! the value (latencies in ns, bandwidth in KiB/s, IOPS), the direction (0 read, 1 write,
+//! 2 trim), the block size (0 for a sample averaged over a window) and whether the I/O was
+//! real-time class (1) or not (0). Without `log_avg_msec` every I/O is a latency line and
+//! bandwidth and IOPS are sampled every 500 ms (fio's `bw_avg_time`); with it every log
+//! averages (or, with `log_max_value`, takes the maximum) over windows of that length.
+//!
+//! Bounded: at most [`MAX_LOG_SAMPLES`] lines per log per process; past it the log stops and
+//! the run warns.
+
+use elevator_core::{Nanos, NS_PER_MS};
+
+/// Lines one log of one process may hold.
+pub const MAX_LOG_SAMPLES: usize = 1 << 22;
+
+/// The window bandwidth and IOPS are sampled over without `log_avg_msec` (fio's
+/// `bw_avg_time`/`iops_avg_time`).
+pub const DEFAULT_RATE_WINDOW_MS: u64 = 500;
+
+/// One line of a log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub time_ms: u64,
+    pub value: u64,
+    pub ddir: u8,
+    pub bs: u64,
+    pub prio_rt: u8,
+}
+
+/// The kinds of log, in the order fio names them.
+pub const LOG_KINDS: [&str; 5] = ["lat", "clat", "slat", "bw", "iops"];
+
+/// Per-direction window accumulators.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    sum: [u128; 3],
+    max: [u64; 3],
+    ios: u64,
+    bytes: u64,
+}
+
+/// What one process logs.
+#[derive(Clone, Debug)]
+pub struct JobLogs {
+    pub lat: bool,
+    pub bw: bool,
+    pub iops: bool,
+    avg_ms: u64,
+    max_value: bool,
+    prio_rt: u8,
+    start_ns: Nanos,
+    /// Lines per kind, [`LOG_KINDS`] order.
+    pub samples: [Vec<Sample>; 5],
+    /// Lines not kept past [`MAX_LOG_SAMPLES`].
+    pub dropped: u64,
+    lat_window_end_ms: u64,
+    rate_window_end_ms: u64,
+    lat_windows: [Window; 3],
+    rate_windows: [Window; 3],
+}
+
+impl JobLogs {
+    pub fn new(
+        lat: bool,
+        bw: bool,
+        iops: bool,
+        avg_ms: u64,
+        max_value: bool,
+        prio_rt: bool,
+    ) -> Self {
+        let rate_ms = if avg_ms > 0 { avg_ms } else { DEFAULT_RATE_WINDOW_MS };
+        JobLogs {
+            lat,
+            bw,
+            iops,
+            avg_ms,
+            max_value,
+            prio_rt: u8::from(prio_rt),
+            start_ns: 0,
+            samples: Default::default(),
+            dropped: 0,
+            lat_window_end_ms: avg_ms,
+            rate_window_end_ms: rate_ms,
+            lat_windows: [Window::default(); 3],
+            rate_windows: [Window::default(); 3],
+        }
+    }
+
+    /// The job started at `now_ns`: times count from here.
+    pub fn start(&mut self, now_ns: Nanos) {
+        self.start_ns = now_ns;
+    }
+
+    fn push(&mut self, kind: usize, s: Sample) {
+        if self.samples[kind].len() < MAX_LOG_SAMPLES {
+            self.samples[kind].push(s);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// One I/O of direction `ddir` completed at `done_ns`.
+    pub fn record(
+        &mut self,
+        ddir: usize,
+        bs: u64,
+        issue_ns: Nanos,
+        submit_ns: Nanos,
+        done_ns: Nanos,
+    ) {
+        let t_ms = done_ns.saturating_sub(self.start_ns) / NS_PER_MS;
+        let slat = submit_ns.saturating_sub(issue_ns);
+        let clat = done_ns.saturating_sub(submit_ns);
+        let values = [slat + clat, clat, slat];
+        if self.lat {
+            if self.avg_ms == 0 {
+                for (kind, value) in values.into_iter().enumerate() {
+                    let s = Sample {
+                        time_ms: t_ms,
+                        value,
+                        ddir: ddir as u8,
+                        bs,
+                        prio_rt: self.prio_rt,
+                    };
+                    self.push(kind, s);
+                }
+            } else {
+                while t_ms >= self.lat_window_end_ms {
+                    self.close_lat_window();
+                }
+                let w = &mut self.lat_windows[ddir];
+                for (k, v) in values.into_iter().enumerate() {
+                    w.sum[k] += u128::from(v);
+                    w.max[k] = w.max[k].max(v);
+                }
+                w.ios += 1;
+            }
+        }
+        if self.bw || self.iops {
+            while t_ms >= self.rate_window_end_ms {
+                self.close_rate_window();
+            }
+            let w = &mut self.rate_windows[ddir];
+            w.ios += 1;
+            w.bytes += bs;
+        }
+    }
+
+    fn close_lat_window(&mut self) {
+        let t = self.lat_window_end_ms;
+        for ddir in 0..3 {
+            let w = std::mem::take(&mut self.lat_windows[ddir]);
+            if w.ios == 0 {
+                continue;
+            }
+            for k in 0..3 {
+                let value =
+                    if self.max_value { w.max[k] } else { (w.sum[k] / u128::from(w.ios)) as u64 };
+                let s =
+                    Sample { time_ms: t, value, ddir: ddir as u8, bs: 0, prio_rt: self.prio_rt };
+                self.push(k, s);
+            }
+        }
+        self.lat_window_end_ms += self.avg_ms;
+    }
+
+    fn close_rate_window(&mut self) {
+        let window_ms = if self.avg_ms > 0 { self.avg_ms } else { DEFAULT_RATE_WINDOW_MS };
+        let t = self.rate_window_end_ms;
+        for ddir in 0..3 {
+            let w = std::mem::take(&mut self.rate_windows[ddir]);
+            if w.ios == 0 {
+                continue;
+            }
+            let prio_rt = self.prio_rt;
+            if self.bw {
+                let kib_s = w.bytes * 1000 / 1024 / window_ms;
+                self.push(3, Sample { time_ms: t, value: kib_s, ddir: ddir as u8, bs: 0, prio_rt });
+            }
+            if self.iops {
+                let iops = w.ios * 1000 / window_ms;
+                self.push(4, Sample { time_ms: t, value: iops, ddir: ddir as u8, bs: 0, prio_rt });
+            }
+        }
+        self.rate_window_end_ms += window_ms;
+    }
+
+    /// The job ended at `end_ns`: the windows still open are written out.
+    pub fn finish(&mut self, end_ns: Nanos) {
+        let t_ms = end_ns.saturating_sub(self.start_ns) / NS_PER_MS;
+        if self.lat && self.avg_ms > 0 {
+            while self.lat_windows.iter().any(|w| w.ios > 0)
+                && self.lat_window_end_ms <= t_ms + self.avg_ms
+            {
+                self.close_lat_window();
+            }
+        }
+        if self.bw || self.iops {
+            let window_ms = if self.avg_ms > 0 { self.avg_ms } else { DEFAULT_RATE_WINDOW_MS };
+            while self.rate_windows.iter().any(|w| w.ios > 0)
+                && self.rate_window_end_ms <= t_ms + window_ms
+            {
+                self.close_rate_window();
+            }
+        }
+    }
+}
+
+/// A log's text, as fio writes it.
+pub fn render(samples: &[Sample]) -> String {
+    let mut out = String::with_capacity(samples.len() * 24);
+    for s in samples {
+        out.push_str(&format!("{}, {}, {}, {}, {}\n", s.time_ms, s.value, s.ddir, s.bs, s.prio_rt));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_io_without_averaging_and_windows_with_it() {
+        let mut l = JobLogs::new(true, true, true, 0, false, false);
+        l.start(0);
+        l.record(0, 4096, 0, 1_000, 3 * NS_PER_MS);
+        l.record(1, 8192, 0, 0, 600 * NS_PER_MS);
+        l.finish(600 * NS_PER_MS);
+        assert_eq!(render(&l.samples[0]), "3, 3000000, 0, 4096, 0\n600, 600000000, 1, 8192, 0\n");
+        assert_eq!(render(&l.samples[2]), "3, 1000, 0, 4096, 0\n600, 0, 1, 8192, 0\n");
+        // One read in the first 500 ms window: 8 KiB/s, 2 IOPS.
+        assert_eq!(render(&l.samples[3]), "500, 8, 0, 0, 0\n1000, 16, 1, 0, 0\n");
+        assert_eq!(render(&l.samples[4]), "500, 2, 0, 0, 0\n1000, 2, 1, 0, 0\n");
+
+        let mut l = JobLogs::new(true, false, false, 100, false, true);
+        l.start(0);
+        l.record(0, 4096, 0, 0, 10 * NS_PER_MS);
+        l.record(0, 4096, 0, 0, 30 * NS_PER_MS);
+        l.finish(30 * NS_PER_MS);
+        assert_eq!(render(&l.samples[1]), "100, 20000000, 0, 0, 1\n");
+    }
+}
