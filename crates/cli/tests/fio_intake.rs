@@ -136,3 +136,20 @@ fn bad_input_is_one_line_naming_file_line_and_option() {
         assert!(e.contains(&format!("the `{net}` engine talks to a network")), "{e}");
     }
 }
+
+#[test]
+fn cmdprio_reaches_the_schedulers_priority_levels() {
+    let ios = |pct: u32| {
+        let text = format!(
+            "[global]\nfilename=sda\ndirect=1\nioengine=libaio\niodepth=16\nrw=randread\n\
+             runtime=5\ntime_based\n[rt]\ncmdprio_percentage={pct}\ncmdprio_class=1\n[be]\n"
+        );
+        let (report, _) = run_json(&format!("cmdprio-{pct}.fio"), &text);
+        (ios(&report, 0, "read"), ios(&report, 1, "read"))
+    };
+    // mq-deadline serves the real-time requests first; without them the two jobs share.
+    let (rt, be) = ios(100);
+    assert!(rt > 10 * be, "{rt} vs {be}");
+    let (a, b) = ios(0);
+    assert!(a.abs_diff(b) * 10 < a + b, "{a} vs {b}");
+}

@@ -235,6 +235,12 @@ pub struct JobSpec {
     pub replay_redirect: Option<String>,
     /// `write_lat_log=`, `write_bw_log=`, `write_iops_log=` and their settings.
     pub logs: LogOptions,
+    /// `cmdprio_percentage=` per direction: this share of the I/Os (chosen at random) carry
+    /// `cmdprio_class=` (default 1, real-time) and level `cmdprio=` (default 0) instead of
+    /// the job's own priority.
+    pub cmdprio_percentage: [u32; 3],
+    pub cmdprio_class: [u8; 3],
+    pub cmdprio_level: [u8; 3],
 }
 
 /// fio's per-job log files.
@@ -363,6 +369,9 @@ impl JobSpec {
             replay_no_stall: false,
             replay_redirect: None,
             logs: LogOptions { per_job: true, ..LogOptions::default() },
+            cmdprio_percentage: [0; 3],
+            cmdprio_class: [1; 3],
+            cmdprio_level: [0; 3],
         }
     }
 }

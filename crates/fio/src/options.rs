@@ -113,6 +113,9 @@ const MODELLED: &[(&str, &str)] = &[
     ("log_avg_msec", "log_avg_msec"),
     ("log_max_value", "log_max_value"),
     ("per_job_logs", "per_job_logs"),
+    ("cmdprio_percentage", "cmdprio_percentage"),
+    ("cmdprio_class", "cmdprio_class"),
+    ("cmdprio", "cmdprio"),
 ];
 
 /// fio options (and aliases) elevator accepts but does not model, the options of every fio
@@ -143,10 +146,7 @@ const UNMODELLED: &[&str] = &[
     "clocksource",
     "clustername",
     "cmd_type",
-    "cmdprio",
     "cmdprio_bssplit",
-    "cmdprio_class",
-    "cmdprio_percentage",
     "conf",
     "cont",
     "continue_on_error",
@@ -786,6 +786,22 @@ impl Builder {
             "write_lat_log" | "write_bw_log" | "write_iops_log" => {
                 *spec.logs.slot(name) = Some(v.to_string());
             }
+            "cmdprio_percentage" | "cmdprio_class" | "cmdprio" => {
+                let (min, max) = match name {
+                    "cmdprio_percentage" => (0, 100),
+                    "cmdprio_class" => (1, 3),
+                    _ => (0, 7),
+                };
+                for (d, part) in split_ddir(v)?.into_iter().enumerate() {
+                    let Some(part) = part else { continue };
+                    let n = int_in(part, kb, min, max)?;
+                    match name {
+                        "cmdprio_percentage" => spec.cmdprio_percentage[d] = n as u32,
+                        "cmdprio_class" => spec.cmdprio_class[d] = n as u8,
+                        _ => spec.cmdprio_level[d] = n as u8,
+                    }
+                }
+            }
             "log_avg_msec" => {
                 spec.logs.avg_msec = int_in(v, kb, 0, MAX_LOG_AVG_MSEC)?;
             }
@@ -1209,6 +1225,20 @@ mod tests {
         assert_eq!(applied(&[("filesize", Some("1m"))]).filesize, Some((1 << 20, 1 << 20)));
         assert!(value_err("size", "0%").contains("above 0%"));
         assert!(value_err("rate", "1m,2m,3m,4m").contains("at most 3"));
+    }
+
+    #[test]
+    fn cmdprio_per_direction() {
+        let s = applied(&[
+            ("cmdprio_percentage", Some("30,0")),
+            ("cmdprio_class", Some("3")),
+            ("cmdprio", Some("2,5")),
+        ]);
+        assert_eq!(s.cmdprio_percentage, [30, 0, 0]);
+        assert_eq!(s.cmdprio_class, [3, 3, 3]);
+        assert_eq!(s.cmdprio_level, [2, 5, 5]);
+        assert!(value_err("cmdprio_percentage", "101").contains("0 to 100"));
+        assert!(value_err("cmdprio_class", "0").contains("1 to 3"));
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //!   after the previous one, up to `iodepth` at once; `rate`, `thinktime`, `fsync` and
 //!   `time_based` do not apply to it (fio applies some of them to replays too).
 
-use elevator_core::{Nanos, Op, Owner, RandomStream, NS_PER_SEC};
+use elevator_core::{IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_SEC};
 use elevator_fio::{BlockSize, JobSpec, RwMode};
 
 use crate::files::{FileIo, FileTree};
@@ -48,6 +48,43 @@ pub struct Io {
     pub offset_bytes: u64,
     pub len_bytes: u64,
     pub sync: bool,
+    /// This I/O's own priority (`cmdprio_*`), instead of the process's.
+    pub prio: Option<IoPrio>,
+}
+
+/// `cmdprio_percentage=`, `cmdprio_class=`, `cmdprio=`: which I/Os get another priority.
+#[derive(Clone, Debug)]
+pub struct CmdPrio {
+    percent: [u32; 3],
+    prio: [IoPrio; 3],
+    /// Its own stream, so the job's offsets and sizes stay those without cmdprio.
+    rng: RandomStream,
+}
+
+impl CmdPrio {
+    pub fn from_spec(spec: &JobSpec, seed: u64, stream: u32) -> Option<CmdPrio> {
+        if spec.cmdprio_percentage.iter().all(|&p| p == 0) {
+            return None;
+        }
+        let prio = |d: usize| {
+            let level = spec.cmdprio_level[d];
+            match spec.cmdprio_class[d] {
+                1 => IoPrio { class: IoPrioClass::RealTime, level },
+                3 => IoPrio { class: IoPrioClass::Idle, level: 7 },
+                _ => IoPrio { class: IoPrioClass::BestEffort, level },
+            }
+        };
+        Some(CmdPrio {
+            percent: spec.cmdprio_percentage,
+            prio: [prio(0), prio(1), prio(2)],
+            rng: RandomStream::new(seed ^ 0xc3d_9010, stream),
+        })
+    }
+
+    fn pick(&mut self, d: usize) -> Option<IoPrio> {
+        let p = u64::from(self.percent[d]);
+        (p > 0 && self.rng.below(100) < p).then_some(self.prio[d])
+    }
 }
 
 /// What a process does next.
@@ -145,6 +182,8 @@ pub struct Process {
     pub lat_buckets: LatencyBuckets,
     /// fio's log files, when the job asks for them.
     pub logs: Option<Box<JobLogs>>,
+    /// Per-I/O priorities, when the job asks for them.
+    pub cmdprio: Option<CmdPrio>,
     /// Deepest queue this process reached (fio's IO depths line).
     pub depth_hist: [u64; 7],
     /// I/Os (not flushes) completed after the ramp and before the runtime ran out: "the I/Os
@@ -243,6 +282,7 @@ impl Process {
             end_ns: 0,
             stats: [DirStats::new(0), DirStats::new(0), DirStats::new(0)],
             lat_buckets: LatencyBuckets::default(),
+            cmdprio: CmdPrio::from_spec(spec, u64::from(owner.pid), clone),
             logs: spec.logs.any().then(|| {
                 Box::new(JobLogs::new(
                     spec.logs.lat.is_some(),
@@ -468,7 +508,13 @@ impl Process {
         }
         if self.flush_pending {
             self.flush_pending = false;
-            return Next::Issue(Io { op: Op::Flush, offset_bytes: 0, len_bytes: 0, sync: true });
+            return Next::Issue(Io {
+                op: Op::Flush,
+                offset_bytes: 0,
+                len_bytes: 0,
+                sync: true,
+                prio: None,
+            });
         }
         if self.iolog.is_some() {
             return self.next_replayed(now_ns);
@@ -526,7 +572,8 @@ impl Process {
             }
         }
         let sync = op != Op::Write || self.sync_writes || barrier;
-        Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync })
+        let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op)));
+        Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync, prio })
     }
 
     /// The job has done its I/O: a buffered job with `end_fsync`/`fsync_on_close` still
@@ -534,7 +581,7 @@ impl Process {
     pub fn take_end_fsync(&mut self) -> Option<Io> {
         let b = self.buffered.as_mut().filter(|b| b.end_fsync)?;
         b.end_fsync = false;
-        Some(Io { op: Op::Flush, offset_bytes: 0, len_bytes: 0, sync: true })
+        Some(Io { op: Op::Flush, offset_bytes: 0, len_bytes: 0, sync: true, prio: None })
     }
 
     /// Counts an I/O about to be issued against the job's limits and rates.
@@ -567,6 +614,7 @@ impl Process {
             offset_bytes: self.region.start_bytes + e.offset_bytes,
             len_bytes: e.len_bytes,
             sync,
+            prio: None,
         })
     }
 

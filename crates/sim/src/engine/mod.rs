@@ -462,7 +462,10 @@ impl Engine {
                     break;
                 }
                 Next::Issue(io) => {
-                    let owner = self.procs[pi].owner;
+                    let mut owner = self.procs[pi].owner;
+                    if let Some(prio) = io.prio {
+                        owner.prio = prio;
+                    }
                     self.procs[pi].issued();
                     match route {
                         Route::Device(d) => {
