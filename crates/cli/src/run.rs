@@ -20,6 +20,8 @@ pub enum OutputFormat {
     /// fio's JSON with completion-latency histograms (`clat_ns.bins`).
     #[value(name = "json+")]
     JsonPlus,
+    /// fio's terse line, version 3.
+    Terse,
     /// The seed-000 table: per reporting group, jobs, max/min/aggregate bandwidth, max latency.
     Table,
 }
@@ -40,7 +42,7 @@ pub struct RunArgs {
     /// Simulation seed: same seed, same output.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// normal, json, json+ or table; several comma-joined (`json,normal`) print one after
+    /// normal, json, json+, terse or table; several comma-joined (`json,normal`) print one after
     /// the other.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "normal")]
     pub output_format: Vec<OutputFormat>,
@@ -211,6 +213,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             OutputFormat::JsonPlus => {
                 report::json::render_plus(&result, &jobs, args.seed, &topology.source)
             }
+            OutputFormat::Terse => report::terse::render(&result, &jobs),
             OutputFormat::Table => report::table::render(&result, &jobs),
         });
     }

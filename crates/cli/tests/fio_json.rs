@@ -142,3 +142,31 @@ fn submission_figures_as_fio_reports_them() {
     assert_eq!(job["write"]["slat_ns"]["N"], 0);
     assert_eq!(job["read"]["slat_ns"]["N"], job["read"]["total_ios"]);
 }
+
+#[test]
+fn terse_lines_have_fio_3_33s_fields() {
+    let fio = std::fs::read_to_string(fixtures().join("psync-randread.terse")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .args([
+            "run",
+            fixtures().join("psync-randread.fio").to_str().unwrap(),
+            "--output-format",
+            "terse",
+        ])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let ours = String::from_utf8(out.stdout).unwrap();
+    let (f, o): (Vec<&str>, Vec<&str>) =
+        (fio.trim_end().split(';').collect(), ours.trim_end().split(';').collect());
+    assert_eq!(f.len(), o.len(), "{ours}");
+    assert_eq!((o[0], o[2], o[3]), ("3", "psync-randread", "0"));
+    for i in 0..f.len() {
+        // Same kind of field everywhere: a percentile `P%=v`, a percentage, a number, a name.
+        let kind = |s: &str| (s.contains("%="), s.ends_with('%'), s.parse::<f64>().is_ok());
+        if i != 1 && i != 121 {
+            assert_eq!(kind(f[i]), kind(o[i]), "field {}: fio {} elevator {}", i + 1, f[i], o[i]);
+        }
+    }
+    assert_eq!(o[5], "16384", "KiB read");
+}

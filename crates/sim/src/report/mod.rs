@@ -5,6 +5,7 @@ pub mod json;
 pub mod logs;
 pub mod normal;
 pub mod table;
+pub mod terse;
 
 use elevator_core::Nanos;
 use elevator_fio::JobFile;
