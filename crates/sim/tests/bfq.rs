@@ -27,6 +27,7 @@ fn two_groups_weighted_two_to_one_share_two_to_one() {
     let (heavy, _) = read(&r, "heavy");
     let (light, _) = read(&r, "light");
     let share = heavy / (heavy + light);
+    eprintln!("BFQ groups 200:100: heavy share {:.1} %", share * 100.0);
     assert!((share - 2.0 / 3.0).abs() <= 0.05, "heavy group got {share:.3}");
 }
 
@@ -38,6 +39,7 @@ fn a_random_reader_keeps_its_share_beside_32_sequential_readers() {
     let (shared, _) = read(&run(&crowd, "bfq"), "rand");
     // Equal weights: a 33rd of the disk's time is the reader's.
     let promised = alone / 33.0;
+    eprintln!("random reader: {shared:.0} B/s beside 32 readers, {alone:.0} B/s alone");
     assert!(
         shared >= 0.8 * promised,
         "{shared:.0} B/s against {promised:.0} promised ({alone:.0} alone)"
@@ -59,6 +61,7 @@ fn an_application_starts_within_twice_its_idle_time_beside_10_readers() {
     let bfq = startup("bfq", true);
     let cfq = startup("cfq", true);
     let deadline = startup("mq-deadline", true);
+    eprintln!("start-up: idle {idle:.2} s; beside 10 readers BFQ {bfq:.2} s, CFQ {cfq:.2} s, mq-deadline {deadline:.2} s");
     assert!(bfq <= 2.0 * idle, "BFQ: {bfq:.2} s against {idle:.2} s idle");
     assert!(
         cfq > 3.0 * bfq && deadline > 3.0 * bfq,

@@ -47,6 +47,7 @@ fn flash_holds_the_readers_p90_and_the_batch_keeps_the_rest() {
     let ssd = "model = \"ssd\"\npreset = \"sata-ssd-2015\"\nscheduler = \"none\"";
     let (p90_free, _, batch_free) = run(ssd, None);
     let (p90, _, batch) = run(ssd, Some("8:0 target=500"));
+    eprintln!("SATA SSD: reader p90 {p90_free} ns alone-target, {p90} ns under target=500; batch {batch:.0} of {batch_free:.0} IOPS");
     assert!(p90_free > 1_000_000, "without a target the reader's p90 is {p90_free} ns");
     assert!(p90 <= 500_000, "reader p90 {p90} ns against a 500 µs target");
     assert!(batch >= 0.9 * batch_free, "batch {batch} IOPS, {batch_free} alone");
@@ -57,6 +58,7 @@ fn a_disk_holds_the_readers_mean() {
     let hdd = "model = \"hdd\"\npreset = \"sata-7200-2009\"\nscheduler = \"mq-deadline\"";
     let (_, mean_free, _) = run(hdd, None);
     let (_, mean, batch) = run(hdd, Some("sda target=20000"));
+    eprintln!("disk: reader mean {mean_free:.0} ns without, {mean:.0} ns under target=20000");
     assert!(mean_free > 40e6, "without a target the reader's mean is {mean_free} ns");
     assert!(mean <= 20e6 * 1.05, "reader mean {mean} ns against a 20 ms target");
     assert!(batch > 100.0, "the batch job still runs: {batch} IOPS");
