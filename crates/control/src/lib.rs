@@ -11,9 +11,11 @@
 //! completion (a new token period) it says so through [`Controller::next_timer_ns`].
 
 pub mod ioband;
+pub mod iocost;
 pub mod iolatency;
 pub mod mclock;
 pub mod prio_class;
+pub mod stack;
 pub mod throttle;
 
 use elevator_core::{Nanos, Owner, Request};
@@ -57,6 +59,10 @@ pub trait Controller: Send {
 
     /// Appends every bio that may go down now, in the order they should go.
     fn release(&mut self, now_ns: Nanos, out: &mut Vec<Bio>);
+
+    /// A released bio reached the driver (the block layer's `blk_mq_start_request`): the end
+    /// of its wait in the scheduler. Controllers that do not measure it ignore it.
+    fn dispatched(&mut self, _bio: &Bio, _now_ns: Nanos) {}
 
     /// A released bio completed below.
     fn completed(&mut self, bio: &Bio, now_ns: Nanos);
