@@ -18,7 +18,7 @@
 //!   [`Controller`]; the submitter does not wait for it, and it goes on (split, plug, merge)
 //!   when the controller releases it — at once, or later (from the timer, or as others
 //!   complete) as the kernel's dispatch work, which submits it as no process. The controller
-//!   hears of each bio's completion.
+//!   hears of each bio's completion, and of when it reached the driver.
 //!
 //! A request remembers its pieces as a linked list through a slab, so merging is O(1) and the
 //! hot path allocates nothing once the slabs are warm.
@@ -439,6 +439,18 @@ impl BlockQueue {
                         },
                         now_ns,
                     );
+                    if let Some(c) = self.control.as_mut() {
+                        // The controller's bios in this request reach the driver now.
+                        let mut p = self.entries.get(slot).head;
+                        while p != NONE {
+                            let piece = *self.pieces.get(p);
+                            let ctl = self.bios.get(piece.bio).ctl;
+                            if let Some(b) = self.ctl_below.get(&ctl) {
+                                c.dispatched(b, now_ns);
+                            }
+                            p = piece.next;
+                        }
+                    }
                 }
                 Dispatch::WaitUntil { until_ns } => {
                     self.wanted_timer_ns = Some(until_ns.max(now_ns));

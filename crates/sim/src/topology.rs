@@ -33,6 +33,7 @@
 use std::path::Path;
 
 use elevator_control::ioband::{BwRange, GroupType, Policy, ShareSettings};
+use elevator_control::iocost::{parse_io_weight_line, AutopClass, IoCostModel, IoCostQos};
 use elevator_control::iolatency::parse_io_latency_keys;
 use elevator_control::prio_class::IoPrioClassPolicy;
 use elevator_control::throttle::IoMax;
@@ -290,6 +291,51 @@ pub struct Topology {
     pub io_latency: Vec<CgroupIoLatency>,
     /// cgroup v2 `io.prio.class` policies, per cgroup path.
     pub io_prio_class: Vec<(String, IoPrioClassPolicy)>,
+    /// cgroup v2 `io.weight`, per cgroup path.
+    pub io_weight: Vec<CgroupIoWeight>,
+    /// The root cgroup's `io.cost.qos` and `io.cost.model` lines, per device, in order.
+    pub io_cost: Vec<DeviceIoCost>,
+}
+
+/// A cgroup's `io.weight`: its default, and per-device weights.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CgroupIoWeight {
+    pub path: String,
+    pub default: Option<u32>,
+    pub per_device: Vec<(usize, u32)>,
+}
+
+impl CgroupIoWeight {
+    /// The weight on device `d`, if the cgroup set one.
+    pub fn on(&self, d: usize) -> Option<u32> {
+        self.per_device.iter().find(|(x, _)| *x == d).map(|&(_, w)| w).or(self.default)
+    }
+}
+
+/// The root cgroup's blk-iocost files for one device. The keys are kept as written (already
+/// checked) because what `ctrl=auto` means depends on the device's class, known when the
+/// device is built.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceIoCost {
+    pub device: usize,
+    /// `io.cost.qos` keys after `MAJ:MIN`, one entry per line, in order.
+    pub qos: Vec<String>,
+    pub model: Vec<String>,
+}
+
+impl DeviceIoCost {
+    /// The settings for a device of `class`: the lines applied in order to its automatic ones.
+    pub fn settings(&self, class: AutopClass) -> Result<(IoCostQos, IoCostModel), String> {
+        let mut qos = IoCostQos::auto(class);
+        for keys in &self.qos {
+            qos = IoCostQos::parse_keys(keys, qos)?;
+        }
+        let mut model = IoCostModel::auto(class);
+        for keys in &self.model {
+            model = IoCostModel::parse_keys(keys, model)?;
+        }
+        Ok((qos, model))
+    }
 }
 
 /// One `io.latency` line of a cgroup: its latency target on device `device`.
@@ -351,6 +397,15 @@ struct RawCgroup {
     /// `no-change`, `promote-to-rt`, `restrict-to-be` or `idle`.
     #[serde(rename = "io.prio.class")]
     io_prio_class: Option<String>,
+    /// `"default 200"`, `"8:16 50"`, or several lines.
+    #[serde(rename = "io.weight")]
+    io_weight: Option<OneOrMany>,
+    /// The root's only: `"8:16 enable=1 rpct=95 rlat=10000"` (blk-iocost's QoS).
+    #[serde(rename = "io.cost.qos")]
+    io_cost_qos: Option<OneOrMany>,
+    /// The root's only: `"8:16 ctrl=user model=linear rbps=... rrandiops=..."`.
+    #[serde(rename = "io.cost.model")]
+    io_cost_model: Option<OneOrMany>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -479,6 +534,8 @@ impl Topology {
             io_max: Vec::new(),
             io_latency: Vec::new(),
             io_prio_class: Vec::new(),
+            io_weight: Vec::new(),
+            io_cost: Vec::new(),
         }
     }
 
@@ -630,6 +687,7 @@ impl Topology {
             None => MachineSpec::default_machine(),
         };
         let (io_max, io_latency) = build_cgroup_files(&raw.cgroup, &devices, &at)?;
+        let (io_weight, io_cost) = build_iocost_files(&raw.cgroup, &devices, &at)?;
         let mut io_prio_class: Vec<(String, IoPrioClassPolicy)> = Vec::new();
         for spanned in &raw.cgroup {
             let c = spanned.get_ref();
@@ -652,6 +710,8 @@ impl Topology {
             io_max,
             io_latency,
             io_prio_class,
+            io_weight,
+            io_cost,
         };
         for spanned in &raw.volume {
             let loc = at(spanned.span());
@@ -1282,13 +1342,6 @@ fn build_cgroup_files(
     if tables.len() > MAX_CGROUP_TABLES {
         return Err(format!("{} [[cgroup]] tables: at most {MAX_CGROUP_TABLES}", tables.len()));
     }
-    let lines_of = |v: &Option<OneOrMany>| -> Vec<String> {
-        match v {
-            None => Vec::new(),
-            Some(OneOrMany::One(l)) => vec![l.clone()],
-            Some(OneOrMany::Many(v)) => v.clone(),
-        }
-    };
     let mut io_max: Vec<CgroupIoMax> = Vec::new();
     let mut io_latency: Vec<CgroupIoLatency> = Vec::new();
     for spanned in tables {
@@ -1332,6 +1385,98 @@ fn build_cgroup_files(
         }
     }
     Ok((io_max, io_latency))
+}
+
+/// The blk-iocost files of the `[[cgroup]]` tables: `io.weight` of any cgroup but the root
+/// (`CFTYPE_NOT_ON_ROOT`), `io.cost.qos` and `io.cost.model` of the root only
+/// (`CFTYPE_ONLY_ON_ROOT`), checked as `ioc_weight_write`, `ioc_qos_write` and
+/// `ioc_cost_model_write` check them.
+#[allow(clippy::type_complexity)]
+fn build_iocost_files(
+    tables: &[Spanned<RawCgroup>],
+    devices: &[DeviceSpec],
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<(Vec<CgroupIoWeight>, Vec<DeviceIoCost>), String> {
+    let mut weights: Vec<CgroupIoWeight> = Vec::new();
+    let mut cost: Vec<DeviceIoCost> = Vec::new();
+    for spanned in tables {
+        let loc = at(spanned.span());
+        let c = spanned.get_ref();
+        let path = c.path.trim_matches('/').to_string();
+        let err = |e: String| format!("{loc}: cgroup `{path}`: {e}");
+        let (w, q, m) =
+            (lines_of(&c.io_weight), lines_of(&c.io_cost_qos), lines_of(&c.io_cost_model));
+        if w.len() + q.len() + m.len() > MAX_IO_MAX_LINES {
+            return Err(err(format!("more than {MAX_IO_MAX_LINES} io.weight and io.cost lines")));
+        }
+        if !w.is_empty() {
+            if path.is_empty() {
+                return Err(err("the root cgroup has no io.weight".into()));
+            }
+            let i = match weights.iter().position(|x| x.path == path) {
+                Some(i) => i,
+                None => {
+                    weights.push(CgroupIoWeight { path: path.clone(), ..Default::default() });
+                    weights.len() - 1
+                }
+            };
+            for line in &w {
+                let (dev, weight) = parse_io_weight_line(line).map_err(err)?;
+                let entry = &mut weights[i];
+                match dev {
+                    None => entry.default = weight,
+                    Some(dev) => {
+                        let d = cgroup_line_device(dev, devices)
+                            .map_err(|e| err(format!("io.weight: {e}")))?;
+                        entry.per_device.retain(|(x, _)| *x != d);
+                        if let Some(weight) = weight {
+                            entry.per_device.push((d, weight));
+                        }
+                    }
+                }
+            }
+        }
+        for (file, lines) in [("io.cost.qos", &q), ("io.cost.model", &m)] {
+            if lines.is_empty() {
+                continue;
+            }
+            if !path.is_empty() {
+                return Err(err(format!("{file} exists only on the root cgroup (path = \"/\")")));
+            }
+            for line in lines {
+                let line = line.trim();
+                let (dev, keys) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+                let d =
+                    cgroup_line_device(dev, devices).map_err(|e| err(format!("{file}: {e}")))?;
+                let i = match cost.iter().position(|x| x.device == d) {
+                    Some(i) => i,
+                    None => {
+                        cost.push(DeviceIoCost { device: d, ..Default::default() });
+                        cost.len() - 1
+                    }
+                };
+                if file == "io.cost.qos" {
+                    cost[i].qos.push(keys.to_string());
+                } else {
+                    cost[i].model.push(keys.to_string());
+                }
+                // Checked now against both kinds of device, so a bad word fails here.
+                for class in [AutopClass::Hdd, AutopClass::SsdDfl] {
+                    cost[i].settings(class).map_err(err)?;
+                }
+            }
+        }
+    }
+    Ok((weights, cost))
+}
+
+/// The lines of a cgroup file given as one string or a list.
+fn lines_of(v: &Option<OneOrMany>) -> Vec<String> {
+    match v {
+        None => Vec::new(),
+        Some(OneOrMany::One(l)) => vec![l.clone()],
+        Some(OneOrMany::Many(v)) => v.clone(),
+    }
 }
 
 /// The device a cgroup file's line names: `MAJ:MIN` in [`device_number`]'s numbering, or a

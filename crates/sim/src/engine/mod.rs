@@ -11,6 +11,9 @@ mod buffered;
 mod build;
 mod target;
 
+use elevator_control::iocost::{
+    AutopClass, IoCost, IoCostGroup, CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX,
+};
 use elevator_control::iolatency::{IoLatency, IoLatencyGroup};
 use elevator_control::throttle::{
     Throttle, ThrottleGroup, THROTL_SLICE_HD_NS, THROTL_SLICE_SSD_NS,
@@ -712,9 +715,10 @@ impl Engine {
     }
 }
 
-/// The cgroup v2 controller of device `d`: blk-throttle for `io.max`, blk-iolatency for
-/// `io.latency`, for the cgroups jobs run in. One per device in this model: a device with both
-/// is refused (the kernel stacks them; elevator does not yet).
+/// The cgroup v2 controllers of device `d`, layered as the kernel layers them: blk-throttle
+/// for `io.max` (in `submit_bio`), then the rq-qos policies blk-iolatency for `io.latency` and
+/// blk-iocost for `io.cost` (when the root's `io.cost.qos` enables it on the device), for the
+/// cgroups jobs run in.
 fn cgroup_control(
     topology: &Topology,
     d: usize,
@@ -723,6 +727,9 @@ fn cgroup_control(
     queue_depth: u32,
 ) -> Result<Option<Box<dyn Controller>>, SimError> {
     let id_of = |path: &str| groups.iter().position(|g| g.path == path).map(|i| i as u32);
+    let name = &topology.devices[d].name;
+    let fail = |e: String| SimError(format!("device `{name}`: {e}"));
+    let mut layers: Vec<Box<dyn Controller>> = Vec::new();
     let limited: Vec<ThrottleGroup> = topology
         .io_max
         .iter()
@@ -732,6 +739,10 @@ fn cgroup_control(
             Some(ThrottleGroup { cgroup, name: l.path.clone(), limits: l.limits })
         })
         .collect();
+    if !limited.is_empty() {
+        let slice = if rotational { THROTL_SLICE_HD_NS } else { THROTL_SLICE_SSD_NS };
+        layers.push(Box::new(Throttle::new(limited, slice).map_err(fail)?));
+    }
     let targets: Vec<IoLatencyGroup> = topology
         .io_latency
         .iter()
@@ -741,22 +752,41 @@ fn cgroup_control(
             Some(IoLatencyGroup { cgroup, name: l.path.clone(), target_ns: Some(l.target_ns) })
         })
         .collect();
-    let name = &topology.devices[d].name;
-    match (limited.is_empty(), targets.is_empty()) {
-        (true, true) => Ok(None),
-        (false, true) => {
-            let slice = if rotational { THROTL_SLICE_HD_NS } else { THROTL_SLICE_SSD_NS };
-            let t = Throttle::new(limited, slice)
-                .map_err(|e| SimError(format!("device `{name}`: {e}")))?;
-            Ok(Some(Box::new(t)))
-        }
-        (true, false) => {
-            let c = IoLatency::new(targets, queue_depth, rotational)
-                .map_err(|e| SimError(format!("device `{name}`: {e}")))?;
-            Ok(Some(Box::new(c)))
-        }
-        (false, false) => Err(SimError(format!(
-            "device `{name}`: io.max and io.latency on one device are not modelled together yet"
-        ))),
+    if !targets.is_empty() {
+        layers.push(Box::new(IoLatency::new(targets, queue_depth, rotational).map_err(fail)?));
     }
+    if let Some(files) = topology.io_cost.iter().find(|c| c.device == d) {
+        let class = AutopClass::of_device(rotational, queue_depth);
+        let (qos, model) = files.settings(class).map_err(fail)?;
+        if qos.enable {
+            let weight_of = |g: &elevator_core::Cgroup| {
+                let set = topology.io_weight.iter().find(|w| w.path == g.path);
+                // fio's `cgroup_weight=` is the cgroup's weight when io.weight does not say.
+                let from_job = (g.weight != Cgroup::DEFAULT_WEIGHT).then_some(g.weight);
+                set.and_then(|w| w.on(d))
+                    .or(from_job)
+                    .unwrap_or(CGROUP_WEIGHT_DFL)
+                    .clamp(1, CGROUP_WEIGHT_MAX)
+            };
+            let members: Vec<IoCostGroup> = groups
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(i, g)| IoCostGroup {
+                    cgroup: i as u32,
+                    name: g.path.clone(),
+                    parent: g.parent.filter(|&p| p != 0),
+                    weight: weight_of(g),
+                })
+                .collect();
+            let c = IoCost::new(members, Some(qos), Some(model), rotational, queue_depth)
+                .map_err(fail)?;
+            layers.push(Box::new(c));
+        }
+    }
+    Ok(match layers.len() {
+        0 => None,
+        1 => layers.pop(),
+        _ => Some(Box::new(elevator_control::stack::Stack::new(layers).map_err(fail)?)),
+    })
 }
