@@ -6,6 +6,7 @@
 mod calibrate;
 mod compare;
 mod ctl;
+mod report;
 mod reproduce;
 mod run;
 mod schedulers;
@@ -36,6 +37,9 @@ enum Command {
     /// Rerun a reference experiment (seed mail) from its scenario file and print its tables
     /// beside the published numbers.
     Reproduce(reproduce::ReproduceArgs),
+    /// Lay out the JSON of run, compare and reproduce as one self-contained HTML page: latency
+    /// CDFs, shares of the I/Os, fairness between groups, published-vs-ours tables.
+    Report(report::ReportArgs),
     /// Serve files or block devices over NBD, scheduled by the same schedulers, on io_uring.
     Serve(serve::ServeArgs),
     /// Read and change a running server's scheduler tunables, and read its statistics.
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
+        Command::Report(args) => report::run(&args),
         Command::Schedulers(args) => schedulers::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Ctl(args) => ctl::run(&args),

@@ -139,6 +139,7 @@ pub fn latency_cdf(title: &str, curves: &[Curve]) -> Result<String, String> {
             .y_desc("I/Os at or below (%)")
             .x_label_formatter(&decade_label)
             .y_label_formatter(&|y| format!("{y:.0}"))
+            .y_max_light_lines(1)
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .draw()
             .map_err(svg_error)?;
@@ -224,6 +225,7 @@ pub fn share_bars(title: &str, bars: &[Bar]) -> Result<String, String> {
                 _ => String::new(),
             })
             .y_label_formatter(&|y| format!("{y:.0}"))
+            .y_max_light_lines(1)
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .draw()
             .map_err(svg_error)?;
@@ -245,10 +247,13 @@ pub fn share_bars(title: &str, bars: &[Bar]) -> Result<String, String> {
             });
         chart
             .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                // Above the bar, or inside a bar that reaches the top, in white.
+                let pct = b.share * 100.0;
+                let (y, color) = if pct > 92.0 { (pct - 4.0, WHITE) } else { (pct + 4.0, BLACK) };
                 Text::new(
-                    format!("{:.1}%", b.share * 100.0),
-                    (SegmentValue::CenterOf(i as i32), b.share * 100.0 + 4.0),
-                    ("sans-serif", 13).into_font().color(&BLACK).pos(text_centre()),
+                    format!("{pct:.1}%"),
+                    (SegmentValue::CenterOf(i as i32), y),
+                    ("sans-serif", 13).into_font().color(&color).pos(text_centre()),
                 )
             }))
             .map_err(svg_error)?;
@@ -257,10 +262,13 @@ pub fn share_bars(title: &str, bars: &[Bar]) -> Result<String, String> {
                 .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
                     let w = b.weight_share? * 100.0;
                     let i = i as i32;
-                    Some(PathElement::new(
-                        vec![(SegmentValue::Exact(i), w), (SegmentValue::Exact(i + 1), w)],
-                        BLACK.stroke_width(3),
-                    ))
+                    // A thin black bar as wide as the group's bar, at its share of weights.
+                    let mut r = Rectangle::new(
+                        [(SegmentValue::Exact(i), w - 0.4), (SegmentValue::Exact(i + 1), w + 0.4)],
+                        BLACK.filled(),
+                    );
+                    r.set_margin(0, 0, 4, 4);
+                    Some(r)
                 }))
                 .map_err(svg_error)?
                 .label("share of the weights")

@@ -9,4 +9,15 @@
 
 pub mod chart;
 pub mod fairness;
+pub mod html;
 pub mod input;
+
+use std::path::Path;
+
+pub use html::render;
+pub use input::{load, Input};
+
+/// Reads every file, in the order given; the first error (one line naming the file) stops.
+pub fn load_all<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<Input>, String> {
+    paths.iter().map(|p| load(p.as_ref())).collect()
+}
