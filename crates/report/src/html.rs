@@ -94,12 +94,21 @@ pub fn chart_count(inputs: &[Input]) -> usize {
 fn kind(input: &Input) -> String {
     match &input.content {
         Content::Runs(runs) if runs.len() == 1 && runs[0].label.is_none() => {
-            format!("fio JSON, {} jobs", runs[0].jobs.len())
+            format!("fio JSON, {}", count(runs[0].jobs.len(), "job"))
         }
-        Content::Runs(runs) => format!("elevator compare, {} schedulers", runs.len()),
+        Content::Runs(runs) => format!("elevator compare, {}", count(runs.len(), "scheduler")),
         Content::Reproduce(e) => {
             format!("elevator reproduce {} (seed {})", esc(&e.name), esc(&e.seed_mail))
         }
+    }
+}
+
+/// `1 job`, `5 jobs`.
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 
@@ -232,7 +241,7 @@ fn run_section(out: &mut String, run: &Run) -> Result<(), String> {
     if let Some(seed) = run.seed {
         meta.push(format!("Seed {seed}."));
     }
-    meta.push(format!("{} jobs, {} I/Os.", run.jobs.len(), total_ios(run)));
+    meta.push(format!("{}, {} I/Os.", count(run.jobs.len(), "job"), total_ios(run)));
     let _ = writeln!(out, "<p class=\"meta\">{}</p>", meta.join(" "));
 
     let f = fairness(run);
