@@ -275,6 +275,8 @@ pub struct IoCost {
     ready: Vec<Bio>,
     held: usize,
     next_timer_ns: Option<Nanos>,
+    /// A timer may have changed since `next_timer_ns` was computed.
+    timers_dirty: bool,
     stats: IoCostStats,
 }
 
@@ -376,6 +378,7 @@ impl IoCost {
             ready: Vec::new(),
             held: 0,
             next_timer_ns: None,
+            timers_dirty: false,
             stats: IoCostStats::default(),
         };
         ioc.refresh_params(0, true);
@@ -452,6 +455,13 @@ impl IoCost {
 
     /// The device's vtime now (`ioc_now`).
     fn vnow(&self, now_ns: Nanos) -> i128 {
+        // 64-bit arithmetic whenever it cannot overflow (a period's worth at any vrate): the
+        // 128-bit division costs more than the rest of a request's accounting.
+        if let Some(v) =
+            now_ns.checked_sub(self.period_at_ns).and_then(|dt| dt.checked_mul(self.vtime_rate))
+        {
+            return self.period_at_vtime + i128::from(v / 1000);
+        }
         let dt = i128::from(now_ns) - i128::from(self.period_at_ns);
         self.period_at_vtime + dt * i128::from(self.vtime_rate) / 1000
     }
@@ -672,6 +682,7 @@ impl IoCost {
         let (weight, inuse) = (g.weight, if g.last_inuse > 0 { g.last_inuse } else { g.weight });
         self.active_list.push(gi);
         self.propagate(gi, weight, inuse, true, now_ns);
+        self.timers_dirty = true;
         if !self.running {
             self.running = true;
             self.dfgv_period_at_ns = now_ns;
@@ -847,6 +858,7 @@ impl IoCost {
             vbudget = (vbudget - i128::from(vdebt)).min(0);
         }
         let hwi = self.hwi(gi);
+        self.timers_dirty = true;
         if self.groups[gi].delay_until_ns > now_ns && !self.groups[gi].waitq.is_empty() {
             self.groups[gi].wait_timer_ns = Some(self.groups[gi].delay_until_ns);
             return;
@@ -1125,6 +1137,7 @@ impl IoCost {
             self.running = false;
         }
         self.refresh_vrate(now_ns);
+        self.timers_dirty = true;
     }
 
     /// `ioc_adjust_base_vrate`.
@@ -1206,6 +1219,7 @@ impl IoCost {
     }
 
     fn refresh_next_timer(&mut self) {
+        self.timers_dirty = false;
         let mut next = self.running.then(|| self.period_end_ns());
         for &gi in &self.active_list {
             if let Some(t) = self.groups[gi].wait_timer_ns {
@@ -1230,7 +1244,11 @@ fn scaled(hwa: u64, inuse: u64, active: u64) -> u128 {
 
 /// `abs_cost_to_cost`: the lower the share, the dearer each IO. Rounds up.
 fn abs_cost_to_cost(abs_cost: u64, hw_inuse: u64) -> u64 {
-    let c = (u128::from(abs_cost) * u128::from(WEIGHT_ONE)).div_ceil(u128::from(hw_inuse.max(1)));
+    let hw = hw_inuse.max(1);
+    if let Some(scaled) = abs_cost.checked_mul(WEIGHT_ONE) {
+        return scaled.div_ceil(hw);
+    }
+    let c = (u128::from(abs_cost) * u128::from(WEIGHT_ONE)).div_ceil(u128::from(hw));
     c.min(u128::from(u64::MAX)) as u64
 }
 
@@ -1258,7 +1276,9 @@ impl Controller for IoCost {
         let abs_cost = self.abs_cost(gi, &bio, is_merge);
         if abs_cost == 0 || !self.activate(gi, now_ns) {
             self.release_now(gi, bio, 0, now_ns);
-            self.refresh_next_timer();
+            if self.timers_dirty {
+                self.refresh_next_timer();
+            }
             return;
         }
         self.groups[gi].cursor = rq.end_sector();
@@ -1275,12 +1295,16 @@ impl Controller for IoCost {
                 self.kick_delay(gi, now_ns);
                 self.release_now(gi, bio, 0, now_ns);
             }
-            self.refresh_next_timer();
+            if self.timers_dirty {
+                self.refresh_next_timer();
+            }
             return;
         }
         if g.waitq.is_empty() && g.abs_vdebt == 0 && g.delay_until_ns <= now_ns && fits {
             self.commit(gi, bio, abs_cost, cost, now_ns);
-            self.refresh_next_timer();
+            if self.timers_dirty {
+                self.refresh_next_timer();
+            }
             return;
         }
         if g.abs_vdebt == 0 && g.inuse != g.active {
@@ -1294,6 +1318,11 @@ impl Controller for IoCost {
     }
 
     fn release(&mut self, now_ns: Nanos, out: &mut Vec<Bio>) {
+        // Nothing is due before the earliest timer: hand over what is ready.
+        if !self.timers_dirty && self.next_timer_ns.is_none_or(|t| t > now_ns) {
+            out.append(&mut self.ready);
+            return;
+        }
         if self.running && now_ns >= self.period_end_ns() {
             self.timer_fn(now_ns);
         }
