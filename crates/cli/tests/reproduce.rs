@@ -268,6 +268,13 @@ fn modern_controllers_isolate_and_bfq_starts_applications_fast() {
             "io.latency row {i}: {lat:?} vs {plain_lat:?} ns"
         );
     }
+    // io.cost with a 50 ms p95 target keeps the random reader going beside random writers.
+    let t = "Random writers vs random reader, 7200 rpm SATA";
+    let cost = column(&v, t, "io.cost rpct=95 rlat=50000, mq-deadline", 2);
+    let plain = column(&v, t, "mq-deadline, no control", 2);
+    for i in 1..cost.len() {
+        assert!(cost[i] > 3.0 * plain[i], "io.cost row {i}: {cost:?} vs {plain:?} KB/s");
+    }
     let idle = column(&v, "Application start-up (8 MiB cold) on an idle disk", "BFQ", 0)[0];
     let t = "Application start-up (8 MiB cold) beside";
     let bfq = column(&v, t, "BFQ", 0);
