@@ -22,7 +22,10 @@ fn is_loopback(addr: &str) -> std::io::Result<bool> {
 /// metrics = "127.0.0.1:9187"         # optional: Prometheus text format at /metrics
 /// scheduler = "mq-deadline"
 /// controller = "none"               # "mclock": exports' reservation/weight/limit in IOPS;
-///                                    # "io.max": exports' cgroup v2 io.max limits
+///                                    # "io.max": exports' cgroup v2 io.max limits;
+///                                    # "io.cost": blk-iocost, exports' weight as io.weight
+/// io_cost_qos = "rpct=95 rlat=5000"  # with controller = "io.cost": io.cost.qos keys, no MAJ:MIN
+/// io_cost_model = "rrandiops=4000"   # io.cost.model keys (default: the kernel's for the file)
 /// queue_depth = 32                   # requests in flight per backing file
 /// max_sectors_kb = 256               # largest piece of a read sent to the file at once
 /// read_ahead_kb = 128                # read-ahead window of a sequential connection (0: off)
@@ -96,10 +99,18 @@ pub struct ServerConfig {
     #[serde(default = "default_scheduler")]
     pub scheduler: String,
     /// A group controller above the scheduler of each backing file: `none`, `mclock` (each
-    /// export's `reservation_iops`, `weight` and `limit_iops`) or `io.max` (each export's
-    /// `io_max`).
+    /// export's `reservation_iops`, `weight` and `limit_iops`), `io.max` (each export's
+    /// `io_max`) or `io.cost` (each export's `weight` as its `io.weight`, 1–10000).
     #[serde(default = "default_controller")]
     pub controller: String,
+    /// Under `controller = "io.cost"`: `io.cost.qos` keys (`rpct rlat wpct wlat min max`)
+    /// for every backing file; `enable=1` is implied.
+    #[serde(default)]
+    pub io_cost_qos: Option<String>,
+    /// Under `controller = "io.cost"`: `io.cost.model` keys (`rbps rseqiops rrandiops wbps
+    /// wseqiops wrandiops`); unset, the kernel's automatic model for the file's class.
+    #[serde(default)]
+    pub io_cost_model: Option<String>,
     #[serde(default)]
     pub tunables: BTreeMap<String, toml::Value>,
     #[serde(default = "default_queue_depth")]
@@ -277,6 +288,23 @@ fn default_weight() -> u32 {
 }
 
 impl ServerConfig {
+    /// io.cost's settings for a backing file of this class: `io_cost_qos` (enabled) and
+    /// `io_cost_model` over the kernel's automatic parameters.
+    pub fn io_cost_settings(
+        &self,
+        rotational: bool,
+        queue_depth: u32,
+    ) -> Result<(elevator_control::iocost::IoCostQos, elevator_control::iocost::IoCostModel), String>
+    {
+        use elevator_control::iocost::{AutopClass, IoCostModel, IoCostQos};
+        let class = AutopClass::of_device(rotational, queue_depth);
+        let keys = self.io_cost_qos.as_deref().unwrap_or("");
+        let qos = IoCostQos::parse_keys(&format!("enable=1 {keys}"), IoCostQos::auto(class))?;
+        let keys = self.io_cost_model.as_deref().unwrap_or("");
+        let model = IoCostModel::parse_keys(keys, IoCostModel::auto(class))?;
+        Ok((qos, model))
+    }
+
     pub fn from_toml_str(text: &str) -> Result<ServerConfig, crate::ServerError> {
         let c: ServerConfig =
             toml::from_str(text).map_err(|e| crate::ServerError::Config(e.to_string()))?;
@@ -315,6 +343,8 @@ impl ServerConfig {
             scheduler: default_scheduler(),
             tunables: BTreeMap::new(),
             controller: default_controller(),
+            io_cost_qos: None,
+            io_cost_model: None,
             queue_depth: default_queue_depth(),
             max_sectors_kb: default_max_sectors_kb(),
             read_ahead_kb: default_read_ahead_kb(),
@@ -423,6 +453,11 @@ impl ServerConfig {
             }
         }
         elevator_sched::by_name(&self.scheduler).map_err(crate::ServerError::Config)?;
+        if self.controller != "io.cost"
+            && (self.io_cost_qos.is_some() || self.io_cost_model.is_some())
+        {
+            return err("io_cost_qos and io_cost_model need controller = \"io.cost\"".into());
+        }
         if self.controller != "io.max" {
             if let Some(e) = self.exports.iter().find(|e| e.io_max.is_some()) {
                 return err(format!("export `{}`: io_max needs controller = \"io.max\"", e.name));
@@ -461,7 +496,33 @@ impl ServerConfig {
                     })?;
                 }
             }
-            other => return err(format!("controller `{other}`: expected none, mclock or io.max")),
+            "io.cost" => {
+                for e in &self.exports {
+                    if e.reservation_iops != 0 || e.limit_iops != 0 {
+                        return err(format!(
+                            "export `{}`: reservation_iops and limit_iops need controller = \"mclock\"",
+                            e.name
+                        ));
+                    }
+                    let (lo, hi) = (
+                        elevator_control::iocost::CGROUP_WEIGHT_MIN,
+                        elevator_control::iocost::CGROUP_WEIGHT_MAX,
+                    );
+                    if !(lo..=hi).contains(&e.weight) {
+                        return err(format!(
+                            "export `{}`: weight {} is out of io.weight's range {lo}-{hi}",
+                            e.name, e.weight
+                        ));
+                    }
+                }
+                self.io_cost_settings(true, 32).map_err(crate::ServerError::Config)?;
+                self.io_cost_settings(false, 32).map_err(crate::ServerError::Config)?;
+            }
+            other => {
+                return err(format!(
+                    "controller `{other}`: expected none, mclock, io.max or io.cost"
+                ))
+            }
         }
         if self.tls != TlsSetting::Off && (self.tls_cert.is_none() || self.tls_key.is_none()) {
             return err("tls needs both `tls_cert` and `tls_key`".into());
@@ -545,6 +606,16 @@ mod tests {
         assert!(e(&iomax).contains("export `a`: io.max: `riops=abc`: expected an integer"));
         let iomax = format!("controller = \"io.max\"\n{ex}io_max = \"8:0 riops=100\"");
         assert!(e(&iomax).contains("`8:0`: expected KEY=VALUE"));
+        let cost = |extra: &str| e(&format!("controller = \"io.cost\"\n{extra}\n{ex}"));
+        assert!(cost("io_cost_qos = \"rpct=abc\"").contains("io.cost.qos: `rpct=abc`"));
+        assert!(
+            cost("io_cost_model = \"speed=1\"").contains("io.cost.model: `speed=1`: unknown key")
+        );
+        assert!(
+            e(&format!("io_cost_qos = \"rlat=5\"\n{ex}")).contains("need controller = \"io.cost\"")
+        );
+        let heavy = format!("controller = \"io.cost\"\n{ex}weight = 20000");
+        assert!(e(&heavy).contains("out of io.weight's range 1-10000"));
         let ok = format!("controller = \"mclock\"\n{ex}reservation_iops = 100\nlimit_iops = 200");
         let c = ServerConfig::from_toml_str(&ok).unwrap();
         assert_eq!((c.exports[0].reservation_iops, c.exports[0].limit_iops), (100, 200));

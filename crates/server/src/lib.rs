@@ -30,6 +30,7 @@ pub use config::{
 };
 pub use stats::ExportStatsSnapshot;
 
+use elevator_control::iocost::{IoCost, IoCostGroup};
 use elevator_control::mclock::{Mclock, MclockGroup};
 use elevator_control::throttle::{
     IoMax, Throttle, ThrottleGroup, THROTL_SLICE_HD_NS, THROTL_SLICE_SSD_NS,
@@ -229,6 +230,24 @@ impl Server {
                     Some(worker::GroupControl::IoMax(
                         Throttle::new(groups, slice).map_err(ServerError::Config)?,
                     ))
+                }
+                "io.cost" => {
+                    let (qos, model) = config
+                        .io_cost_settings(rotational, config.queue_depth)
+                        .map_err(ServerError::Config)?;
+                    let groups = members
+                        .iter()
+                        .map(|&i| IoCostGroup {
+                            cgroup: i as u32 + 1,
+                            name: config.exports[i].name.clone(),
+                            parent: None,
+                            weight: config.exports[i].weight,
+                        })
+                        .collect();
+                    Some(worker::GroupControl::IoCost(Box::new(
+                        IoCost::new(groups, Some(qos), Some(model), rotational, config.queue_depth)
+                            .map_err(ServerError::Config)?,
+                    )))
                 }
                 _ => None,
             };

@@ -18,6 +18,7 @@ use crate::buffers::{BufPool, IoBuf};
 use crate::conn::{self, ConnMeta, NewConn, Step, Stream};
 use crate::readahead::{Cache, Found, ReadStream};
 use crate::stats::ExportStats;
+use elevator_control::iocost::IoCost;
 use elevator_control::mclock::Mclock;
 use elevator_control::throttle::{IoMax, Throttle};
 use elevator_control::{Bio, Controller};
@@ -377,6 +378,9 @@ pub(crate) enum GroupControl {
     Mclock(Mclock),
     /// cgroup v2 `io.max` (blk-throttle).
     IoMax(Throttle),
+    /// cgroup v2 `io.cost` with the exports' weights as `io.weight` (blk-iocost); boxed, it
+    /// is several times the others' size.
+    IoCost(Box<IoCost>),
 }
 
 impl GroupControl {
@@ -384,13 +388,14 @@ impl GroupControl {
         match self {
             GroupControl::Mclock(m) => m,
             GroupControl::IoMax(t) => t,
+            GroupControl::IoCost(c) => c.as_mut(),
         }
     }
 
     fn mclock(&mut self) -> Option<&mut Mclock> {
         match self {
             GroupControl::Mclock(m) => Some(m),
-            GroupControl::IoMax(_) => None,
+            GroupControl::IoMax(_) | GroupControl::IoCost(_) => None,
         }
     }
 }
@@ -461,7 +466,7 @@ struct Worker {
     held: IdMap<RequestId, (Request, Option<Job>)>,
     /// Per request released by the group controller (and the ones merged into it): the
     /// cgroups of the requests whose completion it must hear of.
-    below: IdMap<RequestId, Vec<u32>>,
+    below: IdMap<RequestId, Vec<(u32, RequestId)>>,
     inflight: IdMap<u64, Inflight>,
     /// Dispatched writes waiting for an overlapping in-flight write to finish (read-modify-write
     /// must not race with another write to the same block).
@@ -682,6 +687,12 @@ impl Worker {
             Ctl::SetWeight(export, path, weight) => {
                 let id = export as u32 + 1;
                 sched.set_group(&elevator_core::Cgroup { id, parent: Some(0), path, weight });
+                if let Some(GroupControl::IoCost(c)) = self.setup.control.as_mut() {
+                    let now = self.setup.start.elapsed().as_nanos() as u64;
+                    if let Err(e) = c.set_weight(id, weight, now) {
+                        return CtlReply::Done(Err(e));
+                    }
+                }
                 if let Some(m) = self.setup.control.as_mut().and_then(GroupControl::mclock) {
                     if let Some(mut g) = m.group(id).cloned() {
                         g.weight = weight;
@@ -1139,7 +1150,7 @@ impl Worker {
                 if let Some(v) = self.pending.get_mut(&m.into) {
                     v.extend(job);
                     if counted {
-                        self.below.entry(m.into).or_default().push(cgroup);
+                        self.below.entry(m.into).or_default().push((cgroup, id));
                     }
                     return;
                 }
@@ -1149,7 +1160,7 @@ impl Worker {
         self.setup.sched.insert(rq, now);
         self.pending.insert(id, job.into_iter().collect());
         if counted {
-            self.below.insert(id, vec![cgroup]);
+            self.below.insert(id, vec![(cgroup, id)]);
         }
     }
 
@@ -1181,6 +1192,16 @@ impl Worker {
     }
 
     fn start(&mut self, rq: Request) {
+        if let (Some(m), Some(bios)) = (self.setup.control.as_mut(), self.below.get(&rq.id)) {
+            // The controller's requests in this one reach the file now (io.cost's rq_wait).
+            let now = self.setup.start.elapsed().as_nanos() as u64;
+            for &(cgroup, bio_id) in bios {
+                let mut b = rq;
+                b.owner.cgroup = cgroup;
+                b.id = bio_id;
+                m.get().dispatched(&Bio { device: 0, request: b }, now);
+            }
+        }
         let jobs = self.pending.remove(&rq.id).unwrap_or_default();
         if rq.op.is_write()
             && rq.op != Op::Flush
@@ -1457,9 +1478,10 @@ impl Worker {
         self.setup.sched.completed(&f.rq, now);
         if let (Some(m), Some(cgroups)) = (self.setup.control.as_mut(), self.below.remove(&f.rq.id))
         {
-            for cgroup in cgroups {
+            for (cgroup, bio_id) in cgroups {
                 let mut rq = f.rq;
                 rq.owner.cgroup = cgroup;
+                rq.id = bio_id;
                 m.get().completed(&Bio { device: 0, request: rq }, now);
             }
         }

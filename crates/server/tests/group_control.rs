@@ -1,6 +1,7 @@
 //! Group controllers for real: exports on one backing file under `controller = "mclock"` or
-//! `"io.max"`, driven by fio's nbd engine at iodepth 32 each. An mClock reservation is met
-//! while a heavier-weighted neighbour saturates the file; mClock's and io.max's limits hold.
+//! `"io.max"` or `"io.cost"`, driven by fio's nbd engine at iodepth 32 each. An mClock
+//! reservation is met while a heavier-weighted neighbour saturates the file; mClock's and
+//! io.max's limits hold; io.cost splits its modelled capacity by the exports' weights.
 
 use elevator_server::{ExportConfig, Server, ServerConfig};
 use std::path::Path;
@@ -19,6 +20,14 @@ struct Export {
 /// Runs one fio job per export (4 KiB random reads, iodepth 32, 1 s ramp, 5 s measured);
 /// returns each job's IOPS.
 fn run(controller: &str, exports: &[Export]) -> Option<Vec<f64>> {
+    run_with(controller, exports, &|_| {})
+}
+
+fn run_with(
+    controller: &str,
+    exports: &[Export],
+    tweak: &dyn Fn(&mut ServerConfig),
+) -> Option<Vec<f64>> {
     if !Path::new("/usr/bin/fio").exists() {
         eprintln!("SKIP: fio is not installed");
         return None;
@@ -56,6 +65,7 @@ fn run(controller: &str, exports: &[Export]) -> Option<Vec<f64>> {
     c.controller = controller.into();
     c.scheduler = "none".into();
     c.queue_depth = 8;
+    tweak(&mut c);
     let server = Server::start(c).expect("server starts");
     let port = server.local_addr().unwrap().port();
     let mut cmd = Command::new("fio");
@@ -153,4 +163,34 @@ fn io_max_riops_holds_beside_an_unlimited_neighbour() {
     };
     assert!((iops[0] - 2000.0).abs() <= 40.0, "capped export ran {:.0} IOPS", iops[0]);
     assert!(iops[1] > iops[0], "the unlimited export ran {:.0} IOPS", iops[1]);
+}
+
+#[test]
+fn io_cost_splits_the_modelled_capacity_by_weight() {
+    // A model of 3,000 random 4 KiB reads a second and vrate held at most at 100 %: the two
+    // exports share 3,000 IOPS 2:1, whatever the page cache below could do.
+    let model =
+        "rbps=1000000000 rseqiops=3000 rrandiops=3000 wbps=1000000000 wseqiops=3000 wrandiops=3000";
+    let Some(iops) = run_with(
+        "io.cost",
+        &[
+            Export { name: "gold", weight: 200, reservation_iops: 0, limit_iops: 0, io_max: None },
+            Export {
+                name: "bronze",
+                weight: 100,
+                reservation_iops: 0,
+                limit_iops: 0,
+                io_max: None,
+            },
+        ],
+        &|c| {
+            c.io_cost_qos = Some("max=100".into());
+            c.io_cost_model = Some(model.into());
+        },
+    ) else {
+        return;
+    };
+    let share = iops[0] / (iops[0] + iops[1]);
+    assert!((share - 2.0 / 3.0).abs() <= 0.03, "gold's share {share:.3} of {iops:?}");
+    assert!(iops[0] + iops[1] <= 3000.0 * 1.03, "{iops:?} above the modelled 3,000 IOPS");
 }
