@@ -74,6 +74,30 @@ pub struct MclockGroup {
 }
 
 impl MclockGroup {
+    /// Applies `reservation_iops=N weight=N limit_iops=N` words (any subset) to `self` and
+    /// checks the result; an error names the word.
+    pub fn apply_keys(&self, words: &str) -> Result<MclockGroup, String> {
+        let mut g = self.clone();
+        for tok in words.split_whitespace() {
+            let (key, value) = tok
+                .split_once('=')
+                .ok_or_else(|| format!("mclock: `{tok}`: expected KEY=VALUE"))?;
+            let slot = match key {
+                "reservation_iops" => &mut g.reservation_iops,
+                "weight" => &mut g.weight,
+                "limit_iops" => &mut g.limit_iops,
+                _ => {
+                    return Err(format!(
+                        "mclock: `{tok}`: unknown key; mclock takes reservation_iops, weight, limit_iops"
+                    ))
+                }
+            };
+            *slot = value.parse().map_err(|_| format!("mclock: `{tok}`: expected an integer"))?;
+        }
+        g.validate().map_err(|e| format!("mclock: {e}"))?;
+        Ok(g)
+    }
+
     /// Checks the settings against the named limits; the message names the key.
     pub fn validate(&self) -> Result<(), String> {
         if !(MCLOCK_WEIGHT_MIN..=MCLOCK_WEIGHT_MAX).contains(&self.weight) {

@@ -295,6 +295,19 @@ pub struct Topology {
     pub io_weight: Vec<CgroupIoWeight>,
     /// The root cgroup's `io.cost.qos` and `io.cost.model` lines, per device, in order.
     pub io_cost: Vec<DeviceIoCost>,
+    /// mClock settings (reservation, weight, limit) per cgroup path and device.
+    pub mclock: Vec<CgroupMclock>,
+}
+
+/// A cgroup's mClock settings on one device (`mclock = "8:0 reservation_iops=500 ..."`):
+/// not a kernel file — dmClock is not in Linux — but written the same way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CgroupMclock {
+    pub path: String,
+    pub device: usize,
+    pub reservation_iops: u32,
+    pub weight: u32,
+    pub limit_iops: u32,
 }
 
 /// A cgroup's `io.weight`: its default, and per-device weights.
@@ -406,6 +419,9 @@ struct RawCgroup {
     /// The root's only: `"8:16 ctrl=user model=linear rbps=... rrandiops=..."`.
     #[serde(rename = "io.cost.model")]
     io_cost_model: Option<OneOrMany>,
+    /// `"8:16 reservation_iops=500 weight=100 limit_iops=2000"`: the cgroup's mClock group on
+    /// the device (elevator's, not a kernel file).
+    mclock: Option<OneOrMany>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -536,6 +552,7 @@ impl Topology {
             io_prio_class: Vec::new(),
             io_weight: Vec::new(),
             io_cost: Vec::new(),
+            mclock: Vec::new(),
         }
     }
 
@@ -688,6 +705,7 @@ impl Topology {
         };
         let (io_max, io_latency) = build_cgroup_files(&raw.cgroup, &devices, &at)?;
         let (io_weight, io_cost) = build_iocost_files(&raw.cgroup, &devices, &at)?;
+        let mclock = build_mclock_lines(&raw.cgroup, &devices, &at)?;
         let mut io_prio_class: Vec<(String, IoPrioClassPolicy)> = Vec::new();
         for spanned in &raw.cgroup {
             let c = spanned.get_ref();
@@ -712,6 +730,7 @@ impl Topology {
             io_prio_class,
             io_weight,
             io_cost,
+            mclock,
         };
         for spanned in &raw.volume {
             let loc = at(spanned.span());
@@ -1468,6 +1487,60 @@ fn build_iocost_files(
         }
     }
     Ok((weights, cost))
+}
+
+/// The `mclock` lines of the `[[cgroup]]` tables: a later line for the same cgroup and device
+/// changes the keys it names.
+fn build_mclock_lines(
+    tables: &[Spanned<RawCgroup>],
+    devices: &[DeviceSpec],
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<Vec<CgroupMclock>, String> {
+    let mut out: Vec<CgroupMclock> = Vec::new();
+    for spanned in tables {
+        let c = spanned.get_ref();
+        let lines = lines_of(&c.mclock);
+        if lines.is_empty() {
+            continue;
+        }
+        let loc = at(spanned.span());
+        let path = c.path.trim_matches('/').to_string();
+        let err = |e: String| format!("{loc}: cgroup `{path}`: {e}");
+        if path.is_empty() {
+            return Err(err("the root cgroup has no mclock group".into()));
+        }
+        if lines.len() > MAX_IO_MAX_LINES {
+            return Err(err(format!("more than {MAX_IO_MAX_LINES} mclock lines")));
+        }
+        for line in &lines {
+            let line = line.trim();
+            let (dev, keys) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let device =
+                cgroup_line_device(dev, devices).map_err(|e| err(format!("mclock: {e}")))?;
+            let i = out.iter().position(|x| x.path == path && x.device == device);
+            let current = elevator_control::mclock::MclockGroup {
+                cgroup: 0,
+                name: path.clone(),
+                reservation_iops: i.map_or(0, |i| out[i].reservation_iops),
+                weight: i
+                    .map_or(elevator_control::mclock::MCLOCK_WEIGHT_DEFAULT, |i| out[i].weight),
+                limit_iops: i.map_or(0, |i| out[i].limit_iops),
+            };
+            let g = current.apply_keys(keys).map_err(err)?;
+            let entry = CgroupMclock {
+                path: path.clone(),
+                device,
+                reservation_iops: g.reservation_iops,
+                weight: g.weight,
+                limit_iops: g.limit_iops,
+            };
+            match i {
+                Some(i) => out[i] = entry,
+                None => out.push(entry),
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The lines of a cgroup file given as one string or a list.

@@ -15,6 +15,7 @@ use elevator_control::iocost::{
     AutopClass, IoCost, IoCostGroup, CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX,
 };
 use elevator_control::iolatency::{IoLatency, IoLatencyGroup};
+use elevator_control::mclock::{Mclock, MclockGroup, MCLOCK_DEPTH_DEFAULT};
 use elevator_control::throttle::{
     Throttle, ThrottleGroup, THROTL_SLICE_HD_NS, THROTL_SLICE_SSD_NS,
 };
@@ -718,7 +719,7 @@ impl Engine {
 /// The cgroup v2 controllers of device `d`, layered as the kernel layers them: blk-throttle
 /// for `io.max` (in `submit_bio`), then the rq-qos policies blk-iolatency for `io.latency` and
 /// blk-iocost for `io.cost` (when the root's `io.cost.qos` enables it on the device), for the
-/// cgroups jobs run in.
+/// cgroups jobs run in. mClock (not a kernel controller) sits right after blk-throttle.
 fn cgroup_control(
     topology: &Topology,
     d: usize,
@@ -742,6 +743,27 @@ fn cgroup_control(
     if !limited.is_empty() {
         let slice = if rotational { THROTL_SLICE_HD_NS } else { THROTL_SLICE_SSD_NS };
         layers.push(Box::new(Throttle::new(limited, slice).map_err(fail)?));
+    }
+    let mclock: Vec<MclockGroup> = topology
+        .mclock
+        .iter()
+        .filter(|m| m.device == d)
+        .filter_map(|m| {
+            let cgroup = id_of(&m.path)?;
+            Some(MclockGroup {
+                cgroup,
+                name: m.path.clone(),
+                reservation_iops: m.reservation_iops,
+                weight: m.weight,
+                limit_iops: m.limit_iops,
+            })
+        })
+        .collect();
+    if !mclock.is_empty() {
+        // mClock orders only what it holds: it keeps at most MCLOCK_DEPTH_DEFAULT requests
+        // below it (the server's default queue depth), fewer on a shallower device.
+        let depth = queue_depth.clamp(1, MCLOCK_DEPTH_DEFAULT);
+        layers.push(Box::new(Mclock::new(mclock, depth).map_err(fail)?));
     }
     let targets: Vec<IoLatencyGroup> = topology
         .io_latency
