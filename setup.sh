@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what elevator needs on a fresh Debian machine: the Rust toolchain is expected to be
 # present (rustup); this adds the real NBD clients and servers the tests drive (fio, qemu-img,
-# nbdcopy/nbdsh, nbdkit) and GNU time for the bench scripts, from Debian packages. Safe to run
-# again.
+# nbdcopy/nbdsh, nbdkit), GNU time for the bench scripts and Chromium (headless, for the
+# report's end-to-end test: crates/cli/tests/report_chromium.rs), from Debian packages. Safe
+# to run again.
 set -euo pipefail
 
-packages=(fio qemu-utils libnbd-bin python3-libnbd nbdkit time)
+packages=(fio qemu-utils libnbd-bin python3-libnbd nbdkit time chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
