@@ -83,6 +83,22 @@ pub fn cdf_points(clat: &Latency) -> Vec<(f64, f64)> {
     out
 }
 
+/// A CDF kept by `reproduce` ((ms, fraction at or below), one point per percent) as curve
+/// points in ns, drawn as a line through them. Made monotone in both coordinates whatever a
+/// file says, like [`cdf_points`].
+pub fn cdf_line(ms_points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(ms_points.len());
+    for &(ms, f) in ms_points {
+        let (mut ns, mut f) = (ms * 1e6, f.clamp(0.0, 1.0));
+        if let Some(&(last_ns, last_f)) = out.last() {
+            ns = ns.max(last_ns);
+            f = f.max(last_f);
+        }
+        out.push((ns, f));
+    }
+    out
+}
+
 fn svg_error<E: std::fmt::Debug>(e: E) -> String {
     format!("cannot draw a chart: {e:?}")
 }
@@ -330,6 +346,14 @@ mod tests {
         assert_eq!(p.last(), Some(&(400.0, 99.9 / 100.0)));
         assert_eq!(cdf_points(&latency(&[], &[])), vec![]);
         assert_eq!(cdf_points(&latency(&[], &[(5, 0)])), vec![]);
+    }
+
+    #[test]
+    fn reproduce_cdfs_become_monotone_lines_in_ns() {
+        let p = cdf_line(&[(0.5, 0.0), (2.0, 0.5), (1.0, 0.4), (3.0, 1.0)]);
+        assert_eq!(p, vec![(500_000.0, 0.0), (2e6, 0.5), (2e6, 0.5), (3e6, 1.0)]);
+        assert!(monotone(&p));
+        assert_eq!(cdf_line(&[]), vec![]);
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! Per run (a fio JSON file, or each scheduler of a compare file): a latency CDF chart (when
 //! some job completed I/O), a share-of-the-I/Os chart (when the run did any I/O), a table
 //! per job and direction, and a table of the groups' fairness. A compare file gets a summary
-//! of its runs first. A reproduce file gets its tables, our row above the published one.
+//! of its runs first. A reproduce file gets its tables, our row above the published one, and
+//! for each table with a `cdf` scope a chart of the latency CDFs `reproduce` kept (the ones
+//! `reproduce --plot` draws).
 
 use std::fmt::Write;
 
@@ -68,7 +70,7 @@ pub fn render(title: &str, inputs: &[Input]) -> Result<String, String> {
                     run_section(&mut out, run)?;
                 }
             }
-            Content::Reproduce(e) => experiment(&mut out, e),
+            Content::Reproduce(e) => experiment(&mut out, e)?,
         }
         out.push_str("</section>\n");
     }
@@ -77,7 +79,8 @@ pub fn render(title: &str, inputs: &[Input]) -> Result<String, String> {
 }
 
 /// How many charts [`render`] draws for `inputs`: per run, a CDF chart if a job completed
-/// I/O with a latency distribution, and a share chart if the run did any I/O.
+/// I/O with a latency distribution, and a share chart if the run did any I/O; per reproduce
+/// table, a CDF chart if some row kept a latency CDF.
 pub fn chart_count(inputs: &[Input]) -> usize {
     inputs
         .iter()
@@ -86,7 +89,9 @@ pub fn chart_count(inputs: &[Input]) -> usize {
                 .iter()
                 .map(|r| usize::from(!curves(r).is_empty()) + usize::from(total_ios(r) > 0))
                 .sum(),
-            Content::Reproduce(_) => 0,
+            Content::Reproduce(e) => {
+                e.tables.iter().filter(|t| !table_curves(t).is_empty()).count()
+            }
         })
         .sum()
 }
@@ -419,7 +424,34 @@ fn fairness_table(out: &mut String, f: &Fairness) {
     let _ = writeln!(out, "<p class=\"note\">{}</p>", lines.join("<br>\n"));
 }
 
-fn experiment(out: &mut String, e: &Experiment) {
+/// One curve per variant (and row, when the variant has several) whose row kept a CDF, as
+/// `reproduce --plot` draws them; p50 and p99 are marked where the CDF has them.
+fn table_curves(t: &Table) -> Vec<Curve> {
+    let mut out = Vec::new();
+    for v in &t.variants {
+        for row in v.rows.iter().filter(|r| !r.cdf.is_empty()) {
+            let label = if v.rows.len() > 1 {
+                format!("{} {}", v.label, row.value)
+            } else {
+                v.label.clone()
+            };
+            let points = chart::cdf_line(&row.cdf);
+            let markers = MARKED
+                .iter()
+                .filter_map(|&(p, _)| {
+                    points
+                        .iter()
+                        .find(|&&(_, f)| (f * 100.0 - p).abs() < 1e-6)
+                        .map(|&(ns, _)| (p, ns.round() as u64))
+                })
+                .collect();
+            out.push(Curve { label, points, markers });
+        }
+    }
+    out
+}
+
+fn experiment(out: &mut String, e: &Experiment) -> Result<(), String> {
     let _ = writeln!(
         out,
         "<h3>Seed {}: {}</h3>\n<p class=\"meta\">Experiment <code>{}</code>: our rows \
@@ -429,12 +461,31 @@ fn experiment(out: &mut String, e: &Experiment) {
         esc(&e.name)
     );
     for t in &e.tables {
-        repro_table(out, t);
+        repro_table(out, t)?;
     }
+    Ok(())
 }
 
-fn repro_table(out: &mut String, t: &Table) {
+fn repro_table(out: &mut String, t: &Table) -> Result<(), String> {
     let _ = writeln!(out, "<h4>{}</h4>", esc(&t.title));
+    let curves = table_curves(t);
+    if !curves.is_empty() {
+        let svg = chart::latency_cdf(&t.title, &curves)?;
+        let more = if curves.len() > MAX_CURVES {
+            format!(" The first {MAX_CURVES} of {} curves are drawn.", curves.len())
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "<div class=\"charts\">\n<figure>\n{}\n<figcaption>Completion latency CDF of the \
+             table's <code>cdf</code> scope per variant{}, at every percent as \
+             <code>reproduce</code> keeps it; markers at p50 (circle) and p99 (triangle).{more}\
+             </figcaption>\n</figure>\n</div>",
+            inline_svg(&svg),
+            if t.variants.iter().any(|v| v.rows.len() > 1) { " and row" } else { "" },
+        );
+    }
     let width = t.headers.len().max(1);
     for v in &t.variants {
         let sched = if v.iosched.is_empty() {
@@ -488,6 +539,7 @@ fn repro_table(out: &mut String, t: &Table) {
     if let Some(note) = &t.note {
         let _ = writeln!(out, "<p class=\"note\">Published finding: {}</p>", esc(note));
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -566,6 +618,39 @@ mod tests {
         assert!(html.contains("Published finding: n1"));
         assert!(html.contains("[cfq quantum=8]"));
         assert!(html.contains("<caption>Summary</caption>"));
+    }
+
+    #[test]
+    fn reproduce_tables_with_cdfs_get_one_chart_each() {
+        let cdf: Vec<(f64, f64)> =
+            (0..=100).map(|p| (0.1 + f64::from(p), f64::from(p) / 100.0)).collect();
+        let cdf = serde_json::to_value(&cdf).unwrap();
+        let text = serde_json::json!({"name": "n", "seed_mail": "004", "title": "T", "tables": [
+          {"title": "with <cdf>", "headers": ["a"], "variants": [
+            {"label": "CFQ", "scheduler": "cfq", "iosched": {},
+             "rows": [{"value": "1", "cells": ["1"], "cdf": cdf},
+                      {"value": "2", "cells": ["2"], "cdf": cdf}]},
+            {"label": "deadline", "scheduler": "mq-deadline", "iosched": {},
+             "rows": [{"value": "1", "cells": ["1"], "cdf": cdf},
+                      {"value": "2", "cells": ["2"]}]}]},
+          {"title": "without", "headers": ["a"], "variants": [
+            {"label": "CFQ", "scheduler": "cfq", "iosched": {},
+             "rows": [{"value": "", "cells": ["1"]}]}]}]});
+        let inputs = vec![parse("r.json", &text.to_string()).unwrap()];
+        let html = render("R", &inputs).unwrap();
+        assert_eq!(chart_count(&inputs), 1);
+        assert_eq!(html.matches("<svg").count(), 1);
+        // A curve per variant and row that kept a CDF, labelled with the row's value.
+        for label in ["CFQ 1", "CFQ 2", "deadline 1"] {
+            assert!(html.contains(&format!("\n{label}\n</text>")), "no curve `{label}`");
+        }
+        assert!(!html.contains("\ndeadline 2\n</text>"));
+        assert!(html.contains("\nwith &lt;cdf&gt;\n</text>"));
+        assert!(html.contains("per variant and row, at every percent"));
+        // The chart sits under its table's heading, before the next table's.
+        let chart = html.find("<svg").unwrap();
+        assert!(html.find("<h4>with &lt;cdf&gt;</h4>").unwrap() < chart);
+        assert!(chart < html.find("<h4>without</h4>").unwrap());
     }
 
     #[test]

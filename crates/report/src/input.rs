@@ -10,7 +10,11 @@
 //! Anything else, or a key missing inside, is an error of one line naming the file, where in
 //! it, and the key. Sizes are checked before anything is kept: the file against
 //! [`MAX_INPUT_BYTES`], the jobs against [`MAX_JOBS`], histogram bins against [`MAX_BINS`],
-//! runs and reproduce rows against [`MAX_RUNS`] and [`MAX_ROWS`].
+//! runs and reproduce rows against [`MAX_RUNS`] and [`MAX_ROWS`], a reproduce row's latency
+//! CDF against [`MAX_CDF_POINTS`].
+//!
+//! The file `-` is standard input (`elevator reproduce NAME --output-format json | elevator
+//! report - -o FILE`).
 
 use std::io::Read;
 use std::path::Path;
@@ -27,6 +31,8 @@ pub const MAX_RUNS: usize = 256;
 pub const MAX_BINS: usize = 65_536;
 /// Most rows in one `reproduce` file, summed over its tables and variants.
 pub const MAX_ROWS: usize = 4096;
+/// Most points in one reproduce row's latency CDF (`reproduce` keeps 101: every percent).
+pub const MAX_CDF_POINTS: usize = 4096;
 
 /// One input file.
 #[derive(Clone, Debug, PartialEq)]
@@ -152,11 +158,26 @@ pub struct Row {
     /// The published row as printed in the seed mail, if there is one.
     pub published: Option<String>,
     pub warnings: Vec<String>,
+    /// The value of the table's varied variable (`""` if none).
+    pub value: String,
+    /// The completion latency CDF of the table's `cdf` scope: (ms, fraction at or below),
+    /// as `reproduce` keeps it (every percent). Empty for tables without a `cdf` scope.
+    pub cdf: Vec<(f64, f64)>,
 }
 
-/// Reads and parses one file. Errors are one line and start with the file's name.
+/// Reads and parses one file (`-`: standard input). Errors are one line and start with the
+/// file's name.
 pub fn load(path: &Path) -> Result<Input, String> {
     let name = path.display().to_string();
+    if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{name}: cannot read standard input: {e}"))?;
+        return parse_bytes(&name, bytes);
+    }
     let file = std::fs::File::open(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
     let meta = file.metadata().map_err(|e| format!("{name}: cannot read: {e}"))?;
     if meta.is_dir() {
@@ -171,18 +192,24 @@ pub fn load(path: &Path) -> Result<Input, String> {
     file.take(MAX_INPUT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("{name}: cannot read: {e}"))?;
+    parse_bytes(&name, bytes)
+}
+
+fn parse_bytes(name: &str, bytes: Vec<u8>) -> Result<Input, String> {
     if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(too_big(&name));
+        return Err(too_big(name));
     }
     let text = String::from_utf8(bytes).map_err(|_| format!("{name}: not JSON: not UTF-8"))?;
-    parse(&name, &text)
+    parse(name, &text)
 }
 
 fn too_big(name: &str) -> String {
     format!("{name}: larger than {} MiB (MAX_INPUT_BYTES)", MAX_INPUT_BYTES >> 20)
 }
 
-/// Parses the text of a file called `name` (used in error messages).
+/// Parses the text of a file called `name` (used in error messages and on the page).
+/// `elevator reproduce --report` and `compare --report` hand their JSON text here, so that
+/// their page is the one `elevator report` makes of the same text.
 pub fn parse(name: &str, text: &str) -> Result<Input, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| format!("{name}: not JSON: {e}"))?;
     let at = At { file: name, path: String::new(), value: &value };
@@ -398,6 +425,32 @@ fn fio_dir(at: &At, direction: Direction) -> Result<Dir, String> {
     })
 }
 
+/// A reproduce row's `cdf`: `[[ms, fraction], ...]`, absent for tables without a `cdf` scope.
+fn cdf(r: &At) -> Result<Vec<(f64, f64)>, String> {
+    let Some(v) = r.value.get("cdf") else { return Ok(Vec::new()) };
+    let list = v.as_array().ok_or_else(|| r.wrong("cdf", "an array"))?;
+    if list.len() > MAX_CDF_POINTS {
+        return Err(format!(
+            "{}: cdf: more than {MAX_CDF_POINTS} points (MAX_CDF_POINTS)",
+            r.here()
+        ));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let pair = p.as_array().filter(|a| a.len() == 2);
+            let num = |k: usize| pair.and_then(|a| a[k].as_f64()).filter(|x| x.is_finite());
+            match (num(0), num(1)) {
+                (Some(ms), Some(f)) if ms >= 0.0 && (0.0..=1.0).contains(&f) => Ok((ms, f)),
+                _ => Err(format!(
+                    "{}: cdf[{i}] is not a pair [latency in ms, fraction from 0 to 1]",
+                    r.here()
+                )),
+            }
+        })
+        .collect()
+}
+
 fn experiment(at: &At) -> Result<Experiment, String> {
     let tables = at.array("tables")?;
     let mut rows = 0usize;
@@ -436,6 +489,8 @@ fn experiment(at: &At) -> Result<Experiment, String> {
                     } else {
                         Vec::new()
                     },
+                    value: r.opt_string("value")?.unwrap_or_default(),
+                    cdf: cdf(&r)?,
                 });
             }
             variants.push(Variant {
@@ -580,6 +635,33 @@ pub(crate) mod tests {
         assert_eq!(v.rows[0].published.as_deref(), Some("3 4"));
         assert_eq!(v.rows[0].warnings, vec!["w".to_string()]);
         assert_eq!(v.rows[1].published, None);
+        assert_eq!(v.rows[0].cdf, vec![]);
+    }
+
+    #[test]
+    fn reproduce_cdfs_are_read_and_checked() {
+        let row = |cdf: &str| {
+            format!(
+                r#"{{"name": "n", "seed_mail": "1", "title": "T", "tables": [{{"title": "t",
+                  "headers": [], "variants": [{{"label": "L", "scheduler": "cfq",
+                  "iosched": {{}}, "rows": [{{"value": "4", "cells": [], "cdf": {cdf}}}]}}]}}]}}"#
+            )
+        };
+        let Content::Reproduce(e) =
+            parse("r.json", &row("[[0.5, 0.0], [2, 1.0]]")).unwrap().content
+        else {
+            panic!()
+        };
+        let r = &e.tables[0].variants[0].rows[0];
+        assert_eq!(r.cdf, vec![(0.5, 0.0), (2.0, 1.0)]);
+        assert_eq!(r.value, "4");
+        for bad in ["[[1, 2]]", "[[1]]", "[[-1, 0.5]]", "[\"x\"]", "{}"] {
+            let e = parse("r.json", &row(bad)).unwrap_err();
+            assert!(e.starts_with("r.json: tables[0].variants[0].rows[0]: "), "{bad}: {e}");
+        }
+        let many = format!("[{}]", vec!["[1, 0.5]"; MAX_CDF_POINTS + 1].join(","));
+        let e = parse("r.json", &row(&many)).unwrap_err();
+        assert!(e.ends_with("(MAX_CDF_POINTS)"), "{e}");
     }
 
     #[test]
