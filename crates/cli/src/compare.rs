@@ -11,6 +11,7 @@ use elevator_sim::report::table::{latency, rows};
 use elevator_sim::{report, simulate, SimOptions};
 use serde_json::{json, Value};
 
+use crate::report::ReportTo;
 use crate::run::{emit, load_jobs, load_topology, parse_iosched};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -37,6 +38,10 @@ pub struct CompareArgs {
     pub output_format: CompareFormat,
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Also write the HTML page `elevator report` makes of this comparison's JSON (`-`:
+    /// standard output, with --output FILE).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 }
 
 /// Splits `cfq:slice_idle=0,quantum=8` into the name and its tunables.
@@ -56,6 +61,11 @@ fn parse_variant(text: &str) -> Result<(String, Vec<(String, String)>), String> 
 pub fn run(args: &CompareArgs) -> Result<(), String> {
     let topology = load_topology(args.topology.as_deref())?;
     let jobs = load_jobs(&args.jobfile, &topology)?;
+    let report_to = ReportTo::new(
+        args.report.as_deref(),
+        args.output_format == CompareFormat::Json,
+        args.output.as_deref(),
+    )?;
     let mut results = Vec::new();
     for variant in &args.schedulers {
         let (name, iosched) = parse_variant(variant)?;
@@ -65,26 +75,31 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
             .map_err(|e| format!("--scheduler {variant}: {e}"))?;
         results.push((variant.clone(), result));
     }
-    let text = match args.output_format {
-        CompareFormat::Json => {
-            let runs: Vec<Value> = results
-                .iter()
-                .map(|(variant, r)| {
-                    let fio: Value = serde_json::from_str(&report::json::render(
-                        r,
-                        &jobs,
-                        args.seed,
-                        &topology.source,
-                    ))
-                    .expect("our own JSON parses");
-                    json!({ "scheduler": variant, "result": fio })
-                })
-                .collect();
-            let mut s = serde_json::to_string_pretty(&json!({ "runs": runs })).expect("serialises");
-            s.push('\n');
-            s
-        }
-        CompareFormat::Normal => {
+    let json = (args.output_format == CompareFormat::Json || report_to.is_some()).then(|| {
+        let runs: Vec<Value> = results
+            .iter()
+            .map(|(variant, r)| {
+                let fio: Value = serde_json::from_str(&report::json::render(
+                    r,
+                    &jobs,
+                    args.seed,
+                    &topology.source,
+                ))
+                .expect("our own JSON parses");
+                json!({ "scheduler": variant, "result": fio })
+            })
+            .collect();
+        let mut s = serde_json::to_string_pretty(&json!({ "runs": runs })).expect("serialises");
+        s.push('\n');
+        s
+    });
+    let page = match (&report_to, &json) {
+        (Some(r), Some(json)) => Some(r.render(json)?),
+        _ => None,
+    };
+    let text = match (args.output_format, json) {
+        (CompareFormat::Json, Some(json)) => json,
+        _ => {
             let mut out = String::new();
             let _ = write!(out, "{:<16} {:>3} ", "group", "nr");
             for (variant, _) in &results {
@@ -118,5 +133,9 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
             out
         }
     };
-    emit(&text, args.output.as_deref())
+    emit(&text, args.output.as_deref())?;
+    match (&report_to, &page) {
+        (Some(r), Some(page)) => r.write(page),
+        _ => Ok(()),
+    }
 }

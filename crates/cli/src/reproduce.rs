@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use elevator_repro::{list_experiments, render, run_experiment, Experiment};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::report::ReportTo;
 use crate::run::emit;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -35,6 +36,10 @@ pub struct ReproduceArgs {
     /// Write each table's latency CDFs (tables with a `cdf` scope) as SVG files into DIR.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Also write the HTML page `elevator report` makes of this experiment's JSON (`-`:
+    /// standard output, with --output FILE).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 }
 
 fn scenarios_dir(given: Option<&PathBuf>) -> PathBuf {
@@ -68,6 +73,11 @@ pub fn run(args: &ReproduceArgs) -> Result<(), String> {
         ));
     };
     let experiment = Experiment::load(path)?;
+    let report_to = ReportTo::new(
+        args.report.as_deref(),
+        args.output_format == ReproduceFormat::Json,
+        args.output.as_deref(),
+    )?;
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(elevator_repro::runner::run_count(&experiment) as u64);
         bar.set_style(
@@ -86,15 +96,23 @@ pub fn run(args: &ReproduceArgs) -> Result<(), String> {
     if let Some(dir) = &args.plot {
         write_plots(&result, dir)?;
     }
+    let json = if args.output_format == ReproduceFormat::Json || report_to.is_some() {
+        let mut s = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+        s.push('\n');
+        s
+    } else {
+        String::new()
+    };
+    let page = report_to.as_ref().map(|r| r.render(&json)).transpose()?;
     let text = match args.output_format {
         ReproduceFormat::Normal => render::text(&result),
-        ReproduceFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
-            s.push('\n');
-            s
-        }
+        ReproduceFormat::Json => json,
     };
-    emit(&text, args.output.as_deref())
+    emit(&text, args.output.as_deref())?;
+    match (&report_to, &page) {
+        (Some(r), Some(page)) => r.write(page),
+        _ => Ok(()),
+    }
 }
 
 /// One SVG per table that kept CDFs: a curve per variant (and row, if the table has several).

@@ -185,3 +185,163 @@ fn bad_inputs_are_one_line_errors_naming_the_file() {
     let err = one_line_error(&["report", s(&absent), "-o", s(&html)]);
     assert!(err.starts_with(&format!("elevator: {}: cannot read", absent.display())), "{err}");
 }
+
+/// `elevator ARGS` with `stdin` on standard input.
+fn ok_with_stdin(args: &[&str], stdin: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elevator"))
+        .current_dir(repo())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "elevator {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// A two-table experiment of our own in `dir/scenarios`: the first table without a `cdf`
+/// scope, the second keeping the random reader's latency CDF over two weights and two
+/// schedulers (four curves in one chart).
+fn cdf_scenario(dir: &Path) -> PathBuf {
+    let scenarios = dir.join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    std::fs::write(
+        scenarios.join("tiny.fio"),
+        "[global]\ndirect=1\nbs=4k\nruntime=1\nioengine=psync\nsize=64M\n\
+         [a]\nrw=read\ncgroup=a\ncgroup_weight=${W}\n\
+         [b]\nnew_group\nrw=randread\ncgroup=b\ncgroup_weight=100\n",
+    )
+    .unwrap();
+    std::fs::write(
+        scenarios.join("tiny.toml"),
+        "name = \"tiny\"\nseed_mail = \"999\"\ntitle = \"A reader beside a random reader\"\n\
+         [[table]]\ntitle = \"Bandwidth\"\njobfile = \"tiny.fio\"\nvars = { W = \"200\" }\n\
+         columns = [\"g0.agg_bw\", \"g1.agg_bw\"]\nheaders = [\"a\", \"b\"]\n\
+         [[table.variant]]\nlabel = \"BFQ\"\nscheduler = \"bfq\"\n\
+         published = [\"200KB/s 100KB/s\"]\n\
+         [[table]]\ntitle = \"Random reader's latency\"\njobfile = \"tiny.fio\"\n\
+         vary = \"W\"\nvalues = [\"100\", \"400\"]\ncolumns = [\"g1.p99_lat\"]\ncdf = \"g1\"\n\
+         [[table.variant]]\nlabel = \"BFQ\"\nscheduler = \"bfq\"\n\
+         [[table.variant]]\nlabel = \"CFQ\"\nscheduler = \"cfq\"\n",
+    )
+    .unwrap();
+    scenarios
+}
+
+#[test]
+fn reproduce_report_is_the_page_report_makes_of_its_json() {
+    let dir = temp_dir("reproduce-report");
+    let scenarios = cdf_scenario(&dir);
+    let json = dir.join("repro.json");
+    let direct = dir.join("direct.html");
+    let stdout = ok(&[
+        "reproduce",
+        "tiny",
+        "--scenarios",
+        s(&scenarios),
+        "--output-format",
+        "json",
+        "--output",
+        s(&json),
+        "--report",
+        s(&direct),
+    ]);
+    assert!(stdout.is_empty());
+    let via_report = report(&dir, &[&json]).replace("e2e &lt;report&gt;", "elevator report");
+    let direct = std::fs::read_to_string(&direct).unwrap();
+    assert_eq!(direct, via_report, "reproduce --report and elevator report differ");
+    // The table with a `cdf` scope gets one chart, under its heading; the other none.
+    assert_eq!(direct.matches("<svg").count(), 1);
+    let chart = direct.find("<svg").unwrap();
+    assert!(direct.find("<h4>Random reader&#39;s latency</h4>").unwrap() < chart);
+    assert!(direct.find("<h4>Bandwidth</h4>").unwrap() < chart);
+    for curve in ["BFQ 100", "BFQ 400", "CFQ 100", "CFQ 400"] {
+        assert!(direct.contains(&format!("\n{curve}\n</text>")), "no curve `{curve}`");
+    }
+    assert!(direct.contains("markers at p50 (circle) and p99 (triangle)"));
+
+    // Tables on standard output, the page to a file: the JSON is named `-`, as when it is
+    // piped into `elevator report -`.
+    let piped = dir.join("piped.html");
+    let tables = ok(&["reproduce", "tiny", "--scenarios", s(&scenarios), "--report", s(&piped)]);
+    assert!(String::from_utf8(tables).unwrap().contains("elevator (simulated)"));
+    let from_stdin = ok_with_stdin(&["report", "-", "-o", "-"], &std::fs::read(&json).unwrap());
+    assert_eq!(std::fs::read(&piped).unwrap(), from_stdin);
+    assert!(String::from_utf8(from_stdin).unwrap().contains("<code>-</code>"));
+}
+
+#[test]
+fn compare_report_is_the_page_report_makes_of_its_json() {
+    let dir = temp_dir("compare-report");
+    let json = dir.join("compare.json");
+    let page = dir.join("compare.html");
+    let compare = |extra: &[&str]| {
+        let mut args = vec![
+            "compare",
+            "examples/seq-vs-random.fio",
+            "--scheduler",
+            "mq-deadline",
+            "--scheduler",
+            "bfq",
+        ];
+        args.extend_from_slice(extra);
+        ok(&args)
+    };
+    compare(&["--output-format", "json", "--output", s(&json), "--report", s(&page)]);
+    let via_report = report(&dir, &[&json]).replace("e2e &lt;report&gt;", "elevator report");
+    let direct = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(direct, via_report, "compare --report and elevator report differ");
+    // Two schedulers, each a CDF and a share chart.
+    assert_eq!(direct.matches("<svg").count(), 4);
+
+    // The table to a file, the page to standard output.
+    let table = dir.join("table.txt");
+    let stdout = compare(&["--output", s(&table), "--report", "-"]);
+    assert!(std::fs::read_to_string(&table).unwrap().contains("Max-bandw"));
+    let from_stdin = ok_with_stdin(&["report", "-", "-o", "-"], &std::fs::read(&json).unwrap());
+    assert_eq!(stdout, from_stdin);
+}
+
+#[test]
+fn report_pages_that_cannot_be_written_are_one_line_errors() {
+    let dir = temp_dir("report-to");
+    let scenarios = cdf_scenario(&dir);
+    // The page and the tables both on standard output: refused before anything runs.
+    let err = one_line_error(&["reproduce", "tiny", "--scenarios", s(&scenarios), "--report", "-"]);
+    assert!(err.contains("--report -") && err.contains("--output FILE"), "{err}");
+    let err = one_line_error(&[
+        "compare",
+        "examples/seq-vs-random.fio",
+        "--scheduler",
+        "none",
+        "--scheduler",
+        "bfq",
+        "--report",
+        "-",
+    ]);
+    assert!(err.contains("--report -"), "{err}");
+    // A page in a directory that does not exist.
+    let nowhere = dir.join("no/such/dir/page.html");
+    let err = one_line_error(&[
+        "compare",
+        "examples/seq-vs-random.fio",
+        "--scheduler",
+        "none",
+        "--scheduler",
+        "bfq",
+        "--output",
+        s(&dir.join("table.txt")),
+        "--report",
+        s(&nowhere),
+    ]);
+    assert!(err.starts_with(&format!("elevator: {}: cannot write", nowhere.display())), "{err}");
+}
