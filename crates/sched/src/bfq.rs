@@ -37,15 +37,23 @@
 //!   start fast — unless it was created in a **large burst** (`bfq_handle_burst`: 8 queues
 //!   created within 180 ms of each other, as the start-up of a parallel job is).
 //!
+//! - **ioprio classes** (`bfq_lookup_next_entity`): each tree has a service tree per class,
+//!   served real-time first, then best effort, then idle — but the idle class at least every
+//!   `BFQ_CL_IDLE_TIMEOUT` (200 ms). A queue of a higher class that becomes busy preempts the
+//!   one in service; the idle class is never idled for nor weight-raised. A queue's weight
+//!   follows its ioprio level, `(8 − level)` (`bfq_ioprio_to_weight`), so level 0 weighs
+//!   twice level 4; a process's new ioprio takes effect when its queue next becomes active.
+//!
 //! Deviations, and why: `max_budget` is a tunable with BFQ's default (16,384 sectors) and is
 //! not auto-tuned from the peak rate (the peak rate is measured for `wr_duration` only);
-//! soft real-time raising, injection while idling, early queue merging and ioprio classes are
-//! not modelled; groups are one level under the root; virtual times are `f64` (deterministic,
+//! soft real-time raising, injection while idling and early queue merging are not modelled;
+//! queue weights are the kernel's scaled by 2.5 (100 at level 4, BFQ's default for groups,
+//! so queues and groups of the root compare as before); groups are one level under the root; virtual times are `f64` (deterministic,
 //! IEEE 754); timers are the driver's (`WaitUntil`).
 
 use std::collections::BTreeMap;
 
-use elevator_core::{Cgroup, Nanos, Op, Request, RequestId};
+use elevator_core::{Cgroup, IoPrioClass, Nanos, Op, Request, RequestId};
 
 use crate::{Dispatch, Merged, Scheduler, TunableError, TunableInfo, TunableSpec};
 
@@ -67,6 +75,14 @@ const WR_REF_RATE_SECTORS_PER_NS: f64 = 14_000.0 / 1e9;
 pub const BFQ_GROUPS_MAX: usize = 4096;
 /// Queues (processes × groups) at most; past it, new processes share a group's last queue.
 pub const BFQ_QUEUES_MAX: usize = 65_536;
+/// The ioprio classes' service trees, in the order they are served (`BFQ_IOPRIO_CLASSES`).
+const CLASS_RT: usize = 0;
+const CLASS_BE: usize = 1;
+const CLASS_IDLE: usize = 2;
+const CLASSES: usize = 3;
+/// The idle class is served at least this often while others are busy
+/// (`BFQ_CL_IDLE_TIMEOUT`, HZ / 5).
+const CL_IDLE_TIMEOUT_NS: Nanos = 200 * MS;
 
 const TUNABLES: &[TunableSpec] = &[
     TunableSpec {
@@ -167,6 +183,9 @@ struct Entity {
 struct Queue {
     key: (u32, u32, bool),
     group: usize,
+    /// Its ioprio class's tree (`CLASS_*`) and its weight from the ioprio level.
+    class: usize,
+    prio_weight: f64,
     entity: Entity,
     requests: Vec<Request>,
     /// Requests dispatched and not completed.
@@ -196,9 +215,12 @@ impl Queue {
 #[derive(Debug, Default)]
 struct Group {
     entity: Entity,
-    vtime: f64,
+    /// The virtual time of each class's tree of this group.
+    vtime: [f64; CLASSES],
     /// Active queues of this group.
     active: Vec<usize>,
+    /// When its idle class was last chosen (`bfq_class_idle_last_service`).
+    idle_last_service_ns: Nanos,
 }
 
 #[derive(Debug)]
@@ -217,7 +239,8 @@ pub struct Bfq {
     /// Group 0 is the root; its queues and the other groups are entities of the root tree.
     groups: Vec<Group>,
     group_of_cgroup: BTreeMap<u32, usize>,
-    root_vtime: f64,
+    root_vtime: [f64; CLASSES],
+    root_idle_last_service_ns: Nanos,
     /// Active entities of the root tree: queues of the root group and non-root groups.
     root_active: Vec<Slot>,
     in_service: Option<InService>,
@@ -258,7 +281,8 @@ impl Bfq {
                 ..Group::default()
             }],
             group_of_cgroup: BTreeMap::new(),
-            root_vtime: 0.0,
+            root_vtime: [0.0; CLASSES],
+            root_idle_last_service_ns: 0,
             root_active: Vec::new(),
             in_service: None,
             dispatched_from: BTreeMap::new(),
@@ -306,9 +330,12 @@ impl Bfq {
         }
         let q = self.queues.len();
         let max_budget = self.max_budget();
+        let (class, prio_weight) = class_and_weight(rq);
         self.queues.push(Queue {
             key,
             group,
+            class,
+            prio_weight,
             entity: Entity { weight: 100.0, budget: max_budget, ..Entity::default() },
             requests: Vec::new(),
             dispatched: 0,
@@ -344,13 +371,22 @@ impl Bfq {
         q
     }
 
-    /// A queue's weight: BFQ's default 100 (queues share their group by it), times
+    /// A queue's weight: from its ioprio level (100 at the default level 4), times
     /// `wr_coeff` while weight-raised.
     fn weight_of(&self, q: usize, now: Nanos) -> f64 {
+        let w = self.queues[q].prio_weight;
         if self.queues[q].wr_until_ns.is_some_and(|t| now < t) {
-            100.0 * WR_COEFF
+            w * WR_COEFF
         } else {
-            100.0
+            w
+        }
+    }
+
+    /// The class of a root-tree entity: a group competes as best effort.
+    fn slot_class(&self, s: Slot) -> usize {
+        match s {
+            Slot::Queue(q) => self.queues[q].class,
+            Slot::Group(_) => CLASS_BE,
         }
     }
 
@@ -359,13 +395,15 @@ impl Bfq {
         let long_idle = self.queues[q].last_active_ns.is_none_or(|t| now >= t + WR_MIN_IDLE_NS);
         if self.t("low_latency") == 1
             && self.queues[q].sync()
+            && self.queues[q].class != CLASS_IDLE
             && long_idle
             && !self.queues[q].in_large_burst
         {
             self.queues[q].wr_until_ns = Some(now + self.wr_duration_ns());
         }
         let g = self.queues[q].group;
-        let vtime = if g == 0 { self.root_vtime } else { self.groups[g].vtime };
+        let c = self.queues[q].class;
+        let vtime = if g == 0 { self.root_vtime[c] } else { self.groups[g].vtime[c] };
         let w = self.weight_of(q, now);
         let e = &mut self.queues[q].entity;
         e.weight = w;
@@ -378,7 +416,7 @@ impl Bfq {
             self.groups[g].active.push(q);
             if !self.groups[g].entity.active {
                 let ge = &mut self.groups[g].entity;
-                ge.start = ge.finish.max(self.root_vtime);
+                ge.start = ge.finish.max(self.root_vtime[CLASS_BE]);
                 ge.finish = ge.start + self.queues[q].entity.budget as f64 / ge.weight;
                 ge.active = true;
                 self.root_active.push(Slot::Group(g));
@@ -405,45 +443,93 @@ impl Bfq {
             .min_by(|&a, &b| entity(a).finish.total_cmp(&entity(b).finish))
     }
 
-    fn select_queue(&mut self) -> Option<usize> {
+    /// The class to serve next among entities of `classes` (`bfq_lookup_next_entity`): the
+    /// highest present, but the idle class once its `CL_IDLE_TIMEOUT` has passed.
+    fn next_class(
+        classes: impl Iterator<Item = usize>,
+        idle_last: &mut Nanos,
+        now: Nanos,
+    ) -> Option<usize> {
+        let mut present = [false; CLASSES];
+        for c in classes {
+            present[c] = true;
+        }
+        let mut class = present.iter().position(|&p| p)?;
+        if now >= *idle_last + CL_IDLE_TIMEOUT_NS {
+            if present[CLASS_IDLE] {
+                class = CLASS_IDLE;
+            }
+            *idle_last = now;
+        }
+        Some(class)
+    }
+
+    fn select_queue(&mut self, now: Nanos) -> Option<usize> {
+        let classes: Vec<usize> = self.root_active.iter().map(|&s| self.slot_class(s)).collect();
+        let c =
+            Self::next_class(classes.iter().copied(), &mut self.root_idle_last_service_ns, now)?;
+        let slots: Vec<Slot> = self
+            .root_active
+            .iter()
+            .zip(&classes)
+            .filter(|&(_, &k)| k == c)
+            .map(|(&s, _)| s)
+            .collect();
         let queues = &self.queues;
         let groups = &self.groups;
         let ent = |s: Slot| match s {
             Slot::Queue(q) => queues[q].entity,
             Slot::Group(g) => groups[g].entity,
         };
-        let mut v = self.root_vtime;
-        let slot = Self::pick(&self.root_active, ent, &mut v)?;
-        self.root_vtime = v;
+        let mut v = self.root_vtime[c];
+        let slot = Self::pick(&slots, ent, &mut v)?;
+        self.root_vtime[c] = v;
         match slot {
             Slot::Queue(q) => Some(q),
             Slot::Group(g) => {
-                let mut v = self.groups[g].vtime;
-                let q = Self::pick(&self.groups[g].active, |q| self.queues[q].entity, &mut v)?;
-                self.groups[g].vtime = v;
+                let group = &mut self.groups[g];
+                let queues = &self.queues;
+                let c = Self::next_class(
+                    group.active.iter().map(|&q| queues[q].class),
+                    &mut group.idle_last_service_ns,
+                    now,
+                )?;
+                let members: Vec<usize> =
+                    group.active.iter().copied().filter(|&q| queues[q].class == c).collect();
+                let mut v = group.vtime[c];
+                let q = Self::pick(&members, |q| queues[q].entity, &mut v)?;
+                self.groups[g].vtime[c] = v;
                 Some(q)
             }
         }
     }
 
     /// Charges `sectors` of service to the trees above queue `q` (`bfq_bfqq_served`).
+    /// Charges `sectors` of service to the class trees above queue `q` (`bfq_bfqq_served`).
     fn charge_vtime(&mut self, q: usize, sectors: u64) {
         let g = self.queues[q].group;
+        let c = self.queues[q].class;
         if g == 0 {
-            let wsum: f64 = self.root_weight_sum();
-            self.root_vtime += sectors as f64 / wsum.max(1.0);
+            let wsum: f64 = self.root_weight_sum(c);
+            self.root_vtime[c] += sectors as f64 / wsum.max(1.0);
         } else {
-            let wsum: f64 =
-                self.groups[g].active.iter().map(|&q| self.queues[q].entity.weight).sum();
-            self.groups[g].vtime += sectors as f64 / wsum.max(1.0);
-            let rsum = self.root_weight_sum();
-            self.root_vtime += sectors as f64 / rsum.max(1.0);
+            let wsum: f64 = self.groups[g]
+                .active
+                .iter()
+                .filter(|&&x| self.queues[x].class == c)
+                .map(|&x| self.queues[x].entity.weight)
+                .sum();
+            self.groups[g].vtime[c] += sectors as f64 / wsum.max(1.0);
+            let rsum = self.root_weight_sum(CLASS_BE);
+            self.root_vtime[CLASS_BE] += sectors as f64 / rsum.max(1.0);
         }
     }
 
-    fn root_weight_sum(&self) -> f64 {
+    /// The weights of the root tree's active entities of class `c`.
+    fn root_weight_sum(&self, c: usize) -> f64 {
         self.root_active
             .iter()
+            .filter(|&&s| self.slot_class(s) == c)
             .map(|&s| match s {
                 Slot::Queue(q) => self.queues[q].entity.weight,
                 Slot::Group(g) => self.groups[g].entity.weight,
@@ -583,6 +669,18 @@ impl Bfq {
     }
 }
 
+/// A request's ioprio class tree and queue weight: `bfq_ioprio_to_weight`'s
+/// `(8 − level) × 10`, scaled so that the default level 4 weighs BFQ's default 100.
+fn class_and_weight(rq: &Request) -> (usize, f64) {
+    let class = match rq.owner.prio.effective_class() {
+        IoPrioClass::RealTime => CLASS_RT,
+        IoPrioClass::Idle => CLASS_IDLE,
+        IoPrioClass::BestEffort | IoPrioClass::None => CLASS_BE,
+    };
+    let level = f64::from(rq.owner.prio.level.min(7));
+    (class, (8.0 - level) * 25.0)
+}
+
 impl Scheduler for Bfq {
     fn name(&self) -> &'static str {
         "bfq"
@@ -598,7 +696,14 @@ impl Scheduler for Bfq {
 
     fn insert(&mut self, rq: Request, now_ns: Nanos) {
         let q = self.queue_for(&rq, now_ns);
+        let idle_queue =
+            !self.queues[q].entity.active && self.in_service.as_ref().is_none_or(|s| s.queue != q);
         let qu = &mut self.queues[q];
+        if idle_queue {
+            // An ioprio change takes effect when the queue next becomes active
+            // (`bfq_check_ioprio_change`, `__bfq_entity_update_weight_prio`).
+            (qu.class, qu.prio_weight) = class_and_weight(&rq);
+        }
         // Think time: from the queue's last completion with nothing queued to this arrival.
         if qu.requests.is_empty() && qu.dispatched == 0 {
             if let Some(t) = qu.last_completion_ns {
@@ -616,8 +721,12 @@ impl Scheduler for Bfq {
             self.activate(q, now_ns);
             // bfq_bfqq_handle_idle_busy_switch: a queue of higher weight (weight-raised) that
             // becomes busy preempts the one in service.
+            // So does a queue of a higher class (`bfq_bfqq_higher_class_or_weight`).
             if let Some(s) = self.in_service.as_ref() {
-                if self.queues[q].entity.weight > self.queues[s.queue].entity.weight {
+                let (new, cur) = (&self.queues[q], &self.queues[s.queue]);
+                if new.class < cur.class
+                    || (new.class == cur.class && new.entity.weight > cur.entity.weight)
+                {
                     self.expire(Expiry::Preempted, now_ns);
                 }
             }
@@ -627,7 +736,7 @@ impl Scheduler for Bfq {
     fn dispatch(&mut self, now_ns: Nanos) -> Dispatch {
         loop {
             if self.in_service.is_none() {
-                let Some(q) = self.select_queue() else { return Dispatch::Empty };
+                let Some(q) = self.select_queue(now_ns) else { return Dispatch::Empty };
                 self.in_service = Some(InService {
                     queue: q,
                     start_ns: now_ns,
@@ -666,7 +775,9 @@ impl Scheduler for Bfq {
                 None => {
                     let qu = &self.queues[q];
                     let idle_ns = self.t("slice_idle") * MS;
+                    // Never idle for the idle class (`bfq_better_to_idle`).
                     let may_idle = qu.sync()
+                        && qu.class != CLASS_IDLE
                         && idle_ns > 0
                         && (self.t("strict_guarantees") == 1
                             || qu.ttime_samples == 0

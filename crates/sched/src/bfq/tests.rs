@@ -1,5 +1,5 @@
 use super::*;
-use elevator_core::Owner;
+use elevator_core::{IoPrio, Owner};
 
 const US: Nanos = 1_000;
 
@@ -12,13 +12,24 @@ fn rq(id: u64, pid: u32, cgroup: u32, op: Op, sector: u64, sectors: u64, now: Na
 /// Sequential readers (one per `(pid, cgroup)`), each keeping one 128-sector request queued, on
 /// a device that moves a sector in 100 ns; returns sectors served per reader over `until`.
 fn serve(b: &mut Bfq, readers: &[(u32, u32)], until: Nanos) -> Vec<u64> {
+    serve_prio(b, readers, &vec![IoPrio::DEFAULT; readers.len()], until)
+}
+
+/// `serve` with each reader's I/O priority.
+fn serve_prio(b: &mut Bfq, readers: &[(u32, u32)], prios: &[IoPrio], until: Nanos) -> Vec<u64> {
+    let rq = |id, i: usize, op, sector, sectors, now| {
+        let (pid, cgroup) = readers[i];
+        let mut r = rq(id, pid, cgroup, op, sector, sectors, now);
+        r.owner.prio = prios[i];
+        r
+    };
     let mut id = 0;
     let mut pos: Vec<u64> =
         readers.iter().enumerate().map(|(i, _)| i as u64 * 10_000_000).collect();
-    for (i, &(pid, cg)) in readers.iter().enumerate() {
-        b.insert(rq(id, pid, cg, Op::Read, pos[i], 128, 0), 0);
+    for (i, p) in pos.iter_mut().enumerate() {
+        b.insert(rq(id, i, Op::Read, *p, 128, 0), 0);
         id += 1;
-        pos[i] += 128;
+        *p += 128;
     }
     let mut served = vec![0u64; readers.len()];
     let mut now = 0;
@@ -29,7 +40,7 @@ fn serve(b: &mut Bfq, readers: &[(u32, u32)], until: Nanos) -> Vec<u64> {
                 b.completed(&r, now);
                 let i = readers.iter().position(|&(p, _)| p == r.owner.pid).unwrap();
                 served[i] += r.sectors();
-                b.insert(rq(id, r.owner.pid, r.owner.cgroup, Op::Read, pos[i], 128, now), now);
+                b.insert(rq(id, i, Op::Read, pos[i], 128, now), now);
                 id += 1;
                 pos[i] += 128;
             }
@@ -160,4 +171,31 @@ fn tunables_by_their_sysfs_names() {
     b.set_tunable("slice_idle", "0").unwrap();
     assert!(b.set_tunable("low_latency", "2").is_err());
     assert!(b.set_tunable("quantum", "4").unwrap_err().to_string().contains("slice_idle"));
+}
+
+#[test]
+fn the_real_time_class_goes_first_and_the_idle_class_is_not_starved() {
+    let rt = IoPrio { class: IoPrioClass::RealTime, level: 4 };
+    let idle = IoPrio { class: IoPrioClass::Idle, level: 7 };
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    let served = serve_prio(&mut b, &[(10, 0), (20, 0)], &[rt, IoPrio::DEFAULT], 10_000_000_000);
+    assert!(served[1] * 20 < served[0], "RT {} sectors, BE {}", served[0], served[1]);
+    // The idle class gets a turn every BFQ_CL_IDLE_TIMEOUT: some service, far below BE's.
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    let served = serve_prio(&mut b, &[(10, 0), (20, 0)], &[IoPrio::DEFAULT, idle], 10_000_000_000);
+    assert!(served[1] > 0, "the idle class starved: {served:?}");
+    assert!(served[1] * 5 < served[0], "BE {} sectors, idle {}", served[0], served[1]);
+}
+
+#[test]
+fn ioprio_levels_weigh_queues() {
+    // Level 0 weighs (8 − 0) against level 4's (8 − 4): twice the service.
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    let high = IoPrio { class: IoPrioClass::BestEffort, level: 0 };
+    let served = serve_prio(&mut b, &[(10, 0), (20, 0)], &[high, IoPrio::DEFAULT], 20_000_000_000);
+    let share = served[0] as f64 / (served[0] + served[1]) as f64;
+    assert!((share - 2.0 / 3.0).abs() < 0.05, "level 0 got {share:.3} of {served:?}");
 }
