@@ -308,6 +308,43 @@ pub(crate) fn metrics_text(shared: &Shared, stats: &Stats) -> String {
             }
         }
     }
+    let io_cost: Vec<(usize, crate::worker::IoCostView)> = (0..shared.exports.len())
+        .filter_map(|i| match ask(shared, i, Ctl::IoCost(i)) {
+            Ok(CtlReply::IoCost(Some(v))) => Some((i, v)),
+            _ => None,
+        })
+        .collect();
+    if !io_cost.is_empty() {
+        let _ = writeln!(o, "# HELP elevator_iocost_vrate_ratio io.cost's vrate on the export's backing file (1: the cost model's rate).");
+        let _ = writeln!(o, "# TYPE elevator_iocost_vrate_ratio gauge");
+        for (i, v) in &io_cost {
+            let n = esc(&shared.exports[*i].info.name);
+            let r = v.vrate_ppm as f64 / 1e6;
+            let _ = writeln!(o, "elevator_iocost_vrate_ratio{{export=\"{n}\"}} {r}");
+        }
+        let _ = writeln!(o, "# HELP elevator_iocost_hweight_ratio The export's share of its backing file under io.cost: hierarchical weight active and in use (after donation); 0 while idle.");
+        let _ = writeln!(o, "# TYPE elevator_iocost_hweight_ratio gauge");
+        for (i, v) in &io_cost {
+            let n = esc(&shared.exports[*i].info.name);
+            let (a, u) = v.hweights.unwrap_or((0, 0));
+            for (kind, w) in [("active", a), ("inuse", u)] {
+                let r = w as f64 / 65536.0;
+                let _ = writeln!(
+                    o,
+                    "elevator_iocost_hweight_ratio{{export=\"{n}\",kind=\"{kind}\"}} {r}"
+                );
+            }
+        }
+        let _ = writeln!(o, "# HELP elevator_iocost_latency_target_seconds io.cost's QoS latency targets (rlat, wlat), to read against the export's request latency.");
+        let _ = writeln!(o, "# TYPE elevator_iocost_latency_target_seconds gauge");
+        for (i, v) in &io_cost {
+            let n = esc(&shared.exports[*i].info.name);
+            for (dir, us) in [("read", v.rlat_us), ("write", v.wlat_us)] {
+                let t = us as f64 / 1e6;
+                let _ = writeln!(o, "elevator_iocost_latency_target_seconds{{export=\"{n}\",direction=\"{dir}\"}} {t}");
+            }
+        }
+    }
     let _ = writeln!(o, "# HELP elevator_device_queue Requests held by the export's scheduler and in flight below it.");
     let _ = writeln!(o, "# TYPE elevator_device_queue gauge");
     for (i, e) in shared.exports.iter().enumerate() {

@@ -134,7 +134,20 @@ pub(crate) enum Ctl {
     SetIoMax(usize, String),
     /// Export `.0`'s `io.max`.
     IoMax(usize),
+    /// Export `.0`'s io.cost state.
+    IoCost(usize),
     Queue,
+}
+
+/// What io.cost shows of one export: the backing file's vrate and QoS targets, the export's
+/// hierarchical weights (none while it is idle).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IoCostView {
+    pub vrate_ppm: u64,
+    pub rlat_us: u64,
+    pub wlat_us: u64,
+    /// `hweight_active` and `hweight_inuse`, in 1/65536.
+    pub hweights: Option<(u64, u64)>,
 }
 
 pub(crate) enum CtlReply {
@@ -147,6 +160,8 @@ pub(crate) enum CtlReply {
     Mclock(Option<elevator_control::mclock::MclockGroup>),
     /// An export's `io.max`; none without `controller = "io.max"`.
     IoMax(Option<IoMax>),
+    /// An export's io.cost state; none without `controller = "io.cost"`.
+    IoCost(Option<IoCostView>),
     /// Requests queued in the scheduler, in flight, and parked.
     Queue {
         queued: usize,
@@ -752,6 +767,15 @@ impl Worker {
             }
             Ctl::IoMax(export) => CtlReply::IoMax(match self.setup.control.as_ref() {
                 Some(GroupControl::IoMax(t)) => t.limits(export as u32 + 1),
+                _ => None,
+            }),
+            Ctl::IoCost(export) => CtlReply::IoCost(match self.setup.control.as_mut() {
+                Some(GroupControl::IoCost(c)) => Some(IoCostView {
+                    vrate_ppm: c.vrate_ppm(),
+                    rlat_us: c.qos().rlat_us,
+                    wlat_us: c.qos().wlat_us,
+                    hweights: c.hweights(export as u32 + 1),
+                }),
                 _ => None,
             }),
             Ctl::Queue => CtlReply::Queue {

@@ -175,3 +175,37 @@ fn io_max_by_ctl_and_in_metrics() {
     assert!(m.contains("elevator_io_max{export=\"b\",key=\"wiops\"} 50"), "{m}");
     server.shutdown();
 }
+
+#[test]
+fn io_cost_weight_by_ctl_and_in_metrics() {
+    let dir = tempfile::Builder::new().tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ex = |name: &str, weight| ExportConfig {
+        name: name.into(),
+        path: dir.path().join("shared.img"),
+        size: Some(1 << 20),
+        weight,
+        ..Default::default()
+    };
+    let mut c = ServerConfig::with_exports(vec![ex("a", 200), ex("b", 100)]);
+    c.listen = Some("127.0.0.1:0".into());
+    c.controller = "io.cost".into();
+    c.io_cost_qos = Some("rpct=95 rlat=5000 wpct=95 wlat=7000".into());
+    let sock = dir.path().join("ctl.sock");
+    c.control_socket = Some(sock.clone());
+    c.metrics = Some("127.0.0.1:0".into());
+    let server = Server::start(c).unwrap();
+    assert_eq!(ask(&sock, "set b weight 5000")["ok"], true);
+    assert_eq!(ask(&sock, "get b weight")["value"], "5000");
+    let m = http_get(server.metrics_addr().unwrap(), "/metrics");
+    assert!(m.contains("elevator_iocost_vrate_ratio{export=\"a\"} 1"), "{m}");
+    assert!(
+        m.contains(
+            "elevator_iocost_latency_target_seconds{export=\"b\",direction=\"write\"} 0.007"
+        ),
+        "{m}"
+    );
+    // Nobody has issued I/O: no export is active, its shares read 0.
+    assert!(m.contains("elevator_iocost_hweight_ratio{export=\"a\",kind=\"active\"} 0"), "{m}");
+    assert!(m.contains("elevator_group_weight{export=\"b\"} 5000"), "{m}");
+    server.shutdown();
+}
