@@ -145,6 +145,8 @@ struct Entry {
 /// The anticipatory scheduler. See the module documentation.
 #[derive(Debug)]
 pub struct Anticipatory {
+    /// Why the last request went (`Scheduler::last_decision`).
+    decision: &'static str,
     fifo_expire: [Nanos; 2],
     batch_expire: [Nanos; 2],
     antic_expire: Nanos,
@@ -189,6 +191,7 @@ fn dir(rq: &Request) -> usize {
 impl Anticipatory {
     pub fn new() -> Anticipatory {
         Anticipatory {
+            decision: "",
             fifo_expire: [250 * NS_PER_MS, 125 * NS_PER_MS],
             batch_expire: [125 * NS_PER_MS, 500 * NS_PER_MS],
             antic_expire: 6 * NS_PER_MS,
@@ -524,6 +527,11 @@ impl Anticipatory {
                     if reads && !writes {
                         self.current_batch_expires = now + self.batch_expire[SYNC];
                     }
+                    self.decision = if self.antic_status == AnticStatus::Finished {
+                        "anticipation ended: batch continues"
+                    } else {
+                        "batch continues"
+                    };
                     chosen = Some((d, k));
                 }
             }
@@ -535,6 +543,7 @@ impl Anticipatory {
                 }
                 self.batch_data_dir = SYNC;
                 self.last_check_fifo[SYNC] = now;
+                self.decision = "new read batch";
                 chosen = Some((SYNC, self.fifo_head(SYNC).expect("reads queued")));
             } else {
                 if self.batch_data_dir == SYNC {
@@ -545,6 +554,7 @@ impl Anticipatory {
                 self.current_write_count = self.write_batch_count;
                 self.write_batch_idled = false;
                 self.last_check_fifo[ASYNC] = now;
+                self.decision = "new write batch";
                 chosen = Some((ASYNC, self.fifo_head(ASYNC).expect("writes queued")));
             }
         }
@@ -552,6 +562,7 @@ impl Anticipatory {
         let mut pick = chosen.map(|c| c.1);
         if fifo_forced || self.fifo_expired(d, now) {
             pick = self.fifo_head(d).or(pick);
+            self.decision = "fifo expired";
         }
         if self.changed_batch {
             if self.nr_dispatched > 0 {
@@ -676,6 +687,10 @@ impl Scheduler for Anticipatory {
             aic.last_end_request = now;
             aic.io_running = true;
         }
+    }
+
+    fn last_decision(&self) -> &'static str {
+        self.decision
     }
 
     fn queued(&self) -> usize {

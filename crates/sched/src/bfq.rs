@@ -252,6 +252,10 @@ pub struct Bfq {
     large_burst: bool,
     peak_rate_sectors_per_ns: f64,
     queued: usize,
+    /// Why the queue in service last changed, and why the last request went.
+    last_expiry: Option<Expiry>,
+    fifo_hit: bool,
+    decision: &'static str,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -292,6 +296,9 @@ impl Bfq {
             large_burst: false,
             peak_rate_sectors_per_ns: 0.0,
             queued: 0,
+            last_expiry: None,
+            fifo_hit: false,
+            decision: "",
         }
     }
 
@@ -540,6 +547,7 @@ impl Bfq {
     /// Expires the queue in service (`bfq_bfqq_expire`).
     fn expire(&mut self, reason: Expiry, now: Nanos) {
         let Some(s) = self.in_service.take() else { return };
+        self.last_expiry = Some(reason);
         let q = s.queue;
         let elapsed = now.saturating_sub(s.start_ns);
         let timeout = self.t("timeout_sync") * MS;
@@ -646,6 +654,7 @@ impl Bfq {
                 .min_by_key(|(_, r)| (r.submit_ns, r.id))
                 .expect("not empty");
             if now >= oldest.submit_ns + expire {
+                self.fifo_hit = true;
                 return Some(i);
             }
         }
@@ -666,6 +675,25 @@ impl Bfq {
                 (cost, r.id)
             })
             .map(|(i, _)| i)
+    }
+}
+
+/// The decision of a dispatch that started a new queue: why the last one expired, and
+/// whether this request was the expired head of the new queue's FIFO.
+fn switch_decision(last: Option<Expiry>, fifo: bool) -> &'static str {
+    match (last, fifo) {
+        (Some(Expiry::BudgetExhausted), false) => "budget exhausted: next by B-WF2Q+",
+        (Some(Expiry::BudgetExhausted), true) => "budget exhausted: next by B-WF2Q+, fifo expired",
+        (Some(Expiry::BudgetTimeout), false) => "budget timeout: next by B-WF2Q+",
+        (Some(Expiry::BudgetTimeout), true) => "budget timeout: next by B-WF2Q+, fifo expired",
+        (Some(Expiry::NoMoreRequests), false) => "queue empty: next by B-WF2Q+",
+        (Some(Expiry::NoMoreRequests), true) => "queue empty: next by B-WF2Q+, fifo expired",
+        (Some(Expiry::TooIdle), false) => "idling ended: next by B-WF2Q+",
+        (Some(Expiry::TooIdle), true) => "idling ended: next by B-WF2Q+, fifo expired",
+        (Some(Expiry::Preempted), false) => "preempted: next by B-WF2Q+",
+        (Some(Expiry::Preempted), true) => "preempted: next by B-WF2Q+, fifo expired",
+        (None, false) => "first queue by B-WF2Q+",
+        (None, true) => "first queue by B-WF2Q+, fifo expired",
     }
 }
 
@@ -734,8 +762,10 @@ impl Scheduler for Bfq {
     }
 
     fn dispatch(&mut self, now_ns: Nanos) -> Dispatch {
+        let mut switched = false;
         loop {
             if self.in_service.is_none() {
+                switched = true;
                 let Some(q) = self.select_queue(now_ns) else { return Dispatch::Empty };
                 self.in_service = Some(InService {
                     queue: q,
@@ -752,6 +782,7 @@ impl Scheduler for Bfq {
                 continue;
             }
             let mut fifo_checked = s.fifo_checked;
+            self.fifo_hit = false;
             match self.next_request(q, now_ns, &mut fifo_checked) {
                 Some(i) => {
                     let sectors = self.queues[q].requests[i].sectors().max(1);
@@ -770,6 +801,11 @@ impl Scheduler for Bfq {
                     self.queues[q].dispatched += 1;
                     self.head_sector = rq.sector() + rq.sectors();
                     self.charge_vtime(q, sectors);
+                    self.decision = match (switched, self.fifo_hit) {
+                        (false, false) => "budget continues",
+                        (false, true) => "budget continues, fifo expired",
+                        (true, fifo) => switch_decision(self.last_expiry.take(), fifo),
+                    };
                     return Dispatch::Request(rq);
                 }
                 None => {
@@ -845,6 +881,10 @@ impl Scheduler for Bfq {
 
     fn queued(&self) -> usize {
         self.queued
+    }
+
+    fn last_decision(&self) -> &'static str {
+        self.decision
     }
 
     fn tunables(&self) -> Vec<TunableInfo> {

@@ -361,6 +361,8 @@ pub struct Deadline {
     batching: u64,
     starved: u64,
     queued: usize,
+    /// Why the last request went (`Scheduler::last_decision`).
+    decision: &'static str,
 }
 
 impl Default for Deadline {
@@ -407,6 +409,7 @@ impl Deadline {
             batching: 0,
             starved: 0,
             queued: 0,
+            decision: "",
         }
     }
 
@@ -623,6 +626,7 @@ impl Deadline {
         if self.batching < self.tun.fifo_batch {
             if let Some(idx) = self.next_request(p, last_dir) {
                 // Still entitled to continue the batch in sector order.
+                self.decision = "batch continues";
                 return self.start(p, last_dir, idx, latest_start);
             }
         }
@@ -637,12 +641,15 @@ impl Deadline {
                 starved >= self.tun.writes_starved
             } {
                 self.starved = 0;
+                self.decision = "writes starved: write batch";
                 WRITE
             } else {
+                self.decision = "new read batch";
                 READ
             }
         } else if pp.fifo_nonempty(WRITE) {
             self.starved = 0;
+            self.decision = "new write batch";
             WRITE
         } else {
             return None;
@@ -653,6 +660,9 @@ impl Deadline {
         let pp = &self.per_prio[p];
         let head = pp.fifo_head[dir];
         let expired = now_ns >= self.slab[head as usize].fifo_time;
+        if expired {
+            self.decision = if dir == READ { "read fifo expired" } else { "write fifo expired" };
+        }
         let idx = if expired { head } else { self.next_request(p, dir).unwrap_or(head) };
         self.last_dir = dir;
         self.batching = 0;
@@ -816,9 +826,11 @@ impl Scheduler for Deadline {
     fn dispatch(&mut self, now_ns: Nanos) -> Dispatch {
         if let Some(rq) = self.bypass.pop_front() {
             self.queued -= 1;
+            self.decision = "flush bypasses scheduling";
             return Dispatch::Request(rq);
         }
         if let Some(rq) = self.dispatch_aged(now_ns) {
+            self.decision = "priority aging expired";
             return Dispatch::Request(rq);
         }
         for p in [RT, BE, IDLE] {
@@ -840,6 +852,10 @@ impl Scheduler for Deadline {
 
     fn queued(&self) -> usize {
         self.queued
+    }
+
+    fn last_decision(&self) -> &'static str {
+        self.decision
     }
 
     fn tunables(&self) -> Vec<TunableInfo> {

@@ -86,6 +86,8 @@ struct Histogram {
 
 #[derive(Debug)]
 pub struct Kyber {
+    /// Why the last request went (`Scheduler::last_decision`).
+    decision: &'static str,
     queues: [VecDeque<Request>; DOMAINS],
     depth: [u32; DOMAINS],
     in_flight: [u32; DOMAINS],
@@ -120,6 +122,7 @@ fn domain_of(op: Op) -> usize {
 impl Kyber {
     pub fn new() -> Kyber {
         Kyber {
+            decision: "",
             queues: Default::default(),
             depth: KYBER_DEPTH,
             in_flight: [0; DOMAINS],
@@ -244,6 +247,10 @@ impl Scheduler for Kyber {
         } else {
             None
         };
+        self.decision = "domain batch continues";
+        if found.is_none() {
+            self.decision = "next domain with a token";
+        }
         let rq = found.or_else(|| {
             self.batching = 0;
             (0..DOMAINS).find_map(|_| {
@@ -275,6 +282,10 @@ impl Scheduler for Kyber {
 
     fn queued(&self) -> usize {
         self.queues.iter().map(VecDeque::len).sum()
+    }
+
+    fn last_decision(&self) -> &'static str {
+        self.decision
     }
 
     fn tunables(&self) -> Vec<TunableInfo> {

@@ -83,6 +83,14 @@ pub trait Scheduler: Send {
         false
     }
 
+    /// Why the request `dispatch` last handed out went then: a short, stable phrase in the
+    /// scheduler's own terms ("batch continues", "fifo expired", "slice expired", "budget
+    /// exhausted", ...), for `--trace-decisions` and the server's `ctl trace`. Schedulers with
+    /// a single rule answer what it is.
+    fn last_decision(&self) -> &'static str {
+        "fifo order"
+    }
+
     /// Number of requests inserted and not yet dispatched.
     fn queued(&self) -> usize;
 

@@ -318,6 +318,12 @@ pub struct Cfq {
     serving_type: usize,
     workload_expires: Option<Nanos>,
     idle_until: Option<Nanos>,
+    /// Why the active queue last changed, why the last queue was picked, whether the last
+    /// request came from the FIFO, and the decision reported (`Scheduler::last_decision`).
+    expire_cause: &'static str,
+    picked: &'static str,
+    fifo_hit: bool,
+    decision: &'static str,
     rq_queued: usize,
     in_driver: u32,
     /// `hw_tag`: -1 unknown, 0 no command queueing, 1 command queueing.
@@ -371,6 +377,10 @@ impl Cfq {
             serving_type: WL_SYNC,
             workload_expires: None,
             idle_until: None,
+            expire_cause: "first slice",
+            picked: "",
+            fifo_hit: false,
+            decision: "",
             rq_queued: 0,
             in_driver: 0,
             hw_tag: -1,
@@ -860,6 +870,7 @@ impl Cfq {
         let tree = tree_index(self.serving_prio, self.serving_type);
         let q = self.groups[g].trees[tree].values().next().copied()?;
         self.set_active(q, now);
+        self.picked = new_slice_decision(self.expire_cause, self.groups.len() > 1);
         Some(q)
     }
 
@@ -879,8 +890,10 @@ impl Cfq {
         }
         let empty = self.queues[q].sort.is_empty();
         let expire = if self.queues[q].wait_busy && !empty {
+            self.expire_cause = "wait_busy ended";
             true
         } else if self.slice_used(q, now) && !self.queues[q].must_dispatch {
+            self.expire_cause = "slice expired";
             let g = self.queues[q].group;
             if self.groups[g].nr_cfqq == 1
                 && empty
@@ -895,11 +908,14 @@ impl Cfq {
             true
         } else {
             if !empty {
+                self.picked = "slice continues";
                 return Some(q);
             }
             if let Some(n) = self.switch_to_cooperator(q, now) {
+                self.picked = "close cooperator queue";
                 return Some(n);
             }
+            self.expire_cause = "queue empty, no idling";
             if self.idle_until.is_some() {
                 return None;
             }
@@ -977,6 +993,7 @@ impl Cfq {
         }
         qq.fifo_expire = true;
         let (&(t, _), &key) = qq.fifo.iter().next()?;
+        self.fifo_hit = now >= t;
         (now >= t).then_some(key)
     }
 
@@ -1037,6 +1054,7 @@ impl Cfq {
             && ((!qq.sync && u64::from(qq.slice_dispatch) >= maxrq) || qq.class == IDLE)
         {
             qq.slice_end = now + 1;
+            self.expire_cause = "async or idle quota dispatched";
             self.slice_expired(false, now);
         }
         Some(rq)
@@ -1060,6 +1078,7 @@ impl Cfq {
             }
             self.queues[q].deep = false;
         }
+        self.expire_cause = "idling ended";
         self.slice_expired(false, now);
     }
 
@@ -1154,6 +1173,7 @@ impl Cfq {
     /// `cfq_preempt_queue`.
     fn preempt_queue(&mut self, q: usize, now: Nanos) {
         let old_type = self.active.map(|a| self.wl(a));
+        self.expire_cause = "preempted";
         self.slice_expired(true, now);
         if old_type != Some(self.wl(q)) {
             let g = self.queues[q].group;
@@ -1188,6 +1208,29 @@ impl Cfq {
         } else if cic.sample_valid() {
             qq.idle_window = cic.ttime_mean <= slice_idle;
         }
+    }
+}
+
+/// The decision of a new slice: why the last one ended, and whether a group was chosen first
+/// (by the smallest `vdisktime`).
+fn new_slice_decision(cause: &'static str, groups: bool) -> &'static str {
+    match (cause, groups) {
+        ("slice expired", false) => "slice expired: new slice",
+        ("slice expired", true) => "slice expired: group chosen by vdisktime",
+        ("idling ended", false) => "idling ended: new slice",
+        ("idling ended", true) => "idling ended: group chosen by vdisktime",
+        ("queue empty, no idling", false) => "queue empty, no idling: new slice",
+        ("queue empty, no idling", true) => "queue empty, no idling: group chosen by vdisktime",
+        ("wait_busy ended", false) => "wait_busy ended: new slice",
+        ("wait_busy ended", true) => "wait_busy ended: group chosen by vdisktime",
+        ("preempted", false) => "preempted: new slice",
+        ("preempted", true) => "preempted: group chosen by vdisktime",
+        ("async or idle quota dispatched", false) => "async or idle quota dispatched: new slice",
+        ("async or idle quota dispatched", true) => {
+            "async or idle quota dispatched: group chosen by vdisktime"
+        }
+        (_, false) => "new slice",
+        (_, true) => "group chosen by vdisktime",
     }
 }
 
@@ -1304,8 +1347,10 @@ impl Scheduler for Cfq {
                 None => Dispatch::Empty,
             };
         }
+        self.fifo_hit = false;
         if let Some(q) = self.select_queue(now) {
             if let Some(rq) = self.dispatch_from(q, now) {
+                self.decision = if self.fifo_hit { "fifo expired" } else { self.picked };
                 return Dispatch::Request(rq);
             }
         }
@@ -1363,6 +1408,7 @@ impl Scheduler for Cfq {
                 self.queues[q].wait_busy = true;
             }
             if self.slice_used(q, now) || self.queues[q].class == IDLE {
+                self.expire_cause = "slice expired";
                 self.slice_expired(true, now);
             } else if sync && empty {
                 self.arm_slice_timer(q, now);
@@ -1399,6 +1445,10 @@ impl Scheduler for Cfq {
 
     fn groups_active(&self) -> bool {
         self.t.group_scheduling
+    }
+
+    fn last_decision(&self) -> &'static str {
+        self.decision
     }
 
     fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), TunableError> {
