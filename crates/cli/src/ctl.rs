@@ -1,4 +1,4 @@
-//! `elevator ctl --socket PATH stats|list|get|set`: talks to a running `elevator serve` over
+//! `elevator ctl --socket PATH stats|list|get|set|trace`: talks to a running `elevator serve` over
 //! its control socket (`control_socket` in the server's TOML). One request line out, one JSON
 //! line back; printed as text, or as the JSON with `--json`.
 
@@ -31,6 +31,14 @@ pub enum CtlCommand {
     Get { export: String, name: Option<String> },
     /// Changes a tunable (range-checked by the scheduler) or the export's `weight`.
     Set { export: String, name: String, value: String },
+    /// `trace on FILE`: each request the schedulers dispatch, with their reason, as a JSON
+    /// line in FILE (the simulator's `--trace-decisions` format); `trace off` stops it.
+    Trace {
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+        /// The trace file (with `on`), written by the server; relative to this directory.
+        file: Option<PathBuf>,
+    },
 }
 
 fn ask(socket: &PathBuf, line: &str) -> Result<Value, String> {
@@ -59,6 +67,15 @@ pub fn run(args: &CtlArgs) -> Result<(), String> {
             format!("get {export} {}", name.as_deref().unwrap_or("")).trim_end().to_string()
         }
         CtlCommand::Set { export, name, value } => format!("set {export} {name} {value}"),
+        CtlCommand::Trace { state, file } => match (state.as_str(), file) {
+            ("on", Some(f)) => {
+                let abs = std::path::absolute(f).map_err(|e| format!("{}: {e}", f.display()))?;
+                format!("trace on {}", abs.display())
+            }
+            ("on", None) => return Err("trace on needs the trace FILE".into()),
+            (_, Some(_)) => return Err("trace off takes no FILE".into()),
+            _ => "trace off".to_string(),
+        },
     };
     if line.contains('\n') {
         return Err("arguments may not contain newlines".into());
@@ -127,7 +144,7 @@ pub fn run(args: &CtlArgs) -> Result<(), String> {
                 );
             }
         }
-        CtlCommand::Set { .. } => {}
+        CtlCommand::Set { .. } | CtlCommand::Trace { .. } => {}
     }
     Ok(())
 }

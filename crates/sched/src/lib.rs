@@ -18,6 +18,7 @@ pub mod cfq;
 pub mod deadline;
 pub mod kyber;
 pub mod noop;
+pub mod trace;
 pub mod tunables;
 
 use elevator_core::{Cgroup, Nanos, Request, RequestId};

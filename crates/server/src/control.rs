@@ -63,6 +63,39 @@ pub(crate) fn handle_line(line: &str, shared: &Shared, stats: &Stats) -> Value {
 fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.as_slice() {
+        ["trace", "on", path] => {
+            let path = std::path::Path::new(path);
+            if !path.is_absolute() {
+                return Err(format!("trace: `{}`: give an absolute path", path.display()));
+            }
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(path)
+                .and_then(|f| {
+                    drop(f);
+                    std::fs::OpenOptions::new().append(true).open(path)
+                })
+                .map_err(|e| format!("trace: `{}`: {e}", path.display()))?;
+            for i in 0..shared.exports.len() {
+                let f = file.try_clone().map_err(|e| format!("trace: {e}"))?;
+                match ask(shared, i, Ctl::Trace(Some(f)))? {
+                    CtlReply::Done(r) => r?,
+                    _ => return Err("unexpected worker reply".into()),
+                }
+            }
+            Ok(json!({}))
+        }
+        ["trace", "off"] => {
+            for i in 0..shared.exports.len() {
+                match ask(shared, i, Ctl::Trace(None))? {
+                    CtlReply::Done(r) => r?,
+                    _ => return Err("unexpected worker reply".into()),
+                }
+            }
+            Ok(json!({}))
+        }
         ["list"] => {
             let mut out = Vec::new();
             for (i, e) in shared.exports.iter().enumerate() {

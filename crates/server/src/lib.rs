@@ -22,6 +22,7 @@ mod readahead;
 mod stats;
 mod stop;
 mod tls;
+mod trace;
 mod worker;
 
 pub use config::{

@@ -137,6 +137,8 @@ pub(crate) enum Ctl {
     /// Export `.0`'s io.cost state.
     IoCost(usize),
     Queue,
+    /// Start (a file opened for appending) or stop the decision trace.
+    Trace(Option<std::fs::File>),
 }
 
 /// What io.cost shows of one export: the backing file's vrate and QoS targets, the export's
@@ -453,6 +455,7 @@ pub(crate) fn spawn(
             inflight: IdMap::default(),
             parked: VecDeque::new(),
             conns: Vec::new(),
+            trace: None,
             stopping: false,
             last_busy: Instant::now(),
         };
@@ -472,6 +475,8 @@ struct Worker {
     ra: Cache<Rc<IoBuf>, Job>,
     rx: Receiver<Msg>,
     wake: Arc<Wake>,
+    /// `elevator ctl trace on FILE`: a JSON line per dispatched request.
+    trace: Option<crate::trace::DecisionTrace>,
     efd_buf: Box<u64>,
     efd_armed: bool,
     next_id: u64,
@@ -550,7 +555,14 @@ impl Worker {
             while self.inflight.len() + self.parked.len() < self.setup.depth {
                 let now = self.now();
                 match self.setup.sched.dispatch(now) {
-                    Dispatch::Request(rq) => self.start(rq),
+                    Dispatch::Request(rq) => {
+                        if let Some(t) = self.trace.as_mut() {
+                            let s = &self.setup.sched;
+                            let (name, why, queued) = (s.name(), s.last_decision(), s.queued());
+                            t.record(now, &self.setup.name, name, why, &rq, queued);
+                        }
+                        self.start(rq)
+                    }
                     Dispatch::WaitUntil { until_ns } => {
                         deadline = Some(deadline.map_or(until_ns, |d: u64| d.min(until_ns)));
                         break;
@@ -778,6 +790,10 @@ impl Worker {
                 }),
                 _ => None,
             }),
+            Ctl::Trace(file) => {
+                self.trace = file.map(crate::trace::DecisionTrace::new);
+                CtlReply::Done(Ok(()))
+            }
             Ctl::Queue => CtlReply::Queue {
                 queued: sched.queued(),
                 inflight: self.inflight.len() + self.parked.len(),

@@ -377,3 +377,48 @@ except nbd.Error as e:
     run(nbdsh().arg("-u").arg(format!("{uri}/sparse")).arg("-c").arg(script));
     server.shutdown();
 }
+
+/// `ctl trace on FILE`: one JSON line per dispatched request, with the scheduler's reason,
+/// while nbdcopy reads the export; `trace off` ends it (nothing more is written).
+#[test]
+fn decision_trace_by_ctl() {
+    if !have("/usr/bin/nbdcopy") {
+        return;
+    }
+    use std::io::{BufRead, BufReader, Write};
+    let dir = workdir();
+    let sock = dir.path().join("ctl.sock");
+    let trace = dir.path().join("decisions.jsonl");
+    let (server, uri) = start_with(vec![export(dir.path(), "d", 4 * MIB, true)], |c| {
+        c.scheduler = "mq-deadline".into();
+        c.control_socket = Some(sock.clone());
+    });
+    let ctl = |line: &str| {
+        let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        writeln!(s, "{line}").unwrap();
+        let mut answer = String::new();
+        BufReader::new(s).read_line(&mut answer).unwrap();
+        serde_json::from_str::<serde_json::Value>(&answer).unwrap()
+    };
+    assert_eq!(
+        ctl("trace on relative.jsonl")["error"],
+        "trace: `relative.jsonl`: give an absolute path"
+    );
+    assert_eq!(ctl(&format!("trace on {}", trace.display()))["ok"], true);
+    run(Command::new("nbdcopy").arg(format!("{uri}/d")).arg(dir.path().join("copy.raw")));
+    assert_eq!(ctl("trace off")["ok"], true);
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert!(!lines.is_empty(), "no decisions traced");
+    for l in &lines {
+        assert_eq!(l["scheduler"], "mq-deadline", "{l}");
+        assert_eq!(l["op"], "read", "{l}");
+        assert!(l["decision"].as_str().is_some_and(|d| !d.is_empty()), "{l}");
+    }
+    let sectors: u64 = lines.iter().map(|l| l["sectors"].as_u64().unwrap()).sum();
+    assert!(sectors >= 4 * MIB / 512, "{sectors} sectors traced of the 4 MiB read");
+    run(Command::new("nbdcopy").arg(format!("{uri}/d")).arg(dir.path().join("again.raw")));
+    server.shutdown();
+    assert_eq!(std::fs::read_to_string(&trace).unwrap(), text, "written after trace off");
+}
