@@ -194,6 +194,33 @@ impl IoLatency {
         self.by_cgroup.get(&bio.request.owner.cgroup).copied().unwrap_or(self.default_group)
     }
 
+    /// The target of `cgroup`'s group, if it has one.
+    pub fn target(&self, cgroup: u32) -> Option<Nanos> {
+        self.by_cgroup.get(&cgroup).and_then(|&i| self.groups[i].settings.target_ns)
+    }
+
+    /// `io.latency` written again (`iolatency_set_limit`): the group's new target (`None`:
+    /// `target=max`). Any throttling in force is lifted (`iolatency_clear_scaling`), to be
+    /// found again from the next windows.
+    pub fn set_target(&mut self, cgroup: u32, target_ns: Option<Nanos>) -> Result<(), String> {
+        let &gi = self.by_cgroup.get(&cgroup).ok_or("no such io.latency group")?;
+        if target_ns.is_some_and(|t| t == 0 || t > IOLATENCY_TARGET_MAX_NS) {
+            return Err("io.latency: the target is out of range".into());
+        }
+        let settings = IoLatencyGroup { target_ns, ..self.groups[gi].settings.clone() };
+        let (queue, in_flight, counters) = {
+            let g = &mut self.groups[gi];
+            (std::mem::take(&mut g.queue), g.in_flight, g.counters.clone())
+        };
+        self.groups[gi] = Group { queue, in_flight, counters, ..Group::new(settings) };
+        for g in &mut self.groups {
+            g.max_depth = u32::MAX;
+            g.delay_until_ns = 0;
+        }
+        self.scale_lat_ns = None;
+        Ok(())
+    }
+
     /// The allowed depth of `cgroup`'s group now (`u32::MAX`: not throttled).
     pub fn max_depth(&self, cgroup: u32) -> Option<u32> {
         self.by_cgroup.get(&cgroup).map(|&i| self.groups[i].max_depth)

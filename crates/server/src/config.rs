@@ -23,7 +23,8 @@ fn is_loopback(addr: &str) -> std::io::Result<bool> {
 /// scheduler = "mq-deadline"
 /// controller = "none"               # "mclock": exports' reservation/weight/limit in IOPS;
 ///                                    # "io.max": exports' cgroup v2 io.max limits;
-///                                    # "io.cost": blk-iocost, exports' weight as io.weight
+///                                    # "io.cost": blk-iocost, exports' weight as io.weight;
+///                                    # "io.latency": exports' io_latency targets
 /// io_cost_qos = "rpct=95 rlat=5000"  # with controller = "io.cost": io.cost.qos keys, no MAJ:MIN
 /// io_cost_model = "rrandiops=4000"   # io.cost.model keys (default: the kernel's for the file)
 /// queue_depth = 32                   # requests in flight per backing file
@@ -52,6 +53,7 @@ fn is_loopback(addr: &str) -> std::io::Result<bool> {
 /// reservation_iops = 0               # with controller = "mclock": I/Os per second guaranteed
 /// limit_iops = 0                     # with controller = "mclock": never more (0: no limit)
 /// io_max = "riops=2000 wbps=max"     # with controller = "io.max": io.max's keys, no MAJ:MIN
+/// io_latency = "target=10000"        # with controller = "io.latency": µs, no MAJ:MIN
 /// max_connections = 16               # optional, this export's own limit
 /// allow_uids = [1000]                # optional: Unix peers allowed (SO_PEERCRED)
 /// allow_names = ["client.example"]   # optional: client certificate DNS names allowed
@@ -189,6 +191,10 @@ pub struct ExportConfig {
     /// (`rbps`, `wbps`, `riops`, `wiops`; a number or `max`), without the `MAJ:MIN`.
     #[serde(default)]
     pub io_max: Option<String>,
+    /// Under `controller = "io.latency"`: cgroup v2 `io.latency` keys for this export
+    /// (`target=USEC`), without the `MAJ:MIN`; exports without one are its peers.
+    #[serde(default)]
+    pub io_latency: Option<String>,
     #[serde(default)]
     pub description: String,
     /// This export's own limit on connections in the transmission phase.
@@ -458,6 +464,14 @@ impl ServerConfig {
         {
             return err("io_cost_qos and io_cost_model need controller = \"io.cost\"".into());
         }
+        if self.controller != "io.latency" {
+            if let Some(e) = self.exports.iter().find(|e| e.io_latency.is_some()) {
+                return err(format!(
+                    "export `{}`: io_latency needs controller = \"io.latency\"",
+                    e.name
+                ));
+            }
+        }
         if self.controller != "io.max" {
             if let Some(e) = self.exports.iter().find(|e| e.io_max.is_some()) {
                 return err(format!("export `{}`: io_max needs controller = \"io.max\"", e.name));
@@ -496,6 +510,20 @@ impl ServerConfig {
                     })?;
                 }
             }
+            "io.latency" => {
+                for e in &self.exports {
+                    if e.reservation_iops != 0 || e.limit_iops != 0 {
+                        return err(format!(
+                            "export `{}`: reservation_iops and limit_iops need controller = \"mclock\"",
+                            e.name
+                        ));
+                    }
+                    let keys = e.io_latency.as_deref().unwrap_or("");
+                    elevator_control::iolatency::parse_io_latency_keys(keys).map_err(|m| {
+                        crate::ServerError::Config(format!("export `{}`: {m}", e.name))
+                    })?;
+                }
+            }
             "io.cost" => {
                 for e in &self.exports {
                     if e.reservation_iops != 0 || e.limit_iops != 0 {
@@ -520,7 +548,7 @@ impl ServerConfig {
             }
             other => {
                 return err(format!(
-                    "controller `{other}`: expected none, mclock, io.max or io.cost"
+                    "controller `{other}`: expected none, mclock, io.max, io.latency or io.cost"
                 ))
             }
         }
@@ -606,6 +634,11 @@ mod tests {
         assert!(e(&iomax).contains("export `a`: io.max: `riops=abc`: expected an integer"));
         let iomax = format!("controller = \"io.max\"\n{ex}io_max = \"8:0 riops=100\"");
         assert!(e(&iomax).contains("`8:0`: expected KEY=VALUE"));
+        let lat = format!("controller = \"io.latency\"\n{ex}io_latency = \"target=x\"");
+        assert!(e(&lat).contains("export `a`: io.latency: `target=x`"));
+        assert!(
+            e(&format!("{ex}io_latency = \"target=5\"")).contains("io_latency needs controller")
+        );
         let cost = |extra: &str| e(&format!("controller = \"io.cost\"\n{extra}\n{ex}"));
         assert!(cost("io_cost_qos = \"rpct=abc\"").contains("io.cost.qos: `rpct=abc`"));
         assert!(

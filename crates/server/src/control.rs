@@ -132,6 +132,13 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
                 if *name == "weight" {
                     return Ok(json!({ "name": "weight", "value": weight.to_string() }));
                 }
+                if *name == "io.latency" {
+                    let CtlReply::IoLatency(Some((t, _))) = ask(shared, i, Ctl::IoLatency(i))? else {
+                        return Err("io.latency needs controller = \"io.latency\"".into());
+                    };
+                    let v = t.map_or("target=max".to_string(), |t| format!("target={}", t / 1000));
+                    return Ok(json!({ "name": name, "value": v }));
+                }
                 if *name == "io.max" {
                     let CtlReply::IoMax(Some(l)) = ask(shared, i, Ctl::IoMax(i))? else {
                         return Err("io.max needs controller = \"io.max\"".into());
@@ -164,6 +171,13 @@ fn request(line: &str, shared: &Shared, stats: &Stats) -> Result<Value, String> 
                 })
                 .collect();
             Ok(json!({ "export": export, "scheduler": scheduler, "weight": weight, "tunables": list }))
+        }
+        ["set", export, "io.latency", keys @ ..] if !keys.is_empty() => {
+            let i = find(shared, export)?;
+            match ask(shared, i, Ctl::SetIoLatency(i, keys.join(" ")))? {
+                CtlReply::Done(r) => r.map(|_| json!({})),
+                _ => Err("unexpected worker reply".into()),
+            }
         }
         ["set", export, "io.max", keys @ ..] if !keys.is_empty() => {
             let i = find(shared, export)?;
@@ -339,6 +353,30 @@ pub(crate) fn metrics_text(shared: &Shared, stats: &Stats) -> String {
                     let _ = writeln!(o, "elevator_io_max{{export=\"{n}\",key=\"{key}\"}} {v}");
                 }
             }
+        }
+    }
+    let io_latency: Vec<(usize, Option<u64>, u32)> = (0..shared.exports.len())
+        .filter_map(|i| match ask(shared, i, Ctl::IoLatency(i)) {
+            Ok(CtlReply::IoLatency(Some((t, d)))) => Some((i, t, d)),
+            _ => None,
+        })
+        .collect();
+    if !io_latency.is_empty() {
+        let _ = writeln!(o, "# HELP elevator_io_latency_target_seconds The export's io.latency target, to read against its request latency.");
+        let _ = writeln!(o, "# TYPE elevator_io_latency_target_seconds gauge");
+        for (i, t, _) in &io_latency {
+            if let Some(t) = t {
+                let n = esc(&shared.exports[*i].info.name);
+                let s = *t as f64 / 1e9;
+                let _ = writeln!(o, "elevator_io_latency_target_seconds{{export=\"{n}\"}} {s}");
+            }
+        }
+        let _ = writeln!(o, "# HELP elevator_io_latency_depth Requests io.latency lets the export have below it now (-1: not throttled).");
+        let _ = writeln!(o, "# TYPE elevator_io_latency_depth gauge");
+        for (i, _, d) in &io_latency {
+            let n = esc(&shared.exports[*i].info.name);
+            let v = if *d == u32::MAX { -1 } else { i64::from(*d) };
+            let _ = writeln!(o, "elevator_io_latency_depth{{export=\"{n}\"}} {v}");
         }
     }
     let io_cost: Vec<(usize, crate::worker::IoCostView)> = (0..shared.exports.len())

@@ -32,6 +32,7 @@ pub use config::{
 pub use stats::ExportStatsSnapshot;
 
 use elevator_control::iocost::{IoCost, IoCostGroup};
+use elevator_control::iolatency::{parse_io_latency_keys, IoLatency, IoLatencyGroup};
 use elevator_control::mclock::{Mclock, MclockGroup};
 use elevator_control::throttle::{
     IoMax, Throttle, ThrottleGroup, THROTL_SLICE_HD_NS, THROTL_SLICE_SSD_NS,
@@ -230,6 +231,25 @@ impl Server {
                     let slice = if rotational { THROTL_SLICE_HD_NS } else { THROTL_SLICE_SSD_NS };
                     Some(worker::GroupControl::IoMax(
                         Throttle::new(groups, slice).map_err(ServerError::Config)?,
+                    ))
+                }
+                "io.latency" => {
+                    let mut groups = Vec::new();
+                    for &i in members {
+                        let e = &config.exports[i];
+                        let keys = e.io_latency.as_deref().unwrap_or("");
+                        let target_ns = parse_io_latency_keys(keys).map_err(|m| {
+                            ServerError::Config(format!("export `{}`: {m}", e.name))
+                        })?;
+                        groups.push(IoLatencyGroup {
+                            cgroup: i as u32 + 1,
+                            name: e.name.clone(),
+                            target_ns,
+                        });
+                    }
+                    Some(worker::GroupControl::IoLatency(
+                        IoLatency::new(groups, config.queue_depth, rotational)
+                            .map_err(ServerError::Config)?,
                     ))
                 }
                 "io.cost" => {

@@ -19,6 +19,7 @@ use crate::conn::{self, ConnMeta, NewConn, Step, Stream};
 use crate::readahead::{Cache, Found, ReadStream};
 use crate::stats::ExportStats;
 use elevator_control::iocost::IoCost;
+use elevator_control::iolatency::{parse_io_latency_keys, IoLatency};
 use elevator_control::mclock::Mclock;
 use elevator_control::throttle::{IoMax, Throttle};
 use elevator_control::{Bio, Controller};
@@ -136,6 +137,10 @@ pub(crate) enum Ctl {
     IoMax(usize),
     /// Export `.0`'s io.cost state.
     IoCost(usize),
+    /// New `io.latency` keys (`target=USEC`) for export `.0`.
+    SetIoLatency(usize, String),
+    /// Export `.0`'s io.latency target and allowed depth.
+    IoLatency(usize),
     Queue,
     /// Start (a file opened for appending) or stop the decision trace.
     Trace(Option<std::fs::File>),
@@ -164,6 +169,9 @@ pub(crate) enum CtlReply {
     IoMax(Option<IoMax>),
     /// An export's io.cost state; none without `controller = "io.cost"`.
     IoCost(Option<IoCostView>),
+    /// An export's io.latency target (ns, none: no target) and its allowed depth
+    /// (`u32::MAX`: not throttled); none without `controller = "io.latency"`.
+    IoLatency(Option<(Option<u64>, u32)>),
     /// Requests queued in the scheduler, in flight, and parked.
     Queue {
         queued: usize,
@@ -398,6 +406,8 @@ pub(crate) enum GroupControl {
     /// cgroup v2 `io.cost` with the exports' weights as `io.weight` (blk-iocost); boxed, it
     /// is several times the others' size.
     IoCost(Box<IoCost>),
+    /// cgroup v2 `io.latency` (blk-iolatency).
+    IoLatency(IoLatency),
 }
 
 impl GroupControl {
@@ -406,13 +416,14 @@ impl GroupControl {
             GroupControl::Mclock(m) => m,
             GroupControl::IoMax(t) => t,
             GroupControl::IoCost(c) => c.as_mut(),
+            GroupControl::IoLatency(l) => l,
         }
     }
 
     fn mclock(&mut self) -> Option<&mut Mclock> {
         match self {
             GroupControl::Mclock(m) => Some(m),
-            GroupControl::IoMax(_) | GroupControl::IoCost(_) => None,
+            GroupControl::IoMax(_) | GroupControl::IoCost(_) | GroupControl::IoLatency(_) => None,
         }
     }
 }
@@ -788,6 +799,27 @@ impl Worker {
                     wlat_us: c.qos().wlat_us,
                     hweights: c.hweights(export as u32 + 1),
                 }),
+                _ => None,
+            }),
+            Ctl::SetIoLatency(export, keys) => {
+                let Some(GroupControl::IoLatency(l)) = self.setup.control.as_mut() else {
+                    return CtlReply::Done(Err(
+                        "io.latency needs the server to run with controller = \"io.latency\""
+                            .into(),
+                    ));
+                };
+                let r =
+                    parse_io_latency_keys(&keys).and_then(|t| l.set_target(export as u32 + 1, t));
+                if r.is_ok() {
+                    tracing::info!(worker = %self.setup.name, export, %keys, "io.latency set");
+                }
+                CtlReply::Done(r)
+            }
+            Ctl::IoLatency(export) => CtlReply::IoLatency(match self.setup.control.as_ref() {
+                Some(GroupControl::IoLatency(l)) => {
+                    let id = export as u32 + 1;
+                    l.max_depth(id).map(|d| (l.target(id), d))
+                }
                 _ => None,
             }),
             Ctl::Trace(file) => {

@@ -209,3 +209,33 @@ fn io_cost_weight_by_ctl_and_in_metrics() {
     assert!(m.contains("elevator_group_weight{export=\"b\"} 5000"), "{m}");
     server.shutdown();
 }
+
+#[test]
+fn io_latency_by_ctl_and_in_metrics() {
+    let dir = tempfile::Builder::new().tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ex = |name: &str, io_latency: Option<&str>| ExportConfig {
+        name: name.into(),
+        path: dir.path().join("shared.img"),
+        size: Some(1 << 20),
+        weight: 100,
+        io_latency: io_latency.map(str::to_string),
+        ..Default::default()
+    };
+    let mut c = ServerConfig::with_exports(vec![ex("web", Some("target=2000")), ex("batch", None)]);
+    c.listen = Some("127.0.0.1:0".into());
+    c.controller = "io.latency".into();
+    let sock = dir.path().join("ctl.sock");
+    c.control_socket = Some(sock.clone());
+    c.metrics = Some("127.0.0.1:0".into());
+    let server = Server::start(c).unwrap();
+    assert_eq!(ask(&sock, "get web io.latency")["value"], "target=2000");
+    assert_eq!(ask(&sock, "get batch io.latency")["value"], "target=max");
+    assert_eq!(ask(&sock, "set web io.latency target=500")["ok"], true);
+    assert_eq!(ask(&sock, "get web io.latency")["value"], "target=500");
+    let bad = ask(&sock, "set web io.latency target=abc");
+    assert!(bad["error"].as_str().unwrap().contains("`target=abc`"), "{bad}");
+    let m = http_get(server.metrics_addr().unwrap(), "/metrics");
+    assert!(m.contains("elevator_io_latency_target_seconds{export=\"web\"} 0.0005"), "{m}");
+    assert!(m.contains("elevator_io_latency_depth{export=\"batch\"} -1"), "{m}");
+    server.shutdown();
+}

@@ -147,3 +147,20 @@ fn flash_counts_a_tenth_of_late_ios_as_a_miss() {
     let p90 = sorted[sorted.len() * 9 / 10];
     assert!(p90 <= 25 * MS, "reader p90 {p90} ns against a 20 ms target");
 }
+
+#[test]
+fn a_new_target_takes_effect_and_lifts_throttling() {
+    let groups = vec![
+        IoLatencyGroup { cgroup: 1, name: "web".into(), target_ns: Some(1_000_000) },
+        IoLatencyGroup { cgroup: 2, name: "batch".into(), target_ns: None },
+    ];
+    let mut c = IoLatency::new(groups, 32, false).unwrap();
+    assert_eq!(c.target(1), Some(1_000_000));
+    c.set_target(1, Some(250_000)).unwrap();
+    assert_eq!(c.target(1), Some(250_000));
+    assert_eq!(c.max_depth(2), Some(u32::MAX));
+    c.set_target(1, None).unwrap();
+    assert_eq!(c.target(1), None);
+    assert!(c.set_target(9, None).is_err());
+    assert!(c.set_target(1, Some(0)).is_err());
+}
