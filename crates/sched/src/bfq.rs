@@ -35,7 +35,11 @@
 //!   `wr_duration` (`bfq_wr_duration`: 8 s scaled by a reference rate of 14,000 sectors/s
 //!   against the device's measured peak rate, clamped to 3–25 s) — interactive applications
 //!   start fast — unless it was created in a **large burst** (`bfq_handle_burst`: 8 queues
-//!   created within 180 ms of each other, as the start-up of a parallel job is).
+//!   created within 180 ms of each other, as the start-up of a parallel job is). A queue whose
+//!   backlogs come no sooner than its service at `bfq_wr_max_softrt_rate` (7,000 sectors/s)
+//!   allows, with nothing in flight, is **soft real-time** (`bfq_bfqq_softrt_next_start`): it
+//!   is raised by `wr_coeff × 100` for `bfq_wr_rt_max_time` (300 ms), renewed at each such
+//!   backlog — a player or a periodic logger keeps its latency beside streams.
 //!
 //! - **ioprio classes** (`bfq_lookup_next_entity`): each tree has a service tree per class,
 //!   served real-time first, then best effort, then idle — but the idle class at least every
@@ -46,7 +50,7 @@
 //!
 //! Deviations, and why: `max_budget` is a tunable with BFQ's default (16,384 sectors) and is
 //! not auto-tuned from the peak rate (the peak rate is measured for `wr_duration` only);
-//! soft real-time raising, injection while idling and early queue merging are not modelled;
+//! injection while idling and early queue merging are not modelled;
 //! queue weights are the kernel's scaled by 2.5 (100 at level 4, BFQ's default for groups,
 //! so queues and groups of the root compare as before); groups are one level under the root; virtual times are `f64` (deterministic,
 //! IEEE 754); timers are the driver's (`WaitUntil`).
@@ -60,6 +64,11 @@ use crate::{Dispatch, Merged, Scheduler, TunableError, TunableInfo, TunableSpec}
 const MS: Nanos = 1_000_000;
 /// `bfq_wr_coeff`.
 pub const WR_COEFF: f64 = 30.0;
+/// Soft real-time raising: `BFQ_SOFTRT_WEIGHT_FACTOR`, `bfq_wr_rt_max_time` (300 ms) and
+/// `bfq_wr_max_softrt_rate` (sectors per second).
+const SOFTRT_WEIGHT_FACTOR: f64 = 100.0;
+const WR_RT_MAX_TIME_NS: Nanos = 300 * MS;
+const WR_MAX_SOFTRT_RATE: u64 = 7_000;
 /// `bfq_wr_min_idle_time`.
 const WR_MIN_IDLE_NS: Nanos = 2_000 * MS;
 /// `bfq_burst_interval`, `bfq_large_burst_thresh`.
@@ -199,7 +208,18 @@ struct Queue {
     last_completion_ns: Option<Nanos>,
     last_active_ns: Option<Nanos>,
     wr_until_ns: Option<Nanos>,
+    /// The weight-raising factor in force: `wr_coeff` (interactive) or `wr_coeff ×
+    /// BFQ_SOFTRT_WEIGHT_FACTOR` (soft real-time).
+    wr_factor: f64,
     in_large_burst: bool,
+    /// Soft real-time detection (`bfq_bfqq_softrt_next_start`): the earliest time a new
+    /// backlog counts as isochronous, when the queue last became backlogged from idle and the
+    /// sectors it was served since, and whether to compute the next start once its requests
+    /// in flight complete (`softrt_update`).
+    soft_rt_next_start_ns: Nanos,
+    last_idle_bklogged_ns: Nanos,
+    service_from_backlogged: u64,
+    softrt_update: bool,
 }
 
 impl Queue {
@@ -314,6 +334,17 @@ impl Bfq {
         (self.max_budget() / 32).max(1)
     }
 
+    /// `bfq_bfqq_softrt_next_start`: not before the service received since the queue became
+    /// backlogged, at `bfq_wr_max_softrt_rate`, has been paid for, nor before an idle slice
+    /// (plus 4 ms, the kernel's 4 jiffies) from now.
+    fn softrt_next_start(&self, q: usize, now: Nanos) -> Nanos {
+        let qu = &self.queues[q];
+        let paid = qu.last_idle_bklogged_ns
+            + qu.service_from_backlogged.saturating_mul(1_000_000_000) / WR_MAX_SOFTRT_RATE;
+        let idle = now + self.t("slice_idle") * MS + 4 * MS;
+        qu.soft_rt_next_start_ns.max(paid).max(idle)
+    }
+
     /// `bfq_wr_duration`.
     fn wr_duration_ns(&self) -> Nanos {
         let rate = if self.peak_rate_sectors_per_ns > 0.0 {
@@ -354,7 +385,12 @@ impl Bfq {
             last_completion_ns: None,
             last_active_ns: None,
             wr_until_ns: None,
+            wr_factor: WR_COEFF,
             in_large_burst: false,
+            soft_rt_next_start_ns: 0,
+            last_idle_bklogged_ns: 0,
+            service_from_backlogged: 0,
+            softrt_update: false,
         });
         self.by_key.insert(key, q);
         // bfq_handle_burst: queues created close together form a burst.
@@ -383,7 +419,7 @@ impl Bfq {
     fn weight_of(&self, q: usize, now: Nanos) -> f64 {
         let w = self.queues[q].prio_weight;
         if self.queues[q].wr_until_ns.is_some_and(|t| now < t) {
-            w * WR_COEFF
+            w * self.queues[q].wr_factor
         } else {
             w
         }
@@ -400,14 +436,31 @@ impl Bfq {
     /// Activates queue `q` (it got a request while idle), and its group if needed.
     fn activate(&mut self, q: usize, now: Nanos) {
         let long_idle = self.queues[q].last_active_ns.is_none_or(|t| now >= t + WR_MIN_IDLE_NS);
-        if self.t("low_latency") == 1
-            && self.queues[q].sync()
-            && self.queues[q].class != CLASS_IDLE
-            && long_idle
-            && !self.queues[q].in_large_burst
-        {
+        let qu = &self.queues[q];
+        let may_raise =
+            self.t("low_latency") == 1 && qu.sync() && qu.class != CLASS_IDLE && !qu.in_large_burst;
+        // bfq_bfqq_handle_idle_busy_switch: isochronous (soft real-time) when the backlog
+        // comes no sooner than the rate limit allows, nothing is in flight, the queue is not
+        // totally seeky and weighs the default.
+        let soft_rt = may_raise
+            && qu.seek_history != u32::MAX
+            && now > qu.soft_rt_next_start_ns
+            && qu.dispatched == 0
+            && qu.prio_weight == 100.0;
+        // bfq_update_bfqq_wr_on_rq_arrival: interactive raising starts (or renews) a long
+        // period; otherwise a soft real-time queue gets (or switches to) the short, much
+        // stronger one, renewed at each isochronous backlog.
+        if may_raise && long_idle {
+            self.queues[q].wr_factor = WR_COEFF;
             self.queues[q].wr_until_ns = Some(now + self.wr_duration_ns());
+        } else if soft_rt {
+            self.queues[q].wr_factor = WR_COEFF * SOFTRT_WEIGHT_FACTOR;
+            self.queues[q].wr_until_ns = Some(now + WR_RT_MAX_TIME_NS);
         }
+        let qu = &mut self.queues[q];
+        qu.last_idle_bklogged_ns = now;
+        qu.service_from_backlogged = 0;
+        qu.softrt_update = false;
         let g = self.queues[q].group;
         let c = self.queues[q].class;
         let vtime = if g == 0 { self.root_vtime[c] } else { self.groups[g].vtime[c] };
@@ -552,6 +605,15 @@ impl Bfq {
         let elapsed = now.saturating_sub(s.start_ns);
         let timeout = self.t("timeout_sync") * MS;
         let served = self.queues[q].served;
+        // Soft real-time: a queue that emptied computes when a new backlog would be
+        // isochronous, or will when its requests in flight complete.
+        if self.t("low_latency") == 1 && self.queues[q].requests.is_empty() {
+            if self.queues[q].dispatched == 0 {
+                self.queues[q].soft_rt_next_start_ns = self.softrt_next_start(q, now);
+            } else {
+                self.queues[q].softrt_update = true;
+            }
+        }
         // Measured rate of a sequential queue that ran for a while: the peak rate.
         if !self.queues[q].seeky() && elapsed >= 20 * MS && served > 0 {
             let rate = served as f64 / elapsed as f64;
@@ -798,6 +860,7 @@ impl Scheduler for Bfq {
                     self.dispatched_from.insert(rq.id, q);
                     self.queued -= 1;
                     self.queues[q].served += sectors;
+                    self.queues[q].service_from_backlogged += sectors;
                     self.queues[q].dispatched += 1;
                     self.head_sector = rq.sector() + rq.sectors();
                     self.charge_vtime(q, sectors);
@@ -853,6 +916,10 @@ impl Scheduler for Bfq {
             qu.last_completion_ns = Some(now_ns);
             if qu.requests.is_empty() && qu.dispatched == 0 && !qu.entity.active {
                 qu.last_active_ns = Some(now_ns);
+            }
+            if qu.softrt_update && qu.dispatched == 0 && qu.requests.is_empty() {
+                qu.softrt_update = false;
+                self.queues[q].soft_rt_next_start_ns = self.softrt_next_start(q, now_ns);
             }
         }
     }

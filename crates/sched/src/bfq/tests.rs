@@ -199,3 +199,61 @@ fn ioprio_levels_weigh_queues() {
     let share = served[0] as f64 / (served[0] + served[1]) as f64;
     assert!((share - 2.0 / 3.0).abs() < 0.05, "level 0 got {share:.3} of {served:?}");
 }
+
+/// A backlogged sequential reader and a periodic one (64 sectors every 50 ms, under
+/// `bfq_wr_max_softrt_rate`); returns the periodic reader's mean wait from insert to dispatch
+/// after `from` ns, and the scheduler.
+fn periodic_beside_backlogged(low_latency: &str, until: Nanos, from: Nanos) -> (f64, Bfq) {
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", low_latency).unwrap();
+    let (mut id, mut now) = (0u64, 0);
+    let mut pos = [0u64, 1 << 30];
+    let mut next_periodic = 0;
+    let mut inserted: BTreeMap<RequestId, Nanos> = BTreeMap::new();
+    let (mut waits, mut n) = (0u64, 0u64);
+    b.insert(rq(id, 10, 0, Op::Read, pos[0], 128, 0), 0);
+    pos[0] += 128;
+    while now < until {
+        if now >= next_periodic {
+            id += 1;
+            b.insert(rq(id, 20, 0, Op::Read, pos[1], 64, now), now);
+            inserted.insert(RequestId(id), now);
+            pos[1] += 64;
+            next_periodic += 50_000_000;
+        }
+        match b.dispatch(now) {
+            Dispatch::Request(r) => {
+                if let Some(t) = inserted.remove(&r.id) {
+                    if now >= from {
+                        waits += now - t;
+                        n += 1;
+                    }
+                }
+                now += r.sectors() * 100;
+                b.completed(&r, now);
+                if r.owner.pid == 10 {
+                    id += 1;
+                    b.insert(rq(id, 10, 0, Op::Read, pos[0], 128, now), now);
+                    pos[0] += 128;
+                }
+            }
+            Dispatch::WaitUntil { until_ns } => now = until_ns.min(next_periodic).max(now + 1),
+            Dispatch::Empty => now = next_periodic,
+        }
+    }
+    (waits as f64 / n.max(1) as f64, b)
+}
+
+#[test]
+fn a_periodic_reader_is_raised_as_soft_real_time() {
+    // After its interactive raising (at least 3 s) has ended, the periodic reader stays raised
+    // as soft real-time — by the far stronger factor — and preempts the backlogged reader.
+    let (wait_rt, b) = periodic_beside_backlogged("1", 10_000_000_000, 5_000_000_000);
+    let q = b.by_key[&(0, 20, true)];
+    assert_eq!(b.queues[q].wr_factor, WR_COEFF * SOFTRT_WEIGHT_FACTOR);
+    let (wait_plain, _) = periodic_beside_backlogged("0", 10_000_000_000, 5_000_000_000);
+    eprintln!(
+        "periodic reader waits {wait_rt:.0} ns raised as soft-rt, {wait_plain:.0} ns without"
+    );
+    assert!(wait_rt * 5.0 < wait_plain, "soft-rt wait {wait_rt:.0} ns, without {wait_plain:.0} ns");
+}
