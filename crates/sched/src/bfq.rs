@@ -48,9 +48,17 @@
 //!   follows its ioprio level, `(8 − level)` (`bfq_ioprio_to_weight`), so level 0 weighs
 //!   twice level 4; a process's new ioprio takes effect when its queue next becomes active.
 //!
+//! - **Early queue merging** (`bfq_setup_cooperator`, `BFQQ_CLOSE_THR` 8,192 sectors): a sync
+//!   queue whose new request lands close to where the queue in service (or another active
+//!   queue) is goes on in that queue, unless either has been served for more than
+//!   `bfq_merge_time_limit` (100 ms) since its first I/O; a merged queue that turns seeky
+//!   splits again.
+//!
 //! Deviations, and why: `max_budget` is a tunable with BFQ's default (16,384 sectors) and is
-//! not auto-tuned from the peak rate (the peak rate is measured for `wr_duration` only);
-//! injection while idling and early queue merging are not modelled;
+//! not auto-tuned from the peak rate (the peak rate is measured for `wr_duration` only, as the
+//! fastest turn of a sequential queue, which overestimates the kernel's smoothed estimate);
+//! injection while idling is not modelled; merging is not turned off on non-rotational
+//! devices with internal queueing (the scheduler does not know the device);
 //! queue weights are the kernel's scaled by 2.5 (100 at level 4, BFQ's default for groups,
 //! so queues and groups of the root compare as before); groups are one level under the root; virtual times are `f64` (deterministic,
 //! IEEE 754); timers are the driver's (`WaitUntil`).
@@ -69,6 +77,11 @@ pub const WR_COEFF: f64 = 30.0;
 const SOFTRT_WEIGHT_FACTOR: f64 = 100.0;
 const WR_RT_MAX_TIME_NS: Nanos = 300 * MS;
 const WR_MAX_SOFTRT_RATE: u64 = 7_000;
+/// Requests this close (sectors) to another queue's position make the queues cooperators
+/// (`BFQQ_CLOSE_THR`).
+const BFQQ_CLOSE_THR: u64 = 8 * 1024;
+/// `bfq_merge_time_limit` (HZ / 10).
+const MERGE_TIME_LIMIT_NS: Nanos = 100 * MS;
 /// `bfq_wr_min_idle_time`.
 const WR_MIN_IDLE_NS: Nanos = 2_000 * MS;
 /// `bfq_burst_interval`, `bfq_large_burst_thresh`.
@@ -212,6 +225,11 @@ struct Queue {
     /// BFQ_SOFTRT_WEIGHT_FACTOR` (soft real-time).
     wr_factor: f64,
     in_large_burst: bool,
+    /// Early queue merging (`bfq_setup_cooperator`): the processes' keys whose requests this
+    /// queue serves besides its own, each with the queue it had before.
+    coop: Vec<((u32, u32, bool), usize)>,
+    /// When the queue dispatched its first request (`first_IO_time`).
+    first_io_ns: Option<Nanos>,
     /// Soft real-time detection (`bfq_bfqq_softrt_next_start`): the earliest time a new
     /// backlog counts as isochronous, when the queue last became backlogged from idle and the
     /// sectors it was served since, and whether to compute the next start once its requests
@@ -276,6 +294,8 @@ pub struct Bfq {
     last_expiry: Option<Expiry>,
     fifo_hit: bool,
     decision: &'static str,
+    /// Early queue merging on (always, as in the kernel; off only to compare in tests).
+    coop_merging: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,6 +339,7 @@ impl Bfq {
             last_expiry: None,
             fifo_hit: false,
             decision: "",
+            coop_merging: true,
         }
     }
 
@@ -361,6 +382,11 @@ impl Bfq {
         let sync = rq.sync;
         let key = (group as u32, if sync { rq.owner.io_context } else { u32::MAX }, sync);
         if let Some(&q) = self.by_key.get(&key) {
+            if let Some(t) = self.cooperator(q, rq, now) {
+                self.queues[t].coop.push((key, q));
+                self.by_key.insert(key, t);
+                return t;
+            }
             return q;
         }
         if self.queues.len() >= BFQ_QUEUES_MAX {
@@ -391,6 +417,8 @@ impl Bfq {
             last_idle_bklogged_ns: 0,
             service_from_backlogged: 0,
             softrt_update: false,
+            coop: Vec::new(),
+            first_io_ns: None,
         });
         self.by_key.insert(key, q);
         // bfq_handle_burst: queues created close together form a burst.
@@ -431,6 +459,56 @@ impl Bfq {
             Slot::Queue(q) => self.queues[q].class,
             Slot::Group(_) => CLASS_BE,
         }
+    }
+
+    /// `bfq_setup_cooperator`: an idle sync queue whose new request lands within
+    /// `BFQQ_CLOSE_THR` of where the queue in service is (or of an active queue's next
+    /// position), in the same group and class, is merged into that queue, so that the
+    /// interleaved I/O of cooperating processes (a dump, QEMU's I/O threads) is served as one
+    /// stream (`bfq_merge_bfqqs`: the process's new requests go to the merged queue, those it
+    /// had queued are served where they are).
+    fn cooperator(&self, q: usize, rq: &Request, now: Nanos) -> Option<usize> {
+        let qu = &self.queues[q];
+        // bfq_too_late_for_merging: a queue served for more than `bfq_merge_time_limit` after
+        // its first I/O keeps to itself (it has shown its pattern; merging now costs more).
+        let too_late = |t: &Queue| {
+            t.service_from_backlogged > 0
+                && t.first_io_ns.is_some_and(|f| now > f + MERGE_TIME_LIMIT_NS)
+        };
+        if !self.coop_merging
+            || too_late(qu)
+            || !qu.sync()
+            || qu.in_large_burst
+            || !qu.coop.is_empty()
+        {
+            return None;
+        }
+        let fits = |t: usize, pos: u64| {
+            let tq = &self.queues[t];
+            t != q
+                && tq.sync()
+                && tq.group == qu.group
+                && tq.class == qu.class
+                && !tq.in_large_burst
+                && !too_late(tq)
+                && rq.sector().abs_diff(pos) <= BFQQ_CLOSE_THR
+        };
+        if let Some(s) = self.in_service.as_ref() {
+            if fits(s.queue, self.head_sector) {
+                return Some(s.queue);
+            }
+        }
+        let active: &[usize] = if qu.group == 0 { &[] } else { &self.groups[qu.group].active };
+        let root_queues = self.root_active.iter().filter_map(|s| match s {
+            Slot::Queue(x) => Some(*x),
+            Slot::Group(_) => None,
+        });
+        let candidates: Vec<usize> =
+            if qu.group == 0 { root_queues.collect() } else { active.to_vec() };
+        candidates
+            .into_iter()
+            .filter(|&t| fits(t, self.queues[t].last_end_sector))
+            .min_by_key(|&t| (rq.sector().abs_diff(self.queues[t].last_end_sector), t))
     }
 
     /// Activates queue `q` (it got a request while idle), and its group if needed.
@@ -601,6 +679,13 @@ impl Bfq {
     fn expire(&mut self, reason: Expiry, now: Nanos) {
         let Some(s) = self.in_service.take() else { return };
         self.last_expiry = Some(reason);
+        // A merged queue that turned seeky no longer gains from serving its processes
+        // together: each goes back to its own queue (`bfq_mark_bfqq_split_coop`).
+        if !self.queues[s.queue].coop.is_empty() && self.queues[s.queue].seeky() {
+            for (key, own) in std::mem::take(&mut self.queues[s.queue].coop) {
+                self.by_key.insert(key, own);
+            }
+        }
         let q = s.queue;
         let elapsed = now.saturating_sub(s.start_ns);
         let timeout = self.t("timeout_sync") * MS;
@@ -860,6 +945,7 @@ impl Scheduler for Bfq {
                     self.dispatched_from.insert(rq.id, q);
                     self.queued -= 1;
                     self.queues[q].served += sectors;
+                    self.queues[q].first_io_ns.get_or_insert(now_ns);
                     self.queues[q].service_from_backlogged += sectors;
                     self.queues[q].dispatched += 1;
                     self.head_sector = rq.sector() + rq.sectors();

@@ -257,3 +257,48 @@ fn a_periodic_reader_is_raised_as_soft_real_time() {
     );
     assert!(wait_rt * 5.0 < wait_plain, "soft-rt wait {wait_rt:.0} ns, without {wait_plain:.0} ns");
 }
+
+/// Two processes reading alternate 4 KiB blocks of one region (one at a time each, as psync
+/// readers do): with early queue merging one queue serves both, in sector order.
+fn interleaved(merging: bool) -> (Vec<u64>, Bfq) {
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    b.coop_merging = merging;
+    let mut next = [0u64, 8];
+    let mut order = Vec::new();
+    let (mut id, mut now) = (0u64, 0);
+    for (pid, n) in [(1u32, 0usize), (2, 1)] {
+        b.insert(rq(id, pid, 0, Op::Read, next[n], 8, 0), 0);
+        next[n] += 16;
+        id += 1;
+    }
+    while order.len() < 200 {
+        match b.dispatch(now) {
+            Dispatch::Request(r) => {
+                order.push(r.sector());
+                now += 10 * US;
+                b.completed(&r, now);
+                let n = r.owner.pid as usize - 1;
+                id += 1;
+                b.insert(rq(id, r.owner.pid, 0, Op::Read, next[n], 8, now), now);
+                next[n] += 16;
+            }
+            Dispatch::WaitUntil { until_ns } => now = until_ns,
+            Dispatch::Empty => now += US,
+        }
+    }
+    (order, b)
+}
+
+#[test]
+fn cooperating_processes_share_one_queue() {
+    let (order, b) = interleaved(true);
+    assert_eq!(b.by_key[&(0, 1, true)], b.by_key[&(0, 2, true)], "the two keys share a queue");
+    // Served as one stream: every block in turn, no process waiting out the other's budget.
+    let tail = &order[order.len() - 50..];
+    assert!(tail.windows(2).all(|w| w[1] == w[0] + 8), "{tail:?}");
+    let (order, b) = interleaved(false);
+    assert_ne!(b.by_key[&(0, 1, true)], b.by_key[&(0, 2, true)]);
+    let tail = &order[order.len() - 50..];
+    assert!(!tail.windows(2).all(|w| w[1] == w[0] + 8), "without merging each queue takes turns");
+}
