@@ -53,6 +53,10 @@ pub struct RunArgs {
     /// terminal, `always`, or `never`.
     #[arg(long, value_enum, default_value_t = Eta::Auto)]
     pub eta: Eta,
+    /// Write each device's block-layer events in blktrace's binary format to DIR/DEV.blktrace.0
+    /// (read them with `blkparse -i DEV -D DIR`; DIR is created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub write_blktrace: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -175,6 +179,34 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<(), String> {
     }
 }
 
+/// Writes each device's trace as `DIR/DEV.blktrace.0` (blktrace's per-CPU file of CPU 0),
+/// warning once for a trace that reached its bounds.
+fn write_blktraces(dir: &Path, result: &elevator_sim::SimResult) -> Result<(), String> {
+    use elevator_sim::blktrace::{MAX_BLKTRACE_BYTES, MAX_BLKTRACE_EVENTS};
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("{}: cannot create the blktrace directory: {e}", dir.display()))?;
+    for device in &result.devices {
+        let Some(trace) = &device.blktrace else { continue };
+        let name = &device.name;
+        if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+            return Err(format!("device `{name}`: not a file name; cannot name its blktrace file"));
+        }
+        let path = dir.join(format!("{name}.blktrace.0"));
+        std::fs::write(&path, &trace.bytes)
+            .map_err(|e| format!("{}: cannot write the blktrace: {e}", path.display()))?;
+        if trace.dropped > 0 {
+            eprintln!(
+                "elevator: warning: {}: the trace stops after {} records ({} left out): at most {MAX_BLKTRACE_EVENTS} records and {} MiB per device (MAX_BLKTRACE_EVENTS, MAX_BLKTRACE_BYTES)",
+                path.display(),
+                trace.records,
+                trace.dropped,
+                MAX_BLKTRACE_BYTES >> 20
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: &RunArgs) -> Result<(), String> {
     let topology = load_topology(args.topology.as_deref())?;
     let jobs = load_jobs(&args.jobfile, &topology)?;
@@ -192,6 +224,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         iosched: parse_iosched(&args.iosched)?,
         stop: Some(Arc::clone(&stop)),
         progress: show_status.then(status_printer),
+        blktrace: args.write_blktrace.is_some(),
     };
     let result = simulate(&jobs, &topology, &options).map_err(|e| e.to_string());
     if show_status {
@@ -228,6 +261,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             "elevator: warning: {dropped} log lines past {} per log were not written (MAX_LOG_SAMPLES); use log_avg_msec=",
             elevator_sim::iolog_out::MAX_LOG_SAMPLES
         );
+    }
+    if let Some(dir) = &args.write_blktrace {
+        write_blktraces(dir, &result)?;
     }
     if interrupted {
         use std::io::Write;

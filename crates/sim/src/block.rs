@@ -20,6 +20,10 @@
 //!   complete) as the kernel's dispatch work, which submits it as no process. The controller
 //!   hears of each bio's completion, and of when it reached the driver.
 //!
+//! - **Tracing** (`blktrace`): with a [`Recorder`] set, each step above is an event (`Q`, `X`,
+//!   `M`/`F`, `G`, `S`, `I`, `D`, `C`, `P`, `U`) recorded at the simulated time; without one,
+//!   the hot path pays one `Option` check per step and nothing else.
+//!
 //! A request remembers its pieces as a linked list through a slab, so merging is O(1) and the
 //! hot path allocates nothing once the slabs are warm.
 
@@ -30,6 +34,7 @@ use elevator_core::{Nanos, Op, Owner, Request, RequestId, SECTOR_BYTES};
 use elevator_device::{Command, Completion, Device};
 use elevator_sched::{Dispatch, Scheduler};
 
+use crate::blktrace::{Act, BlockEvent, Recorder};
 use crate::slab::Slab;
 
 const NONE: u32 = u32::MAX;
@@ -142,6 +147,8 @@ pub struct BlockQueue {
     ctl_below: BTreeMap<u64, elevator_control::Bio>,
     next_throttled: u64,
     released: Vec<elevator_control::Bio>,
+    /// The event sink (`--write-blktrace`), if the run traces.
+    trace: Option<Box<Recorder>>,
 }
 
 impl BlockQueue {
@@ -177,6 +184,25 @@ impl BlockQueue {
             ctl_below: BTreeMap::new(),
             next_throttled: 0,
             released: Vec::new(),
+            trace: None,
+        }
+    }
+
+    /// Records this block layer's events into `recorder` from now on.
+    pub fn set_trace(&mut self, recorder: Recorder) {
+        self.trace = Some(Box::new(recorder));
+    }
+
+    /// The recorder, with what it recorded; tracing stops.
+    pub fn take_trace(&mut self) -> Option<Recorder> {
+        self.trace.take().map(|r| *r)
+    }
+
+    /// Hands an event about `rq` to the recorder, if there is one.
+    #[inline]
+    fn trace(&mut self, act: Act, rq: &Request, now_ns: Nanos) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.record(&BlockEvent::of(act, rq, now_ns));
         }
     }
 
@@ -295,29 +321,38 @@ impl BlockQueue {
         });
         let mut offset = offset_bytes;
         let end = offset_bytes + len_bytes;
-        for _ in 0..pieces {
+        let whole = Request {
+            id: RequestId(u64::MAX),
+            op,
+            offset_bytes,
+            len_bytes,
+            sync,
+            fua: false,
+            owner,
+            submit_ns: now_ns,
+        };
+        self.trace(Act::Queue, &whole, now_ns);
+        for i in 0..pieces {
             let len = (end - offset).min(self.max_len_bytes);
             let piece = self.pieces.insert(Piece { bio, next: NONE });
-            let rq = Request {
-                id: RequestId(u64::MAX),
-                op,
-                offset_bytes: offset,
-                len_bytes: len,
-                sync,
-                fua: false,
-                owner,
-                submit_ns: now_ns,
-            };
+            let rq = Request { offset_bytes: offset, len_bytes: len, ..whole };
             offset += len;
-            if self.plug_merge(&rq, piece) {
+            if i + 1 < pieces {
+                let next_sector = offset / SECTOR_BYTES;
+                self.trace(Act::Split { next_sector }, &rq, now_ns);
+            }
+            if self.plug_merge(&rq, piece, now_ns) {
                 continue;
+            }
+            if self.plug.is_empty() {
+                self.trace(Act::Plug, &rq, now_ns);
             }
             self.plug.push(Pending { rq, head: piece, tail: piece });
         }
     }
 
     /// `blk_attempt_plug_merge`: back or front merge into a plugged request of the same owner.
-    fn plug_merge(&mut self, rq: &Request, piece: u32) -> bool {
+    fn plug_merge(&mut self, rq: &Request, piece: u32, now_ns: Nanos) -> bool {
         if rq.op == Op::Flush || rq.op == Op::Discard {
             return false;
         }
@@ -335,6 +370,7 @@ impl BlockQueue {
                 e.tail = piece;
                 e.rq.len_bytes += rq.len_bytes;
                 self.counters.merges[dir(rq.op)] += 1;
+                self.trace(Act::BackMerge, rq, now_ns);
                 return true;
             }
             if rq.end_bytes() == p.rq.offset_bytes {
@@ -344,6 +380,7 @@ impl BlockQueue {
                 e.rq.offset_bytes = rq.offset_bytes;
                 e.rq.len_bytes += rq.len_bytes;
                 self.counters.merges[dir(rq.op)] += 1;
+                self.trace(Act::FrontMerge, rq, now_ns);
                 return true;
             }
         }
@@ -354,17 +391,17 @@ impl BlockQueue {
     /// request slot (the rest of its plug waits with it).
     pub fn unplug(&mut self, process: u32, now_ns: Nanos) -> bool {
         let plug = std::mem::take(&mut self.plug);
+        if let Some(first) = plug.first() {
+            let depth = plug.len() as u32;
+            self.trace(Act::Unplug { depth }, &first.rq, now_ns);
+        }
         let mut blocked = false;
         for pending in plug.iter().copied() {
             let (pool, class) = self.pool(&pending.rq);
             // Behind anyone already asleep for this pool, and behind its own earlier pieces.
-            if blocked || !self.waiting[pool][class].is_empty() {
+            if blocked || !self.waiting[pool][class].is_empty() || !self.place(pending, now_ns) {
                 blocked = true;
-                self.waiting[pool][class].push_back((process, pending));
-                continue;
-            }
-            if !self.place(pending, now_ns) {
-                blocked = true;
+                self.trace(Act::SleepRq, &pending.rq, now_ns);
                 self.waiting[pool][class].push_back((process, pending));
             }
         }
@@ -384,6 +421,8 @@ impl BlockQueue {
                 self.pieces.get_mut(tail).next = pending.head;
                 self.entries.get_mut(into).tail = pending.tail;
                 self.counters.merges[dir(rq.op)] += 1;
+                let act = if merged.front { Act::FrontMerge } else { Act::BackMerge };
+                self.trace(act, &rq, now_ns);
                 self.mark_submitted(pending.head, now_ns);
                 return true;
             }
@@ -398,6 +437,8 @@ impl BlockQueue {
         rq.id = RequestId((self.next_seq << 32) | u64::from(slot));
         self.entries.get_mut(slot).rq = rq;
         self.mark_submitted(pending.head, now_ns);
+        self.trace(Act::GetRq, &rq, now_ns);
+        self.trace(Act::Insert, &rq, now_ns);
         self.scheduler.insert(rq, now_ns);
         true
     }
@@ -425,6 +466,7 @@ impl BlockQueue {
                         "dispatched a request the block layer does not know"
                     );
                     entry.rq = rq;
+                    self.trace(Act::Issue, &rq, now_ns);
                     self.in_device += 1;
                     if self.busy_since_ns.is_none() {
                         self.busy_since_ns = Some(now_ns);
@@ -475,6 +517,7 @@ impl BlockQueue {
             let slot = (c.id.0 & 0xffff_ffff) as u32;
             let entry = self.entries.remove(slot);
             debug_assert_eq!(entry.rq.id, c.id);
+            self.trace(Act::Complete, &entry.rq, c_done);
             self.scheduler.completed(&entry.rq, c.done_ns);
             let (pool, class) = self.pool(&entry.rq);
             self.allocated[pool][class] -= 1;

@@ -10,6 +10,7 @@
 //! hash map in an order that reaches the output: the same inputs and seed give byte-identical
 //! results on every machine.
 
+pub mod blktrace;
 pub mod block;
 pub mod engine;
 pub mod files;

@@ -51,6 +51,9 @@ pub struct SimOptions {
     /// Called every [`WATCH_EVENTS`] events with where the run is. The simulation itself
     /// never reads a clock; a caller that shows a status line may.
     pub progress: Option<Arc<ProgressFn>>,
+    /// Record every device's block-layer events as blktrace records
+    /// ([`DeviceResult::blktrace`]). Changes nothing else in the run.
+    pub blktrace: bool,
 }
 
 /// A progress callback.
@@ -86,6 +89,7 @@ impl std::fmt::Debug for SimOptions {
             .field("iosched", &self.iosched)
             .field("stop", &self.stop)
             .field("progress", &self.progress.is_some())
+            .field("blktrace", &self.blktrace)
             .finish()
     }
 }
@@ -147,6 +151,8 @@ pub struct DeviceResult {
     pub counters: DiskCounters,
     /// The model's own counters ([`elevator_device::Device::stats`]).
     pub stats: Vec<(&'static str, f64)>,
+    /// Its block layer's events as a blktrace file, with [`SimOptions::blktrace`].
+    pub blktrace: Option<crate::blktrace::BlktraceFile>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -238,6 +244,13 @@ pub fn simulate(
         queues.push(queue);
     }
     let (procs, vm, task_proc) = build_processes(jobs, topology, &groups, options.seed)?;
+    if options.blktrace {
+        let names = Arc::new(process_names(&procs, topology));
+        for (i, q) in queues.iter_mut().enumerate() {
+            let (major, minor) = crate::topology::device_number(i);
+            q.set_trace(crate::blktrace::Recorder::new(major, minor, Arc::clone(&names)));
+        }
+    }
     let stack = Stack::new(&topology.volumes, &topology.ioband, &groups).map_err(SimError)?;
     let phases = procs.iter().map(|p| p.phase).max().map_or(0, |m| m + 1);
     let mut phases_left = vec![0u32; phases as usize];
@@ -289,6 +302,7 @@ pub fn simulate(
             scheduler: q.scheduler.name().to_string(),
             counters: q.counters.clone(),
             stats: q.device.stats(),
+            blktrace: q.take_trace().map(crate::blktrace::Recorder::finish),
         });
     }
     let ioband = engine.stack.ioband_counters();
@@ -714,6 +728,44 @@ impl Engine {
             self.process_done(i);
         }
     }
+}
+
+/// Command names for blktrace's process notes: each job clone's pid its job's name (fio names
+/// its processes so), the kernel threads theirs: the per-device flushers as `flush-MAJ:MIN`
+/// (volumes are device-mapper's 253:N), ext3's journal threads `kjournald`, an iSCSI target's
+/// threads `scstdN` (SCST's), a guest disk's host process `blkback`.
+fn process_names(procs: &[Process], topology: &Topology) -> crate::blktrace::ProcessNames {
+    use crate::topology::VolumeKind;
+    let mut names = crate::blktrace::ProcessNames::new();
+    let devices = topology.devices.len() as u32;
+    for bdi in 0..devices + topology.volumes.len() as u32 {
+        let (major, minor) = if bdi < devices {
+            crate::topology::device_number(bdi as usize)
+        } else {
+            (253, bdi - devices)
+        };
+        names.insert(elevator_mm::vm::FLUSHER_PID_BASE + bdi, format!("flush-{major}:{minor}"));
+    }
+    for j in 0..topology.filesystems.len() as u32 {
+        names.insert(elevator_mm::vm::JOURNAL_PID_BASE + j, "kjournald".to_string());
+    }
+    for v in &topology.volumes {
+        match v.kind {
+            VolumeKind::Remote(r) => {
+                for t in 0..r.threads {
+                    names.insert(r.pid_base + t, format!("scstd{t}"));
+                }
+            }
+            VolumeKind::Guest { pid: Some(pid), .. } => {
+                names.insert(pid, "blkback".to_string());
+            }
+            _ => {}
+        }
+    }
+    for p in procs {
+        names.insert(p.owner.pid, p.name.clone());
+    }
+    names
 }
 
 /// The cgroup v2 controllers of device `d`, layered as the kernel layers them: blk-throttle
