@@ -1,6 +1,6 @@
-//! End-to-end with the real blktrace tools: `elevator run --write-blktrace DIR` on a psync
-//! random reader beside a libaio sequential writer (the built-in disk, 1 s) writes
-//! `DIR/sda.blktrace.0`; Debian's `blkparse -i sda -D DIR` reads it (exit 0, the jobs named,
+//! End-to-end with the real blktrace tools: `elevator run --write-blktrace DIR` on
+//! `examples/blktrace.fio` (a psync random reader beside a libaio sequential writer, the
+//! built-in disk, 1 s) writes `DIR/sda.blktrace.0`; Debian's `blkparse -i sda -D DIR` reads it (exit 0, the jobs named,
 //! no sequence skips) and its summary's Q, D and C counts are the run's own: Q the jobs' I/Os
 //! (fio's `total_ios`), D and C the disk's requests (`disk_util`'s `read_ios`/`write_ios`);
 //! `blkparse -d` dumps it for `btt -i`, which prints the Q2C and D2C latency lines with as
@@ -15,25 +15,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-const JOB: &str = "\
-[global]
-filename=/dev/sda
-direct=1
-runtime=1
-time_based
-
-[reader]
-ioengine=psync
-rw=randread
-bs=4k
-
-[writer]
-ioengine=libaio
-iodepth=8
-rw=write
-bs=4k
-offset=100g
-";
+/// The job: `examples/blktrace.fio`, which the README's commands run.
+fn job() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/blktrace.fio")
+}
 
 /// A fresh directory for this test.
 fn temp_dir() -> PathBuf {
@@ -99,8 +84,7 @@ fn blkparse_and_btt_read_the_simulated_trace() {
     let blkparse = tool("blkparse");
     let btt = tool("btt");
     let dir = temp_dir();
-    let job = dir.join("mixed.fio");
-    std::fs::write(&job, JOB).unwrap();
+    let job = job();
     let traces = dir.join("traces");
     let elevator = Path::new(env!("CARGO_BIN_EXE_elevator"));
     let started = Instant::now();
