@@ -7,12 +7,11 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use elevator_sim::frontend;
 use elevator_sim::report::table::{latency, rows};
-use elevator_sim::{report, simulate, SimOptions};
-use serde_json::{json, Value};
 
 use crate::report::ReportTo;
-use crate::run::{emit, load_jobs, load_topology, parse_iosched};
+use crate::run::{emit, load_jobs, load_topology};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum CompareFormat {
@@ -44,20 +43,6 @@ pub struct CompareArgs {
     pub report: Option<PathBuf>,
 }
 
-/// Splits `cfq:slice_idle=0,quantum=8` into the name and its tunables.
-fn parse_variant(text: &str) -> Result<(String, Vec<(String, String)>), String> {
-    match text.split_once(':') {
-        None => Ok((text.to_string(), Vec::new())),
-        Some((name, rest)) => {
-            let pairs: Vec<String> = rest.split(',').map(str::to_string).collect();
-            Ok((
-                name.to_string(),
-                parse_iosched(&pairs).map_err(|e| format!("--scheduler {text}: {e}"))?,
-            ))
-        }
-    }
-}
-
 pub fn run(args: &CompareArgs) -> Result<(), String> {
     let topology = load_topology(args.topology.as_deref())?;
     let jobs = load_jobs(&args.jobfile, &topology)?;
@@ -66,33 +51,9 @@ pub fn run(args: &CompareArgs) -> Result<(), String> {
         args.output_format == CompareFormat::Json,
         args.output.as_deref(),
     )?;
-    let mut results = Vec::new();
-    for variant in &args.schedulers {
-        let (name, iosched) = parse_variant(variant)?;
-        let options =
-            SimOptions { seed: args.seed, scheduler: Some(name), iosched, ..SimOptions::default() };
-        let result = simulate(&jobs, &topology, &options)
-            .map_err(|e| format!("--scheduler {variant}: {e}"))?;
-        results.push((variant.clone(), result));
-    }
-    let json = (args.output_format == CompareFormat::Json || report_to.is_some()).then(|| {
-        let runs: Vec<Value> = results
-            .iter()
-            .map(|(variant, r)| {
-                let fio: Value = serde_json::from_str(&report::json::render(
-                    r,
-                    &jobs,
-                    args.seed,
-                    &topology.source,
-                ))
-                .expect("our own JSON parses");
-                json!({ "scheduler": variant, "result": fio })
-            })
-            .collect();
-        let mut s = serde_json::to_string_pretty(&json!({ "runs": runs })).expect("serialises");
-        s.push('\n');
-        s
-    });
+    let results = frontend::compare(&jobs, &topology, args.seed, &args.schedulers)?;
+    let json = (args.output_format == CompareFormat::Json || report_to.is_some())
+        .then(|| frontend::compare_json(&results, &jobs, args.seed, &topology));
     let page = match (&report_to, &json) {
         (Some(r), Some(json)) => Some(r.render(json)?),
         _ => None,

@@ -4,7 +4,9 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use elevator_repro::{list_experiments, render, run_experiment, Experiment};
+use elevator_repro::{
+    find_experiment, list_experiments, render, run_experiment, scenarios_dir, Experiment,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::report::ReportTo;
@@ -42,37 +44,16 @@ pub struct ReproduceArgs {
     pub report: Option<PathBuf>,
 }
 
-fn scenarios_dir(given: Option<&PathBuf>) -> PathBuf {
-    if let Some(dir) = given {
-        return dir.clone();
-    }
-    let here = PathBuf::from("scenarios");
-    if here.is_dir() {
-        return here;
-    }
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios"))
-}
-
 pub fn run(args: &ReproduceArgs) -> Result<(), String> {
-    let dir = scenarios_dir(args.scenarios.as_ref());
-    let experiments = list_experiments(&dir)?;
+    let dir = scenarios_dir(args.scenarios.as_deref());
     if args.list {
-        for (name, path) in &experiments {
+        for (name, path) in &list_experiments(&dir)? {
             let e = Experiment::load(path)?;
             println!("{name:<20} seed {}  {}", e.seed_mail, e.title);
         }
         return Ok(());
     }
-    let name = args.name.as_deref().unwrap_or_default();
-    let Some((_, path)) = experiments.iter().find(|(n, _)| n == name) else {
-        let names: Vec<&str> = experiments.iter().map(|(n, _)| n.as_str()).collect();
-        return Err(format!(
-            "no experiment `{name}` in {}; experiments: {}",
-            dir.display(),
-            names.join(", ")
-        ));
-    };
-    let experiment = Experiment::load(path)?;
+    let experiment = find_experiment(&dir, args.name.as_deref().unwrap_or_default())?;
     let report_to = ReportTo::new(
         args.report.as_deref(),
         args.output_format == ReproduceFormat::Json,
@@ -97,9 +78,7 @@ pub fn run(args: &ReproduceArgs) -> Result<(), String> {
         write_plots(&result, dir)?;
     }
     let json = if args.output_format == ReproduceFormat::Json || report_to.is_some() {
-        let mut s = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
-        s.push('\n');
-        s
+        result.to_json()?
     } else {
         String::new()
     };

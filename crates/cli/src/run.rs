@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use elevator_fio::{JobFile, Keywords};
+use elevator_fio::JobFile;
 use elevator_sim::engine::{Progress, ProgressFn};
 use elevator_sim::{report, simulate, SimOptions, Topology};
 
@@ -130,40 +130,17 @@ fn human_count(n: f64) -> String {
     }
 }
 
-/// Parses `KEY=VALUE` pairs given with `--iosched`.
-pub fn parse_iosched(pairs: &[String]) -> Result<Vec<(String, String)>, String> {
-    pairs
-        .iter()
-        .map(|p| match p.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() => {
-                Ok((k.trim().to_string(), v.trim().to_string()))
-            }
-            _ => {
-                Err(format!("--iosched `{p}`: expected KEY=VALUE, e.g. --iosched read_expire=250"))
-            }
-        })
-        .collect()
-}
+pub use elevator_sim::frontend::{load_topology, parse_iosched};
 
 /// Reads a job file (with the process environment for `${VAR}` and the simulated machine's
 /// `$pagesize`, `$ncpus`, `$mb_memory`), printing its warnings.
 pub fn load_jobs(path: &Path, topology: &Topology) -> Result<JobFile, String> {
     let env = |name: &str| std::env::var(name).ok();
-    let vm = &topology.machine.vm;
-    let keywords = Keywords { pagesize: 4096, ncpus: vm.cpus, mb_memory: vm.memory_bytes >> 20 };
-    let jobs = elevator_fio::parse_file_with(path, &env, &keywords).map_err(|e| e.to_string())?;
+    let jobs = elevator_sim::frontend::load_jobs(path, topology, &env)?;
     for w in &jobs.warnings {
         eprintln!("elevator: warning: {w}");
     }
     Ok(jobs)
-}
-
-/// Reads the topology file, or gives the built-in single SATA disk.
-pub fn load_topology(path: Option<&Path>) -> Result<Topology, String> {
-    match path {
-        Some(path) => Topology::from_file(path),
-        None => Ok(Topology::builtin()),
-    }
 }
 
 /// Writes `text` to `path`, or to standard output.

@@ -141,6 +141,19 @@ impl<'a> Reader<'a> {
         result
     }
 
+    /// Counts text given directly (not read from a file) against [`MAX_JOB_TEXT_BYTES`].
+    pub fn count_text(&mut self, text: &str, name: &str) -> Result<(), ParseError> {
+        self.text_bytes = self.text_bytes.saturating_add(text.len() as u64);
+        if self.text_bytes > MAX_JOB_TEXT_BYTES {
+            return Err(ParseError {
+                location: SourceLocation { file: name.to_string(), line: 0 },
+                option: None,
+                message: format!("the job text exceeds {} MiB", MAX_JOB_TEXT_BYTES >> 20),
+            });
+        }
+        Ok(())
+    }
+
     /// Reads job-file text; `name` labels its lines, `base_dir` anchors relative includes.
     pub fn read_text(&mut self, text: &str, name: &str, base_dir: &Path) -> Result<(), ParseError> {
         // An included file may be anything (`include /etc/shadow`): its lines are never

@@ -40,10 +40,23 @@ pub fn parse_str(
     base_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<JobFile, ParseError> {
+    parse_str_with(text, name, base_dir, env, &Keywords::default())
+}
+
+/// [`parse_str`] on a given machine (see [`parse_file_with`]). The text counts against
+/// [`MAX_JOB_TEXT_BYTES`](crate::MAX_JOB_TEXT_BYTES) with its includes, as a file's does.
+pub fn parse_str_with(
+    text: &str,
+    name: &str,
+    base_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    keywords: &Keywords,
+) -> Result<JobFile, ParseError> {
     let env: Env<'_> = env;
     let mut reader = Reader::new(env);
+    reader.count_text(text, name)?;
     reader.read_text(text, name, base_dir)?;
-    build(reader.items, name, &Keywords::default())
+    build(reader.items, name, keywords)
 }
 
 /// Processes one job file may ask for: `numjobs` summed over its jobs (each process keeps

@@ -15,4 +15,4 @@ pub mod runner;
 pub mod scenario;
 
 pub use runner::{run_experiment, ExperimentResult, RowResult, TableResult, VariantResult};
-pub use scenario::{list_experiments, Experiment};
+pub use scenario::{find_experiment, list_experiments, scenarios_dir, Experiment};

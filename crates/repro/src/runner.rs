@@ -52,6 +52,16 @@ pub struct RowResult {
     pub cdf: Vec<(f64, f64)>,
 }
 
+impl ExperimentResult {
+    /// `elevator reproduce --output-format json`: every table, row and cell, pretty-printed,
+    /// with a final newline.
+    pub fn to_json(&self) -> Result<String, String> {
+        let mut s = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        s.push('\n');
+        Ok(s)
+    }
+}
+
 /// How many simulations an experiment runs (for progress bars).
 pub fn run_count(e: &Experiment) -> usize {
     e.tables.iter().map(|t| Experiment::row_values(t).len() * t.variants.len()).sum()

@@ -181,6 +181,33 @@ fn read_scenario(path: &Path) -> Result<String, String> {
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))
 }
 
+/// Where scenarios are looked for when no directory is given: `./scenarios` if there is
+/// one, else the source tree's (the one this crate was built from).
+pub fn scenarios_dir(given: Option<&Path>) -> PathBuf {
+    if let Some(dir) = given {
+        return dir.to_path_buf();
+    }
+    let here = PathBuf::from("scenarios");
+    if here.is_dir() {
+        return here;
+    }
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios"))
+}
+
+/// The experiment called `name` in `dir`; an unknown name is an error listing the known ones.
+pub fn find_experiment(dir: &Path, name: &str) -> Result<Experiment, String> {
+    let experiments = list_experiments(dir)?;
+    let Some((_, path)) = experiments.iter().find(|(n, _)| n == name) else {
+        let names: Vec<&str> = experiments.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(format!(
+            "no experiment `{name}` in {}; experiments: {}",
+            dir.display(),
+            names.join(", ")
+        ));
+    };
+    Experiment::load(path)
+}
+
 /// Every `*.toml` scenario directly under `dir` that is an experiment, sorted by name. A
 /// `.toml` that cannot be read or parsed is an error, not left out.
 pub fn list_experiments(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {

@@ -15,6 +15,7 @@ pub mod block;
 pub mod engine;
 pub mod files;
 pub mod filesystem;
+pub mod frontend;
 pub mod intake;
 pub mod iolog_out;
 pub mod machine;
