@@ -57,6 +57,11 @@ pub struct RunArgs {
     /// (read them with `blkparse -i DEV -D DIR`; DIR is created if missing).
     #[arg(long, value_name = "DIR")]
     pub write_blktrace: Option<PathBuf>,
+    /// Write one JSON line per request a scheduler dispatched, with its reason ("batch
+    /// continues", "fifo expired", "slice expired", "budget exhausted: next by B-WF2Q+", ...),
+    /// to FILE: the format `elevator ctl trace on FILE` writes from the server.
+    #[arg(long, value_name = "FILE")]
+    pub trace_decisions: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -156,6 +161,24 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<(), String> {
     }
 }
 
+/// Writes every device's decision lines to `path`, device after device (each line names its
+/// device), warning once for a log that reached its bound.
+fn write_decisions(path: &Path, result: &elevator_sim::SimResult) -> Result<(), String> {
+    let mut text = String::new();
+    for device in &result.devices {
+        let Some(log) = &device.decisions else { continue };
+        if log.truncated {
+            eprintln!(
+                "elevator: warning: device `{}`: the decision trace stopped at {} bytes",
+                device.name,
+                elevator_sim::block::MAX_DECISION_LOG_BYTES
+            );
+        }
+        text.push_str(&log.text);
+    }
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Writes each device's trace as `DIR/DEV.blktrace.0` (blktrace's per-CPU file of CPU 0),
 /// warning once for a trace that reached its bounds.
 fn write_blktraces(dir: &Path, result: &elevator_sim::SimResult) -> Result<(), String> {
@@ -202,6 +225,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         stop: Some(Arc::clone(&stop)),
         progress: show_status.then(status_printer),
         blktrace: args.write_blktrace.is_some(),
+        trace_decisions: args.trace_decisions.is_some(),
     };
     let result = simulate(&jobs, &topology, &options).map_err(|e| e.to_string());
     if show_status {
@@ -241,6 +265,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     }
     if let Some(dir) = &args.write_blktrace {
         write_blktraces(dir, &result)?;
+    }
+    if let Some(path) = &args.trace_decisions {
+        write_decisions(path, &result)?;
     }
     if interrupted {
         use std::io::Write;

@@ -149,6 +149,22 @@ pub struct BlockQueue {
     released: Vec<elevator_control::Bio>,
     /// The event sink (`--write-blktrace`), if the run traces.
     trace: Option<Box<Recorder>>,
+    /// The scheduler's decisions (`--trace-decisions`), if the run records them.
+    decisions: Option<Box<DecisionLog>>,
+}
+
+/// Most bytes of decision lines one device keeps (`--trace-decisions`); past them the log
+/// stops and says so.
+pub const MAX_DECISION_LOG_BYTES: usize = 256 << 20;
+
+/// One JSON line per request the scheduler dispatched, with its reason
+/// (`elevator_sched::trace::decision_line`, the format `elevator ctl trace` writes too).
+#[derive(Debug, Default)]
+pub struct DecisionLog {
+    pub device: String,
+    pub text: String,
+    /// The log reached [`MAX_DECISION_LOG_BYTES`] and stopped.
+    pub truncated: bool,
 }
 
 impl BlockQueue {
@@ -185,12 +201,24 @@ impl BlockQueue {
             next_throttled: 0,
             released: Vec::new(),
             trace: None,
+            decisions: None,
         }
     }
 
     /// Records this block layer's events into `recorder` from now on.
     pub fn set_trace(&mut self, recorder: Recorder) {
         self.trace = Some(Box::new(recorder));
+    }
+
+    /// Starts recording the scheduler's decisions for device `device`.
+    pub fn set_decision_log(&mut self, device: &str) {
+        self.decisions =
+            Some(Box::new(DecisionLog { device: device.into(), ..Default::default() }));
+    }
+
+    /// The decision log, with what it recorded; recording stops.
+    pub fn take_decision_log(&mut self) -> Option<DecisionLog> {
+        self.decisions.take().map(|d| *d)
     }
 
     /// The recorder, with what it recorded; tracing stops.
@@ -467,6 +495,22 @@ impl BlockQueue {
                     );
                     entry.rq = rq;
                     self.trace(Act::Issue, &rq, now_ns);
+                    if let Some(d) = self.decisions.as_deref_mut() {
+                        if d.text.len() < MAX_DECISION_LOG_BYTES {
+                            let s = &self.scheduler;
+                            elevator_sched::trace::decision_line(
+                                &mut d.text,
+                                now_ns,
+                                &d.device,
+                                s.name(),
+                                s.last_decision(),
+                                &rq,
+                                s.queued(),
+                            );
+                        } else {
+                            d.truncated = true;
+                        }
+                    }
                     self.in_device += 1;
                     if self.busy_since_ns.is_none() {
                         self.busy_since_ns = Some(now_ns);

@@ -54,6 +54,9 @@ pub struct SimOptions {
     /// Record every device's block-layer events as blktrace records
     /// ([`DeviceResult::blktrace`]). Changes nothing else in the run.
     pub blktrace: bool,
+    /// Record every scheduler decision as a JSON line ([`DeviceResult::decisions`]).
+    /// Changes nothing else in the run.
+    pub trace_decisions: bool,
 }
 
 /// A progress callback.
@@ -90,6 +93,7 @@ impl std::fmt::Debug for SimOptions {
             .field("stop", &self.stop)
             .field("progress", &self.progress.is_some())
             .field("blktrace", &self.blktrace)
+            .field("trace_decisions", &self.trace_decisions)
             .finish()
     }
 }
@@ -153,6 +157,8 @@ pub struct DeviceResult {
     pub stats: Vec<(&'static str, f64)>,
     /// Its block layer's events as a blktrace file, with [`SimOptions::blktrace`].
     pub blktrace: Option<crate::blktrace::BlktraceFile>,
+    /// Its scheduler's decisions, with [`SimOptions::trace_decisions`].
+    pub decisions: Option<crate::block::DecisionLog>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -251,6 +257,11 @@ pub fn simulate(
             q.set_trace(crate::blktrace::Recorder::new(major, minor, Arc::clone(&names)));
         }
     }
+    if options.trace_decisions {
+        for (q, spec) in queues.iter_mut().zip(&topology.devices) {
+            q.set_decision_log(&spec.name);
+        }
+    }
     let stack = Stack::new(&topology.volumes, &topology.ioband, &groups).map_err(SimError)?;
     let phases = procs.iter().map(|p| p.phase).max().map_or(0, |m| m + 1);
     let mut phases_left = vec![0u32; phases as usize];
@@ -303,6 +314,7 @@ pub fn simulate(
             counters: q.counters.clone(),
             stats: q.device.stats(),
             blktrace: q.take_trace().map(crate::blktrace::Recorder::finish),
+            decisions: q.take_decision_log(),
         });
     }
     let ioband = engine.stack.ioband_counters();
