@@ -11,6 +11,7 @@ mod reproduce;
 mod run;
 mod schedulers;
 mod serve;
+mod sweep;
 mod validate_disk;
 
 use std::process::ExitCode;
@@ -53,6 +54,9 @@ enum Command {
     /// fit the HDD or flash model, write a topology, and report the model's error on a
     /// held-out workload, with the io.cost.model line.
     Calibrate(calibrate::CalibrateArgs),
+    /// Parameter sweeps: expand a grid file into a plan, run shards of it into Parquet files,
+    /// merge the shards.
+    Sweep(sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Ctl(args) => ctl::run(&args),
         Command::ValidateDisk(args) => validate_disk::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
