@@ -313,3 +313,89 @@ pub fn read(path: &Path) -> Result<Vec<Row>, String> {
 pub fn sort(rows: &mut [Row]) {
     rows.sort_by(|a, b| row_id(a).cmp(row_id(b)));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec() -> RunSpec {
+        let mut s = RunSpec {
+            id: String::new(),
+            job: "j.fio".into(),
+            job_path: "j.fio".into(),
+            topology: "builtin".into(),
+            topology_path: None,
+            scheduler: "mq-deadline".into(),
+            seed: 7,
+            vars: [("BS".to_string(), "4k".to_string())].into(),
+            tunables: [("fifo_batch".to_string(), json!(16))].into(),
+        };
+        s.id = s.compute_id();
+        s
+    }
+
+    #[test]
+    fn rows_per_job_and_direction_with_io_flattened_like_fio_rows() {
+        let fio = json!({"jobs": [
+            {"jobname": "a", "groupid": 0,
+             "read": {"io_bytes": 4096, "total_ios": 1, "iops": 2.5,
+                      "clat_ns": {"percentile": {"99.000000": 1000}, "bins": {"1": 1}},
+                      "lat_ns": {"mean": 12.5, "N": 1}, "list": [1, 2]},
+             "write": {"io_bytes": 0, "total_ios": 0},
+             "trim": {"io_bytes": 0, "total_ios": 0}},
+            {"jobname": "b", "groupid": 1, "write": {"io_bytes": 8192, "total_ios": 2}}
+        ]});
+        let rows = run_rows(&spec(), &fio);
+        assert_eq!(rows.len(), 2);
+        let a = &rows[0];
+        assert_eq!(a["direction"], Cell::Str("read".into()));
+        assert_eq!(a["clat_ns.percentile.99.000000"], Cell::Int(1000));
+        assert_eq!(a["lat_ns.mean"], Cell::Float(12.5));
+        assert_eq!(a["iops"], Cell::Float(2.5));
+        assert_eq!(a["var.BS"], Cell::Str("4k".into()));
+        assert_eq!(a["tunable.fifo_batch"], Cell::Int(16));
+        assert_eq!(a["seed"], Cell::Int(7));
+        assert!(!a.contains_key("list") && !a.keys().any(|k| k.contains("bins")));
+        assert_eq!(rows[1]["direction"], Cell::Str("write".into()));
+        // A run without I/O keeps one row: its spec.
+        let none = run_rows(&spec(), &json!({"jobs": []}));
+        assert_eq!(none.len(), 1);
+        assert_eq!(row_id(&none[0]), spec().id);
+    }
+
+    #[test]
+    fn parquet_round_trip_is_lossless_and_deterministic() {
+        let dir = std::env::temp_dir().join(format!("elevator-table-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut rows = vec![Row::new(), Row::new(), Row::new()];
+        rows[0].insert("id".into(), Cell::Str("b".into()));
+        rows[0].insert("x".into(), Cell::Int(1));
+        rows[0].insert("mixed".into(), Cell::Int(3));
+        rows[1].insert("id".into(), Cell::Str("a".into()));
+        rows[1].insert("x".into(), Cell::Int(-2));
+        rows[1].insert("mixed".into(), Cell::Float(0.1));
+        rows[1].insert("flag".into(), Cell::Bool(true));
+        rows[2].insert("id".into(), Cell::Str("c".into()));
+        rows[2].insert("s".into(), Cell::Int(5));
+        rows[2].insert("t".into(), Cell::Str("5".into()));
+        sort(&mut rows);
+        let path = dir.join("t.parquet");
+        write(&path, &rows).unwrap();
+        let back = read(&path).unwrap();
+        assert_eq!(back.iter().map(row_id).collect::<Vec<_>>(), ["a", "b", "c"]);
+        // Integers beside floats become DOUBLE; everything else keeps its type.
+        assert_eq!(back[1]["mixed"], Cell::Float(3.0));
+        assert_eq!(back[0]["mixed"], Cell::Float(0.1));
+        assert_eq!(back[0]["flag"], Cell::Bool(true));
+        assert!(!back[1].contains_key("flag"), "nulls are left out");
+        assert_eq!(back[2]["s"], Cell::Int(5));
+        let first = std::fs::read(&path).unwrap();
+        write(&path, &back).unwrap();
+        assert_eq!(first, std::fs::read(&path).unwrap(), "read then written: same bytes");
+        // No rows: an `id` column and nothing else.
+        write(&path, &[]).unwrap();
+        assert!(read(&path).unwrap().is_empty());
+        assert!(!dir.join("t.parquet.tmp").exists());
+    }
+}
