@@ -112,7 +112,12 @@ fn plan_run_two_shards_merge() {
 
     // Resuming a complete shard runs nothing and leaves its bytes.
     let before = bytes(&dir.join("a/shard-1-of-2.parquet"));
-    ok(&dir, &["sweep", "run", "plan.jsonl", "--shard", "1/2", "-o", "a"]);
+    let out = elevator(&dir, &["sweep", "run", "plan.jsonl", "--shard", "1/2", "-o", "a"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "elevator: sweep: shard 1/2: ran 0, skipped 2 already in a/shard-1-of-2.parquet\n"
+    );
     assert_eq!(before, bytes(&dir.join("a/shard-1-of-2.parquet")));
 
     ok(&dir, &["sweep", "merge", "a", "-o", "merged-a.parquet"]);
@@ -184,7 +189,12 @@ fn an_interrupted_shard_resumes_to_the_same_bytes() {
     std::fs::write(dir.join("half.jsonl"), half).unwrap();
     ok(&dir, &["sweep", "run", "half.jsonl", "-o", "resumed"]);
     assert_eq!(rows(&dir.join("resumed/shard-0-of-1.parquet")).len(), 4);
-    ok(&dir, &["sweep", "run", "plan.jsonl", "-o", "resumed"]);
+    let out = elevator(&dir, &["sweep", "run", "plan.jsonl", "-o", "resumed"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "elevator: sweep: shard 0/1: ran 2, skipped 2 already in resumed/shard-0-of-1.parquet\n"
+    );
     ok(&dir, &["sweep", "run", "plan.jsonl", "-o", "whole"]);
     assert_eq!(
         bytes(&dir.join("resumed/shard-0-of-1.parquet")),

@@ -7,6 +7,8 @@ pub mod table;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
@@ -93,8 +95,9 @@ pub fn shard_path(dir: &Path, (i, n): (u64, u64)) -> PathBuf {
     dir.join(format!("shard-{i}-of-{n}.parquet"))
 }
 
-/// One run: the fio JSON `elevator run --output-format json` prints for the spec.
-pub fn run_one(spec: &RunSpec) -> Result<serde_json::Value, String> {
+/// One run: the fio JSON `elevator run --output-format json` prints for the spec. `stop`
+/// (Ctrl-C) ends the simulation early; the caller then drops the result.
+pub fn run_one(spec: &RunSpec, stop: &Arc<AtomicBool>) -> Result<serde_json::Value, String> {
     let topology = load_topology(spec.topology_path.as_deref())?;
     let vm = &topology.machine.vm;
     let keywords =
@@ -106,6 +109,7 @@ pub fn run_one(spec: &RunSpec) -> Result<serde_json::Value, String> {
         seed: spec.seed,
         scheduler: Some(spec.scheduler.clone()),
         iosched: spec.iosched(),
+        stop: Some(Arc::clone(stop)),
         ..SimOptions::default()
     };
     let result = simulate(&jobs, &topology, &options).map_err(|e| e.to_string())?;
@@ -126,10 +130,28 @@ fn run_shard(plan: &Path, shard: (u64, u64), dir: &Path) -> Result<(), String> {
         .map(|(_, r)| r)
         .collect();
     let total = mine.len();
+    let skipped =
+        runs.iter().enumerate().filter(|(i, _)| *i as u64 % shard.1 == shard.0).count() - total;
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop))
+        .map_err(|e| format!("cannot watch for Ctrl-C: {e}"))?;
     let mut last_write = Instant::now();
     let mut dirty = !path.exists();
+    let mut ran = 0;
     for (k, spec) in mine.into_iter().enumerate() {
-        let outcome = run_one(spec);
+        let outcome = run_one(spec, &stop);
+        if stop.load(Ordering::Relaxed) {
+            // The interrupted run's results are partial: leave it for the next `sweep run`.
+            if dirty {
+                table::sort(&mut rows);
+                table::write(&path, &rows)?;
+            }
+            eprintln!(
+                "elevator: interrupted: {ran} of {total} runs added to {}; run again to resume",
+                path.display()
+            );
+            std::process::exit(crate::run::EXIT_INTERRUPTED);
+        }
         let fio = match outcome {
             Ok(fio) => fio,
             Err(e) => {
@@ -142,6 +164,7 @@ fn run_shard(plan: &Path, shard: (u64, u64), dir: &Path) -> Result<(), String> {
         };
         rows.extend(table::run_rows(spec, &fio));
         dirty = true;
+        ran += 1;
         if last_write.elapsed() >= CHECKPOINT_EVERY {
             table::sort(&mut rows);
             table::write(&path, &rows)?;
@@ -153,6 +176,12 @@ fn run_shard(plan: &Path, shard: (u64, u64), dir: &Path) -> Result<(), String> {
         table::sort(&mut rows);
         table::write(&path, &rows)?;
     }
+    eprintln!(
+        "elevator: sweep: shard {}/{}: ran {ran}, skipped {skipped} already in {}",
+        shard.0,
+        shard.1,
+        path.display()
+    );
     Ok(())
 }
 
