@@ -230,3 +230,14 @@ fn bad_shards_and_grids_are_one_line_errors() {
         "{err}"
     );
 }
+
+/// The README's example grid plans to its 24 runs from the repository root.
+#[test]
+fn the_example_grid_plans() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let plan = ok(&repo, &["sweep", "plan", "examples/sweep/grid.toml"]);
+    assert_eq!(plan.lines().count(), 24);
+    let first: Value = serde_json::from_str(plan.lines().next().unwrap()).unwrap();
+    assert_eq!(first["job_path"], "examples/sweep/randread.fio");
+    assert_eq!(first["vars"]["QD"], "1");
+}
