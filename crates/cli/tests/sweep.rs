@@ -217,6 +217,33 @@ fn bad_shards_and_grids_are_one_line_errors() {
         );
     }
     assert!(!dir.join("d").exists(), "nothing ran");
+    let plan = std::fs::read_to_string(dir.join("plan.jsonl")).unwrap();
+    let first = plan.lines().next().unwrap();
+    std::fs::write(dir.join("twice.jsonl"), format!("{plan}{first}\n")).unwrap();
+    let out = elevator(&dir, &["sweep", "run", "twice.jsonl", "-o", "d"]);
+    assert_eq!(out.status.code(), Some(1));
+    let id = serde_json::from_str::<Value>(first).unwrap()["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("elevator: twice.jsonl:5: run `{id}` is in the plan twice\n")
+    );
+    std::fs::write(dir.join("tampered.jsonl"), first.replace("\"seed\":1", "\"seed\":9")).unwrap();
+    let out = elevator(&dir, &["sweep", "run", "tampered.jsonl", "-o", "d"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with(&format!(
+            "elevator: tampered.jsonl:1: id `{id}` does not match the run's spec"
+        )),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    let out = elevator(&dir, &["sweep", "merge", "empty", "-o", "m.parquet"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "elevator: empty: no *.parquet files to merge\n"
+    );
+    assert!(!dir.join("d").exists(), "nothing ran");
     std::fs::write(dir.join("bad.toml"), GRID.replace("fifo_batch = [8]", "read_expyre = [100]"))
         .unwrap();
     let out = elevator(&dir, &["sweep", "plan", "bad.toml"]);

@@ -411,6 +411,7 @@ pub fn read_plan(path: &Path) -> Result<Vec<RunSpec>, String> {
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
     let mut runs = Vec::new();
+    let mut ids = BTreeSet::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -424,6 +425,9 @@ pub fn read_plan(path: &Path) -> Result<Vec<RunSpec>, String> {
                 spec.id,
                 spec.compute_id()
             ));
+        }
+        if !ids.insert(spec.id.clone()) {
+            return Err(format!("{name}:{}: run `{}` is in the plan twice", i + 1, spec.id));
         }
         runs.push(spec);
     }

@@ -194,6 +194,9 @@ fn merge(inputs: &[PathBuf], output: &Path) -> Result<(), String> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
                 .collect();
+            if found.is_empty() {
+                return Err(format!("{}: no *.parquet files to merge", input.display()));
+            }
             found.sort();
             files.extend(found);
         } else {
