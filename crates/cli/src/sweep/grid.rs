@@ -198,7 +198,7 @@ pub fn plan_text(text: &str, name: &str, dir: &Path) -> Result<Vec<RunSpec>, Str
     let mut schedulers = Vec::new();
     for s in grid.scheduler.get_ref() {
         elevator_sched::by_name(s.get_ref()).map_err(|e| ctx.err(s.span(), "scheduler", e))?;
-        schedulers.push((s.get_ref().clone(), s.span()));
+        schedulers.push((canonical_scheduler(s.get_ref()), s.span()));
     }
     no_duplicates(&ctx, &schedulers, "scheduler")?;
 
@@ -251,7 +251,7 @@ pub fn plan_text(text: &str, name: &str, dir: &Path) -> Result<Vec<RunSpec>, Str
     let mut tunables: BTreeMap<String, Vec<(String, Vec<Value>)>> = BTreeMap::new();
     for (sched, table) in &grid.tunables {
         let sched_name = sched.get_ref();
-        if !schedulers.iter().any(|(s, _)| s == sched_name) {
+        if !schedulers.iter().any(|(s, _)| *s == canonical_scheduler(sched_name)) {
             return Err(ctx.err(
                 sched.span(),
                 &format!("tunables.{sched_name}"),
@@ -281,7 +281,13 @@ pub fn plan_text(text: &str, name: &str, dir: &Path) -> Result<Vec<RunSpec>, Str
             no_duplicates(&ctx, &shown, &key)?;
             axes.push((k.get_ref().clone(), values.into_iter().map(|(v, _)| v).collect()));
         }
-        tunables.insert(sched_name.clone(), axes);
+        if tunables.insert(canonical_scheduler(sched_name), axes).is_some() {
+            return Err(ctx.err(
+                sched.span(),
+                &format!("tunables.{sched_name}"),
+                "a second table for the same scheduler (under another of its names)",
+            ));
+        }
     }
 
     // Count before expanding anything.
@@ -365,6 +371,16 @@ pub fn plan_text(text: &str, name: &str, dir: &Path) -> Result<Vec<RunSpec>, Str
         }
     }
     Ok(runs)
+}
+
+/// A scheduler's own name for one of its aliases (`deadline` → `mq-deadline`), so that both
+/// spellings give one run and one id.
+fn canonical_scheduler(name: &str) -> String {
+    elevator_sched::SCHEDULERS
+        .iter()
+        .find(|(n, aliases, _)| *n == name || aliases.contains(&name))
+        .map_or(name, |(n, _, _)| n)
+        .to_string()
 }
 
 /// The product of axis lengths; `None` past `u64`.
@@ -514,6 +530,18 @@ fifo_batch = [1, 16]
     }
 
     #[test]
+    fn aliases_are_the_scheduler_itself() {
+        let grid = FULL.replace("[\"mq-deadline\", \"bfq\"]", "[\"deadline\", \"bfq\"]");
+        let aliased =
+            plan(&setup("alias-ok", &grid.replace("tunables.mq-deadline", "tunables.deadline")))
+                .unwrap();
+        let full = plan(&setup("alias-full", FULL)).unwrap();
+        let ids = |runs: &[RunSpec]| runs.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&aliased), ids(&full));
+        assert_eq!(aliased[0].scheduler, "mq-deadline");
+    }
+
+    #[test]
     fn validation_errors_name_file_line_and_key() {
         let cases: &[(&str, &str, &str)] = &[
             (
@@ -530,6 +558,11 @@ fifo_batch = [1, 16]
                 "sched",
                 "job = \"job.fio\"\nscheduler = [\"mq-deadline\", \"deadlin\"]\nseeds = [1]\n[vars]\nN = [\"1\"]\n",
                 "D/grid.toml:2: scheduler: unknown scheduler `deadlin`; known schedulers: none, mq-deadline, cfq, anticipatory, bfq, kyber",
+            ),
+            (
+                "alias",
+                "job = \"job.fio\"\nscheduler = [\"mq-deadline\", \"deadline\"]\nseeds = [1]\n[vars]\nN = [\"1\"]\n",
+                "D/grid.toml:2: scheduler: `mq-deadline` is given twice",
             ),
             (
                 "notaxis",
