@@ -316,6 +316,7 @@ pub fn plan_text(text: &str, name: &str, dir: &Path) -> Result<Vec<RunSpec>, Str
     let job_path = dir.join(grid.job.get_ref());
     let var_sets = product(&vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
     let mut used = BTreeSet::new();
+    let mut warned = BTreeSet::new();
     for set in &var_sets {
         let seen = RefCell::new(BTreeSet::new());
         let env = |n: &str| {
@@ -331,7 +332,13 @@ pub fn plan_text(text: &str, name: &str, dir: &Path) -> Result<Vec<RunSpec>, Str
                 format!("the job file uses `${{{undefined}}}`, which [vars] does not define (a sweep reads no environment)"),
             ));
         }
-        parsed.map_err(|e| ctx.err(grid.job.span(), "job", e))?;
+        let jobs = parsed.map_err(|e| ctx.err(grid.job.span(), "job", e))?;
+        for w in &jobs.warnings {
+            let w = w.to_string();
+            if warned.insert(w.clone()) {
+                eprintln!("elevator: warning: {w}");
+            }
+        }
         used.extend(seen);
     }
     for k in grid.vars.keys() {

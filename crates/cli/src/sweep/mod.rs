@@ -95,9 +95,13 @@ pub fn shard_path(dir: &Path, (i, n): (u64, u64)) -> PathBuf {
     dir.join(format!("shard-{i}-of-{n}.parquet"))
 }
 
-/// One run: the fio JSON `elevator run --output-format json` prints for the spec. `stop`
-/// (Ctrl-C) ends the simulation early; the caller then drops the result.
-pub fn run_one(spec: &RunSpec, stop: &Arc<AtomicBool>) -> Result<serde_json::Value, String> {
+/// One run: the fio JSON `elevator run --output-format json` prints for the spec, and the
+/// warnings `elevator run` would print (job file's, then the simulation's). `stop` (Ctrl-C)
+/// ends the simulation early; the caller then drops the result.
+pub fn run_one(
+    spec: &RunSpec,
+    stop: &Arc<AtomicBool>,
+) -> Result<(serde_json::Value, Vec<String>), String> {
     let topology = load_topology(spec.topology_path.as_deref())?;
     let vm = &topology.machine.vm;
     let keywords =
@@ -114,7 +118,10 @@ pub fn run_one(spec: &RunSpec, stop: &Arc<AtomicBool>) -> Result<serde_json::Val
     };
     let result = simulate(&jobs, &topology, &options).map_err(|e| e.to_string())?;
     let text = report::json::render(&result, &jobs, spec.seed, &topology.source);
-    serde_json::from_str(&text).map_err(|e| format!("the run's JSON: {e}"))
+    let mut warnings: Vec<String> = jobs.warnings.iter().map(ToString::to_string).collect();
+    warnings.extend(result.warnings());
+    let fio = serde_json::from_str(&text).map_err(|e| format!("the run's JSON: {e}"))?;
+    Ok((fio, warnings))
 }
 
 fn run_shard(plan: &Path, shard: (u64, u64), dir: &Path) -> Result<(), String> {
@@ -152,8 +159,8 @@ fn run_shard(plan: &Path, shard: (u64, u64), dir: &Path) -> Result<(), String> {
             );
             std::process::exit(crate::run::EXIT_INTERRUPTED);
         }
-        let fio = match outcome {
-            Ok(fio) => fio,
+        let (fio, warnings) = match outcome {
+            Ok(done) => done,
             Err(e) => {
                 if dirty {
                     table::sort(&mut rows);
@@ -162,7 +169,7 @@ fn run_shard(plan: &Path, shard: (u64, u64), dir: &Path) -> Result<(), String> {
                 return Err(format!("run {} ({} of {total} in this shard): {e}", spec.id, k + 1));
             }
         };
-        rows.extend(table::run_rows(spec, &fio));
+        rows.extend(table::run_rows(spec, &fio, &warnings));
         dirty = true;
         ran += 1;
         if last_write.elapsed() >= CHECKPOINT_EVERY {

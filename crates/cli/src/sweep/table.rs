@@ -2,7 +2,7 @@
 //!
 //! Columns, in this order: `id`, `job`, `topology`, `scheduler`, `seed`; `var.NAME` per job
 //! variable and `tunable.NAME` per scheduler tunable (sorted); `jobname`, `groupid`,
-//! `direction`; then the direction's fio fields flattened with dots as the Python package's
+//! `direction`; then the direction's fio fields and the run's `warnings` flattened with dots as the Python package's
 //! `fio_rows` does (`io_bytes`, `lat_ns.mean`, `clat_ns.percentile.99.000000`; lists and
 //! json+'s `bins` left out), sorted by name. A column's type follows its values: INT64 when
 //! all are integers, DOUBLE when numbers, BOOLEAN, else UTF-8 strings; every column is
@@ -104,8 +104,9 @@ fn truthy(v: Option<&Value>) -> bool {
 }
 
 /// A run's rows: its spec, then one row per job and direction that did I/O in `fio`
-/// (`elevator run --output-format json`'s JSON).
-pub fn run_rows(spec: &RunSpec, fio: &Value) -> Vec<Row> {
+/// (`elevator run --output-format json`'s JSON); the run's `warnings`, if any, joined by
+/// newlines in a `warnings` column.
+pub fn run_rows(spec: &RunSpec, fio: &Value, warnings: &[String]) -> Vec<Row> {
     let mut base = Row::new();
     base.insert("id".into(), Cell::Str(spec.id.clone()));
     base.insert("job".into(), Cell::Str(spec.job.clone()));
@@ -119,6 +120,9 @@ pub fn run_rows(spec: &RunSpec, fio: &Value) -> Vec<Row> {
         if let Some(c) = Cell::from_json(v) {
             base.insert(format!("tunable.{k}"), c);
         }
+    }
+    if !warnings.is_empty() {
+        base.insert("warnings".into(), Cell::Str(warnings.join("\n")));
     }
     let mut rows = Vec::new();
     for job in fio.get("jobs").and_then(Value::as_array).into_iter().flatten() {
@@ -346,7 +350,7 @@ mod tests {
              "trim": {"io_bytes": 0, "total_ios": 0}},
             {"jobname": "b", "groupid": 1, "write": {"io_bytes": 8192, "total_ios": 2}}
         ]});
-        let rows = run_rows(&spec(), &fio);
+        let rows = run_rows(&spec(), &fio, &[]);
         assert_eq!(rows.len(), 2);
         let a = &rows[0];
         assert_eq!(a["direction"], Cell::Str("read".into()));
@@ -359,9 +363,11 @@ mod tests {
         assert!(!a.contains_key("list") && !a.keys().any(|k| k.contains("bins")));
         assert_eq!(rows[1]["direction"], Cell::Str("write".into()));
         // A run without I/O keeps one row: its spec.
-        let none = run_rows(&spec(), &json!({"jobs": []}));
+        let none = run_rows(&spec(), &json!({"jobs": []}), &["w1".into(), "w2".into()]);
         assert_eq!(none.len(), 1);
         assert_eq!(row_id(&none[0]), spec().id);
+        assert_eq!(none[0]["warnings"], Cell::Str("w1\nw2".into()));
+        assert!(!rows[0].contains_key("warnings"));
     }
 
     #[test]
