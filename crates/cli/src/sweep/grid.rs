@@ -109,6 +109,30 @@ pub fn tunable_text(v: &Value) -> String {
     }
 }
 
+/// The dotted key a value on `line` (1-based) belongs to: the nearest `key =` at or above it,
+/// under the nearest `[table]` header above that (for the type errors serde reports without
+/// one).
+fn key_at(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().take(line).collect();
+    let is_key = |l: &str| {
+        let (k, _) = l.split_once('=')?;
+        let k = k.trim();
+        let bare = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"');
+        (!k.is_empty() && k.chars().all(bare)).then(|| k.replace('"', ""))
+    };
+    let at = lines.iter().rposition(|l| is_key(l).is_some())?;
+    let key = is_key(lines[at])?;
+    let table = lines[..at].iter().rev().find_map(|l| {
+        let l = l.trim();
+        (l.starts_with('[') && l.ends_with(']'))
+            .then(|| l.trim_matches(['[', ']']).trim().to_string())
+    });
+    Some(match table {
+        Some(t) => format!("{t}.{key}"),
+        None => key,
+    })
+}
+
 /// 1-based line of byte `offset` in `text`.
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
@@ -190,7 +214,17 @@ pub fn plan_text(text: &str, name: &str, dir: &Path) -> Result<Vec<RunSpec>, Str
         let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
         let message: Vec<&str> =
             e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-        format!("{name}:{line}: {}", message.join("; "))
+        let message = message.join("; ");
+        match key_at(text, line) {
+            Some(key)
+                if ["invalid type", "invalid value", "invalid length"]
+                    .iter()
+                    .any(|m| message.starts_with(m)) =>
+            {
+                format!("{name}:{line}: {key}: {message}")
+            }
+            _ => format!("{name}:{line}: {message}"),
+        }
     })?;
 
     // Axes, checked one by one.
@@ -590,6 +624,16 @@ fifo_batch = [1, 16]
                 "toml",
                 "job = \"job.fio\"\nscheduler = [\"bfq\"\nseeds = [1]\n",
                 "D/grid.toml:3: invalid array; expected `]`",
+            ),
+            (
+                "type",
+                "job = \"job.fio\"\nscheduler = [\"bfq\"]\nseeds = [\n  1,\n  \"a\",\n]\n",
+                "D/grid.toml:5: seeds: invalid type: string \"a\", expected i64",
+            ),
+            (
+                "tabletype",
+                "job = \"job.fio\"\nscheduler = [\"bfq\"]\nseeds = [1]\n[vars]\nN = \"1\"\n",
+                "D/grid.toml:5: vars.N: invalid type: string \"1\", expected a sequence",
             ),
             (
                 "unknownkey",
