@@ -5,12 +5,14 @@
 # report's end-to-end test: crates/cli/tests/report_chromium.rs), blktrace's blkparse and
 # btt (which read `elevator run --write-blktrace`'s traces in crates/cli/tests/blktrace.rs)
 # and what the Python package's test (crates/cli/tests/python.rs) builds and runs it with
-# (venv, pip, the headers pyo3 links against, pandas, pytest: the venv sees Debian's through
+# (venv, pip, the headers pyo3 links against, pandas, pytest, dask and distributed for
+# python/elevator/sweep.py: the venv sees Debian's through
 # --system-site-packages), from Debian packages. Safe to run again.
 set -euo pipefail
 
 packages=(fio qemu-utils libnbd-bin python3-libnbd nbdkit time chromium blktrace
-  python3-venv python3-pip python3-dev python3-pandas python3-pytest)
+  python3-venv python3-pip python3-dev python3-pandas python3-pytest python3-dask
+  python3-distributed)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
