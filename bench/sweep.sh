@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The Dask sweep executor against plain parallel shards (issue 18: Dask at most 1.15× as long):
+#
+#   1. `elevator sweep plan` of a 1,000-run grid (4 schedulers × 5 queue depths × 50 seeds of
+#      4 KiB random reads, RUNTIME simulated seconds each);
+#   2. (a) two `elevator sweep run --shard i/2` side by side, then `sweep merge`;
+#   3. (b) `elevator.sweep.run` on a Dask LocalCluster of 2 worker processes (started and
+#      stopped inside the timing), its default 8 shards, then its merge;
+#   4. both wall times, their ratio, and whether the two merged files are the same bytes.
+#
+# Usage: bench/sweep.sh   ELEVATOR_BIN=path (default: a release build, made here),
+# PYTHON=python with the elevator package installed (default python3), RUNTIME=300,
+# OUT=dir (default a temporary directory, kept). Not run in CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNTIME=${RUNTIME:-300}
+PYTHON=${PYTHON:-python3}
+OUT=${OUT:-$(mktemp -d /tmp/elevator-sweep-bench.XXXXXX)}
+if [ -z "${ELEVATOR_BIN:-}" ]; then
+  cargo build --release -q -p elevator-cli
+  ELEVATOR_BIN=$PWD/${CARGO_TARGET_DIR:-target}/release/elevator
+fi
+ELEVATOR_BIN=$(realpath "$ELEVATOR_BIN")
+export ELEVATOR_BIN
+"$PYTHON" -c "import elevator.sweep, distributed" || {
+  echo "needs the elevator package (pip install ./python) and Dask distributed (./setup.sh)" >&2
+  exit 1
+}
+
+mkdir -p "$OUT"
+cd "$OUT"
+cat > randread.fio <<EOF
+[randread]
+filename=sda
+rw=randread
+bs=4k
+direct=1
+ioengine=libaio
+iodepth=\${QD}
+runtime=$RUNTIME
+time_based
+EOF
+cat > grid.toml <<EOF
+job = "randread.fio"
+scheduler = ["mq-deadline", "bfq", "kyber", "none"]
+seeds = [$(seq -s ', ' 1 50)]
+[vars]
+QD = ["1", "2", "4", "8", "16"]
+EOF
+"$ELEVATOR_BIN" sweep plan grid.toml -o plan.jsonl 2>/dev/null
+echo "plan: $(wc -l < plan.jsonl) runs of $RUNTIME simulated s, in $OUT" >&2
+rm -rf plain dask
+
+now() { date +%s.%N; }
+
+t0=$(now)
+"$ELEVATOR_BIN" sweep run plan.jsonl --shard 0/2 -o plain 2>/dev/null &
+a=$!
+"$ELEVATOR_BIN" sweep run plan.jsonl --shard 1/2 -o plain 2>/dev/null &
+b=$!
+wait $a
+wait $b
+"$ELEVATOR_BIN" sweep merge plain -o plain.parquet
+t1=$(now)
+
+# -c, not a here-document: the workers are spawned and re-import __main__ from its file.
+"$PYTHON" -c '
+import distributed, elevator.sweep
+with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                              dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    elevator.sweep.run("plan.jsonl", "dask", client=client, progress=False)
+'
+t2=$(now)
+
+plain=$(echo "$t1 - $t0" | bc -l)
+dask=$(echo "$t2 - $t1" | bc -l)
+printf 'plain 2 shards + merge: %.2f s\n' "$plain"
+printf 'dask LocalCluster(2):   %.2f s (cluster start and stop included)\n' "$dask"
+printf 'ratio dask/plain:       %.3f\n' "$(echo "$dask / $plain" | bc -l)"
+cmp -s plain.parquet dask/merged.parquet && echo "merged files: the same bytes" ||
+  echo "merged files: DIFFER"
