@@ -14,7 +14,7 @@ only the runs that are not in it yet. Finally ``elevator sweep merge`` joins the
 into ``OUTDIR/merged.parquet``: the same bytes as one serial ``--shard 0/1`` and a merge.
 
 Without ``--scheduler-address`` (``client=None``) a ``LocalCluster`` is started: one worker
-process per CPU (``os.cpu_count()``), one thread each. N defaults to four shards per worker
+process per CPU (``os.cpu_count()``), one thread each. N defaults to four shards per worker thread
 (enough to balance uneven runs), at most the plan's run count.
 
 The plan, OUTDIR and the ``elevator`` binary must be at the same paths on every worker (a
