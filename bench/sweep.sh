@@ -6,7 +6,8 @@
 #   2. (a) two `elevator sweep run --shard i/2` side by side, then `sweep merge`;
 #   3. (b) `elevator.sweep.run` on a Dask LocalCluster of 2 worker processes (started and
 #      stopped inside the timing), its default 8 shards, then its merge;
-#   4. both wall times, their ratio, and whether the two merged files are the same bytes.
+#   4. both wall times, their ratio, the same for (b) without starting and stopping the
+#      cluster, and whether the two merged files are the same bytes.
 #
 # Usage: bench/sweep.sh   ELEVATOR_BIN=path (default: a release build, made here),
 # PYTHON=python with the elevator package installed (default python3), RUNTIME=300,
@@ -69,7 +70,10 @@ t1=$(now)
 import distributed, elevator.sweep
 with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                               dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    import time
+    t = time.monotonic()
     elevator.sweep.run("plan.jsonl", "dask", client=client, progress=False)
+    print("%.2f" % (time.monotonic() - t), file=open("dask-run-seconds", "w"))
 '
 t2=$(now)
 
@@ -78,5 +82,7 @@ dask=$(echo "$t2 - $t1" | bc -l)
 printf 'plain 2 shards + merge: %.2f s\n' "$plain"
 printf 'dask LocalCluster(2):   %.2f s (cluster start and stop included)\n' "$dask"
 printf 'ratio dask/plain:       %.3f\n' "$(echo "$dask / $plain" | bc -l)"
+run=$(cat dask-run-seconds)
+printf 'dask run() on the started cluster: %.2f s, ratio %.3f\n' "$run" "$(echo "$run / $plain" | bc -l)"
 cmp -s plain.parquet dask/merged.parquet && echo "merged files: the same bytes" ||
   echo "merged files: DIFFER"
