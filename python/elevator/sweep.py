@@ -82,13 +82,13 @@ def shard_file(outdir: PathLike, i: int, n: int) -> Path:
 
 
 def _elevator_binary(elevator: Optional[PathLike]) -> str:
-    given = elevator or os.environ.get("ELEVATOR_BIN")
-    if given:
-        return os.path.abspath(os.fspath(given))
-    found = shutil.which("elevator")
+    given = os.fspath(elevator or os.environ.get("ELEVATOR_BIN") or "elevator")
+    if os.sep in given:
+        return os.path.abspath(given)
+    found = shutil.which(given)
     if not found:
-        raise FileNotFoundError("no `elevator` on PATH: pass elevator= (--elevator) or set ELEVATOR_BIN")
-    return found
+        raise FileNotFoundError(f"no `{given}` on PATH: pass elevator= (--elevator) or set ELEVATOR_BIN")
+    return os.path.abspath(found)
 
 
 def _die_with_parent() -> None:  # pragma: no cover (runs in the child before exec)
