@@ -62,6 +62,11 @@ pub struct RunArgs {
     /// to FILE: the format `elevator ctl trace on FILE` writes from the server.
     #[arg(long, value_name = "FILE")]
     pub trace_decisions: Option<PathBuf>,
+    /// `now`: the JSON's `timestamp`, `timestamp_ms` and `time` give the wall-clock start of
+    /// the run, as fio's do; by default they are the epoch, so output is the same bytes run
+    /// after run.
+    #[arg(long, value_parser = ["epoch", "now"], default_value = "epoch")]
+    pub timestamp: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -227,11 +232,19 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         blktrace: args.write_blktrace.is_some(),
         trace_decisions: args.trace_decisions.is_some(),
     };
+    let started_ms = if args.timestamp == "now" {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    } else {
+        0
+    };
     let result = simulate(&jobs, &topology, &options).map_err(|e| e.to_string());
     if show_status {
         eprint!("\r\x1b[K");
     }
-    let result = result?;
+    let mut result = result?;
+    result.started_ms = started_ms;
     let interrupted = stop.load(Ordering::Relaxed);
     if interrupted {
         eprintln!("elevator: interrupted: the results so far");

@@ -126,6 +126,10 @@ pub struct SimResult {
     pub target_vm: Option<elevator_mm::vm::VmStats>,
     /// What fitting the job file to the topology added (devices for `/dev/X` names).
     pub setup_warnings: Vec<String>,
+    /// When the run started, ms since the Unix epoch, as the reports print it: 0 (1970, so
+    /// that output stays deterministic) unless the caller sets the wall clock's time
+    /// (`elevator run --timestamp now`). The simulation never reads a clock.
+    pub started_ms: u64,
 }
 
 impl SimResult {
@@ -330,6 +334,7 @@ pub fn simulate(
         vm,
         target_vm,
         setup_warnings,
+        started_ms: 0,
     })
 }
 

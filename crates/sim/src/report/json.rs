@@ -52,9 +52,9 @@ fn render_with(
         .collect();
     let mut out = json!({
         "fio version": concat!("elevator-", env!("CARGO_PKG_VERSION")),
-        "timestamp": 0,
-        "timestamp_ms": 0,
-        "time": "Thu Jan  1 00:00:00 1970",
+        "timestamp": result.started_ms / 1000,
+        "timestamp_ms": result.started_ms,
+        "time": super::ctime(result.started_ms / 1000),
         "global options": options_map(&jobs.global_options),
         "jobs": jobs_json,
         "disk_util": disk_util,

@@ -99,3 +99,42 @@ fn stats_as_fio_reports(p: &crate::workload::Process, jobs: &JobFile) -> [DirSta
     }
     stats
 }
+
+/// `ctime(3)`'s text of `secs` since the epoch, in UTC (`Thu Jan  1 00:00:00 1970`), as fio
+/// prints its `time` field. Days to a civil date by Howard Hinnant's algorithm.
+pub fn ctime(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        day,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        year
+    )
+}
+
+#[cfg(test)]
+mod ctime_tests {
+    #[test]
+    fn ctime_as_the_c_library_prints_it() {
+        assert_eq!(super::ctime(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(super::ctime(951_782_400), "Tue Feb 29 00:00:00 2000");
+        assert_eq!(super::ctime(1795498245), "Tue Nov 24 05:30:45 2026");
+    }
+}
