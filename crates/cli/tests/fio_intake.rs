@@ -153,3 +153,25 @@ fn cmdprio_reaches_the_schedulers_priority_levels() {
     let (a, b) = ios(0);
     assert!(a.abs_diff(b) * 10 < a + b, "{a} vs {b}");
 }
+
+#[test]
+fn cmdprio_bssplit_gives_priorities_by_block_size() {
+    // One job reads 4 KiB and 64 KiB blocks half and half; with cmdprio_bssplit its 64 KiB
+    // reads are real-time, and mq-deadline serves them before the best-effort reader's.
+    let run = |split: &str| {
+        let text = format!(
+            "[global]\nfilename=sda\ndirect=1\nioengine=libaio\niodepth=16\nrw=randread\n\
+             runtime=5\ntime_based\n[mixed]\nbssplit=4k/50:64k/50\n{split}\n[be]\nbs=64k\n"
+        );
+        let (report, _) = run_json("cmdprio-bssplit.fio", &text);
+        (ios(&report, 0, "read"), ios(&report, 1, "read"))
+    };
+    let (mixed, be) = run("cmdprio_bssplit=64k/100/1/0");
+    let (mixed0, be0) = run("");
+    eprintln!("with cmdprio_bssplit: mixed {mixed}, be {be}; without: {mixed0}, {be0}");
+    assert!(be * 10 < be0 * 8, "the best-effort reader keeps {be} of {be0} I/Os");
+    assert!(mixed > mixed0, "{mixed} vs {mixed0}");
+    let e =
+        refused("both.fio", "[j]\nfilename=sda\ncmdprio_percentage=10\ncmdprio_bssplit=4k/10\n");
+    assert!(e.contains("mutually exclusive"), "{e}");
+}

@@ -241,6 +241,19 @@ pub struct JobSpec {
     pub cmdprio_percentage: [u32; 3],
     pub cmdprio_class: [u8; 3],
     pub cmdprio_level: [u8; 3],
+    /// `cmdprio_bssplit=` per direction: I/Os of an entry's block size carry a priority with
+    /// the entry's percentage — the entry's own class and level, or `cmdprio_class=` and
+    /// `cmdprio=` when it gives none. I/Os of other sizes keep the job's priority.
+    pub cmdprio_bssplit: [Vec<CmdPrioSplit>; 3],
+}
+
+/// One `cmdprio_bssplit=` entry: `blocksize/percentage[/class/level]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdPrioSplit {
+    pub bs_bytes: u64,
+    pub percent: u32,
+    /// `(class, level)`, or `None` for the job's `cmdprio_class=`/`cmdprio=`.
+    pub prio: Option<(u8, u8)>,
 }
 
 /// fio's per-job log files.
@@ -372,6 +385,7 @@ impl JobSpec {
             cmdprio_percentage: [0; 3],
             cmdprio_class: [1; 3],
             cmdprio_level: [0; 3],
+            cmdprio_bssplit: Default::default(),
         }
     }
 }

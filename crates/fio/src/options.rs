@@ -116,6 +116,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("cmdprio_percentage", "cmdprio_percentage"),
     ("cmdprio_class", "cmdprio_class"),
     ("cmdprio", "cmdprio"),
+    ("cmdprio_bssplit", "cmdprio_bssplit"),
 ];
 
 /// fio options (and aliases) elevator accepts but does not model, the options of every fio
@@ -146,7 +147,6 @@ const UNMODELLED: &[&str] = &[
     "clocksource",
     "clustername",
     "cmd_type",
-    "cmdprio_bssplit",
     "conf",
     "cont",
     "continue_on_error",
@@ -795,11 +795,26 @@ impl Builder {
                 for (d, part) in split_ddir(v)?.into_iter().enumerate() {
                     let Some(part) = part else { continue };
                     let n = int_in(part, kb, min, max)?;
+                    if name == "cmdprio_percentage"
+                        && n > 0
+                        && spec.cmdprio_bssplit.iter().any(|s| !s.is_empty())
+                    {
+                        return Err(EXCLUSIVE_CMDPRIO.into());
+                    }
                     match name {
                         "cmdprio_percentage" => spec.cmdprio_percentage[d] = n as u32,
                         "cmdprio_class" => spec.cmdprio_class[d] = n as u8,
                         _ => spec.cmdprio_level[d] = n as u8,
                     }
+                }
+            }
+            "cmdprio_bssplit" => {
+                if spec.cmdprio_percentage.iter().any(|&p| p > 0) {
+                    return Err(EXCLUSIVE_CMDPRIO.into());
+                }
+                for (d, part) in split_ddir(v)?.into_iter().enumerate() {
+                    let Some(part) = part else { continue };
+                    spec.cmdprio_bssplit[d] = parse_cmdprio_bssplit(part, kb)?;
                 }
             }
             "log_avg_msec" => {
@@ -928,6 +943,53 @@ fn block_bytes(v: &str, kb_base: u64) -> Result<u64, String> {
 
 /// `bssplit` for one direction: `4k/10:64k/90`. Entries without a percentage share what is
 /// left over equally (the last of them takes the rounding remainder); the total must be 100.
+/// fio's refusal of both ways of choosing which I/Os get a priority.
+const EXCLUSIVE_CMDPRIO: &str = "cmdprio_percentage and cmdprio_bssplit are mutually exclusive";
+
+/// Most entries one direction's `cmdprio_bssplit=` takes (fio's `BSSPLIT_MAX`).
+pub const MAX_CMDPRIO_BSSPLIT: usize = 64;
+
+/// `cmdprio_bssplit=` of one direction: `bs/perc[/class/level]` entries joined by `:`
+/// (fio's `cmdprio_bssplit` parser: class 1-3, level 0-7, percentages at most 100 in all).
+fn parse_cmdprio_bssplit(v: &str, kb_base: u64) -> Result<Vec<crate::job::CmdPrioSplit>, String> {
+    let mut out = Vec::new();
+    for entry in v.split(':').map(str::trim).filter(|e| !e.is_empty()) {
+        if out.len() >= MAX_CMDPRIO_BSSPLIT {
+            return Err(format!("more than {MAX_CMDPRIO_BSSPLIT} entries"));
+        }
+        let fields: Vec<&str> = entry.split('/').map(str::trim).collect();
+        let bad = |what: &str| format!("`{entry}`: {what}");
+        let (bs, perc, prio) = match fields.as_slice() {
+            [bs, perc] => (*bs, *perc, None),
+            [bs, perc, class, level] => {
+                let class: u8 = class
+                    .parse()
+                    .ok()
+                    .filter(|c| (1..=3).contains(c))
+                    .ok_or_else(|| bad("the class is 1 (RT), 2 (BE) or 3 (IDLE)"))?;
+                let level: u8 = level
+                    .parse()
+                    .ok()
+                    .filter(|l| *l <= 7)
+                    .ok_or_else(|| bad("the level is 0 to 7"))?;
+                (*bs, *perc, Some((class, level)))
+            }
+            _ => return Err(bad("expected blocksize/percentage[/class/level]")),
+        };
+        let percent: u32 = perc
+            .parse()
+            .ok()
+            .filter(|p| *p <= 100)
+            .ok_or_else(|| bad("the percentage is 0 to 100"))?;
+        out.push(crate::job::CmdPrioSplit { bs_bytes: block_bytes(bs, kb_base)?, percent, prio });
+    }
+    let total: u32 = out.iter().map(|e| e.percent).sum();
+    if total > 100 {
+        return Err(format!("percentages add up to {total}, more than 100"));
+    }
+    Ok(out)
+}
+
 fn parse_bssplit(v: &str, kb_base: u64) -> Result<BlockSize, String> {
     let mut parts: Vec<(u64, Option<u32>)> = Vec::new();
     for entry in v.split(':').map(str::trim) {
@@ -1239,6 +1301,33 @@ mod tests {
         assert_eq!(s.cmdprio_level, [2, 5, 5]);
         assert!(value_err("cmdprio_percentage", "101").contains("0 to 100"));
         assert!(value_err("cmdprio_class", "0").contains("1 to 3"));
+    }
+
+    #[test]
+    fn cmdprio_bssplit_entries() {
+        use crate::job::CmdPrioSplit;
+        let s = applied(&[("cmdprio_bssplit", Some("4k/30:64k/50/1/2,8k/100/3/7"))]);
+        assert_eq!(
+            s.cmdprio_bssplit[0],
+            [
+                CmdPrioSplit { bs_bytes: 4096, percent: 30, prio: None },
+                CmdPrioSplit { bs_bytes: 65536, percent: 50, prio: Some((1, 2)) },
+            ]
+        );
+        assert_eq!(
+            s.cmdprio_bssplit[1],
+            [CmdPrioSplit { bs_bytes: 8192, percent: 100, prio: Some((3, 7)) }]
+        );
+        assert!(value_err("cmdprio_bssplit", "4k/60:8k/50").contains("add up to 110"));
+        assert!(value_err("cmdprio_bssplit", "4k/10/4/0").contains("the class is 1"));
+        assert!(value_err("cmdprio_bssplit", "4k/10/1/8").contains("the level is 0 to 7"));
+        assert!(value_err("cmdprio_bssplit", "4k").contains("expected blocksize/percentage"));
+        let mut b = builder();
+        b.apply("cmdprio_percentage", Some("10")).unwrap();
+        let Err(OptionError::Value(e)) = b.apply("cmdprio_bssplit", Some("4k/10")) else {
+            panic!("accepted")
+        };
+        assert!(e.contains("mutually exclusive"), "{e}");
     }
 
     #[test]

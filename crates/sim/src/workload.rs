@@ -57,33 +57,52 @@ pub struct Io {
 pub struct CmdPrio {
     percent: [u32; 3],
     prio: [IoPrio; 3],
+    /// `cmdprio_bssplit=`: per direction, (block size, percentage, priority).
+    bssplit: [Vec<(u64, u32, IoPrio)>; 3],
     /// Its own stream, so the job's offsets and sizes stay those without cmdprio.
     rng: RandomStream,
 }
 
 impl CmdPrio {
     pub fn from_spec(spec: &JobSpec, seed: u64, stream: u32) -> Option<CmdPrio> {
-        if spec.cmdprio_percentage.iter().all(|&p| p == 0) {
+        if spec.cmdprio_percentage.iter().all(|&p| p == 0)
+            && spec.cmdprio_bssplit.iter().all(Vec::is_empty)
+        {
             return None;
         }
-        let prio = |d: usize| {
-            let level = spec.cmdprio_level[d];
-            match spec.cmdprio_class[d] {
-                1 => IoPrio { class: IoPrioClass::RealTime, level },
-                3 => IoPrio { class: IoPrioClass::Idle, level: 7 },
-                _ => IoPrio { class: IoPrioClass::BestEffort, level },
-            }
+        let of = |class: u8, level: u8| match class {
+            1 => IoPrio { class: IoPrioClass::RealTime, level },
+            3 => IoPrio { class: IoPrioClass::Idle, level: 7 },
+            _ => IoPrio { class: IoPrioClass::BestEffort, level },
+        };
+        let prio = |d: usize| of(spec.cmdprio_class[d], spec.cmdprio_level[d]);
+        let split = |d: usize| {
+            spec.cmdprio_bssplit[d]
+                .iter()
+                .map(|e| {
+                    let p = e.prio.map_or(prio(d), |(c, l)| of(c, l));
+                    (e.bs_bytes, e.percent, p)
+                })
+                .collect()
         };
         Some(CmdPrio {
             percent: spec.cmdprio_percentage,
             prio: [prio(0), prio(1), prio(2)],
+            bssplit: [split(0), split(1), split(2)],
             rng: RandomStream::new(seed ^ 0xc3d_9010, stream),
         })
     }
 
-    fn pick(&mut self, d: usize) -> Option<IoPrio> {
-        let p = u64::from(self.percent[d]);
-        (p > 0 && self.rng.below(100) < p).then_some(self.prio[d])
+    /// The priority of an I/O of direction `d` and `len_bytes`, if it gets one.
+    fn pick(&mut self, d: usize, len_bytes: u64) -> Option<IoPrio> {
+        let (p, prio) = if self.bssplit[d].is_empty() {
+            (self.percent[d], self.prio[d])
+        } else {
+            let &(_, p, prio) = self.bssplit[d].iter().find(|e| e.0 == len_bytes)?;
+            (p, prio)
+        };
+        let p = u64::from(p);
+        (p > 0 && self.rng.below(100) < p).then_some(prio)
     }
 }
 
@@ -572,7 +591,7 @@ impl Process {
             }
         }
         let sync = op != Op::Write || self.sync_writes || barrier;
-        let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op)));
+        let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op), len));
         Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync, prio })
     }
 
