@@ -175,3 +175,26 @@ fn cmdprio_bssplit_gives_priorities_by_block_size() {
         refused("both.fio", "[j]\nfilename=sda\ncmdprio_percentage=10\ncmdprio_bssplit=4k/10\n");
     assert!(e.contains("mutually exclusive"), "{e}");
 }
+
+#[test]
+fn latency_target_searches_the_deepest_queue_that_meets_it() {
+    // On the built-in disk, 64 random reads in flight take far longer than 40 ms; fio's
+    // search settles on a shallow depth whose p90 is within the target, reruns one window at
+    // it and ends long before the 60 s runtime.
+    let text = "[global]\nfilename=sda\ndirect=1\nioengine=libaio\niodepth=64\nrw=randread\n\
+                bs=4k\nruntime=60\ntime_based\n[search]\nlatency_target=40ms\n\
+                latency_window=500ms\nlatency_percentile=90\n";
+    let (report, _) = run_json("latency-target.fio", text);
+    let job = &report["jobs"][0];
+    let depth = job["latency_depth"].as_u64().unwrap();
+    let p90 = job["read"]["clat_ns"]["percentile"]["90.000000"].as_u64().unwrap();
+    eprintln!("latency_depth {depth}, p90 {p90} ns, runtime {} ms", job["job_runtime"]);
+    assert!((1..64).contains(&depth), "depth {depth}");
+    assert!(p90 <= 40_000_000, "p90 {p90} ns against the 40 ms target");
+    assert!(job["job_runtime"].as_u64().unwrap() < 10_000, "{}", job["job_runtime"]);
+    assert_eq!(job["latency_target"], 40_000);
+    assert_eq!(job["latency_window"], 500_000);
+    assert_eq!(job["latency_percentile"], 90.0);
+    let e = refused("bad.fio", "[j]\nfilename=sda\nlatency_percentile=101\n");
+    assert!(e.contains("latency_percentile"), "{e}");
+}

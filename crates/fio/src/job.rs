@@ -245,6 +245,12 @@ pub struct JobSpec {
     /// the entry's percentage — the entry's own class and level, or `cmdprio_class=` and
     /// `cmdprio=` when it gives none. I/Os of other sizes keep the job's priority.
     pub cmdprio_bssplit: [Vec<CmdPrioSplit>; 3],
+    /// `latency_target=` (default unit µs): fio searches the deepest queue, up to `iodepth`,
+    /// at which `latency_percentile=` (default 100) of the I/Os of each `latency_window=`
+    /// complete within it, then reruns at that depth.
+    pub latency_target_ns: Option<u64>,
+    pub latency_window_ns: u64,
+    pub latency_percentile: f64,
 }
 
 /// One `cmdprio_bssplit=` entry: `blocksize/percentage[/class/level]`.
@@ -386,6 +392,9 @@ impl JobSpec {
             cmdprio_class: [1; 3],
             cmdprio_level: [0; 3],
             cmdprio_bssplit: Default::default(),
+            latency_target_ns: None,
+            latency_window_ns: 0,
+            latency_percentile: 100.0,
         }
     }
 }

@@ -117,6 +117,9 @@ const MODELLED: &[(&str, &str)] = &[
     ("cmdprio_class", "cmdprio_class"),
     ("cmdprio", "cmdprio"),
     ("cmdprio_bssplit", "cmdprio_bssplit"),
+    ("latency_target", "latency_target"),
+    ("latency_window", "latency_window"),
+    ("latency_percentile", "latency_percentile"),
 ];
 
 /// fio options (and aliases) elevator accepts but does not model, the options of every fio
@@ -227,10 +230,7 @@ const UNMODELLED: &[&str] = &[
     "ioscheduler",
     "job_max_open_zones",
     "lat_percentiles",
-    "latency_percentile",
     "latency_run",
-    "latency_target",
-    "latency_window",
     "librpma_apm_client",
     "librpma_apm_server",
     "librpma_gpspm_client",
@@ -717,6 +717,20 @@ impl Builder {
                 spec.runtime_ns = (ns > 0).then_some(ns);
             }
             "ramp_time" => spec.ramp_time_ns = parse_time_ns(v, NS_PER_SEC)?,
+            "latency_target" => {
+                let ns = parse_time_ns(v, 1_000)?;
+                spec.latency_target_ns = (ns > 0).then_some(ns);
+            }
+            "latency_window" => spec.latency_window_ns = parse_time_ns(v, 1_000)?,
+            "latency_percentile" => {
+                let p: f64 = v
+                    .trim_end_matches('%')
+                    .parse()
+                    .ok()
+                    .filter(|p: &f64| (0.0..=100.0).contains(p))
+                    .ok_or_else(|| format!("`{v}` is not a percentage 0 to 100"))?;
+                spec.latency_percentile = p;
+            }
             "startdelay" => spec.startdelay_ns = parse_time_ns(v, NS_PER_SEC)?,
             "thinktime" => spec.thinktime_ns = parse_time_ns(v, NS_PER_US)?,
             "thinktime_blocks" => spec.thinktime_blocks = int_in(v, kb, 1, u32::MAX.into())? as u32,

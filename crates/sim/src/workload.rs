@@ -106,6 +106,32 @@ impl CmdPrio {
     }
 }
 
+/// `latency_target=`'s state (fio's `latency_qd`, `_low`, `_high`, the window's counts).
+#[derive(Clone, Copy, Debug)]
+pub struct LatTarget {
+    pub target_ns: Nanos,
+    pub window_ns: Nanos,
+    pub percentile: f64,
+    /// The job's `iodepth`, the ceiling of the search.
+    pub depth: u32,
+    /// The depth in use (fio's `latency_depth` in the JSON).
+    pub qd: u32,
+    qd_low: u32,
+    qd_high: u32,
+    window_start_ns: Nanos,
+    window_ios: u64,
+    window_failed: u64,
+    end_run: bool,
+}
+
+impl LatTarget {
+    fn new_window(&mut self, now_ns: Nanos) {
+        self.window_start_ns = now_ns;
+        self.window_ios = 0;
+        self.window_failed = 0;
+    }
+}
+
 /// What a process does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
@@ -203,6 +229,8 @@ pub struct Process {
     pub logs: Option<Box<JobLogs>>,
     /// Per-I/O priorities, when the job asks for them.
     pub cmdprio: Option<CmdPrio>,
+    /// `latency_target=`'s search for the deepest queue that meets it.
+    pub lat_target: Option<LatTarget>,
     /// Deepest queue this process reached (fio's IO depths line).
     pub depth_hist: [u64; 7],
     /// I/Os (not flushes) completed after the ramp and before the runtime ran out: "the I/Os
@@ -302,6 +330,19 @@ impl Process {
             stats: [DirStats::new(0), DirStats::new(0), DirStats::new(0)],
             lat_buckets: LatencyBuckets::default(),
             cmdprio: CmdPrio::from_spec(spec, u64::from(owner.pid), clone),
+            lat_target: spec.latency_target_ns.map(|target_ns| LatTarget {
+                target_ns,
+                window_ns: spec.latency_window_ns,
+                percentile: spec.latency_percentile,
+                depth: max_in_flight,
+                qd: 1,
+                qd_low: 1,
+                qd_high: max_in_flight,
+                window_start_ns: 0,
+                window_ios: 0,
+                window_failed: 0,
+                end_run: false,
+            }),
             logs: spec.logs.any().then(|| {
                 Box::new(JobLogs::new(
                     spec.logs.lat.is_some(),
@@ -318,8 +359,12 @@ impl Process {
             rwmixread_percent: spec.rwmixread_percent.min(100),
             block_size: spec.block_size.clone(),
             sync_writes: spec.direct,
-            max_in_flight,
-            batch: spec.iodepth_batch.clamp(1, max_in_flight),
+            max_in_flight: if spec.latency_target_ns.is_some() { 1 } else { max_in_flight },
+            batch: if spec.latency_target_ns.is_some() {
+                1
+            } else {
+                spec.iodepth_batch.clamp(1, max_in_flight)
+            },
             exitall: spec.exitall,
             exit_what: spec.exit_what,
             io_limit_bytes,
@@ -664,6 +709,9 @@ impl Process {
     ) -> Option<Nanos> {
         debug_assert!(self.in_flight > 0);
         self.in_flight -= 1;
+        if op != Op::Flush && self.state == State::Running {
+            self.latency_target_check(now_ns - issue_ns, now_ns);
+        }
         if now_ns >= self.ramp_end_ns && op != Op::Flush {
             self.stats[dir_index(op)].record(len_bytes, issue_ns, submit_ns, now_ns);
             self.lat_buckets.add(now_ns - issue_ns);
@@ -690,6 +738,75 @@ impl Process {
             }
             _ => None,
         }
+    }
+
+    /// `lat_target_check` and its kin (fio's `io_u.c`): each completion later than the
+    /// target fails the window at once (percentile 100) or counts against it; at the end of
+    /// each `latency_window` the window succeeds if enough I/Os were in time. A success
+    /// doubles the depth (or bisects towards the last failing one), a failure bisects down
+    /// towards the last good one; when the depth stops moving the statistics restart and
+    /// the job runs one more window at that depth, then ends. Deviation: fio quiesces the
+    /// queue when it ramps down; here the deeper I/Os in flight simply drain.
+    fn latency_target_check(&mut self, latency_ns: Nanos, now_ns: Nanos) {
+        let Some(lt) = self.lat_target.as_mut() else { return };
+        lt.window_ios += 1;
+        if latency_ns > lt.target_ns {
+            if lt.percentile >= 100.0 {
+                self.latency_target_failed(now_ns);
+                return;
+            }
+            lt.window_failed += 1;
+        }
+        if now_ns < lt.window_start_ns + lt.window_ns {
+            return;
+        }
+        let ok = (lt.window_ios - lt.window_failed) as f64 * 100.0 / lt.window_ios.max(1) as f64;
+        if ok >= lt.percentile {
+            self.latency_target_success(now_ns);
+        } else {
+            self.latency_target_failed(now_ns);
+        }
+    }
+
+    /// `__lat_target_failed`: bisect down (a failure at depth 1 keeps depth 1).
+    fn latency_target_failed(&mut self, now_ns: Nanos) {
+        let Some(lt) = self.lat_target.as_mut() else { return };
+        if lt.qd > 1 {
+            lt.qd_high = lt.qd;
+            if lt.qd == lt.qd_low {
+                lt.qd_low = (lt.qd_low - 1).max(1);
+            }
+            lt.qd = ((lt.qd + lt.qd_low) / 2).max(1);
+        }
+        lt.new_window(now_ns);
+        self.max_in_flight = lt.qd;
+        self.batch = self.batch.min(lt.qd);
+    }
+
+    /// `lat_target_success`: double up to the first failing depth, or bisect towards it; when
+    /// the depth holds, restart the statistics for a last run at it, and after that end.
+    fn latency_target_success(&mut self, now_ns: Nanos) {
+        let Some(lt) = self.lat_target.as_mut() else { return };
+        let old = lt.qd;
+        lt.qd_low = lt.qd;
+        lt.qd = if lt.qd_high != lt.depth { (lt.qd + lt.qd_high) / 2 } else { lt.qd * 2 };
+        lt.qd = lt.qd.clamp(1, lt.depth);
+        lt.new_window(now_ns);
+        self.max_in_flight = lt.qd;
+        if lt.qd != old {
+            return;
+        }
+        if lt.end_run {
+            self.state = State::Draining;
+            return;
+        }
+        lt.end_run = true;
+        // `reset_all_stats`: what is reported is the run at the depth found.
+        self.stats = [DirStats::new(0), DirStats::new(0), DirStats::new(0)];
+        self.lat_buckets = LatencyBuckets::default();
+        self.depth_hist = [0; 7];
+        self.ios_in_runtime = 0;
+        self.ramp_end_ns = now_ns;
     }
 
     /// Marks the process done.

@@ -194,10 +194,10 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         "latency_ns": lat_ns,
         "latency_us": lat_us,
         "latency_ms": lat_ms,
-        "latency_depth": spec.iodepth,
-        "latency_target": 0,
-        "latency_percentile": 100.0,
-        "latency_window": 0,
+        "latency_depth": e.latency_depth.unwrap_or(spec.iodepth),
+        "latency_target": spec.latency_target_ns.map_or(0, |t| t / 1000),
+        "latency_percentile": spec.latency_percentile,
+        "latency_window": spec.latency_window_ns / 1000,
     })
 }
 

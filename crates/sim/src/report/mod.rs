@@ -29,6 +29,8 @@ pub struct Entry {
     pub runtime_ns: Nanos,
     /// The members' runtimes added up (fio's `job_runtime` under `group_reporting`).
     pub job_runtime_ns: Nanos,
+    /// The queue depth `latency_target=` settled on (fio's `latency_depth`), if it searched.
+    pub latency_depth: Option<u32>,
 }
 
 impl Entry {
@@ -83,6 +85,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
             depth_hist: p.depth_hist,
             runtime_ns: p.runtime_ns(),
             job_runtime_ns: p.runtime_ns(),
+            latency_depth: p.lat_target.map(|l| l.qd),
         });
     }
     out
