@@ -148,7 +148,6 @@ const ROOT: usize = 0;
 struct Iocg {
     name: String,
     parent: usize,
-    depth: usize,
     /// Weights are scaled by `WEIGHT_ONE`, as the kernel keeps them.
     weight: u64,
     active: u64,
@@ -172,7 +171,6 @@ struct Iocg {
     abs_vusage: u128,
     last_abs_vusage: u128,
     usage_delta_us: u64,
-    hweight_donating: u64,
     hweight_after_donation: u64,
     waitq: VecDeque<Waiter>,
     wait_timer_ns: Option<Nanos>,
@@ -182,12 +180,11 @@ struct Iocg {
 }
 
 impl Iocg {
-    fn new(name: String, parent: usize, depth: usize, weight: u32) -> Iocg {
+    fn new(name: String, parent: usize, weight: u32) -> Iocg {
         Iocg {
             counters: GroupCounters { name: name.clone(), ..GroupCounters::default() },
             name,
             parent,
-            depth,
             weight: u64::from(weight) * WEIGHT_ONE,
             active: 0,
             inuse: 0,
@@ -209,7 +206,6 @@ impl Iocg {
             abs_vusage: 0,
             last_abs_vusage: 0,
             usage_delta_us: 0,
-            hweight_donating: 0,
             hweight_after_donation: 0,
             waitq: VecDeque::new(),
             wait_timer_ns: None,
@@ -312,7 +308,7 @@ impl IoCost {
             }
         }
         let mut out = Vec::with_capacity(groups.len() + 1);
-        out.push(Iocg::new("(root)".into(), ROOT, 0, CGROUP_WEIGHT_DFL));
+        out.push(Iocg::new("(root)".into(), ROOT, CGROUP_WEIGHT_DFL));
         for g in &groups {
             let parent = match g.parent {
                 None => ROOT,
@@ -320,9 +316,9 @@ impl IoCost {
                     format!("cgroup `{}`: its parent is not an io.cost group", g.name)
                 })?,
             };
-            out.push(Iocg::new(g.name.clone(), parent, 0, g.weight));
+            out.push(Iocg::new(g.name.clone(), parent, g.weight));
         }
-        // Depths, refusing cycles and deep nesting.
+        // Refuse cycles and deep nesting.
         for i in 1..out.len() {
             let (mut p, mut depth) = (i, 0);
             while p != ROOT {
@@ -335,7 +331,6 @@ impl IoCost {
                     ));
                 }
             }
-            out[i].depth = depth;
         }
         let qos = qos.unwrap_or_else(|| IoCostQos { enable: true, ..IoCostQos::auto(class) });
         let model = model.unwrap_or_else(|| IoCostModel::auto(class));
@@ -919,13 +914,12 @@ impl IoCost {
                 self.propagate(gi, 0, 0, false, now_ns);
                 self.groups[gi].is_active = false;
                 self.groups[gi].mergeable = None;
-                self.weights_dirty = true;
             } else {
                 keep.push(gi);
             }
         }
+        // `propagate` marked the weights stale for each cgroup it deactivated.
         self.active_list = keep;
-        self.weights_dirty = true;
         nr_debtors
     }
 
@@ -1085,7 +1079,6 @@ impl IoCost {
                 let new_hwi = self.hweight_after_donation(gi, hwi, hwm, usage, now_ns);
                 if new_hwi < hwm && hwa >= 2 {
                     let g = &mut self.groups[gi];
-                    g.hweight_donating = hwa;
                     g.hweight_after_donation = new_hwi;
                     donors.push(gi);
                 } else {
