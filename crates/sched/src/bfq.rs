@@ -498,17 +498,19 @@ impl Bfq {
                 return Some(s.queue);
             }
         }
-        let active: &[usize] = if qu.group == 0 { &[] } else { &self.groups[qu.group].active };
-        let root_queues = self.root_active.iter().filter_map(|s| match s {
-            Slot::Queue(x) => Some(*x),
-            Slot::Group(_) => None,
-        });
-        let candidates: Vec<usize> =
-            if qu.group == 0 { root_queues.collect() } else { active.to_vec() };
-        candidates
-            .into_iter()
-            .filter(|&t| fits(t, self.queues[t].last_end_sector))
-            .min_by_key(|&t| (rq.sector().abs_diff(self.queues[t].last_end_sector), t))
+        let closest = |candidates: &mut dyn Iterator<Item = usize>| {
+            candidates
+                .filter(|&t| fits(t, self.queues[t].last_end_sector))
+                .min_by_key(|&t| (rq.sector().abs_diff(self.queues[t].last_end_sector), t))
+        };
+        if qu.group == 0 {
+            closest(&mut self.root_active.iter().filter_map(|s| match s {
+                Slot::Queue(x) => Some(*x),
+                Slot::Group(_) => None,
+            }))
+        } else {
+            closest(&mut self.groups[qu.group].active.iter().copied())
+        }
     }
 
     /// Activates queue `q` (it got a request while idle), and its group if needed.
@@ -565,8 +567,12 @@ impl Bfq {
     /// B-WF2Q+ selection among `slots` with their entities at virtual time `vtime`: the
     /// eligible one with the smallest finish tag, the vtime moved to the smallest start if
     /// none is eligible.
-    fn pick<T: Copy>(slots: &[T], entity: impl Fn(T) -> Entity, vtime: &mut f64) -> Option<T> {
-        let min_start = slots.iter().map(|&s| entity(s).start).fold(f64::INFINITY, f64::min);
+    fn pick<T: Copy>(
+        slots: impl Iterator<Item = T> + Clone,
+        entity: impl Fn(T) -> Entity,
+        vtime: &mut f64,
+    ) -> Option<T> {
+        let min_start = slots.clone().map(|s| entity(s).start).fold(f64::INFINITY, f64::min);
         if !min_start.is_finite() {
             return None;
         }
@@ -575,8 +581,6 @@ impl Bfq {
         }
         let v = *vtime;
         slots
-            .iter()
-            .copied()
             .filter(|&s| entity(s).start <= v)
             .min_by(|&a, &b| entity(a).finish.total_cmp(&entity(b).finish))
     }
@@ -603,46 +607,37 @@ impl Bfq {
     }
 
     fn select_queue(&mut self, now: Nanos) -> Option<usize> {
-        let classes: Vec<usize> = self.root_active.iter().map(|&s| self.slot_class(s)).collect();
-        let c =
-            Self::next_class(classes.iter().copied(), &mut self.root_idle_last_service_ns, now)?;
-        let slots: Vec<Slot> = self
-            .root_active
-            .iter()
-            .zip(&classes)
-            .filter(|&(_, &k)| k == c)
-            .map(|(&s, _)| s)
-            .collect();
         let queues = &self.queues;
         let groups = &self.groups;
+        let class_of = |s: Slot| match s {
+            Slot::Queue(q) => queues[q].class,
+            Slot::Group(_) => CLASS_BE,
+        };
+        let c = Self::next_class(
+            self.root_active.iter().map(|&s| class_of(s)),
+            &mut self.root_idle_last_service_ns,
+            now,
+        )?;
         let ent = |s: Slot| match s {
             Slot::Queue(q) => queues[q].entity,
             Slot::Group(g) => groups[g].entity,
         };
-        let mut v = self.root_vtime[c];
-        let slot = Self::pick(&slots, ent, &mut v)?;
-        self.root_vtime[c] = v;
-        match slot {
+        let slots = self.root_active.iter().copied().filter(|&s| class_of(s) == c);
+        match Self::pick(slots, ent, &mut self.root_vtime[c])? {
             Slot::Queue(q) => Some(q),
             Slot::Group(g) => {
                 let group = &mut self.groups[g];
-                let queues = &self.queues;
                 let c = Self::next_class(
                     group.active.iter().map(|&q| queues[q].class),
                     &mut group.idle_last_service_ns,
                     now,
                 )?;
-                let members: Vec<usize> =
-                    group.active.iter().copied().filter(|&q| queues[q].class == c).collect();
-                let mut v = group.vtime[c];
-                let q = Self::pick(&members, |q| queues[q].entity, &mut v)?;
-                self.groups[g].vtime[c] = v;
-                Some(q)
+                let members = group.active.iter().copied().filter(|&q| queues[q].class == c);
+                Self::pick(members, |q| queues[q].entity, &mut group.vtime[c])
             }
         }
     }
 
-    /// Charges `sectors` of service to the trees above queue `q` (`bfq_bfqq_served`).
     /// Charges `sectors` of service to the class trees above queue `q` (`bfq_bfqq_served`).
     fn charge_vtime(&mut self, q: usize, sectors: u64) {
         let g = self.queues[q].group;

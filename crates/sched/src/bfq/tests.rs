@@ -74,9 +74,9 @@ fn wf2q_picks_the_smallest_eligible_finish_and_moves_vtime_to_the_smallest_start
     let ents = [e(5.0, 9.0), e(1.0, 20.0), e(2.0, 8.0)];
     let mut v = 3.0;
     // Eligible at 3: the first is not (S = 5); of the others the smaller F is 8.
-    assert_eq!(Bfq::pick(&[0, 1, 2], |i| ents[i], &mut v), Some(2));
+    assert_eq!(Bfq::pick([0, 1, 2].into_iter(), |i| ents[i], &mut v), Some(2));
     let mut v = 0.5;
-    assert_eq!(Bfq::pick(&[0], |i| ents[i], &mut v), Some(0));
+    assert_eq!(Bfq::pick([0].into_iter(), |i| ents[i], &mut v), Some(0));
     assert_eq!(v, 5.0, "nothing eligible: the virtual time jumps to the smallest start");
 }
 
