@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use elevator_sim::{simulate, SimOptions, Topology};
+use elevator_sim::workload::Process;
+use elevator_sim::{simulate, SimOptions, SimResult, Topology};
 
 const HDD: &str = "model = \"hdd\"\npreset = \"sata-7200-2009\"\nscheduler = \"mq-deadline\"";
 const NVME: &str = "model = \"ssd\"\npreset = \"nvme-pcie3-2018\"\nscheduler = \"none\"";
@@ -14,16 +15,19 @@ fn topology(device: &str, cgroups: &str) -> Topology {
     Topology::from_str(&topo, "t.toml").unwrap()
 }
 
+fn run(job: &str, t: &Topology) -> SimResult {
+    let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
+    simulate(&jobs, t, &SimOptions::default()).unwrap()
+}
+
+/// A job's I/Os per second of its runtime.
+fn iops_of(p: &Process) -> f64 {
+    p.stats.iter().map(|s| s.total_ios).sum::<u64>() as f64 / (p.runtime_ns() as f64 / 1e9)
+}
+
 /// IOPS of each job.
 fn iops(job: &str, t: &Topology) -> Vec<f64> {
-    let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
-    let r = simulate(&jobs, t, &SimOptions::default()).unwrap();
-    r.processes
-        .iter()
-        .map(|p| {
-            p.stats.iter().map(|s| s.total_ios).sum::<u64>() as f64 / (p.runtime_ns() as f64 / 1e9)
-        })
-        .collect()
+    run(job, t).processes.iter().map(iops_of).collect()
 }
 
 const TWO_READERS: &str = "
@@ -100,13 +104,8 @@ fn protected(device: &str, batch_bs: &str, qos: Option<&str>) -> (u64, f64) {
         format!("[[cgroup]]\npath = \"/\"\n\"io.cost.qos\" = \"8:0 enable=1 {q}\"\n")
     });
     let t = topology(device, &cgroups);
-    let job = WEB_AND_BATCH.replace("BATCH_BS", batch_bs);
-    let jobs = elevator_fio::parse_str(&job, "j.fio", Path::new("."), &|_| None).unwrap();
-    let r = simulate(&jobs, &t, &SimOptions::default()).unwrap();
-    let web = &r.processes[0].stats[0];
-    let batch = &r.processes[1];
-    let iops = batch.stats[0].total_ios as f64 / (batch.runtime_ns() as f64 / 1e9);
-    (web.clat_hist.value_at_quantile(0.95), iops)
+    let r = run(&WEB_AND_BATCH.replace("BATCH_BS", batch_bs), &t);
+    (r.processes[0].stats[0].clat_hist.value_at_quantile(0.95), iops_of(&r.processes[1]))
 }
 
 fn protection(device: &str, name: &str, batch_bs: &str, target_us: u64) {
