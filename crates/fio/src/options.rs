@@ -717,11 +717,17 @@ impl Builder {
                 spec.runtime_ns = (ns > 0).then_some(ns);
             }
             "ramp_time" => spec.ramp_time_ns = parse_time_ns(v, NS_PER_SEC)?,
-            "latency_target" => {
+            "latency_target" | "latency_window" => {
                 let ns = parse_time_ns(v, 1_000)?;
-                spec.latency_target_ns = (ns > 0).then_some(ns);
+                if ns > MAX_LATENCY_TARGET_NS {
+                    return Err(format!("`{v}` is above an hour (MAX_LATENCY_TARGET_NS)"));
+                }
+                if name == "latency_target" {
+                    spec.latency_target_ns = (ns > 0).then_some(ns);
+                } else {
+                    spec.latency_window_ns = ns;
+                }
             }
-            "latency_window" => spec.latency_window_ns = parse_time_ns(v, 1_000)?,
             "latency_percentile" => {
                 let p: f64 = v
                     .trim_end_matches('%')
@@ -957,6 +963,9 @@ fn block_bytes(v: &str, kb_base: u64) -> Result<u64, String> {
 
 /// `bssplit` for one direction: `4k/10:64k/90`. Entries without a percentage share what is
 /// left over equally (the last of them takes the rounding remainder); the total must be 100.
+/// Longest `latency_target=` and `latency_window=` taken: an hour (a longer one is a typo).
+pub const MAX_LATENCY_TARGET_NS: u64 = 3_600_000_000_000;
+
 /// fio's refusal of both ways of choosing which I/Os get a priority.
 const EXCLUSIVE_CMDPRIO: &str = "cmdprio_percentage and cmdprio_bssplit are mutually exclusive";
 
@@ -1336,6 +1345,8 @@ mod tests {
         assert!(value_err("cmdprio_bssplit", "4k/10/4/0").contains("the class is 1"));
         assert!(value_err("cmdprio_bssplit", "4k/10/1/8").contains("the level is 0 to 7"));
         assert!(value_err("cmdprio_bssplit", "4k").contains("expected blocksize/percentage"));
+        assert!(value_err("latency_window", "2h").contains("above an hour"));
+        assert_eq!(applied(&[("latency_target", Some("250"))]).latency_target_ns, Some(250_000));
         let mut b = builder();
         b.apply("cmdprio_percentage", Some("10")).unwrap();
         let Err(OptionError::Value(e)) = b.apply("cmdprio_bssplit", Some("4k/10")) else {
