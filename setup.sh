@@ -7,7 +7,9 @@
 # and what the Python package's test (crates/cli/tests/python.rs) builds and runs it with
 # (venv, pip, the headers pyo3 links against, pandas, pytest, dask and distributed for
 # python/elevator/sweep.py: the venv sees Debian's through
-# --system-site-packages), from Debian packages. Safe to run again.
+# --system-site-packages), from Debian packages; and fio-plot (PyPI, pinned), which draws
+# graphs from `elevator run`'s fio log files in crates/cli/tests/fio_plot.rs, in its own venv
+# at $ELEVATOR_TOOLS_VENV (default ~/.cache/elevator/tools-venv). Safe to run again.
 set -euo pipefail
 
 packages=(fio qemu-utils libnbd-bin python3-libnbd nbdkit time chromium blktrace
@@ -25,3 +27,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 command -v cargo >/dev/null || { echo "setup.sh: cargo not found; install Rust with rustup first" >&2; exit 1; }
+
+# fio-plot is not packaged by Debian: a venv of its own, from PyPI, at a pinned version.
+FIO_PLOT_VERSION=1.1.21
+venv=${ELEVATOR_TOOLS_VENV:-$HOME/.cache/elevator/tools-venv}
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('fio-plot') != '$FIO_PLOT_VERSION')" 2>/dev/null; then
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "fio-plot==$FIO_PLOT_VERSION"
+fi

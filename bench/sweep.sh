@@ -4,10 +4,12 @@
 #   1. `elevator sweep plan` of a 1,000-run grid (4 schedulers × 5 queue depths × 50 seeds of
 #      4 KiB random reads, RUNTIME simulated seconds each);
 #   2. (a) two `elevator sweep run --shard i/2` side by side, then `sweep merge`;
-#   3. (b) `elevator.sweep.run` on a Dask LocalCluster of 2 worker processes (started and
-#      stopped inside the timing), its default 8 shards, then its merge;
-#   4. both wall times, their ratio, the same for (b) without starting and stopping the
-#      cluster, and whether the two merged files are the same bytes.
+#   3. (b) `elevator.sweep.run` as a user calls it: its default LocalCluster (one worker per
+#      CPU, threads of the calling process) started and stopped inside the timing, its
+#      default 4 shards per worker, then its merge;
+#   4. (c) the same on a LocalCluster of 2 worker processes, started and stopped inside the
+#      timing, and timed again without its start and stop;
+#   5. the wall times, their ratios to (a), and whether the merged files are the same bytes.
 #
 # Usage: bench/sweep.sh   ELEVATOR_BIN=path (default: a release build, made here),
 # PYTHON=python with the elevator package installed (default python3), RUNTIME=300,
@@ -51,7 +53,7 @@ QD = ["1", "2", "4", "8", "16"]
 EOF
 "$ELEVATOR_BIN" sweep plan grid.toml -o plan.jsonl 2>/dev/null
 echo "plan: $(wc -l < plan.jsonl) runs of $RUNTIME simulated s, in $OUT" >&2
-rm -rf plain dask
+rm -rf plain dask dask-processes
 
 now() { date +%s.%N; }
 
@@ -65,24 +67,36 @@ wait $b
 "$ELEVATOR_BIN" sweep merge plain -o plain.parquet
 t1=$(now)
 
-# -c, not a here-document: the workers are spawned and re-import __main__ from its file.
+# (b) the default: elevator.sweep.run starts a LocalCluster of one worker per CPU (threads
+# of this process: the tasks are subprocesses) and stops it, all inside the timing.
+"$PYTHON" -c 'import elevator.sweep; elevator.sweep.run("plan.jsonl", "dask", progress=False)'
+t2=$(now)
+
+# (c) worker processes (processes=True), started and stopped inside the timing; the run on
+# the started cluster is timed too. -c, not a here-document: the workers are spawned and
+# re-import __main__ from its file.
 "$PYTHON" -c '
 import distributed, elevator.sweep
 with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                               dashboard_address=None) as cluster, distributed.Client(cluster) as client:
     import time
     t = time.monotonic()
-    elevator.sweep.run("plan.jsonl", "dask", client=client, progress=False)
+    elevator.sweep.run("plan.jsonl", "dask-processes", client=client, progress=False)
     print("%.2f" % (time.monotonic() - t), file=open("dask-run-seconds", "w"))
 '
-t2=$(now)
+t3=$(now)
 
 plain=$(echo "$t1 - $t0" | bc -l)
 dask=$(echo "$t2 - $t1" | bc -l)
+processes=$(echo "$t3 - $t2" | bc -l)
 printf 'plain 2 shards + merge: %.2f s\n' "$plain"
-printf 'dask LocalCluster(2):   %.2f s (cluster start and stop included)\n' "$dask"
-printf 'ratio dask/plain:       %.3f\n' "$(echo "$dask / $plain" | bc -l)"
+printf 'dask, default LocalCluster (2 workers, threads): %.2f s, ratio %.3f (cluster start and stop included)\n' \
+  "$dask" "$(echo "$dask / $plain" | bc -l)"
+printf 'dask, LocalCluster(2 worker processes):        %.2f s, ratio %.3f (cluster start and stop included)\n' \
+  "$processes" "$(echo "$processes / $plain" | bc -l)"
 run=$(cat dask-run-seconds)
-printf 'dask run() on the started cluster: %.2f s, ratio %.3f\n' "$run" "$(echo "$run / $plain" | bc -l)"
-cmp -s plain.parquet dask/merged.parquet && echo "merged files: the same bytes" ||
-  echo "merged files: DIFFER"
+printf '  of which run() on the started cluster:       %.2f s, ratio %.3f\n' "$run" "$(echo "$run / $plain" | bc -l)"
+for d in dask dask-processes; do
+  cmp -s plain.parquet $d/merged.parquet && echo "merged files ($d): the same bytes" ||
+    echo "merged files ($d): DIFFER"
+done

@@ -14,8 +14,11 @@ only the runs that are not in it yet. Finally ``elevator sweep merge`` joins the
 into ``OUTDIR/merged.parquet``: the same bytes as one serial ``--shard 0/1`` and a merge.
 
 Without ``--scheduler-address`` (``client=None``) a ``LocalCluster`` is started: one worker
-process per CPU (``os.cpu_count()``), one thread each. N defaults to four shards per worker thread
-(enough to balance uneven runs), at most the plan's run count.
+per CPU (``os.cpu_count()``), one thread each, inside this process (``processes=False``). A
+task only waits for its ``elevator`` subprocess, which does the work, so worker processes
+would add nothing but their start-up (about a second of CPU each, taken from the first
+shards). N defaults to four shards per worker thread (enough to balance uneven runs), at most
+the plan's run count.
 
 The plan, OUTDIR and the ``elevator`` binary must be at the same paths on every worker (a
 shared file system), and the workers run ``elevator`` in the directory this function was
@@ -157,7 +160,7 @@ def run(
         cluster = distributed.LocalCluster(
             n_workers=os.cpu_count() or 1,
             threads_per_worker=1,
-            processes=True,
+            processes=False,
             dashboard_address=None,
         )
         own = (cluster, distributed.Client(cluster))

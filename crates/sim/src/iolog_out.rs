@@ -4,9 +4,20 @@
 //! A line is fio 3.33's `time, value, ddir, bs, prio`: milliseconds since the job started,
 //! the value (latencies in ns, bandwidth in KiB/s, IOPS), the direction (0 read, 1 write,
 //! 2 trim), the block size (0 for a sample averaged over a window) and whether the I/O was
-//! real-time class (1) or not (0). Without `log_avg_msec` every I/O is a latency line and
-//! bandwidth and IOPS are sampled every 500 ms (fio's `bw_avg_time`); with it every log
-//! averages (or, with `log_max_value`, takes the maximum) over windows of that length.
+//! real-time class (1) or not (0). As fio 3.33 (`account_io_completion`, `add_log_sample`,
+//! `finalize_logs` in its io_u.c and stat.c):
+//! - without `log_avg_msec` every log has a line per I/O: its latencies, its bandwidth
+//!   (`bytes × 10⁶ / clat_ns`, fio's per-unit rate) and an IOPS line of 1, each with the
+//!   I/O's size in the `bs` column;
+//! - with it the latency logs average (rounding to nearest, or with `log_max_value` take the
+//!   maximum) over windows of that length, and bandwidth (KiB/s) and IOPS are the window's
+//!   bytes and I/Os over its length. When the job ends, the latency window still open is
+//!   written at the job's end time (fio's `finalize_logs`); a rate window that has not run its
+//!   full length is not (fio samples rates only when a window has passed).
+//!
+//! One deviation: fio stamps a window's line with the time of the I/O or timer that closed
+//! it (a millisecond or so after the window's end, varying run to run); here it is the
+//! window's end, so the same run gives the same file.
 //!
 //! Bounded: at most [`MAX_LOG_SAMPLES`] lines per log per process; past it the log stops and
 //! the run warns.
@@ -15,10 +26,6 @@ use elevator_core::{Nanos, NS_PER_MS};
 
 /// Lines one log of one process may hold.
 pub const MAX_LOG_SAMPLES: usize = 1 << 22;
-
-/// The window bandwidth and IOPS are sampled over without `log_avg_msec` (fio's
-/// `bw_avg_time`/`iops_avg_time`).
-pub const DEFAULT_RATE_WINDOW_MS: u64 = 500;
 
 /// One line of a log.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +78,6 @@ impl JobLogs {
         max_value: bool,
         prio_rt: bool,
     ) -> Self {
-        let rate_ms = if avg_ms > 0 { avg_ms } else { DEFAULT_RATE_WINDOW_MS };
         JobLogs {
             lat,
             bw,
@@ -83,7 +89,7 @@ impl JobLogs {
             samples: Default::default(),
             dropped: 0,
             lat_window_end_ms: avg_ms,
-            rate_window_end_ms: rate_ms,
+            rate_window_end_ms: avg_ms,
             lat_windows: [Window::default(); 3],
             rate_windows: [Window::default(); 3],
         }
@@ -139,7 +145,22 @@ impl JobLogs {
                 w.ios += 1;
             }
         }
-        if self.bw || self.iops {
+        if self.avg_ms == 0 {
+            let prio_rt = self.prio_rt;
+            let ddir = ddir as u8;
+            if self.bw {
+                // fio's per-unit rate: bytes over the completion latency, in bytes per ms.
+                let value = if clat > 0 {
+                    u64::try_from(u128::from(bs) * 1_000_000 / u128::from(clat)).unwrap_or(u64::MAX)
+                } else {
+                    0
+                };
+                self.push(3, Sample { time_ms: t_ms, value, ddir, bs, prio_rt });
+            }
+            if self.iops {
+                self.push(4, Sample { time_ms: t_ms, value: 1, ddir, bs, prio_rt });
+            }
+        } else if self.bw || self.iops {
             while t_ms >= self.rate_window_end_ms {
                 self.close_rate_window();
             }
@@ -150,25 +171,30 @@ impl JobLogs {
     }
 
     fn close_lat_window(&mut self) {
-        let t = self.lat_window_end_ms;
+        self.write_lat_windows(self.lat_window_end_ms);
+        self.lat_window_end_ms += self.avg_ms;
+    }
+
+    /// The open latency windows as lines stamped `t` ms: fio's `__add_stat_to_log`, whose
+    /// mean is rounded to nearest.
+    fn write_lat_windows(&mut self, t: u64) {
         for ddir in 0..3 {
             let w = std::mem::take(&mut self.lat_windows[ddir]);
             if w.ios == 0 {
                 continue;
             }
             for k in 0..3 {
-                let value =
-                    if self.max_value { w.max[k] } else { (w.sum[k] / u128::from(w.ios)) as u64 };
+                let n = u128::from(w.ios);
+                let value = if self.max_value { w.max[k] } else { ((w.sum[k] + n / 2) / n) as u64 };
                 let s =
                     Sample { time_ms: t, value, ddir: ddir as u8, bs: 0, prio_rt: self.prio_rt };
                 self.push(k, s);
             }
         }
-        self.lat_window_end_ms += self.avg_ms;
     }
 
     fn close_rate_window(&mut self) {
-        let window_ms = if self.avg_ms > 0 { self.avg_ms } else { DEFAULT_RATE_WINDOW_MS };
+        let window_ms = self.avg_ms;
         let t = self.rate_window_end_ms;
         for ddir in 0..3 {
             let w = std::mem::take(&mut self.rate_windows[ddir]);
@@ -188,21 +214,21 @@ impl JobLogs {
         self.rate_window_end_ms += window_ms;
     }
 
-    /// The job ended at `end_ns`: the windows still open are written out.
+    /// The job ended at `end_ns`: the windows that ran their length are written out, then the
+    /// latency windows still open at the end time; a rate window cut short is dropped.
     pub fn finish(&mut self, end_ns: Nanos) {
+        if self.avg_ms == 0 {
+            return;
+        }
         let t_ms = end_ns.saturating_sub(self.start_ns) / NS_PER_MS;
-        if self.lat && self.avg_ms > 0 {
-            while self.lat_windows.iter().any(|w| w.ios > 0)
-                && self.lat_window_end_ms <= t_ms + self.avg_ms
-            {
+        if self.lat {
+            while self.lat_window_end_ms <= t_ms {
                 self.close_lat_window();
             }
+            self.write_lat_windows(t_ms);
         }
         if self.bw || self.iops {
-            let window_ms = if self.avg_ms > 0 { self.avg_ms } else { DEFAULT_RATE_WINDOW_MS };
-            while self.rate_windows.iter().any(|w| w.ios > 0)
-                && self.rate_window_end_ms <= t_ms + window_ms
-            {
+            while self.rate_window_end_ms <= t_ms {
                 self.close_rate_window();
             }
         }
@@ -231,15 +257,34 @@ mod tests {
         l.finish(600 * NS_PER_MS);
         assert_eq!(render(&l.samples[0]), "3, 3000000, 0, 4096, 0\n600, 600000000, 1, 8192, 0\n");
         assert_eq!(render(&l.samples[2]), "3, 1000, 0, 4096, 0\n600, 0, 1, 8192, 0\n");
-        // One read in the first 500 ms window: 8 KiB/s, 2 IOPS.
-        assert_eq!(render(&l.samples[3]), "500, 8, 0, 0, 0\n1000, 16, 1, 0, 0\n");
-        assert_eq!(render(&l.samples[4]), "500, 2, 0, 0, 0\n1000, 2, 1, 0, 0\n");
+        // fio's per-unit rate: 4096 B over a 2.999 ms completion, 8192 B over 600 ms.
+        assert_eq!(render(&l.samples[3]), "3, 1365, 0, 4096, 0\n600, 13, 1, 8192, 0\n");
+        assert_eq!(render(&l.samples[4]), "3, 1, 0, 4096, 0\n600, 1, 1, 8192, 0\n");
 
         let mut l = JobLogs::new(true, false, false, 100, false, true);
         l.start(0);
         l.record(0, 4096, 0, 0, 10 * NS_PER_MS);
         l.record(0, 4096, 0, 0, 30 * NS_PER_MS);
         l.finish(30 * NS_PER_MS);
-        assert_eq!(render(&l.samples[1]), "100, 20000000, 0, 0, 1\n");
+        // The window still open is written at the end time.
+        assert_eq!(render(&l.samples[1]), "30, 20000000, 0, 0, 1\n");
+    }
+
+    #[test]
+    fn rate_windows_only_when_whole_and_means_rounded() {
+        let mut l = JobLogs::new(true, true, true, 1000, false, false);
+        l.start(0);
+        l.record(0, 4096, 0, 0, 500 * NS_PER_MS);
+        l.record(0, 4096, 0, 0, 1500 * NS_PER_MS + 1);
+        l.record(0, 4096, 0, 0, 2500 * NS_PER_MS);
+        l.finish(2600 * NS_PER_MS);
+        // (1500 ms + 1 ns) alone in its window: no rounding down to 1.5 s.
+        assert_eq!(
+            render(&l.samples[1]),
+            "1000, 500000000, 0, 0, 0\n2000, 1500000001, 0, 0, 0\n2600, 2500000000, 0, 0, 0\n"
+        );
+        // Two whole windows of one 4 KiB read; the cut third is not a sample.
+        assert_eq!(render(&l.samples[3]), "1000, 4, 0, 0, 0\n2000, 4, 0, 0, 0\n");
+        assert_eq!(render(&l.samples[4]), "1000, 1, 0, 0, 0\n2000, 1, 0, 0, 0\n");
     }
 }
