@@ -46,11 +46,8 @@ fn graph(dir: &Path, rw: &str, types: &[&str]) -> Vec<u8> {
         .arg(&png)
         .output()
         .expect("fio-plot runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && !text.contains("Traceback"), "fio-plot failed:\n{text}");
     let bytes = std::fs::read(&png).unwrap_or_else(|e| panic!("{}: {e}\n{text}", png.display()));
     assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");

@@ -63,10 +63,10 @@ use std::collections::{BTreeMap, VecDeque};
 use elevator_core::hash::FastHashMap;
 use elevator_core::{Nanos, Op};
 pub use params::{
-    calc_lcoefs, parse_io_weight_line, AutopClass, IoCostModel, IoCostQos, LinearCoefs,
-    CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX, CGROUP_WEIGHT_MIN, IOCOST_COEF_MAX, IOCOST_LAT_MAX_US,
-    IOC_PAGE_SIZE, LCOEF_RANDIO_PAGES, VRATE_MAX_PPM, VRATE_MIN_PPM, VTIME_PER_NSEC, VTIME_PER_SEC,
-    VTIME_PER_USEC,
+    calc_lcoefs, parse_io_weight_line, parse_weight_line, AutopClass, IoCostModel, IoCostQos,
+    LinearCoefs, CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX, CGROUP_WEIGHT_MIN, IOCOST_COEF_MAX,
+    IOCOST_LAT_MAX_US, IOC_PAGE_SIZE, LCOEF_RANDIO_PAGES, VRATE_MAX_PPM, VRATE_MIN_PPM,
+    VTIME_PER_NSEC, VTIME_PER_SEC, VTIME_PER_USEC,
 };
 
 use crate::{Bio, Controller, GroupCounters};

@@ -13,8 +13,11 @@
 //!   next; `V` advances by `served / Σ active weights` as sectors are served and jumps to the
 //!   smallest `S` when nothing is eligible. An entity that becomes active starts at
 //!   `max(V, F)` (`__bfq_activate_entity`), so idling earns nothing. Groups (cgroups) are
-//!   entities of the root's tree with their `weight`; their queues are scheduled in their own
-//!   tree. When a queue expires its finish tag is recomputed from what it was charged.
+//!   hierarchical (`CONFIG_BFQ_GROUP_IOSCHED`): a group is an entity of its parent's tree with
+//!   its `weight`, and its queues and child groups are scheduled in its own tree; the choice
+//!   goes down from the root, tree by tree, to a queue, and service is charged to the queue's
+//!   tree and to every ancestor's. When a queue expires its finish tag (and its groups') is
+//!   recomputed from what it was charged.
 //! - **Budgets** (`__bfq_bfqq_recalc_budget`): a sync queue's next budget follows why it
 //!   expired: budget exhausted ×4, timeout (`timeout_sync`) ×2, nothing left to do
 //!   (`NO_MORE_REQUESTS`) the service it used, idle past `slice_idle` shrinks by 4 minimum
@@ -60,7 +63,7 @@
 //! injection while idling is not modelled; merging is not turned off on non-rotational
 //! devices with internal queueing (the scheduler does not know the device);
 //! queue weights are the kernel's scaled by 2.5 (100 at level 4, BFQ's default for groups,
-//! so queues and groups of the root compare as before); groups are one level under the root; virtual times are `f64` (deterministic,
+//! so queues and groups of the root compare as before); virtual times are `f64` (deterministic,
 //! IEEE 754); timers are the driver's (`WaitUntil`).
 
 use std::collections::BTreeMap;
@@ -93,6 +96,11 @@ const SEEKY_OF_32: u32 = 19;
 /// `bfq_wr_duration`'s reference: 8 s at 14,000 sectors/s.
 const WR_REF_DURATION_NS: f64 = 8e9;
 const WR_REF_RATE_SECTORS_PER_NS: f64 = 14_000.0 / 1e9;
+/// A group's weight range (`BFQ_MIN_WEIGHT`, `BFQ_MAX_WEIGHT`) and its default
+/// (`BFQ_DEFAULT_GRP_WEIGHT`, `io.bfq.weight`'s `default 100`).
+pub const BFQ_MIN_WEIGHT: u32 = 1;
+pub const BFQ_MAX_WEIGHT: u32 = 1000;
+pub const BFQ_DEFAULT_GRP_WEIGHT: u32 = 100;
 /// Groups declared at most (each a `set_group`).
 pub const BFQ_GROUPS_MAX: usize = 4096;
 /// Queues (processes × groups) at most; past it, new processes share a group's last queue.
@@ -252,11 +260,14 @@ impl Queue {
 
 #[derive(Debug, Default)]
 struct Group {
+    /// Its entity in its parent's tree (unused for the root).
     entity: Entity,
+    /// The group whose tree its entity is in (the root's is itself).
+    parent: usize,
     /// The virtual time of each class's tree of this group.
     vtime: [f64; CLASSES],
-    /// Active queues of this group.
-    active: Vec<usize>,
+    /// Active entities of this group's tree: its queues and its child groups.
+    active: Vec<Slot>,
     /// When its idle class was last chosen (`bfq_class_idle_last_service`).
     idle_last_service_ns: Nanos,
 }
@@ -274,13 +285,10 @@ pub struct Bfq {
     tun: [u64; 9],
     queues: Vec<Queue>,
     by_key: BTreeMap<(u32, u32, bool), usize>,
-    /// Group 0 is the root; its queues and the other groups are entities of the root tree.
+    /// Group 0 is the root; every other group is an entity of its parent's tree, as are the
+    /// queues of a group.
     groups: Vec<Group>,
     group_of_cgroup: BTreeMap<u32, usize>,
-    root_vtime: [f64; CLASSES],
-    root_idle_last_service_ns: Nanos,
-    /// Active entities of the root tree: queues of the root group and non-root groups.
-    root_active: Vec<Slot>,
     in_service: Option<InService>,
     /// The queue of each dispatched request, until it completes.
     dispatched_from: BTreeMap<RequestId, usize>,
@@ -325,9 +333,6 @@ impl Bfq {
                 ..Group::default()
             }],
             group_of_cgroup: BTreeMap::new(),
-            root_vtime: [0.0; CLASSES],
-            root_idle_last_service_ns: 0,
-            root_active: Vec::new(),
             in_service: None,
             dispatched_from: BTreeMap::new(),
             head_sector: 0,
@@ -453,7 +458,7 @@ impl Bfq {
         }
     }
 
-    /// The class of a root-tree entity: a group competes as best effort.
+    /// The class of a tree's entity: a group competes as best effort.
     fn slot_class(&self, s: Slot) -> usize {
         match s {
             Slot::Queue(q) => self.queues[q].class,
@@ -503,14 +508,10 @@ impl Bfq {
                 .filter(|&t| fits(t, self.queues[t].last_end_sector))
                 .min_by_key(|&t| (rq.sector().abs_diff(self.queues[t].last_end_sector), t))
         };
-        if qu.group == 0 {
-            closest(&mut self.root_active.iter().filter_map(|s| match s {
-                Slot::Queue(x) => Some(*x),
-                Slot::Group(_) => None,
-            }))
-        } else {
-            closest(&mut self.groups[qu.group].active.iter().copied())
-        }
+        closest(&mut self.groups[qu.group].active.iter().filter_map(|s| match s {
+            Slot::Queue(x) => Some(*x),
+            Slot::Group(_) => None,
+        }))
     }
 
     /// Activates queue `q` (it got a request while idle), and its group if needed.
@@ -543,24 +544,27 @@ impl Bfq {
         qu.softrt_update = false;
         let g = self.queues[q].group;
         let c = self.queues[q].class;
-        let vtime = if g == 0 { self.root_vtime[c] } else { self.groups[g].vtime[c] };
+        let vtime = self.groups[g].vtime[c];
         let w = self.weight_of(q, now);
         let e = &mut self.queues[q].entity;
         e.weight = w;
         e.start = e.finish.max(vtime);
         e.finish = e.start + e.budget as f64 / e.weight;
         e.active = true;
-        if g == 0 {
-            self.root_active.push(Slot::Queue(q));
-        } else {
-            self.groups[g].active.push(q);
-            if !self.groups[g].entity.active {
-                let ge = &mut self.groups[g].entity;
-                ge.start = ge.finish.max(self.root_vtime[CLASS_BE]);
-                ge.finish = ge.start + self.queues[q].entity.budget as f64 / ge.weight;
-                ge.active = true;
-                self.root_active.push(Slot::Group(g));
-            }
+        let budget = e.budget;
+        self.groups[g].active.push(Slot::Queue(q));
+        // bfq_activate_requeue_entity goes up the hierarchy: each group that was idle becomes
+        // active in its parent's tree, until one already is (or the root).
+        let mut g = g;
+        while g != 0 && !self.groups[g].entity.active {
+            let parent = self.groups[g].parent;
+            let vtime = self.groups[parent].vtime[CLASS_BE];
+            let ge = &mut self.groups[g].entity;
+            ge.start = ge.finish.max(vtime);
+            ge.finish = ge.start + budget as f64 / ge.weight;
+            ge.active = true;
+            self.groups[parent].active.push(Slot::Group(g));
+            g = parent;
         }
     }
 
@@ -606,61 +610,61 @@ impl Bfq {
         Some(class)
     }
 
+    /// `bfq_lookup_next_entity` from the root down: in each tree the class to serve, then
+    /// its B-WF2Q+ choice, until the choice is a queue.
     fn select_queue(&mut self, now: Nanos) -> Option<usize> {
         let queues = &self.queues;
-        let groups = &self.groups;
-        let class_of = |s: Slot| match s {
-            Slot::Queue(q) => queues[q].class,
-            Slot::Group(_) => CLASS_BE,
-        };
-        let c = Self::next_class(
-            self.root_active.iter().map(|&s| class_of(s)),
-            &mut self.root_idle_last_service_ns,
-            now,
-        )?;
-        let ent = |s: Slot| match s {
-            Slot::Queue(q) => queues[q].entity,
-            Slot::Group(g) => groups[g].entity,
-        };
-        let slots = self.root_active.iter().copied().filter(|&s| class_of(s) == c);
-        match Self::pick(slots, ent, &mut self.root_vtime[c])? {
-            Slot::Queue(q) => Some(q),
-            Slot::Group(g) => {
-                let group = &mut self.groups[g];
-                let c = Self::next_class(
-                    group.active.iter().map(|&q| queues[q].class),
-                    &mut group.idle_last_service_ns,
-                    now,
-                )?;
-                let members = group.active.iter().copied().filter(|&q| queues[q].class == c);
-                Self::pick(members, |q| queues[q].entity, &mut group.vtime[c])
+        let mut g = 0;
+        for _ in 0..=BFQ_GROUPS_MAX {
+            let groups = &self.groups;
+            let class_of = |s: Slot| match s {
+                Slot::Queue(q) => queues[q].class,
+                Slot::Group(_) => CLASS_BE,
+            };
+            let ent = |s: Slot| match s {
+                Slot::Queue(q) => queues[q].entity,
+                Slot::Group(g) => groups[g].entity,
+            };
+            let mut idle_last = groups[g].idle_last_service_ns;
+            let c = Self::next_class(
+                groups[g].active.iter().map(|&s| class_of(s)),
+                &mut idle_last,
+                now,
+            )?;
+            let mut vtime = groups[g].vtime[c];
+            let slots = groups[g].active.iter().copied().filter(|&s| class_of(s) == c);
+            let chosen = Self::pick(slots, ent, &mut vtime);
+            let group = &mut self.groups[g];
+            group.idle_last_service_ns = idle_last;
+            group.vtime[c] = vtime;
+            match chosen? {
+                Slot::Queue(q) => return Some(q),
+                Slot::Group(h) => g = h,
             }
         }
+        None
     }
 
-    /// Charges `sectors` of service to the class trees above queue `q` (`bfq_bfqq_served`).
+    /// Charges `sectors` of service to the class trees above queue `q` (`bfq_bfqq_served`):
+    /// the queue's own, then each ancestor group's parent tree.
     fn charge_vtime(&mut self, q: usize, sectors: u64) {
-        let g = self.queues[q].group;
-        let c = self.queues[q].class;
-        if g == 0 {
-            let wsum: f64 = self.root_weight_sum(c);
-            self.root_vtime[c] += sectors as f64 / wsum.max(1.0);
-        } else {
-            let wsum: f64 = self.groups[g]
-                .active
-                .iter()
-                .filter(|&&x| self.queues[x].class == c)
-                .map(|&x| self.queues[x].entity.weight)
-                .sum();
+        let mut g = self.queues[q].group;
+        let mut c = self.queues[q].class;
+        for _ in 0..=BFQ_GROUPS_MAX {
+            let wsum = self.weight_sum(g, c);
             self.groups[g].vtime[c] += sectors as f64 / wsum.max(1.0);
-            let rsum = self.root_weight_sum(CLASS_BE);
-            self.root_vtime[CLASS_BE] += sectors as f64 / rsum.max(1.0);
+            if g == 0 {
+                break;
+            }
+            g = self.groups[g].parent;
+            c = CLASS_BE;
         }
     }
 
-    /// The weights of the root tree's active entities of class `c`.
-    fn root_weight_sum(&self, c: usize) -> f64 {
-        self.root_active
+    /// The weights of the active entities of class `c` in group `g`'s tree.
+    fn weight_sum(&self, g: usize, c: usize) -> f64 {
+        self.groups[g]
+            .active
             .iter()
             .filter(|&&s| self.slot_class(s) == c)
             .map(|&s| match s {
@@ -741,9 +745,12 @@ impl Bfq {
             e.budget = next_budget.clamp(min_b, max_b);
         }
         self.queues[q].served = 0;
-        if g != 0 {
-            let ge = &mut self.groups[g].entity;
+        // Every ancestor group was served what the queue was charged.
+        let mut a = g;
+        while a != 0 {
+            let ge = &mut self.groups[a].entity;
             ge.finish = ge.start + charged as f64 / ge.weight;
+            a = self.groups[a].parent;
         }
         // Requeue or deactivate (`bfq_requeue_bfqq` / `bfq_del_bfqq_busy`).
         if self.queues[q].requests.is_empty() {
@@ -753,15 +760,20 @@ impl Bfq {
             e.start = e.finish;
             e.finish = e.start + e.budget as f64 / e.weight;
         }
-        if g != 0 {
+        // Up the hierarchy: a group left with nothing active leaves its parent's tree
+        // (`bfq_deactivate_entity`); one still busy is requeued with its new finish tag.
+        let mut g = g;
+        while g != 0 {
+            let parent = self.groups[g].parent;
             if self.groups[g].active.is_empty() {
                 self.groups[g].entity.active = false;
-                self.root_active.retain(|&s| s != Slot::Group(g));
+                self.groups[parent].active.retain(|&s| s != Slot::Group(g));
             } else {
                 let ge = &mut self.groups[g].entity;
                 ge.start = ge.finish;
                 ge.finish = ge.start + next_budget as f64 / ge.weight;
             }
+            g = parent;
         }
     }
 
@@ -769,11 +781,7 @@ impl Bfq {
         self.queues[q].entity.active = false;
         self.queues[q].last_active_ns = Some(now);
         let g = self.queues[q].group;
-        if g == 0 {
-            self.root_active.retain(|&s| s != Slot::Queue(q));
-        } else {
-            self.groups[g].active.retain(|&x| x != q);
-        }
+        self.groups[g].active.retain(|&s| s != Slot::Queue(q));
     }
 
     /// `bfq_choose_req` over the queue's requests from the head position, or the expired FIFO
@@ -1009,13 +1017,16 @@ impl Scheduler for Bfq {
         if group.id == 0 {
             return;
         }
-        let weight = f64::from(group.weight.clamp(1, 1000));
+        let weight = f64::from(group.weight.clamp(BFQ_MIN_WEIGHT, BFQ_MAX_WEIGHT));
+        // A parent not declared (or past the limit) puts the group under the root.
+        let parent = group.parent.and_then(|p| self.group_of_cgroup.get(&p).copied()).unwrap_or(0);
         match self.group_of_cgroup.get(&group.id) {
             Some(&g) => self.groups[g].entity.weight = weight,
             None if self.groups.len() < BFQ_GROUPS_MAX => {
                 self.group_of_cgroup.insert(group.id, self.groups.len());
                 self.groups.push(Group {
                     entity: Entity { weight, ..Entity::default() },
+                    parent,
                     ..Group::default()
                 });
             }

@@ -33,7 +33,9 @@
 use std::path::Path;
 
 use elevator_control::ioband::{BwRange, GroupType, Policy, ShareSettings};
-use elevator_control::iocost::{parse_io_weight_line, AutopClass, IoCostModel, IoCostQos};
+use elevator_control::iocost::{
+    parse_io_weight_line, parse_weight_line, AutopClass, IoCostModel, IoCostQos,
+};
 use elevator_control::iolatency::parse_io_latency_keys;
 use elevator_control::prio_class::IoPrioClassPolicy;
 use elevator_control::throttle::IoMax;
@@ -44,6 +46,7 @@ use elevator_device::link::LinkParams;
 use elevator_device::ram::{RamDevice, RamParams};
 use elevator_device::ssd::{Ssd, SsdParams};
 use elevator_device::Device;
+use elevator_sched::bfq::{BFQ_MAX_WEIGHT, BFQ_MIN_WEIGHT};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -293,6 +296,8 @@ pub struct Topology {
     pub io_prio_class: Vec<(String, IoPrioClassPolicy)>,
     /// cgroup v2 `io.weight`, per cgroup path.
     pub io_weight: Vec<CgroupIoWeight>,
+    /// BFQ's `io.bfq.weight`, per cgroup path (read by BFQ alone).
+    pub io_bfq_weight: Vec<CgroupIoWeight>,
     /// The root cgroup's `io.cost.qos` and `io.cost.model` lines, per device, in order.
     pub io_cost: Vec<DeviceIoCost>,
     /// mClock settings (reservation, weight, limit) per cgroup path and device.
@@ -310,7 +315,7 @@ pub struct CgroupMclock {
     pub limit_iops: u32,
 }
 
-/// A cgroup's `io.weight`: its default, and per-device weights.
+/// A cgroup's `io.weight` (or `io.bfq.weight`): its default, and per-device weights.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CgroupIoWeight {
     pub path: String,
@@ -413,6 +418,9 @@ struct RawCgroup {
     /// `"default 200"`, `"8:16 50"`, or several lines.
     #[serde(rename = "io.weight")]
     io_weight: Option<OneOrMany>,
+    /// BFQ's group weight, `io.weight`'s grammar with weights 1-1000 (`bfq_io_set_weight`).
+    #[serde(rename = "io.bfq.weight")]
+    io_bfq_weight: Option<OneOrMany>,
     /// The root's only: `"8:16 enable=1 rpct=95 rlat=10000"` (blk-iocost's QoS).
     #[serde(rename = "io.cost.qos")]
     io_cost_qos: Option<OneOrMany>,
@@ -551,6 +559,7 @@ impl Topology {
             io_latency: Vec::new(),
             io_prio_class: Vec::new(),
             io_weight: Vec::new(),
+            io_bfq_weight: Vec::new(),
             io_cost: Vec::new(),
             mclock: Vec::new(),
         }
@@ -705,6 +714,7 @@ impl Topology {
         };
         let (io_max, io_latency) = build_cgroup_files(&raw.cgroup, &devices, &at)?;
         let (io_weight, io_cost) = build_iocost_files(&raw.cgroup, &devices, &at)?;
+        let io_bfq_weight = build_bfq_weights(&raw.cgroup, &devices, &at)?;
         let mclock = build_mclock_lines(&raw.cgroup, &devices, &at)?;
         let mut io_prio_class: Vec<(String, IoPrioClassPolicy)> = Vec::new();
         for spanned in &raw.cgroup {
@@ -729,6 +739,7 @@ impl Topology {
             io_latency,
             io_prio_class,
             io_weight,
+            io_bfq_weight,
             io_cost,
             mclock,
         };
@@ -1406,6 +1417,79 @@ fn build_cgroup_files(
     Ok((io_max, io_latency))
 }
 
+/// BFQ's `io.bfq.weight` files of the `[[cgroup]]` tables (`bfq_io_set_weight`: weights
+/// `BFQ_MIN_WEIGHT`..=`BFQ_MAX_WEIGHT`, not on the root).
+fn build_bfq_weights(
+    tables: &[Spanned<RawCgroup>],
+    devices: &[DeviceSpec],
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<Vec<CgroupIoWeight>, String> {
+    let mut weights = Vec::new();
+    for spanned in tables {
+        let c = spanned.get_ref();
+        let lines = lines_of(&c.io_bfq_weight);
+        if lines.is_empty() {
+            continue;
+        }
+        let path = c.path.trim_matches('/').to_string();
+        let err = |e: String| format!("{}: cgroup `{path}`: {e}", at(spanned.span()));
+        if lines.len() > MAX_IO_MAX_LINES {
+            return Err(err(format!("more than {MAX_IO_MAX_LINES} io.bfq.weight lines")));
+        }
+        if path.is_empty() {
+            return Err(err("the root cgroup has no io.bfq.weight".into()));
+        }
+        add_weight_lines(
+            "io.bfq.weight",
+            &lines,
+            parse_bfq_weight_line,
+            &path,
+            devices,
+            &mut weights,
+        )
+        .map_err(err)?;
+    }
+    Ok(weights)
+}
+
+fn parse_bfq_weight_line(line: &str) -> Result<(Option<&str>, Option<u32>), String> {
+    parse_weight_line("io.bfq.weight", line, BFQ_MIN_WEIGHT, BFQ_MAX_WEIGHT)
+}
+
+/// Adds a cgroup's weight-file `lines` (`default N`, `MAJ:MIN N|default`, parsed by
+/// `parse`) to its entry of `weights`, later lines overriding earlier ones as writes do.
+fn add_weight_lines<'a>(
+    file: &str,
+    lines: &'a [String],
+    parse: impl Fn(&'a str) -> Result<(Option<&'a str>, Option<u32>), String>,
+    path: &str,
+    devices: &[DeviceSpec],
+    weights: &mut Vec<CgroupIoWeight>,
+) -> Result<(), String> {
+    let i = match weights.iter().position(|x| x.path == path) {
+        Some(i) => i,
+        None => {
+            weights.push(CgroupIoWeight { path: path.to_string(), ..Default::default() });
+            weights.len() - 1
+        }
+    };
+    for line in lines {
+        let (dev, weight) = parse(line.as_str())?;
+        let entry = &mut weights[i];
+        match dev {
+            None => entry.default = weight,
+            Some(dev) => {
+                let d = cgroup_line_device(dev, devices).map_err(|e| format!("{file}: {e}"))?;
+                entry.per_device.retain(|(x, _)| *x != d);
+                if let Some(weight) = weight {
+                    entry.per_device.push((d, weight));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The blk-iocost files of the `[[cgroup]]` tables: `io.weight` of any cgroup but the root
 /// (`CFTYPE_NOT_ON_ROOT`), `io.cost.qos` and `io.cost.model` of the root only
 /// (`CFTYPE_ONLY_ON_ROOT`), checked as `ioc_weight_write`, `ioc_qos_write` and
@@ -1432,28 +1516,8 @@ fn build_iocost_files(
             if path.is_empty() {
                 return Err(err("the root cgroup has no io.weight".into()));
             }
-            let i = match weights.iter().position(|x| x.path == path) {
-                Some(i) => i,
-                None => {
-                    weights.push(CgroupIoWeight { path: path.clone(), ..Default::default() });
-                    weights.len() - 1
-                }
-            };
-            for line in &w {
-                let (dev, weight) = parse_io_weight_line(line).map_err(err)?;
-                let entry = &mut weights[i];
-                match dev {
-                    None => entry.default = weight,
-                    Some(dev) => {
-                        let d = cgroup_line_device(dev, devices)
-                            .map_err(|e| err(format!("io.weight: {e}")))?;
-                        entry.per_device.retain(|(x, _)| *x != d);
-                        if let Some(weight) = weight {
-                            entry.per_device.push((d, weight));
-                        }
-                    }
-                }
-            }
+            add_weight_lines("io.weight", &w, parse_io_weight_line, &path, devices, &mut weights)
+                .map_err(err)?;
         }
         for (file, lines) in [("io.cost.qos", &q), ("io.cost.model", &m)] {
             if lines.is_empty() {

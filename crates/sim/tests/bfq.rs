@@ -68,3 +68,50 @@ fn an_application_starts_within_twice_its_idle_time_beside_10_readers() {
         "CFQ {cfq:.2} s, mq-deadline {deadline:.2} s, BFQ {bfq:.2} s"
     );
 }
+
+const HDD: &str = "model = \"hdd\"\npreset = \"sata-7200-2009\"\nscheduler = \"bfq\"";
+
+/// Sequential 64 KiB readers in nested cgroups under BFQ, weights from `io.bfq.weight`.
+fn nested(cgroups: &str) -> Vec<f64> {
+    let topo = format!("[[device]]\nname = \"sda\"\n{HDD}\n{cgroups}");
+    let topology = Topology::from_str(&topo, "t.toml").unwrap();
+    let job = "[global]\ndirect=1\nioengine=psync\nrw=read\nbs=64k\nruntime=20\ntime_based\n\
+               filename=sda\nsize=4G\n\
+               [x]\ncgroup=a/x\noffset=0\n[y]\ncgroup=a/y\noffset=100G\n[b]\ncgroup=b\noffset=200G\n";
+    let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
+    let r = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+    let bw: Vec<f64> = ["x", "y", "b"].iter().map(|n| read(&r, n).0).collect();
+    let total: f64 = bw.iter().sum();
+    bw.iter().map(|b| b / total).collect()
+}
+
+#[test]
+fn nested_groups_share_by_io_bfq_weight() {
+    // a and b alike (BFQ's default 100): a's half is split between a/x and a/y.
+    let shares = nested("");
+    eprintln!("BFQ a/x, a/y, b at 100 each: {shares:.3?}");
+    assert!((shares[2] - 0.5).abs() <= 0.05 && (shares[0] - 0.25).abs() <= 0.05, "{shares:?}");
+    // io.bfq.weight: a 300 (on this device), b 100, a/y twice a/x.
+    let shares = nested(
+        "[[cgroup]]\npath = \"a\"\n\"io.bfq.weight\" = \"8:0 300\"\n\
+         [[cgroup]]\npath = \"a/y\"\n\"io.bfq.weight\" = \"default 200\"\n",
+    );
+    eprintln!("BFQ a 300 (x 100, y 200), b 100: {shares:.3?}");
+    let a = shares[0] + shares[1];
+    assert!((a - 0.75).abs() <= 0.05, "{shares:?}");
+    assert!((shares[1] / a - 2.0 / 3.0).abs() <= 0.05, "{shares:?}");
+}
+
+#[test]
+fn bad_io_bfq_weight_lines_name_the_file_and_cgroup() {
+    for (cgroups, want) in [
+        ("[[cgroup]]\npath = \"a\"\n\"io.bfq.weight\" = \"default 1001\"\n", "1 to 1000"),
+        ("[[cgroup]]\npath = \"a\"\n\"io.bfq.weight\" = \"8:0 heavy\"\n", "expected a weight"),
+        ("[[cgroup]]\npath = \"/\"\n\"io.bfq.weight\" = \"100\"\n", "root cgroup"),
+        ("[[cgroup]]\npath = \"a\"\n\"io.bfq.weight\" = \"8:9 100\"\n", "8:9"),
+    ] {
+        let topo = format!("[[device]]\nname = \"sda\"\n{HDD}\n{cgroups}");
+        let e = Topology::from_str(&topo, "t.toml").unwrap_err();
+        assert!(e.starts_with("t.toml:") && e.contains(want) && !e.contains('\n'), "{e}");
+    }
+}

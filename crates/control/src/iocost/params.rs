@@ -308,6 +308,17 @@ fn parse_hundredths(s: &str) -> Option<u64> {
 /// (one device's, `default` removing it). Returns the device part, if any, and the weight
 /// (`None`: back to the default).
 pub fn parse_io_weight_line(line: &str) -> Result<(Option<&str>, Option<u32>), String> {
+    parse_weight_line("io.weight", line, CGROUP_WEIGHT_MIN, CGROUP_WEIGHT_MAX)
+}
+
+/// A line of a cgroup weight file in `io.weight`'s grammar (`io.weight`, BFQ's
+/// `io.bfq.weight`), its weights `min..=max`; errors name `file`.
+pub fn parse_weight_line<'a>(
+    file: &str,
+    line: &'a str,
+    min: u32,
+    max: u32,
+) -> Result<(Option<&'a str>, Option<u32>), String> {
     let line = line.trim();
     let (dev, rest) = match line.split_once(char::is_whitespace) {
         Some((first, rest)) if first != "default" => (Some(first), rest.trim()),
@@ -316,13 +327,10 @@ pub fn parse_io_weight_line(line: &str) -> Result<(Option<&str>, Option<u32>), S
     if dev.is_some() && rest == "default" {
         return Ok((dev, None));
     }
-    let w: u32 = rest.parse().map_err(|_| {
-        format!("io.weight: `{line}`: expected a weight {CGROUP_WEIGHT_MIN}-{CGROUP_WEIGHT_MAX}")
-    })?;
-    if !(CGROUP_WEIGHT_MIN..=CGROUP_WEIGHT_MAX).contains(&w) {
-        return Err(format!(
-            "io.weight: `{line}`: the weight must be {CGROUP_WEIGHT_MIN} to {CGROUP_WEIGHT_MAX}"
-        ));
+    let w: u32 =
+        rest.parse().map_err(|_| format!("{file}: `{line}`: expected a weight {min}-{max}"))?;
+    if !(min..=max).contains(&w) {
+        return Err(format!("{file}: `{line}`: the weight must be {min} to {max}"));
     }
     Ok((dev, Some(w)))
 }

@@ -68,6 +68,37 @@ fn groups_share_the_service_by_weight() {
 }
 
 #[test]
+fn nested_groups_share_their_parents_service() {
+    // root ─ a (100) ─ a/x (100), a/y (100)
+    //      └ b (100)
+    // Hierarchical: a and b half each, a's half split between x and y; flat scheduling of the
+    // three leaves would give each a third.
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    b.set_group(&Cgroup { id: 1, parent: Some(0), path: "a".into(), weight: 100 });
+    b.set_group(&Cgroup { id: 2, parent: Some(1), path: "a/x".into(), weight: 100 });
+    b.set_group(&Cgroup { id: 3, parent: Some(1), path: "a/y".into(), weight: 100 });
+    b.set_group(&Cgroup { id: 4, parent: Some(0), path: "b".into(), weight: 100 });
+    let served = serve(&mut b, &[(10, 2), (20, 3), (30, 4)], 20_000_000_000);
+    let total: u64 = served.iter().sum();
+    let share = |i: usize| served[i] as f64 / total as f64;
+    assert!((share(2) - 0.5).abs() < 0.05, "b got {:.3} of {served:?}", share(2));
+    assert!((share(0) - 0.25).abs() < 0.04, "a/x got {:.3} of {served:?}", share(0));
+    assert!((share(1) - 0.25).abs() < 0.04, "a/y got {:.3} of {served:?}", share(1));
+    // A weight in the middle of the tree moves both leaves below it.
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    b.set_group(&Cgroup { id: 1, parent: Some(0), path: "a".into(), weight: 300 });
+    b.set_group(&Cgroup { id: 2, parent: Some(1), path: "a/x".into(), weight: 100 });
+    b.set_group(&Cgroup { id: 3, parent: Some(1), path: "a/y".into(), weight: 100 });
+    b.set_group(&Cgroup { id: 4, parent: Some(0), path: "b".into(), weight: 100 });
+    let served = serve(&mut b, &[(10, 2), (20, 3), (30, 4)], 20_000_000_000);
+    let total: u64 = served.iter().sum();
+    let a = (served[0] + served[1]) as f64 / total as f64;
+    assert!((a - 0.75).abs() < 0.05, "a got {a:.3} of {served:?}");
+}
+
+#[test]
 fn wf2q_picks_the_smallest_eligible_finish_and_moves_vtime_to_the_smallest_start() {
     let e =
         |start: f64, finish: f64| Entity { start, finish, weight: 1.0, budget: 1, active: true };

@@ -241,8 +241,14 @@ pub fn simulate(
         for (k, v) in &options.iosched {
             scheduler.set_tunable(k, v).map_err(|e| SimError(format!("--iosched {k}={v}: {e}")))?;
         }
+        let bfq = scheduler.name() == "bfq";
         for g in groups.iter().skip(1) {
-            scheduler.set_group(g);
+            if bfq {
+                scheduler
+                    .set_group(&Cgroup { weight: bfq_group_weight(topology, i, g), ..g.clone() });
+            } else {
+                scheduler.set_group(g);
+            }
         }
         let device = spec.model.build(options.seed, 1_000_000 + i as u32);
         let rotational = device.rotational();
@@ -783,6 +789,14 @@ fn process_names(procs: &[Process], topology: &Topology) -> crate::blktrace::Pro
         names.insert(p.owner.pid, p.name.clone());
     }
     names
+}
+
+/// A cgroup's weight under BFQ on device `d`: its `io.bfq.weight` there, else fio's
+/// `cgroup_weight=`, else BFQ's default (`BFQ_DEFAULT_GRP_WEIGHT`, 100 — not CFQ's 500).
+fn bfq_group_weight(topology: &Topology, d: usize, g: &Cgroup) -> u32 {
+    let set = topology.io_bfq_weight.iter().find(|w| w.path == g.path).and_then(|w| w.on(d));
+    let from_job = (g.weight != Cgroup::DEFAULT_WEIGHT).then_some(g.weight);
+    set.or(from_job).unwrap_or(elevator_sched::bfq::BFQ_DEFAULT_GRP_WEIGHT)
 }
 
 /// The cgroup v2 controllers of device `d`, layered as the kernel layers them: blk-throttle
