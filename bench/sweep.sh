@@ -9,15 +9,17 @@
 #      default 4 shards per worker, then its merge;
 #   4. (c) the same on a LocalCluster of 2 worker processes, started and stopped inside the
 #      timing, and timed again without its start and stop;
-#   5. the wall times, their ratios to (a), and whether the merged files are the same bytes.
+#   5. the three interleaved, ROUNDS times (a busy machine slows whichever runs then), and
+#      the medians, their ratios to (a), and whether the merged files are the same bytes.
 #
 # Usage: bench/sweep.sh   ELEVATOR_BIN=path (default: a release build, made here),
-# PYTHON=python with the elevator package installed (default python3), RUNTIME=300,
+# PYTHON=python with the elevator package installed (default python3), RUNTIME=300, ROUNDS=3,
 # OUT=dir (default a temporary directory, kept). Not run in CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNTIME=${RUNTIME:-300}
+ROUNDS=${ROUNDS:-3}
 PYTHON=${PYTHON:-python3}
 OUT=${OUT:-$(mktemp -d /tmp/elevator-sweep-bench.XXXXXX)}
 if [ -z "${ELEVATOR_BIN:-}" ]; then
@@ -53,50 +55,67 @@ QD = ["1", "2", "4", "8", "16"]
 EOF
 "$ELEVATOR_BIN" sweep plan grid.toml -o plan.jsonl 2>/dev/null
 echo "plan: $(wc -l < plan.jsonl) runs of $RUNTIME simulated s, in $OUT" >&2
-rm -rf plain dask dask-processes
-
 now() { date +%s.%N; }
 
-t0=$(now)
-"$ELEVATOR_BIN" sweep run plan.jsonl --shard 0/2 -o plain 2>/dev/null &
-a=$!
-"$ELEVATOR_BIN" sweep run plan.jsonl --shard 1/2 -o plain 2>/dev/null &
-b=$!
-wait $a
-wait $b
-"$ELEVATOR_BIN" sweep merge plain -o plain.parquet
-t1=$(now)
+# One round of the three; each appends its wall time to a file.
+round() {
+  rm -rf plain dask dask-processes plain.parquet
+  local t0 t1 t2 t3
+  t0=$(now)
+  "$ELEVATOR_BIN" sweep run plan.jsonl --shard 0/2 -o plain 2>/dev/null &
+  local a=$!
+  "$ELEVATOR_BIN" sweep run plan.jsonl --shard 1/2 -o plain 2>/dev/null &
+  local b=$!
+  wait $a
+  wait $b
+  "$ELEVATOR_BIN" sweep merge plain -o plain.parquet
+  t1=$(now)
 
-# (b) the default: elevator.sweep.run starts a LocalCluster of one worker per CPU (threads
-# of this process: the tasks are subprocesses) and stops it, all inside the timing.
-"$PYTHON" -c 'import elevator.sweep; elevator.sweep.run("plan.jsonl", "dask", progress=False)'
-t2=$(now)
+  # (b) the default: elevator.sweep.run starts a LocalCluster of one worker per CPU (threads
+  # of this process: the tasks are subprocesses) and stops it, all inside the timing.
+  "$PYTHON" -c 'import elevator.sweep; elevator.sweep.run("plan.jsonl", "dask", progress=False)'
+  t2=$(now)
 
-# (c) worker processes (processes=True), started and stopped inside the timing; the run on
-# the started cluster is timed too. -c, not a here-document: the workers are spawned and
-# re-import __main__ from its file.
-"$PYTHON" -c '
+  # (c) worker processes (processes=True), started and stopped inside the timing; the run on
+  # the started cluster is timed too. -c, not a here-document: the workers are spawned and
+  # re-import __main__ from its file.
+  "$PYTHON" -c '
 import distributed, elevator.sweep
 with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                               dashboard_address=None) as cluster, distributed.Client(cluster) as client:
     import time
     t = time.monotonic()
     elevator.sweep.run("plan.jsonl", "dask-processes", client=client, progress=False)
-    print("%.2f" % (time.monotonic() - t), file=open("dask-run-seconds", "w"))
+    print("%.3f" % (time.monotonic() - t), file=open("dask-run-seconds", "a"))
 '
-t3=$(now)
+  t3=$(now)
+  echo "$t1 - $t0" | bc -l >> plain-seconds
+  echo "$t2 - $t1" | bc -l >> dask-seconds
+  echo "$t3 - $t2" | bc -l >> processes-seconds
+  for d in dask dask-processes; do
+    cmp -s plain.parquet $d/merged.parquet || { echo "merged files ($d): DIFFER" >&2; exit 1; }
+  done
+}
 
-plain=$(echo "$t1 - $t0" | bc -l)
-dask=$(echo "$t2 - $t1" | bc -l)
-processes=$(echo "$t3 - $t2" | bc -l)
+median() { sort -g "$1" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+rm -f plain-seconds dask-seconds processes-seconds dask-run-seconds dask-ratios processes-ratios
+for r in $(seq 1 "$ROUNDS"); do
+  round
+  printf 'round %d: plain %.2f s, dask default %.2f s, dask processes %.2f s\n' "$r" \
+    "$(tail -n 1 plain-seconds)" "$(tail -n 1 dask-seconds)" "$(tail -n 1 processes-seconds)"
+done
+plain=$(median plain-seconds)
+printf 'median of %d rounds, interleaved:\n' "$ROUNDS"
 printf 'plain 2 shards + merge: %.2f s\n' "$plain"
 printf 'dask, default LocalCluster (2 workers, threads): %.2f s, ratio %.3f (cluster start and stop included)\n' \
-  "$dask" "$(echo "$dask / $plain" | bc -l)"
+  "$(median dask-seconds)" "$(echo "$(median dask-seconds) / $plain" | bc -l)"
 printf 'dask, LocalCluster(2 worker processes):        %.2f s, ratio %.3f (cluster start and stop included)\n' \
-  "$processes" "$(echo "$processes / $plain" | bc -l)"
-run=$(cat dask-run-seconds)
-printf '  of which run() on the started cluster:       %.2f s, ratio %.3f\n' "$run" "$(echo "$run / $plain" | bc -l)"
-for d in dask dask-processes; do
-  cmp -s plain.parquet $d/merged.parquet && echo "merged files ($d): the same bytes" ||
-    echo "merged files ($d): DIFFER"
-done
+  "$(median processes-seconds)" "$(echo "$(median processes-seconds) / $plain" | bc -l)"
+printf '  of which run() on the started cluster:       %.2f s, ratio %.3f\n' \
+  "$(median dask-run-seconds)" "$(echo "$(median dask-run-seconds) / $plain" | bc -l)"
+paste plain-seconds dask-seconds processes-seconds |
+  awk '{print $2 / $1 > "dask-ratios"; print $3 / $1 > "processes-ratios"}'
+printf 'median of the rounds'"'"' own ratios: dask default %.3f, dask processes %.3f\n' \
+  "$(median dask-ratios)" "$(median processes-ratios)"
+echo "merged files: the same bytes in every round"
