@@ -253,7 +253,7 @@ pub struct JobSpec {
     pub latency_percentile: f64,
 }
 
-/// One `cmdprio_bssplit=` entry: `blocksize/percentage[/class/level]`.
+/// One `cmdprio_bssplit=` entry: `blocksize/percentage[/class/level[/hint]]` (the hint dropped).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CmdPrioSplit {
     pub bs_bytes: u64,

@@ -972,43 +972,58 @@ const EXCLUSIVE_CMDPRIO: &str = "cmdprio_percentage and cmdprio_bssplit are mutu
 /// Most entries one direction's `cmdprio_bssplit=` takes (fio's `BSSPLIT_MAX`).
 pub const MAX_CMDPRIO_BSSPLIT: usize = 64;
 
-/// `cmdprio_bssplit=` of one direction: `bs/perc[/class/level]` entries joined by `:`
-/// (fio's `cmdprio_bssplit` parser: class 1-3, level 0-7, percentages at most 100 in all).
+/// The largest I/O priority hint (`IOPRIO_MAX_PRIO_HINT`: ten bits).
+pub const MAX_IOPRIO_HINT: u16 = 1023;
+
+/// `cmdprio_bssplit=` of one direction: `bs/perc[/class/level[/hint]]` entries joined by `:`
+/// (fio's `parse_cmdprio_bssplit_entry`: class 1-3, level 0-7, hint 0-1023; a block size may
+/// have several entries, their percentages at most 100 per block size, as fio's `tot_perc`).
+/// The hint (a command duration limit descriptor for drives with CDL) is checked and
+/// dropped: no simulated device has command duration limits.
 fn parse_cmdprio_bssplit(v: &str, kb_base: u64) -> Result<Vec<crate::job::CmdPrioSplit>, String> {
-    let mut out = Vec::new();
+    let mut out: Vec<crate::job::CmdPrioSplit> = Vec::new();
     for entry in v.split(':').map(str::trim).filter(|e| !e.is_empty()) {
         if out.len() >= MAX_CMDPRIO_BSSPLIT {
             return Err(format!("more than {MAX_CMDPRIO_BSSPLIT} entries"));
         }
         let fields: Vec<&str> = entry.split('/').map(str::trim).collect();
         let bad = |what: &str| format!("`{entry}`: {what}");
+        let class_level = |class: &str, level: &str| -> Result<(u8, u8), String> {
+            let class: u8 = class
+                .parse()
+                .ok()
+                .filter(|c| (1..=3).contains(c))
+                .ok_or_else(|| bad("the class is 1 (RT), 2 (BE) or 3 (IDLE)"))?;
+            let level: u8 =
+                level.parse().ok().filter(|l| *l <= 7).ok_or_else(|| bad("the level is 0 to 7"))?;
+            Ok((class, level))
+        };
         let (bs, perc, prio) = match fields.as_slice() {
             [bs, perc] => (*bs, *perc, None),
-            [bs, perc, class, level] => {
-                let class: u8 = class
-                    .parse()
+            [bs, perc, class, level] => (*bs, *perc, Some(class_level(class, level)?)),
+            [bs, perc, class, level, hint] => {
+                hint.parse::<u16>()
                     .ok()
-                    .filter(|c| (1..=3).contains(c))
-                    .ok_or_else(|| bad("the class is 1 (RT), 2 (BE) or 3 (IDLE)"))?;
-                let level: u8 = level
-                    .parse()
-                    .ok()
-                    .filter(|l| *l <= 7)
-                    .ok_or_else(|| bad("the level is 0 to 7"))?;
-                (*bs, *perc, Some((class, level)))
+                    .filter(|h| *h <= MAX_IOPRIO_HINT)
+                    .ok_or_else(|| bad(&format!("the hint is 0 to {MAX_IOPRIO_HINT}")))?;
+                (*bs, *perc, Some(class_level(class, level)?))
             }
-            _ => return Err(bad("expected blocksize/percentage[/class/level]")),
+            _ => return Err(bad("expected blocksize/percentage[/class/level[/hint]]")),
         };
         let percent: u32 = perc
             .parse()
             .ok()
             .filter(|p| *p <= 100)
             .ok_or_else(|| bad("the percentage is 0 to 100"))?;
-        out.push(crate::job::CmdPrioSplit { bs_bytes: block_bytes(bs, kb_base)?, percent, prio });
-    }
-    let total: u32 = out.iter().map(|e| e.percent).sum();
-    if total > 100 {
-        return Err(format!("percentages add up to {total}, more than 100"));
+        let bs_bytes = block_bytes(bs, kb_base)?;
+        let total: u32 =
+            out.iter().filter(|e| e.bs_bytes == bs_bytes).map(|e| e.percent).sum::<u32>() + percent;
+        if total > 100 {
+            return Err(format!(
+                "percentages for block size {bs} add up to {total}, more than 100"
+            ));
+        }
+        out.push(crate::job::CmdPrioSplit { bs_bytes, percent, prio });
     }
     Ok(out)
 }
@@ -1341,7 +1356,17 @@ mod tests {
             s.cmdprio_bssplit[1],
             [CmdPrioSplit { bs_bytes: 8192, percent: 100, prio: Some((3, 7)) }]
         );
-        assert!(value_err("cmdprio_bssplit", "4k/60:8k/50").contains("add up to 110"));
+        // Percentages count per block size, which may have several entries (fio's example
+        // cmdprio-bssplit.fio, with priority hints).
+        let s =
+            applied(&[("cmdprio_bssplit", Some("1M/10/2/0/1:1M/30/2/0/2:1M/60/2/0/0:2M/90/1/0"))]);
+        assert_eq!(s.cmdprio_bssplit[0].len(), 4);
+        assert_eq!(
+            s.cmdprio_bssplit[0][1],
+            CmdPrioSplit { bs_bytes: 1 << 20, percent: 30, prio: Some((2, 0)) }
+        );
+        assert!(value_err("cmdprio_bssplit", "4k/60:4k/50").contains("add up to 110"));
+        assert!(value_err("cmdprio_bssplit", "4k/10/2/0/1024").contains("the hint is 0 to 1023"));
         assert!(value_err("cmdprio_bssplit", "4k/10/4/0").contains("the class is 1"));
         assert!(value_err("cmdprio_bssplit", "4k/10/1/8").contains("the level is 0 to 7"));
         assert!(value_err("cmdprio_bssplit", "4k").contains("expected blocksize/percentage"));

@@ -98,8 +98,18 @@ impl CmdPrio {
         let (p, prio) = if self.bssplit[d].is_empty() {
             (self.percent[d], self.prio[d])
         } else {
-            let &(_, p, prio) = self.bssplit[d].iter().find(|e| e.0 == len_bytes)?;
-            (p, prio)
+            // fio's cmdprio: one draw of 0..100 against the block size's entries in turn.
+            let draw = self.rng.below(100);
+            let mut cumulative = 0;
+            for &(bs, p, prio) in &self.bssplit[d] {
+                if bs == len_bytes {
+                    cumulative += u64::from(p);
+                    if draw < cumulative {
+                        return Some(prio);
+                    }
+                }
+            }
+            return None;
         };
         let p = u64::from(p);
         (p > 0 && self.rng.below(100) < p).then_some(prio)
