@@ -198,3 +198,14 @@ fn latency_target_searches_the_deepest_queue_that_meets_it() {
     let e = refused("bad.fio", "[j]\nfilename=sda\nlatency_percentile=101\n");
     assert!(e.contains("latency_percentile"), "{e}");
 }
+
+#[test]
+fn filesize_sizes_the_file_and_caps_size() {
+    // As fio's examples/enospc-pressure.fio: size= far beyond the device, filesize= the file.
+    let (json, _) = run_json(
+        "filesize.fio",
+        "[w]\ndirectory=/scratch\nfilename=data\nfilesize=64m\nsize=999G\nrw=write\nbs=1m\n\
+         direct=1\n",
+    );
+    assert_eq!(json["jobs"][0]["write"]["io_bytes"].as_u64(), Some(64 << 20));
+}

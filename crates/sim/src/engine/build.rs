@@ -291,7 +291,7 @@ pub(super) fn build_processes(
                     match named_files.get(&key) {
                         Some(&placed) => placed,
                         None => {
-                            let Some(Amount::Bytes(size)) = spec.size else {
+                            let Some(size) = single_file_bytes(spec) else {
                                 return Err(SimError(format!(
                                     "{at}: job `{}`: filename={name} is a regular file, simulated on `{dir}`; it needs size= in bytes (e.g. size=1G), as fio does for a file that does not exist yet",
                                     spec.name
@@ -329,7 +329,7 @@ pub(super) fn build_processes(
                     (t.route, t.start_bytes + offset, len)
                 }
                 None => {
-                    let Some(Amount::Bytes(size)) = spec.size else {
+                    let Some(size) = single_file_bytes(spec) else {
                         return Err(SimError(format!(
                             "{at}: job `{}`: without filename= the job works on a file of its own, which needs size= in bytes (e.g. size=1G); or set filename= to a device or partition",
                             spec.name
@@ -403,6 +403,18 @@ pub(super) fn build_processes(
         return Err(SimError("the job file defines no jobs".to_string()));
     }
     Ok((procs, cache.vm, cache.task_proc))
+}
+
+/// The size of a job's one regular file: `filesize=` when given (a range's lower end: fio
+/// draws a size in the range, a run here must not depend on a draw it does not replay), else
+/// `size=` in bytes. fio's amount of I/O, `size=`, is then at most the file (`setup_files`
+/// caps it at the files' total), so `size=999G` beside `filesize=128G` is a 128 GiB file.
+fn single_file_bytes(spec: &JobSpec) -> Option<u64> {
+    match (spec.filesize, spec.size) {
+        (Some((low, _)), _) => Some(low),
+        (None, Some(Amount::Bytes(size))) => Some(size),
+        (None, _) => None,
+    }
 }
 
 /// The device, partition or volume whose file system holds a job's files: its `directory=`
