@@ -409,8 +409,10 @@ pub(super) fn build_processes(
 /// draws a size in the range, a run here must not depend on a draw it does not replay), else
 /// `size=` in bytes. fio's amount of I/O, `size=`, is then at most the file (`setup_files`
 /// caps it at the files' total), so `size=999G` beside `filesize=128G` is a 128 GiB file.
+/// With `nrfiles=` above 1 the files are a tree inside `size=` ([`FileTree`]), each
+/// `filesize=` long.
 fn single_file_bytes(spec: &JobSpec) -> Option<u64> {
-    match (spec.filesize, spec.size) {
+    match (spec.filesize.filter(|_| spec.nrfiles <= 1), spec.size) {
         (Some((low, _)), _) => Some(low),
         (None, Some(Amount::Bytes(size))) => Some(size),
         (None, _) => None,
