@@ -28,6 +28,11 @@
 //!   one (`BFQQ_SEEK_THR`, 19 of the last 32 requests farther than 800 sectors), is charged
 //!   `budget × elapsed / timeout_sync` if that is more than it was served, so random I/O gets
 //!   its share of *time*, not of sectors it cannot move.
+//! - **Async charge** (`bfq_serv_to_charge`): an async queue is charged
+//!   `bfq_async_charge_factor` (3) times the sectors it moves, against its budget and in the
+//!   virtual times, unless it is weight-raised or the scenario is asymmetric
+//!   (`bfq_asymmetric_scenario`: busy sync queues of different weights, several classes or
+//!   several groups busy) — so writes crowd out sync reads less.
 //! - **Preemption** (`bfq_bfqq_handle_idle_busy_switch`): a queue that becomes busy with a
 //!   higher weight than the one in service (a weight-raised one) expires it.
 //! - **Idling**: when the queue in service runs dry with nothing in flight and its think time
@@ -106,6 +111,9 @@ pub const BFQ_GROUPS_MAX: usize = 4096;
 /// Queues (processes × groups) at most; past it, new processes share a group's last queue.
 pub const BFQ_QUEUES_MAX: usize = 65_536;
 /// The ioprio classes' service trees, in the order they are served (`BFQ_IOPRIO_CLASSES`).
+/// `bfq_async_charge_factor`: an async queue is charged this many times the sectors it
+/// moves while the scenario is symmetric, so writes do not crowd out sync reads.
+const ASYNC_CHARGE_FACTOR: u64 = 3;
 const CLASS_RT: usize = 0;
 const CLASS_BE: usize = 1;
 const CLASS_IDLE: usize = 2;
@@ -610,6 +618,39 @@ impl Bfq {
         Some(class)
     }
 
+    /// `bfq_serv_to_charge`: a request's sectors, times `ASYNC_CHARGE_FACTOR` for an async
+    /// queue unless it is weight-raised or the scenario is asymmetric.
+    fn serv_to_charge(&self, q: usize, sectors: u64, now: Nanos) -> u64 {
+        let qu = &self.queues[q];
+        let raised = qu.wr_until_ns.is_some_and(|t| now < t);
+        if qu.sync() || raised || self.asymmetric() {
+            sectors
+        } else {
+            sectors * ASYNC_CHARGE_FACTOR
+        }
+    }
+
+    /// `bfq_asymmetric_scenario`: busy sync queues of different weights, more than one
+    /// ioprio class busy, or more than one group with pending requests.
+    fn asymmetric(&self) -> bool {
+        let mut weight = None;
+        let mut class = None;
+        let mut group = None;
+        for (g, grp) in self.groups.iter().enumerate() {
+            for slot in &grp.active {
+                let Slot::Queue(q) = *slot else { continue };
+                let qu = &self.queues[q];
+                if *class.get_or_insert(qu.class) != qu.class
+                    || *group.get_or_insert(g) != g
+                    || (qu.sync() && *weight.get_or_insert(qu.entity.weight) != qu.entity.weight)
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     /// `bfq_lookup_next_entity` from the root down: in each tree the class to serve, then
     /// its B-WF2Q+ choice, until the choice is a queue.
     fn select_queue(&mut self, now: Nanos) -> Option<usize> {
@@ -935,7 +976,8 @@ impl Scheduler for Bfq {
             self.fifo_hit = false;
             match self.next_request(q, now_ns, &mut fifo_checked) {
                 Some(i) => {
-                    let sectors = self.queues[q].requests[i].sectors().max(1);
+                    let sectors =
+                        self.serv_to_charge(q, self.queues[q].requests[i].sectors().max(1), now_ns);
                     let left = self.queues[q].entity.budget.saturating_sub(self.queues[q].served);
                     if self.queues[q].served > 0 && sectors > left {
                         self.expire(Expiry::BudgetExhausted, now_ns);

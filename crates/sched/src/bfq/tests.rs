@@ -333,3 +333,45 @@ fn cooperating_processes_share_one_queue() {
     let tail = &order[order.len() - 50..];
     assert!(!tail.windows(2).all(|w| w[1] == w[0] + 8), "without merging each queue takes turns");
 }
+
+#[test]
+fn async_writes_are_charged_three_times_their_sectors() {
+    // A sync reader and an async writer, equal weights, both backlogged: charged alike, the
+    // reader moves `ASYNC_CHARGE_FACTOR` times the writer's sectors (`bfq_serv_to_charge`).
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    let req = |id: u64, pid: u32, op: Op, sector: u64, now: Nanos| {
+        let owner = Owner::process(pid);
+        let sync = op == Op::Read;
+        Request::new(RequestId(id), op, sector * 512, 128 * 512, sync, owner, now).unwrap()
+    };
+    let mut pos = [0u64, 50_000_000];
+    let ops = [Op::Read, Op::Write];
+    let mut id = 0;
+    for i in 0..2 {
+        for _ in 0..4 {
+            b.insert(req(id, 10 + i as u32, ops[i], pos[i], 0), 0);
+            id += 1;
+            pos[i] += 128;
+        }
+    }
+    let mut moved = [0u64; 2];
+    let mut now = 0;
+    while now < 20_000_000_000 {
+        match b.dispatch(now) {
+            Dispatch::Request(r) => {
+                now += r.sectors() * 100;
+                b.completed(&r, now);
+                let i = usize::from(r.op == Op::Write);
+                moved[i] += r.sectors();
+                b.insert(req(id, 10 + i as u32, ops[i], pos[i], now), now);
+                id += 1;
+                pos[i] += 128;
+            }
+            Dispatch::WaitUntil { until_ns } => now = until_ns,
+            Dispatch::Empty => panic!("backlogged, nothing to dispatch"),
+        }
+    }
+    let ratio = moved[0] as f64 / moved[1] as f64;
+    assert!((ratio - ASYNC_CHARGE_FACTOR as f64).abs() < 0.3, "reader/writer {ratio:.2} {moved:?}");
+}
