@@ -213,8 +213,11 @@ fn the_real_time_class_goes_first_and_the_idle_class_is_not_starved() {
     let served = serve_prio(&mut b, &[(10, 0), (20, 0)], &[rt, IoPrio::DEFAULT], 10_000_000_000);
     assert!(served[1] * 20 < served[0], "RT {} sectors, BE {}", served[0], served[1]);
     // The idle class gets a turn every BFQ_CL_IDLE_TIMEOUT: some service, far below BE's.
+    // A fixed max_budget: auto-tuned on this 10 M sectors/s device one budget would last
+    // the whole timeout_sync, and so would the idle class's turn every 200 ms.
     let mut b = Bfq::new();
     b.set_tunable("low_latency", "0").unwrap();
+    b.set_tunable("max_budget", "16384").unwrap();
     let served = serve_prio(&mut b, &[(10, 0), (20, 0)], &[IoPrio::DEFAULT, idle], 10_000_000_000);
     assert!(served[1] > 0, "the idle class starved: {served:?}");
     assert!(served[1] * 5 < served[0], "BE {} sectors, idle {}", served[0], served[1]);
@@ -374,4 +377,20 @@ fn async_writes_are_charged_three_times_their_sectors() {
     }
     let ratio = moved[0] as f64 / moved[1] as f64;
     assert!((ratio - ASYNC_CHARGE_FACTOR as f64).abs() < 0.3, "reader/writer {ratio:.2} {moved:?}");
+}
+
+#[test]
+fn max_budget_zero_follows_the_peak_rate() {
+    // The test device moves 10 M sectors/s; a sequential reader lets BFQ measure it, and
+    // max_budget = 0 makes the largest budget what it moves in timeout_sync (125 ms).
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    b.set_tunable("max_budget", "0").unwrap();
+    assert_eq!(b.max_budget(), DEFAULT_MAX_BUDGET, "the kernel's value before an estimate");
+    serve(&mut b, &[(10, 0)], 10_000_000_000);
+    let want = 10e6 * 0.125;
+    let got = b.max_budget() as f64;
+    assert!((got - want).abs() < want * 0.05, "max_budget {got} sectors, want about {want}");
+    // wr_duration scales inversely: at 700 × the reference rate, the 3 s floor.
+    assert_eq!(b.wr_duration_ns(), 3_000_000_000);
 }
