@@ -1,10 +1,19 @@
-//! `elevator report INPUT.json... -o report.html`: the JSON of `run`, `compare` and
-//! `reproduce` as one self-contained HTML page (see the `elevator-report` crate). `compare`
-//! and `reproduce` write the same page themselves with `--report FILE` ([`ReportTo`]).
+//! `elevator report INPUT... -o report.html`: the JSON of `run`, `compare` and `reproduce`,
+//! and the Parquet of `sweep merge`, as one self-contained HTML page (see the
+//! `elevator-report` crate, which knows no Parquet: sweep files are read here, with the
+//! sweep's own reader, and handed over as rows). `compare` and `reproduce` write the same
+//! page themselves with `--report FILE` ([`ReportTo`]).
 
 use std::path::{Path, PathBuf};
 
+use std::io::Read;
+
 use clap::Args;
+use elevator_report::input::Content;
+use elevator_report::sweep::{Sweep, Value};
+use elevator_report::Input;
+
+use crate::sweep::table::{self, Cell};
 
 use crate::run::emit;
 
@@ -15,8 +24,9 @@ pub const DEFAULT_TITLE: &str = "elevator report";
 pub struct ReportArgs {
     /// JSON files written by `elevator run --output-format json|json+`, `elevator compare
     /// --output-format json` or `elevator reproduce NAME --output-format json` (real fio JSON
-    /// too), reported in the order given; `-` is standard input.
-    #[arg(required = true, value_name = "INPUT.json")]
+    /// too), and Parquet files of `elevator sweep run|merge` (known by their `PAR1` magic),
+    /// reported in the order given; `-` is standard input (JSON).
+    #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
     /// The HTML file to write; `-` for standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -26,10 +36,53 @@ pub struct ReportArgs {
     pub title: String,
 }
 
+/// Largest sweep Parquet file read (a 1,000-run sweep's merged file is about 1 MB).
+pub const MAX_SWEEP_FILE_BYTES: u64 = 512 << 20;
+
 pub fn run(args: &ReportArgs) -> Result<(), String> {
-    let inputs = elevator_report::load_all(&args.inputs)?;
+    let inputs = args.inputs.iter().map(|p| load(p)).collect::<Result<Vec<_>, _>>()?;
     let html = elevator_report::render(&args.title, &inputs)?;
     emit(&html, to_file(&args.output))
+}
+
+/// One input: a sweep's Parquet (by its magic bytes), else JSON as the report crate reads it.
+fn load(path: &Path) -> Result<Input, String> {
+    if path.as_os_str() == "-" || !is_parquet(path) {
+        return elevator_report::load(path);
+    }
+    let name = path.display().to_string();
+    let len = std::fs::metadata(path).map_err(|e| format!("{name}: cannot read: {e}"))?.len();
+    if len > MAX_SWEEP_FILE_BYTES {
+        return Err(format!(
+            "{name}: larger than {} MiB (MAX_SWEEP_FILE_BYTES)",
+            MAX_SWEEP_FILE_BYTES >> 20
+        ));
+    }
+    let rows = table::read(path)?
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|(k, c)| {
+                    let v = match c {
+                        Cell::Int(i) => Value::Num(i as f64),
+                        Cell::Float(f) => Value::Num(f),
+                        Cell::Bool(b) => Value::Text(b.to_string()),
+                        Cell::Str(s) => Value::Text(s),
+                    };
+                    (k, v)
+                })
+                .collect()
+        })
+        .collect();
+    Ok(Input { name: name.clone(), content: Content::Sweep(Sweep::new(&name, rows)?) })
+}
+
+/// Whether `path` starts with Parquet's magic `PAR1` (unreadable files are left to the JSON
+/// reader, whose error names them).
+fn is_parquet(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic)).is_ok()
+        && &magic == b"PAR1"
 }
 
 /// `-` is standard output.

@@ -4,6 +4,8 @@
 //!   x-axis (ms) with markers at p50 (circle), p99 (triangle) and p99.9 (cross).
 //! - [`share_bars`]: each group's share of the I/Os, with its share of the weights as a black
 //!   line across the bar when weights are known.
+//! - [`metric_lines`]: a sweep's metric along one of its axes, a line per combination of
+//!   the others, means with min–max whiskers.
 //!
 //! The SVG depends only on the data: no fonts are measured from the system (plotters'
 //! built-in text metrics), no clock, no randomness.
@@ -34,6 +36,12 @@ const PALETTE: [RGBColor; MAX_CURVES] = [
     RGBColor(0x9c, 0x75, 0x5f),
     RGBColor(0xba, 0xb0, 0xac),
 ];
+
+/// The colour of curve or series `i`, as CSS writes it.
+pub fn color_hex(i: usize) -> String {
+    let RGBColor(r, g, b) = PALETTE[i % PALETTE.len()];
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
 
 /// The percentiles marked on each curve, and their marker names.
 pub const MARKED: [(f64, &str); 3] = [(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")];
@@ -300,6 +308,81 @@ pub fn share_bars(title: &str, bars: &[Bar]) -> Result<String, String> {
             .label_font(("sans-serif", 13))
             .draw()
             .map_err(svg_error)?;
+        root.present().map_err(svg_error)?;
+    }
+    Ok(svg)
+}
+
+/// One line of a sweep chart: a label and its points (x position, mean, min, max).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricSeries {
+    pub label: String,
+    pub points: Vec<(usize, f64, f64, f64)>,
+}
+
+/// A metric along a sweep axis: the axis's `ticks` evenly spaced in order (a sweep's values
+/// are usually chosen geometrically, 1, 4, 16, so even spacing reads as a log axis), a line
+/// per series through the means with min–max whiskers, in [`color_hex`]`(i)` for series `i`.
+/// At most [`MAX_CURVES`] series. The legend is the page's (a sweep's labels are long, and a
+/// legend inside the plot would hide the lines).
+pub fn metric_lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    ticks: &[String],
+    series: &[MetricSeries],
+) -> Result<String, String> {
+    let series = &series[..series.len().min(MAX_CURVES)];
+    let n = ticks.len().max(1) as i32;
+    let labels: Vec<String> = ticks.iter().map(|t| short(t)).collect();
+    let top = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.3))
+        .filter(|y| y.is_finite())
+        .fold(0.0f64, f64::max);
+    let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+    let at = |i: usize| SegmentValue::CenterOf(i as i32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(svg_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
+            .map_err(svg_error)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels(ticks.len().max(1))
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_label_formatter(&|y| {
+                format!("{y:.3}").trim_end_matches('0').trim_end_matches('.').to_string()
+            })
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .draw()
+            .map_err(svg_error)?;
+        for (i, s) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().map(|&(x, mean, _, _)| (at(x), mean)),
+                    color.stroke_width(2),
+                ))
+                .map_err(svg_error)?;
+            chart
+                .draw_series(s.points.iter().map(|&(x, mean, min, max)| {
+                    ErrorBar::new_vertical(at(x), min, mean, max, color.stroke_width(1), 8)
+                }))
+                .map_err(svg_error)?;
+        }
         root.present().map_err(svg_error)?;
     }
     Ok(svg)

@@ -17,6 +17,8 @@ use std::fmt::Write;
 use crate::chart::{self, Bar, Curve, MARKED, MAX_CURVES};
 use crate::fairness::{fairness, Fairness};
 use crate::input::{Content, Experiment, Input, Job, Run, Table};
+pub use crate::markup::esc;
+use crate::markup::inline_svg;
 
 const CSS: &str = "\
 body{font-family:sans-serif;margin:2em auto;max-width:1100px;padding:0 1em;color:#222;line-height:1.4}
@@ -31,6 +33,8 @@ tr.published td,tr.published th{background:#fbf7ee;color:#555}
 figure{margin:0}figure svg{max-width:100%;height:auto;border:1px solid #ddd}
 figcaption{font-size:.85em;color:#555;max-width:760px}
 .meta,.note{color:#555}.warn{color:#a33}
+ul.legend{list-style:none;padding:0;margin:.3em 0;columns:2;font-size:.95em}
+ul.legend span{display:inline-block;width:1.4em;height:.35em;margin-right:.4em;vertical-align:middle}
 ";
 
 /// The page for `inputs`, titled `title`.
@@ -71,6 +75,7 @@ pub fn render(title: &str, inputs: &[Input]) -> Result<String, String> {
                 }
             }
             Content::Reproduce(e) => experiment(&mut out, e)?,
+            Content::Sweep(s) => crate::sweep::section(&mut out, &input.name, s)?,
         }
         out.push_str("</section>\n");
     }
@@ -92,6 +97,7 @@ pub fn chart_count(inputs: &[Input]) -> usize {
             Content::Reproduce(e) => {
                 e.tables.iter().filter(|t| !table_curves(t).is_empty()).count()
             }
+            Content::Sweep(s) => crate::sweep::chart_count(s),
         })
         .sum()
 }
@@ -105,6 +111,9 @@ fn kind(input: &Input) -> String {
         Content::Reproduce(e) => {
             format!("elevator reproduce {} (seed {})", esc(&e.name), esc(&e.seed_mail))
         }
+        Content::Sweep(s) => {
+            format!("elevator sweep, {}, {}", count(s.runs(), "run"), count(s.rows.len(), "row"))
+        }
     }
 }
 
@@ -115,22 +124,6 @@ fn count(n: usize, what: &str) -> String {
     } else {
         format!("{n} {what}s")
     }
-}
-
-/// HTML-escapes text for element content and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// A latency in ns with a unit: `850 ns`, `12.3 µs`, `16.71 ms`, `1.234 s`.
@@ -309,14 +302,6 @@ fn run_section(out: &mut String, run: &Run) -> Result<(), String> {
     jobs_table(out, run);
     fairness_table(out, &f);
     Ok(())
-}
-
-/// The SVG as it goes inside the page: from its `<svg` on (no XML declaration), and without
-/// the `xmlns` namespace attribute, which HTML does not need; so the page holds no URL at
-/// all, not even a namespace name.
-fn inline_svg(svg: &str) -> String {
-    let svg = svg.find("<svg").map_or(svg, |i| &svg[i..]).trim_end();
-    svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
 }
 
 fn jobs_table(out: &mut String, run: &Run) {

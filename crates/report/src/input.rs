@@ -48,6 +48,8 @@ pub enum Content {
     Runs(Vec<Run>),
     /// reproduce JSON.
     Reproduce(Experiment),
+    /// A sweep's rows (`elevator sweep merge`'s Parquet, read by the CLI).
+    Sweep(crate::sweep::Sweep),
 }
 
 /// One simulation (or one real fio run): its jobs as fio reports them.

@@ -5,12 +5,17 @@
 //! - `input`: the files → a small model (jobs, directions, latencies; reproduce tables);
 //! - `fairness`: groups, shares, Jain's index, weight error;
 //! - `chart`: SVG charts (latency CDFs, shares of the I/Os);
+//! - `sweep`: a sweep's rows (from the CLI's Parquet reader) → charts along its axes and a
+//!   table of means over seeds;
+//! - `markup`: HTML escaping and inline SVG;
 //! - `html`: the page.
 
 pub mod chart;
 pub mod fairness;
 pub mod html;
 pub mod input;
+pub mod markup;
+pub mod sweep;
 
 use std::path::Path;
 
