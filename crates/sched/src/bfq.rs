@@ -60,7 +60,26 @@
 //!   queue whose new request lands close to where the queue in service (or another active
 //!   queue) is goes on in that queue, unless either has been served for more than
 //!   `bfq_merge_time_limit` (100 ms) since its first I/O; a merged queue that turns seeky
-//!   splits again.
+//!   splits again. Not on a non-rotational device that queues internally
+//!   (`nonrot_with_queueing`): it reorders interleaved I/O itself.
+//!
+//! - **Injection** (`bfq_select_queue`'s `keep_queue` branch, Linux 5.2+): while the queue in
+//!   service is empty and BFQ idles for it (or waits for its requests in flight), requests
+//!   of other queues go to the drive: first the same process's async writes, then — when
+//!   idling does not simply pay (`idling_boosts_thr_without_issues`: a rotational device
+//!   without internal queueing, or a sequential I/O-bound queue with a short think time
+//!   unless on flash that queues, and no weight-raised queue busy) — the first busy queue
+//!   whose next request fits its budget (`bfq_choose_bfqq_for_injection`), up to the queue
+//!   in service's `inject_limit` requests in the drive. The limit adapts
+//!   (`bfq_update_inject_limit`): a request of the queue in service that arrives with the
+//!   drive empty times the base service time; one that arrives beside injected requests and
+//!   takes half as long again lowers the limit, a quicker one raises it (up to one more
+//!   than the most requests seen in the drive); a second after it last fell it is reset
+//!   (`bfq_reset_inject_limit`). Injected service is charged to the injected queue; one left
+//!   empty leaves its tree with its finish tag moved by what it was served. Whether the
+//!   device queues internally is measured as the kernel does (`bfq_update_hw_tag`: more
+//!   than 3 requests in it over 32 samples); whether it is rotational the driver says
+//!   (`set_rotational`).
 //!
 //! - **Peak rate** (`bfq/peak_rate.rs`): the kernel's estimator over observation intervals
 //!   of sampled dispatches, low-pass filtered; it sets the interactive raising's duration and,
@@ -73,8 +92,12 @@
 //! writers in `reproduce modern-isolation` goes from 4.3 s to 8.8 s and the sequential group
 //! beside a random reader under BFQ groups loses half its bandwidth, which we have not
 //! explained and so do not make the default;
-//! injection while idling is not modelled; merging is not turned off on non-rotational
-//! devices with internal queueing (the scheduler does not know the device);
+//! injection from a queue's *waker* or *blocked* queues (`bfq_check_waker`, 5.10+) is not
+//! modelled, nor the temporary limit of one request after a long plug with no base sample
+//! (the idle timer here ends the plug first); idling is decided by think time alone (`may_idle`
+//! below), not by `bfq_better_to_idle`'s throughput and guarantee tests; an injected queue's
+//! service is charged to its groups' finish tags when one of their queues next expires (or
+//! the group empties), as the kernel's `entity->service` of a group not in service waits;
 //! queue weights are the kernel's scaled by 2.5 (100 at level 4, BFQ's default for groups,
 //! so queues and groups of the root compare as before); virtual times are `f64` (deterministic,
 //! IEEE 754); timers are the driver's (`WaitUntil`).
@@ -131,6 +154,22 @@ const DEFAULT_MAX_BUDGET: u64 = 16_384;
 /// estimate from making budgets of nothing or of the whole device).
 const MAX_BUDGET_AUTO_MIN: u64 = 32;
 const MAX_BUDGET_AUTO_MAX: u64 = 1 << 24;
+/// `bfq_update_hw_tag`: a device that held more than `BFQ_HW_QUEUE_THRESHOLD` requests over
+/// `BFQ_HW_QUEUE_SAMPLES` samples queues internally.
+const HW_QUEUE_THRESHOLD: usize = 3;
+const HW_QUEUE_SAMPLES: u32 = 32;
+/// `bfq_requests_within_timer`: arrivals within `slice_idle` of the last completion that make
+/// a queue I/O-bound again.
+const REQUESTS_WITHIN_TIMER: u32 = 120;
+/// `bfq_sample_valid`: the kernel's decayed sample count passes 80 at the third sample.
+const TTIME_VALID_SAMPLES: u32 = 3;
+/// `BFQQ_SECT_THR_NONROT`: on a non-rotational device at most one request this large
+/// (sectors) is injected at a time.
+const SECT_THR_NONROT: u64 = 20;
+/// `bfq_reset_inject_limit` runs a second after the limit last fell; the limit is sampled
+/// at most every 10 ms (`bfq_add_request`).
+const INJECT_RESET_NS: Nanos = 1_000 * MS;
+const INJECT_SAMPLE_GAP_NS: Nanos = 10 * MS;
 const CLASS_RT: usize = 0;
 const CLASS_BE: usize = 1;
 const CLASS_IDLE: usize = 2;
@@ -264,6 +303,16 @@ struct Queue {
     coop: Vec<((u32, u32, bool), usize)>,
     /// When the queue dispatched its first request (`first_IO_time`).
     first_io_ns: Option<Nanos>,
+    /// `bfq_bfqq_IO_bound`: set at creation, cleared when the queue idles out having used
+    /// little of its budget, set again after `bfq_requests_within_timer` quick arrivals.
+    io_bound: bool,
+    requests_within_timer: u32,
+    /// Injection (`bfq_update_inject_limit`): how many requests may be in the drive while
+    /// this queue is in service and empty, the total service time of its request with
+    /// nothing injected (0: not sampled yet), and when the limit last fell.
+    inject_limit: u32,
+    last_serv_time_ns: Nanos,
+    decrease_time_ns: Option<Nanos>,
     /// Soft real-time detection (`bfq_bfqq_softrt_next_start`): the earliest time a new
     /// backlog counts as isochronous, when the queue last became backlogged from idle and the
     /// sectors it was served since, and whether to compute the next start once its requests
@@ -296,6 +345,9 @@ struct Group {
     active: Vec<Slot>,
     /// When its idle class was last chosen (`bfq_class_idle_last_service`).
     idle_last_service_ns: Nanos,
+    /// Service its queues got by injection since one of them last expired (the kernel's
+    /// `entity->service` of a group not in service): charged to its finish tag then.
+    injected_service: u64,
 }
 
 #[derive(Debug)]
@@ -319,6 +371,9 @@ pub struct Bfq {
     /// The queue of each dispatched request, until it completes.
     dispatched_from: BTreeMap<RequestId, usize>,
     head_sector: u64,
+    /// Where the queue in service's last request ended (`in_serv_last_pos`): an injected
+    /// request moves the head, not this, so cooperators are found near the queue in service.
+    in_serv_last_pos: u64,
     burst: Vec<usize>,
     burst_last_ns: Option<Nanos>,
     large_burst: bool,
@@ -332,6 +387,22 @@ pub struct Bfq {
     decision: &'static str,
     /// Early queue merging on (always, as in the kernel; off only to compare in tests).
     coop_merging: bool,
+    /// The device's `queue/rotational` (`blk_queue_nonrot`), from the driver.
+    rotational: bool,
+    /// `bfq_update_hw_tag`: whether the device queues internally (`None` until sampled,
+    /// taken as yes, the kernel's -1), the most requests seen in it, and samples taken.
+    hw_tag: Option<bool>,
+    max_rq_in_driver: usize,
+    hw_tag_samples: u32,
+    /// Injection state of the queue in service (`bfq_data`): a request of another queue
+    /// was injected, the next dispatch of the queue in service is to be timed, the request
+    /// being timed and since when.
+    rqs_injected: bool,
+    wait_dispatch: bool,
+    waited_rq: Option<RequestId>,
+    last_empty_occupied_ns: Nanos,
+    /// Requests the current decision injected, for the decision phrase.
+    injected: Option<&'static str>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -364,6 +435,7 @@ impl Bfq {
             in_service: None,
             dispatched_from: BTreeMap::new(),
             head_sector: 0,
+            in_serv_last_pos: 0,
             burst: Vec::new(),
             burst_last_ns: None,
             large_burst: false,
@@ -374,6 +446,15 @@ impl Bfq {
             fifo_hit: false,
             decision: "",
             coop_merging: true,
+            rotational: true,
+            hw_tag: None,
+            max_rq_in_driver: 0,
+            hw_tag_samples: 0,
+            rqs_injected: false,
+            wait_dispatch: false,
+            waited_rq: None,
+            last_empty_occupied_ns: 0,
+            injected: None,
         }
     }
 
@@ -461,6 +542,11 @@ impl Bfq {
             softrt_update: false,
             coop: Vec::new(),
             first_io_ns: None,
+            io_bound: true,
+            requests_within_timer: 0,
+            inject_limit: 0,
+            last_serv_time_ns: 0,
+            decrease_time_ns: None,
         });
         self.by_key.insert(key, q);
         // bfq_handle_burst: queues created close together form a burst.
@@ -517,7 +603,11 @@ impl Bfq {
             t.service_from_backlogged > 0
                 && t.first_io_ns.is_some_and(|f| now > f + MERGE_TIME_LIMIT_NS)
         };
+        // Flash that queues internally reorders interleaved I/O itself, and shared queues only
+        // make the load uneven (`nonrot_with_queueing`).
+        let nonrot_with_queueing = !self.rotational && self.hw_tag.unwrap_or(true);
         if !self.coop_merging
+            || nonrot_with_queueing
             || too_late(qu)
             || !qu.sync()
             || qu.in_large_burst
@@ -536,7 +626,7 @@ impl Bfq {
                 && rq.sector().abs_diff(pos) <= BFQQ_CLOSE_THR
         };
         if let Some(s) = self.in_service.as_ref() {
-            if fits(s.queue, self.head_sector) {
+            if fits(s.queue, self.in_serv_last_pos) {
                 return Some(s.queue);
             }
         }
@@ -744,6 +834,204 @@ impl Bfq {
             .sum()
     }
 
+    fn raised(&self, q: usize, now: Nanos) -> bool {
+        self.queues[q].wr_until_ns.is_some_and(|t| now < t)
+    }
+
+    /// `bfq_bfqq_has_short_ttime` (`bfq_update_has_short_ttime`): too few think-time samples
+    /// to tell, or a mean think time of at most half `slice_idle`.
+    fn short_ttime(&self, q: usize) -> bool {
+        let qu = &self.queues[q];
+        qu.ttime_samples < TTIME_VALID_SAMPLES
+            || qu.ttime_mean_ns <= (self.t("slice_idle") * MS / 2) as f64
+    }
+
+    /// `wr_busy_queues`: busy queues weight-raised now.
+    fn wr_busy_queues(&self, now: Nanos) -> usize {
+        let groups = self.groups.iter().flat_map(|g| g.active.iter());
+        groups.filter(|s| matches!(s, Slot::Queue(q) if self.raised(*q, now))).count()
+    }
+
+    /// `idling_boosts_thr_without_issues`: idling for `q` pays in throughput on a rotational
+    /// device without internal queueing, or for a sequential, I/O-bound queue with a short
+    /// think time unless the device is flash that queues — and no weight-raised queue
+    /// waits meanwhile.
+    fn idling_boosts_thr_without_issues(&self, q: usize, now: Nanos) -> bool {
+        let hw_tag = self.hw_tag.unwrap_or(true);
+        let rot_without_queueing = self.rotational && !hw_tag;
+        let qu = &self.queues[q];
+        let sequential_and_io_bound = !qu.seeky() && qu.io_bound && self.short_ttime(q);
+        let boosts =
+            rot_without_queueing || ((self.rotational || !hw_tag) && sequential_and_io_bound);
+        boosts && self.wr_busy_queues(now) == 0
+    }
+
+    /// The request to inject while queue `q`, in service, has none (`bfq_select_queue`'s
+    /// `keep_queue` branch): the same process's async write if it fits its queue's budget,
+    /// else, when idling does not simply pay, one of another queue
+    /// (`bfq_choose_bfqq_for_injection`). Returns the queue and the request's index.
+    fn injection(&mut self, q: usize, now: Nanos) -> Option<(usize, usize)> {
+        let fits = |b: &Bfq, c: usize, i: usize| {
+            let qu = &b.queues[c];
+            b.serv_to_charge(c, qu.requests[i].sectors().max(1), now)
+                <= qu.entity.budget.saturating_sub(qu.served)
+        };
+        let (group, pid) = (self.queues[q].key.0, self.queues[q].key.1);
+        if let Some(&a) = self.by_key.get(&(group, u32::MAX, false)) {
+            if let Some(i) = self.closest_request(a) {
+                if self.queues[a].requests[i].owner.io_context == pid && fits(self, a, i) {
+                    self.injected = Some("idling: injected the same process's async write");
+                    return Some((a, i));
+                }
+            }
+        }
+        let in_serv_raised = self.raised(q, now);
+        if self.idling_boosts_thr_without_issues(q, now)
+            || !(!in_serv_raised || self.wr_busy_queues(now) > 1 || !self.short_ttime(q))
+        {
+            return None;
+        }
+        // bfq_choose_bfqq_for_injection: up to the limit of requests in the drive, from the
+        // first busy queue whose next request fits its budget (a raised one only, if the
+        // queue in service is raised and thinks fast).
+        let always_inject = !in_serv_raised || !self.short_ttime(q);
+        let in_driver = self.dispatched_from.len();
+        if in_driver >= self.queues[q].inject_limit as usize {
+            return None;
+        }
+        for g in 0..self.groups.len() {
+            for k in 0..self.groups[g].active.len() {
+                let Slot::Queue(c) = self.groups[g].active[k] else { continue };
+                if c == q || !(always_inject || self.raised(c, now)) {
+                    continue;
+                }
+                let Some(i) = self.closest_request(c) else { continue };
+                if !fits(self, c, i) {
+                    continue;
+                }
+                if !self.rotational
+                    && self.queues[c].requests[i].sectors() >= SECT_THR_NONROT
+                    && in_driver >= 1
+                {
+                    continue;
+                }
+                self.rqs_injected = true;
+                self.injected = Some("idling: injected another queue's request");
+                return Some((c, i));
+            }
+        }
+        None
+    }
+
+    /// Dispatches request `i` of queue `c`, not in service: its service is charged to it and
+    /// to the virtual times; a queue left empty leaves its tree (`bfq_del_bfqq_busy`) with
+    /// its finish tag moved by what it was served.
+    fn dispatch_injected(&mut self, c: usize, i: usize, now: Nanos) -> Request {
+        let sectors = self.serv_to_charge(c, self.queues[c].requests[i].sectors().max(1), now);
+        let rq = self.queues[c].requests.swap_remove(i);
+        self.dispatched_from.insert(rq.id, c);
+        self.queued -= 1;
+        let qu = &mut self.queues[c];
+        qu.served += sectors;
+        qu.first_io_ns.get_or_insert(now);
+        qu.service_from_backlogged += sectors;
+        qu.dispatched += 1;
+        self.head_sector = rq.sector() + rq.sectors();
+        self.charge_vtime(c, sectors);
+        let mut g = self.queues[c].group;
+        while g != 0 {
+            self.groups[g].injected_service += sectors;
+            g = self.groups[g].parent;
+        }
+        let in_driver = self.dispatched_from.len() - 1;
+        if self.peak.dispatched(rq.sector(), rq.sectors(), in_driver, now) {
+            self.peak_rate_changed();
+        }
+        if self.queues[c].requests.is_empty() {
+            let qu = &mut self.queues[c];
+            qu.entity.finish = qu.entity.start + qu.served as f64 / qu.entity.weight;
+            qu.served = 0;
+            self.deactivate(c, now);
+            let mut g = self.queues[c].group;
+            while g != 0 && self.groups[g].active.is_empty() {
+                let parent = self.groups[g].parent;
+                let grp = &mut self.groups[g];
+                grp.entity.finish = grp.entity.start
+                    + std::mem::take(&mut grp.injected_service) as f64 / grp.entity.weight;
+                self.groups[g].entity.active = false;
+                self.groups[parent].active.retain(|&s| s != Slot::Group(g));
+                g = parent;
+            }
+        }
+        rq
+    }
+
+    /// `bfq_reset_inject_limit`: forget the sampled service time; start injecting at 0
+    /// requests for a queue that thinks fast (an injected request could delay its next one),
+    /// at 1 for one that does not.
+    fn reset_inject_limit(&mut self, q: usize, now: Nanos) {
+        self.waited_rq = None;
+        let limit = u32::from(!self.short_ttime(q));
+        let qu = &mut self.queues[q];
+        qu.last_serv_time_ns = 0;
+        qu.inject_limit = limit;
+        qu.decrease_time_ns = Some(now);
+    }
+
+    /// `bfq_update_inject_limit`, when the timed request of the queue in service completes:
+    /// its total service time against the one sampled with nothing injected — half as long
+    /// again lowers the limit, shorter raises it (up to the most requests seen in the drive).
+    fn update_inject_limit(&mut self, q: usize, in_driver: usize, now: Nanos) {
+        let tot = now.saturating_sub(self.last_empty_occupied_ns);
+        let max_in_driver = self.max_rq_in_driver;
+        let injected = self.rqs_injected;
+        let qu = &mut self.queues[q];
+        let old = qu.inject_limit;
+        if qu.last_serv_time_ns > 0 && injected {
+            let threshold = qu.last_serv_time_ns * 3 / 2;
+            if tot >= threshold && old > 0 {
+                qu.inject_limit -= 1;
+                qu.decrease_time_ns = Some(now);
+            } else if tot < threshold && old as usize <= max_in_driver {
+                qu.inject_limit += 1;
+            }
+        }
+        if (qu.last_serv_time_ns == 0 && in_driver == 1) || tot < qu.last_serv_time_ns {
+            if qu.last_serv_time_ns == 0 {
+                qu.inject_limit = old.max(1);
+            }
+            qu.last_serv_time_ns = tot;
+        } else if !injected && in_driver == 1 {
+            qu.last_serv_time_ns = tot;
+        }
+        self.waited_rq = None;
+        self.rqs_injected = false;
+    }
+
+    /// `bfq_update_hw_tag`, at each completion with `in_driver` requests in the drive.
+    fn update_hw_tag(&mut self, in_driver: usize) {
+        self.max_rq_in_driver = self.max_rq_in_driver.max(in_driver);
+        if self.hw_tag == Some(true) || in_driver + self.queued <= HW_QUEUE_THRESHOLD {
+            return;
+        }
+        if let Some(s) = self.in_service.as_ref() {
+            let qu = &self.queues[s.queue];
+            if self.short_ttime(s.queue)
+                && qu.dispatched as usize + qu.requests.len() < HW_QUEUE_THRESHOLD
+                && in_driver < HW_QUEUE_THRESHOLD
+            {
+                return;
+            }
+        }
+        self.hw_tag_samples += 1;
+        if self.hw_tag_samples <= HW_QUEUE_SAMPLES {
+            return;
+        }
+        self.hw_tag = Some(self.max_rq_in_driver > HW_QUEUE_THRESHOLD);
+        self.max_rq_in_driver = 0;
+        self.hw_tag_samples = 0;
+    }
+
     /// Expires the queue in service (`bfq_bfqq_expire`).
     fn expire(&mut self, reason: Expiry, now: Nanos) {
         let Some(s) = self.in_service.take() else { return };
@@ -769,6 +1057,9 @@ impl Bfq {
             }
         }
         let budget = self.queues[q].entity.budget;
+        if reason == Expiry::TooIdle && served <= 2 * budget / 10 {
+            self.queues[q].io_bound = false;
+        }
         // bfq_bfqq_expire: a queue that is not weight-raised and is slow (seeky here) or timed
         // out with a third of its budget left is charged the time it held the device.
         let raised = self.queues[q].wr_until_ns.is_some_and(|t| now < t);
@@ -808,11 +1099,13 @@ impl Bfq {
             e.budget = next_budget.clamp(min_b, max_b);
         }
         self.queues[q].served = 0;
-        // Every ancestor group was served what the queue was charged.
+        // Every ancestor group was served what the queue was charged, and what its queues
+        // got by injection meanwhile.
         let mut a = g;
         while a != 0 {
-            let ge = &mut self.groups[a].entity;
-            ge.finish = ge.start + charged as f64 / ge.weight;
+            let grp = &mut self.groups[a];
+            let service = charged + std::mem::take(&mut grp.injected_service);
+            grp.entity.finish = grp.entity.start + service as f64 / grp.entity.weight;
             a = self.groups[a].parent;
         }
         // Requeue or deactivate (`bfq_requeue_bfqq` / `bfq_del_bfqq_busy`).
@@ -871,10 +1164,19 @@ impl Bfq {
                 return Some(i);
             }
         }
+        self.closest_request(q)
+    }
+
+    /// `bfq_choose_req`'s pick among queue `q`'s requests from the head position: the
+    /// nearest ahead, or behind within `back_seek_max` at `back_seek_penalty` times the
+    /// distance.
+    fn closest_request(&self, q: usize) -> Option<usize> {
         let head = self.head_sector;
         let back_max = self.t("back_seek_max") * 2;
         let penalty = self.t("back_seek_penalty");
-        reqs.iter()
+        self.queues[q]
+            .requests
+            .iter()
             .enumerate()
             .min_by_key(|(_, r)| {
                 let s = r.sector();
@@ -939,6 +1241,7 @@ impl Scheduler for Bfq {
         let q = self.queue_for(&rq, now_ns);
         let idle_queue =
             !self.queues[q].entity.active && self.in_service.as_ref().is_none_or(|s| s.queue != q);
+        let slice_idle_ns = self.t("slice_idle") * MS;
         let qu = &mut self.queues[q];
         if idle_queue {
             // An ioprio change takes effect when the queue next becomes active
@@ -946,13 +1249,42 @@ impl Scheduler for Bfq {
             (qu.class, qu.prio_weight) = class_and_weight(&rq);
         }
         // Think time: from the queue's last completion with nothing queued to this arrival.
-        if qu.requests.is_empty() && qu.dispatched == 0 {
+        let after_hole = qu.requests.is_empty() && qu.dispatched == 0;
+        if after_hole {
             if let Some(t) = qu.last_completion_ns {
                 let tt = now_ns.saturating_sub(t) as f64;
                 qu.ttime_mean_ns = (qu.ttime_mean_ns * 7.0 + tt) / 8.0;
-                qu.ttime_samples += 1;
+                qu.ttime_samples = qu.ttime_samples.saturating_add(1);
             }
         }
+        // bfq_bfqq_handle_idle_busy_switch: a queue that keeps coming back within
+        // `slice_idle` of its last completion is I/O-bound again.
+        if idle_queue && !qu.io_bound {
+            let quick = qu.last_completion_ns.is_some_and(|t| now_ns < t + slice_idle_ns);
+            qu.requests_within_timer = if quick { qu.requests_within_timer + 1 } else { 0 };
+            qu.io_bound = qu.requests_within_timer >= REQUESTS_WITHIN_TIMER;
+        }
+        // bfq_add_request: a sync arrival after a hole resets the injection limit a second
+        // after it last fell, and for the queue in service starts timing its total service
+        // time — the base value with the drive empty, or its value under injection.
+        if after_hole && rq.sync {
+            if self.queues[q].decrease_time_ns.is_none_or(|t| now_ns >= t + INJECT_RESET_NS) {
+                self.reset_inject_limit(q, now_ns);
+            }
+            let in_driver = self.dispatched_from.len();
+            let qu = &self.queues[q];
+            if self.in_service.as_ref().is_some_and(|s| s.queue == q)
+                && (in_driver == 0 || (qu.last_serv_time_ns > 0 && self.rqs_injected))
+                && qu.decrease_time_ns.is_none_or(|t| now_ns >= t + INJECT_SAMPLE_GAP_NS)
+            {
+                self.last_empty_occupied_ns = now_ns;
+                self.wait_dispatch = true;
+                if in_driver == 0 {
+                    self.rqs_injected = false;
+                }
+            }
+        }
+        let qu = &mut self.queues[q];
         let far = rq.sector().abs_diff(qu.last_end_sector) > SEEK_THR_SECTORS;
         qu.seek_history = (qu.seek_history << 1) | u32::from(far);
         qu.last_end_sector = rq.sector() + rq.sectors();
@@ -1009,6 +1341,10 @@ impl Scheduler for Bfq {
                     s.fifo_checked = fifo_checked;
                     s.idle_until_ns = None;
                     let rq = self.queues[q].requests.swap_remove(i);
+                    if self.wait_dispatch {
+                        self.wait_dispatch = false;
+                        self.waited_rq = Some(rq.id);
+                    }
                     self.dispatched_from.insert(rq.id, q);
                     self.queued -= 1;
                     self.queues[q].served += sectors;
@@ -1016,6 +1352,7 @@ impl Scheduler for Bfq {
                     self.queues[q].service_from_backlogged += sectors;
                     self.queues[q].dispatched += 1;
                     self.head_sector = rq.sector() + rq.sectors();
+                    self.in_serv_last_pos = self.head_sector;
                     self.charge_vtime(q, sectors);
                     let in_driver = self.dispatched_from.len() - 1;
                     if self.peak.dispatched(rq.sector(), rq.sectors(), in_driver, now_ns) {
@@ -1038,29 +1375,36 @@ impl Scheduler for Bfq {
                         && (self.t("strict_guarantees") == 1
                             || qu.ttime_samples == 0
                             || qu.ttime_mean_ns <= idle_ns as f64);
-                    if qu.dispatched > 0 && may_idle {
-                        // Wait for its requests in flight before idling (a completion calls back).
-                        return Dispatch::Empty;
-                    }
                     if !may_idle {
                         self.expire(Expiry::NoMoreRequests, now_ns);
                         continue;
                     }
-                    let s = self.in_service.as_mut().expect("in service");
-                    match s.idle_until_ns {
-                        None => {
-                            let until = now_ns + idle_ns;
-                            s.idle_until_ns = Some(until);
-                            return Dispatch::WaitUntil { until_ns: until };
+                    // Wait for its requests in flight before idling (a completion calls
+                    // back), or idle for its next request — injecting meanwhile.
+                    let wait = if qu.dispatched > 0 {
+                        Dispatch::Empty
+                    } else {
+                        let s = self.in_service.as_mut().expect("in service");
+                        match s.idle_until_ns {
+                            None => {
+                                let until = now_ns + idle_ns;
+                                s.idle_until_ns = Some(until);
+                                Dispatch::WaitUntil { until_ns: until }
+                            }
+                            Some(until) if now_ns < until => {
+                                Dispatch::WaitUntil { until_ns: until }
+                            }
+                            Some(_) => {
+                                self.expire(Expiry::TooIdle, now_ns);
+                                continue;
+                            }
                         }
-                        Some(until) if now_ns < until => {
-                            return Dispatch::WaitUntil { until_ns: until }
-                        }
-                        Some(_) => {
-                            self.expire(Expiry::TooIdle, now_ns);
-                            continue;
-                        }
+                    };
+                    if let Some((c, i)) = self.injection(q, now_ns) {
+                        self.decision = self.injected.take().unwrap_or("idling: injected");
+                        return Dispatch::Request(self.dispatch_injected(c, i, now_ns));
                     }
+                    return wait;
                 }
             }
         }
@@ -1069,6 +1413,13 @@ impl Scheduler for Bfq {
     fn completed(&mut self, rq: &Request, now_ns: Nanos) {
         if self.peak.completed(now_ns) {
             self.peak_rate_changed();
+        }
+        let in_driver = self.dispatched_from.len();
+        self.update_hw_tag(in_driver);
+        if self.waited_rq == Some(rq.id) {
+            if let Some(&q) = self.dispatched_from.get(&rq.id) {
+                self.update_inject_limit(q, in_driver, now_ns);
+            }
         }
         if let Some(q) = self.dispatched_from.remove(&rq.id) {
             let qu = &mut self.queues[q];
@@ -1107,6 +1458,10 @@ impl Scheduler for Bfq {
 
     fn groups_active(&self) -> bool {
         self.groups.len() > 1
+    }
+
+    fn set_rotational(&mut self, rotational: bool) {
+        self.rotational = rotational;
     }
 
     fn queued(&self) -> usize {

@@ -84,6 +84,11 @@ pub trait Scheduler: Send {
         false
     }
 
+    /// Tells the scheduler whether the device is rotational (`queue/rotational`,
+    /// `blk_queue_nonrot`), before its first request. Default: rotational, as a scheduler that
+    /// is never told assumes.
+    fn set_rotational(&mut self, _rotational: bool) {}
+
     /// Why the request `dispatch` last handed out went then: a short, stable phrase in the
     /// scheduler's own terms ("batch continues", "fifo expired", "slice expired", "budget
     /// exhausted", ...), for `--trace-decisions` and the server's `ctl trace`. Schedulers with

@@ -190,6 +190,7 @@ impl Server {
             }
             let mut sched =
                 elevator_sched::by_name(&config.scheduler).map_err(ServerError::Config)?;
+            sched.set_rotational(rotational);
             for (k, v) in config.tunable_strings() {
                 sched
                     .set_tunable(&k, &v)

@@ -394,3 +394,103 @@ fn max_budget_zero_follows_the_peak_rate() {
     // wr_duration scales inversely: at 700 × the reference rate, the 3 s floor.
     assert_eq!(b.wr_duration_ns(), 3_000_000_000);
 }
+
+/// A sequential reader (pid 1) thinking 1.05 ms between its requests beside a backlogged random
+/// reader (pid 2), on a device that answers every request in 100 µs with any number in
+/// flight. Returns the sectors each moved by `until` and how many requests were injected.
+fn thinker_beside_backlog(rotational: bool, until: Nanos) -> ([u64; 2], usize) {
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    b.set_rotational(rotational);
+    let (mut id, mut now) = (0u64, 0);
+    let (mut a_pos, mut b_pos) = (0u64, 1u64);
+    let mut random_pos = || {
+        b_pos = (b_pos * 48_271) % 2_147_483_647;
+        1_000_000 + (b_pos % 100_000_000) / 8 * 8
+    };
+    for _ in 0..4 {
+        b.insert(rq(id, 2, 0, Op::Read, random_pos(), 8, 0), 0);
+        id += 1;
+    }
+    let mut a_next = Some(0);
+    let mut in_flight: Vec<(Nanos, Request)> = Vec::new();
+    let (mut moved, mut injected) = ([0u64; 2], 0);
+    loop {
+        if a_next == Some(now) {
+            b.insert(rq(id, 1, 0, Op::Read, a_pos, 8, now), now);
+            (id, a_pos, a_next) = (id + 1, a_pos + 8, None);
+        }
+        let timer = loop {
+            match b.dispatch(now) {
+                Dispatch::Request(r) => {
+                    injected += usize::from(b.last_decision().contains("injected"));
+                    in_flight.push((now + 100 * US, r));
+                }
+                Dispatch::WaitUntil { until_ns } => break Some(until_ns),
+                Dispatch::Empty => break None,
+            }
+        };
+        let done = in_flight.iter().map(|f| f.0).min();
+        let t = [done, a_next, timer].into_iter().flatten().min().expect("something to wait for");
+        if t >= until {
+            return (moved, injected);
+        }
+        now = t;
+        while let Some(i) = in_flight.iter().position(|f| f.0 == now) {
+            let (_, r) = in_flight.swap_remove(i);
+            b.completed(&r, now);
+            moved[r.owner.pid as usize - 1] += r.sectors();
+            if r.owner.pid == 1 {
+                a_next = Some(now + 1_050 * US);
+            } else {
+                b.insert(rq(id, 2, 0, Op::Read, random_pos(), 8, now), now);
+                id += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn flash_idling_for_a_thinking_queue_injects_the_others_requests() {
+    // On flash that queues, idling for the thinker only wastes the drive: the random reader's
+    // requests go in its think time (`bfq_choose_bfqq_for_injection`), up to the adaptive
+    // limit; on a disk, idling for a sequential reader pays, and nothing is injected.
+    let (flash, injected) = thinker_beside_backlog(false, 2_000_000_000);
+    let (disk, none) = thinker_beside_backlog(true, 2_000_000_000);
+    assert_eq!(none, 0, "a disk idles for the sequential reader");
+    assert!(injected > 1_000, "{injected} injected on flash");
+    assert!(flash[1] > 2 * disk[1], "the random reader moved {} against {}", flash[1], disk[1]);
+    // The thinker keeps (nearly) its pace: the injected requests take no more than the
+    // limit allows from its service time.
+    assert!(flash[0] * 10 >= disk[0] * 9, "thinker moved {} against {}", flash[0], disk[0]);
+}
+
+#[test]
+fn the_inject_limit_follows_the_total_service_time() {
+    // bfq_update_inject_limit: with injection, a request of the queue in service that takes
+    // half as long again as with the drive to itself lowers the limit; a quicker one raises
+    // it, and lowers the base value.
+    let mut b = Bfq::new();
+    b.insert(rq(0, 1, 0, Op::Read, 0, 8, 0), 0);
+    b.max_rq_in_driver = 4;
+    b.queues[0].last_serv_time_ns = 10 * MS;
+    b.queues[0].inject_limit = 2;
+    b.rqs_injected = true;
+    b.last_empty_occupied_ns = 100 * MS;
+    b.update_inject_limit(0, 2, 120 * MS);
+    assert_eq!(b.queues[0].inject_limit, 1);
+    assert_eq!(b.queues[0].decrease_time_ns, Some(120 * MS));
+    assert!(!b.rqs_injected, "a sample consumed");
+    b.rqs_injected = true;
+    b.last_empty_occupied_ns = 200 * MS;
+    b.update_inject_limit(0, 2, 208 * MS);
+    assert_eq!(b.queues[0].inject_limit, 2);
+    assert_eq!(b.queues[0].last_serv_time_ns, 8 * MS);
+    // Unsampled (base 0) with only the timed request in the drive: the base is taken and
+    // injection starts at one request.
+    b.queues[0].last_serv_time_ns = 0;
+    b.queues[0].inject_limit = 0;
+    b.last_empty_occupied_ns = 300 * MS;
+    b.update_inject_limit(0, 1, 309 * MS);
+    assert_eq!((b.queues[0].inject_limit, b.queues[0].last_serv_time_ns), (1, 9 * MS));
+}

@@ -252,6 +252,7 @@ pub fn simulate(
         }
         let device = spec.model.build(options.seed, 1_000_000 + i as u32);
         let rotational = device.rotational();
+        scheduler.set_rotational(rotational);
         let qd = device.queue_depth();
         let mut queue = BlockQueue::new(scheduler, device, spec.nr_requests, spec.max_sectors_kb);
         if let Some(c) = cgroup_control(topology, i, &groups, rotational, qd)? {
