@@ -376,11 +376,11 @@ fn plot(dir: &Path, cells: &[Cell]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for c in cells {
         let (a, b) = c.cdfs();
-        let svg = elevator_disksim::cdf_svg(
+        let svg = elevator_report::chart::ms_cdf(
             &format!("{} (QD{}): demerit {:.3} ms", c.name, c.depth, c.demerit_ms),
-            "access time (ms)",
+            "access time",
             &[("device", &a), ("model", &b)],
-        );
+        )?;
         let p = dir.join(format!("{}.svg", c.name));
         std::fs::write(&p, svg).map_err(|e| format!("{}: {e}", p.display()))?;
     }

@@ -115,7 +115,7 @@ fn write_plots(result: &elevator_repro::ExperimentResult, dir: &Path) -> Result<
         }
         let series: Vec<(&str, &[(f64, f64)])> =
             labels.iter().map(String::as_str).zip(curves.iter().map(Vec::as_slice)).collect();
-        let svg = elevator_disksim::cdf_svg(&table.title, "completion latency (ms)", &series);
+        let svg = elevator_report::chart::ms_cdf(&table.title, "completion latency", &series)?;
         let path = dir.join(format!("{}-{}.svg", result.name, k + 1));
         std::fs::write(&path, svg).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
         eprintln!("elevator: wrote {}", path.display());

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Args, ValueEnum};
 use elevator_disksim::{
-    cdf_points, cdf_svg, disksim_rms_ms, hdd_params, histogram, load_drive, load_trace, mean,
-    median, p99, replay, rms_demerit_ms, Buckets,
+    cdf_points, disksim_rms_ms, hdd_params, histogram, load_drive, load_trace, mean, median, p99,
+    replay, rms_demerit_ms, Buckets,
 };
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -152,11 +152,11 @@ fn run_one(dir: &Path, args: &ValidateDiskArgs) -> Result<(), String> {
     if let Some(p) = &args.plot {
         let a = cdf_points(&histogram(&v.measured, &v.buckets), &v.buckets);
         let b = cdf_points(&histogram(&v.simulated, &v.buckets), &v.buckets);
-        let svg = cdf_svg(
+        let svg = elevator_report::chart::ms_cdf(
             &format!("{}: rms {:.6} ms", v.model, v.rms_ms),
-            "access time (ms)",
+            "access time",
             &[("measured", &a), ("simulated", &b)],
-        );
+        )?;
         std::fs::write(p, svg).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     let m = Stats::of(&v.measured);

@@ -56,7 +56,7 @@ fn report(dir: &Path, inputs: &[&Path]) -> String {
 }
 
 #[test]
-fn run_json_becomes_a_page_with_two_charts() {
+fn run_json_becomes_a_page_with_four_charts() {
     let dir = temp_dir("run");
     let json = dir.join("run.json");
     let plus = dir.join("run-plus.json");
@@ -64,10 +64,20 @@ fn run_json_becomes_a_page_with_two_charts() {
     ok(&["run", "examples/seq-vs-random.fio", "--output-format", "json+", "--output", s(&plus)]);
     for input in [&json, &plus] {
         let html = report(&dir, &[input]);
-        // One run: its latency CDF and its groups' shares of the I/Os.
-        assert_eq!(html.matches("<svg").count(), 2, "{}", input.display());
-        // Four numjobs clones and the random reader; the two cgroups, weights 100 each.
-        for text in ["seqread #4", "randread", "<td>test1</td>", "<td>test2</td>", "50.0 %"] {
+        // One run: its latency CDF, its groups' shares of the I/Os, and their bandwidth and
+        // IOPS over time.
+        assert_eq!(html.matches("<svg").count(), 4, "{}", input.display());
+        // Four numjobs clones and the random reader; the two cgroups, weights 100 each; the
+        // scheduler's decisions.
+        for text in [
+            "seqread #4",
+            "randread",
+            "<td>test1</td>",
+            "<td>test2</td>",
+            "50.0 %",
+            "Bandwidth over time per group",
+            "<caption>Scheduler decisions on <code>sda</code></caption>",
+        ] {
             assert!(html.contains(text), "{}: no `{text}`", input.display());
         }
         assert!(html.contains("Jain's fairness index of the 2 groups' throughput"));
@@ -84,7 +94,7 @@ fn the_same_inputs_give_the_same_bytes_on_a_file_or_stdout() {
     let a = report(&dir, &[&json, &json]);
     let b = report(&dir, &[&json, &json]);
     assert_eq!(a, b);
-    assert_eq!(a.matches("<svg").count(), 4);
+    assert_eq!(a.matches("<svg").count(), 8);
     let stdout = ok(&["report", s(&json), s(&json), "-o", "-", "--title", "e2e <report>"]);
     assert_eq!(String::from_utf8(stdout).unwrap(), a);
 }
@@ -135,8 +145,8 @@ fn compare_and_reproduce_json_are_reported_too() {
         s(&repro),
     ]);
     let html = report(&dir, &[&compare, &repro]);
-    // Two compare runs with two charts each; reproduce tables have none.
-    assert_eq!(html.matches("<svg").count(), 4);
+    // Two compare runs with four charts each; reproduce tables have none.
+    assert_eq!(html.matches("<svg").count(), 8);
     for text in [
         "<caption>Summary</caption>",
         "Scheduler <code>mq-deadline</code>",
@@ -300,8 +310,8 @@ fn compare_report_is_the_page_report_makes_of_its_json() {
     let via_report = report(&dir, &[&json]).replace("e2e &lt;report&gt;", "elevator report");
     let direct = std::fs::read_to_string(&page).unwrap();
     assert_eq!(direct, via_report, "compare --report and elevator report differ");
-    // Two schedulers, each a CDF and a share chart.
-    assert_eq!(direct.matches("<svg").count(), 4);
+    // Two schedulers, each a CDF, a share chart, bandwidth and IOPS over time.
+    assert_eq!(direct.matches("<svg").count(), 8);
 
     // The table to a file, the page to standard output.
     let table = dir.join("table.txt");

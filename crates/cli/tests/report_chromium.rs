@@ -216,33 +216,34 @@ fn chromium_renders_the_report_of_a_real_reproduction() {
     let page = dir.join("report.html");
     let again = dir.join("again.html");
     for to in [&page, &again] {
-        // The charts first, so that they are inside the 4000-pixel screenshot.
+        // The charts first, so that they are inside the 6000-pixel screenshot.
         ok(&["report", s(&run), s(&tiny), s(&ioc), "-o", s(to), "--title", "io-controller"]);
     }
     let html = std::fs::read_to_string(&page).unwrap();
     assert_eq!(html.as_bytes(), std::fs::read(&again).unwrap(), "two reports differ");
 
-    // Every table and chart: a table per reproduce variant, jobs and fairness per run; the
-    // run's CDF and share charts, one CDF chart per `cdf` table.
+    // Every table and chart: a table per reproduce variant, jobs, fairness and scheduler
+    // decisions per run; the run's CDF, share, bandwidth and IOPS charts, one CDF chart per
+    // `cdf` table.
     let (ioc_tables, ioc_charts) = expected_for_reproduce(&ioc);
     let (tiny_tables, tiny_charts) = expected_for_reproduce(&tiny);
     assert_eq!((ioc_tables, ioc_charts), (8, 0), "io-controller: 4 tables of 2 variants");
     assert_eq!((tiny_tables, tiny_charts), (2, 1));
-    assert_eq!(html.matches("<table").count(), ioc_tables + 2 + tiny_tables);
-    assert_eq!(html.matches("<svg").count(), ioc_charts + 2 + tiny_charts);
+    assert_eq!(html.matches("<table").count(), ioc_tables + 3 + tiny_tables);
+    assert_eq!(html.matches("<svg").count(), ioc_charts + 4 + tiny_charts);
     assert_eq!(html.matches("</svg>").count(), html.matches("<svg").count());
     assert!(html.contains("Sequential readers vs random reader"));
     assert!(html.contains("16 sequential readers vs M random readers"));
 
     let png = dir.join("report.png");
-    let (out, chromium_time) = screenshot(&chromium, &page, &png, 4000);
+    let (out, chromium_time) = screenshot(&chromium, &page, &png, 6000);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "chromium exited with {}: {err}", out.status);
     assert!(page_errors(&err).is_empty(), "page errors: {:?}", page_errors(&err));
     assert!(err.contains("bytes written to file"), "no screenshot written: {err}");
 
     let (width, height, pixels) = decode(&png);
-    assert_eq!((width, height), (1280, 4000));
+    assert_eq!((width, height), (1280, 6000));
     let white = pixels.iter().filter(|p| **p == [255, 255, 255]).count();
     let mut colours = pixels.clone();
     colours.sort_unstable();

@@ -7,7 +7,6 @@ pub mod bridge;
 pub mod drive;
 pub mod error;
 pub mod params;
-pub mod plot;
 pub mod published;
 pub mod replay;
 pub mod rms;
@@ -21,7 +20,6 @@ pub use drive::{
 };
 pub use error::DiskSimError;
 pub use params::{parse_file, parse_str, Block, Item, Node, ParamFile, Value};
-pub use plot::cdf_svg;
 pub use published::{disksim_rms_ms, validation_drives_dir, DISKSIM_4_0_RMS_MS};
 pub use replay::{replay, ReplayError};
 pub use rms::{

@@ -246,16 +246,6 @@ fn barracuda_slip_neighbours() {
     assert!((p5.track_start_angle - expect).abs() < 1e-12);
 }
 
-#[test]
-fn svg_plot() {
-    let a = [(0.0, 0.0), (5.0, 0.5), (10.0, 1.0)];
-    let b = [(0.0, 0.0), (6.0, 0.4), (12.0, 1.0)];
-    let s = cdf_svg("Access time <CDF>", "access time (ms)", &[("measured", &a), ("DiskSim", &b)]);
-    assert!(s.starts_with("<svg"));
-    assert!(s.contains("measured") && s.contains("DiskSim") && s.contains("&lt;CDF&gt;"));
-    assert!(s.trim_end().ends_with("</svg>"));
-}
-
 /// The HDD model with DiskSim's controller, driven by the drive's own parameters, against
 /// the measured access times; returns (its demerit, DiskSim 4.0's).
 fn demerits(name: &str) -> Option<(f64, f64)> {

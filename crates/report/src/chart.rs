@@ -1,11 +1,14 @@
 //! The report's charts, as SVG text (plotters' `SVGBackend::with_string`).
 //!
 //! - [`latency_cdf`]: completion latency CDFs, one curve per job and direction, on a log
-//!   x-axis (ms) with markers at p50 (circle), p99 (triangle) and p99.9 (cross).
+//!   x-axis (ms) with markers at p50 (circle), p99 (triangle) and p99.9 (cross); [`ms_cdf`]
+//!   the same chart for CDFs kept in ms (`reproduce`, `validate-disk` and `calibrate`'s
+//!   `--plot`).
 //! - [`share_bars`]: each group's share of the I/Os, with its share of the weights as a black
 //!   line across the bar when weights are known.
 //! - [`metric_lines`]: a sweep's metric along one of its axes, a line per combination of
 //!   the others, means with min–max whiskers.
+//! - [`time_lines`]: a rate over simulated time (bandwidth, IOPS), a line per group.
 //!
 //! The SVG depends only on the data: no fonts are measured from the system (plotters'
 //! built-in text metrics), no clock, no randomness.
@@ -127,6 +130,40 @@ fn decade_label(v: &f64) -> String {
 
 /// Latency CDFs with a log x-axis in ms. At most [`MAX_CURVES`] curves are drawn.
 pub fn latency_cdf(title: &str, curves: &[Curve]) -> Result<String, String> {
+    cdf_chart(title, "completion latency (ms, log scale)", curves)
+}
+
+/// CDFs kept as (ms, fraction at or below) — what `reproduce --plot`, `validate-disk --plot`
+/// and `calibrate --plot` draw — in [`latency_cdf`]'s chart, `x_desc` naming the quantity
+/// (in ms, log scale), with markers where each curve reaches p50, p99 and p99.9.
+pub fn ms_cdf(
+    title: &str,
+    x_desc: &str,
+    series: &[(&str, &[(f64, f64)])],
+) -> Result<String, String> {
+    let curves: Vec<Curve> = series
+        .iter()
+        .map(|&(label, ms_points)| {
+            // A log axis shows no 0 ms, and a histogram's empty buckets below the first
+            // access would stretch it: the curve starts where it starts to rise.
+            let mut points = cdf_line(ms_points);
+            points.retain(|p| p.0 > 0.0);
+            let rise = points.iter().position(|p| p.1 > 0.0).unwrap_or(0);
+            points.drain(..rise.saturating_sub(1));
+            let markers = MARKED
+                .iter()
+                .filter_map(|&(p, _)| {
+                    let at = points.iter().find(|&&(_, f)| f * 100.0 >= p - 1e-9)?;
+                    Some((p, at.0.round() as u64))
+                })
+                .collect();
+            Curve { label: label.to_string(), points, markers }
+        })
+        .collect();
+    cdf_chart(title, &format!("{x_desc} (ms, log scale)"), &curves)
+}
+
+fn cdf_chart(title: &str, x_desc: &str, curves: &[Curve]) -> Result<String, String> {
     let curves: Vec<&Curve> =
         curves.iter().filter(|c| !c.points.is_empty()).take(MAX_CURVES).collect();
     // ns → ms, kept at least 1 ns so that the log axis has a bottom.
@@ -159,7 +196,7 @@ pub fn latency_cdf(title: &str, curves: &[Curve]) -> Result<String, String> {
             .map_err(svg_error)?;
         chart
             .configure_mesh()
-            .x_desc("completion latency (ms, log scale)")
+            .x_desc(x_desc)
             .y_desc("I/Os at or below (%)")
             .x_label_formatter(&decade_label)
             .y_label_formatter(&|y| format!("{y:.0}"))
@@ -388,6 +425,63 @@ pub fn metric_lines(
     Ok(svg)
 }
 
+/// A rate over simulated time, a line per series (label, value per bin of `bin_s` seconds,
+/// drawn at each bin's middle), at most [`MAX_CURVES`] series, with a legend.
+pub fn time_lines(
+    title: &str,
+    y_desc: &str,
+    bin_s: f64,
+    series: &[(String, Vec<f64>)],
+) -> Result<String, String> {
+    let series = &series[..series.len().min(MAX_CURVES)];
+    let bins = series.iter().map(|(_, v)| v.len()).max().unwrap_or(0).max(1);
+    let right = bins as f64 * bin_s;
+    let top = series.iter().flat_map(|(_, v)| v.iter().copied()).fold(0.0f64, f64::max);
+    let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(svg_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..right, 0.0..top)
+            .map_err(svg_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("simulated time (s)")
+            .y_desc(y_desc)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| {
+                format!("{y:.2}").trim_end_matches('0').trim_end_matches('.').to_string()
+            })
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .draw()
+            .map_err(svg_error)?;
+        for (i, (label, values)) in series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let points = values.iter().enumerate().map(|(k, &v)| ((k as f64 + 0.5) * bin_s, v));
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))
+                .map_err(svg_error)?
+                .label(short(label))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 13))
+            .draw()
+            .map_err(svg_error)?;
+        root.present().map_err(svg_error)?;
+    }
+    Ok(svg)
+}
+
 fn text_centre() -> plotters::style::text_anchor::Pos {
     use plotters::style::text_anchor::{HPos, Pos, VPos};
     Pos::new(HPos::Center, VPos::Center)
@@ -470,5 +564,19 @@ mod tests {
         share_bars("one", &bars[..1]).unwrap();
         share_bars("none", &[]).unwrap();
         latency_cdf("empty", &[]).unwrap();
+    }
+
+    #[test]
+    fn ms_cdfs_draw_as_latency_cdfs() {
+        let a = [(0.0, 0.0), (0.5, 0.0), (5.0, 0.5), (10.0, 1.0)];
+        let b = [(0.0, 0.0), (6.0, 0.4), (12.0, 1.0)];
+        let s = ms_cdf("Access time <CDF>", "access time", &[("measured", &a), ("DiskSim", &b)])
+            .unwrap();
+        assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+        assert!(s.contains("measured") && s.contains("DiskSim") && s.contains("&lt;CDF&gt;"));
+        assert!(s.contains("access time (ms, log scale)"));
+        // The log axis starts at the decade below the rise (0.5 ms), not near the 0 ms point.
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines.contains(&"10") && !lines.contains(&"0.01") && !lines.contains(&"0.001"));
     }
 }

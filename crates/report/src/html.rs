@@ -84,15 +84,20 @@ pub fn render(title: &str, inputs: &[Input]) -> Result<String, String> {
 }
 
 /// How many charts [`render`] draws for `inputs`: per run, a CDF chart if a job completed
-/// I/O with a latency distribution, and a share chart if the run did any I/O; per reproduce
-/// table, a CDF chart if some row kept a latency CDF.
+/// I/O with a latency distribution, a share chart if the run did any I/O, and bandwidth and
+/// IOPS over time if it has a timeline with I/O in it; per reproduce table, a CDF chart if
+/// some row kept a latency CDF.
 pub fn chart_count(inputs: &[Input]) -> usize {
     inputs
         .iter()
         .map(|i| match &i.content {
             Content::Runs(runs) => runs
                 .iter()
-                .map(|r| usize::from(!curves(r).is_empty()) + usize::from(total_ios(r) > 0))
+                .map(|r| {
+                    usize::from(!curves(r).is_empty())
+                        + usize::from(total_ios(r) > 0)
+                        + 2 * usize::from(!timeline_series(r).is_empty())
+                })
                 .sum(),
             Content::Reproduce(e) => {
                 e.tables.iter().filter(|t| !table_curves(t).is_empty()).count()
@@ -245,7 +250,8 @@ fn run_section(out: &mut String, run: &Run) -> Result<(), String> {
     let f = fairness(run);
     let curves = curves(run);
     let with_ios = total_ios(run) > 0;
-    if !curves.is_empty() || with_ios {
+    let timeline = timeline_series(run);
+    if !curves.is_empty() || with_ios || !timeline.is_empty() {
         out.push_str("<div class=\"charts\">\n");
     }
     if !curves.is_empty() {
@@ -296,12 +302,95 @@ fn run_section(out: &mut String, run: &Run) -> Result<(), String> {
             },
         );
     }
-    if !curves.is_empty() || with_ios {
+    if !timeline.is_empty() {
+        let bin_s = run.timeline.as_ref().map_or(1.0, |t| t.bin_ns as f64 / 1e9);
+        let more = if timeline.len() > MAX_CURVES {
+            format!(" The first {MAX_CURVES} of {} groups are drawn.", timeline.len())
+        } else {
+            String::new()
+        };
+        for (title, unit, pick) in [
+            ("Bandwidth over time per group", "MB/s", 1usize),
+            ("IOPS over time per group", "I/Os per second", 0usize),
+        ] {
+            let series: Vec<(String, Vec<f64>)> = timeline
+                .iter()
+                .map(|(name, iops, mbps)| {
+                    (name.clone(), if pick == 1 { mbps } else { iops }.clone())
+                })
+                .collect();
+            let svg = chart::time_lines(title, unit, bin_s, &series)?;
+            let _ = writeln!(
+                out,
+                "<figure>\n{}\n<figcaption>{title}, all directions, in bins of {} of simulated \
+                 time.{more}</figcaption>\n</figure>",
+                inline_svg(&svg),
+                fmt_ns(bin_s * 1e9),
+            );
+        }
+    }
+    if !curves.is_empty() || with_ios || !timeline.is_empty() {
         out.push_str("</div>\n");
     }
     jobs_table(out, run);
     fairness_table(out, &f);
+    decisions_table(out, run);
     Ok(())
+}
+
+/// Each timeline group with I/O: its name, IOPS and MB/s per bin, over all directions. A bin
+/// the run ended inside is divided by the part of it that was run.
+fn timeline_series(run: &Run) -> Vec<(String, Vec<f64>, Vec<f64>)> {
+    let Some(t) = &run.timeline else { return Vec::new() };
+    let width_s = |k: usize| {
+        let start = k as u64 * t.bin_ns;
+        let end =
+            t.end_ns.filter(|&e| e > start).map_or(start + t.bin_ns, |e| e.min(start + t.bin_ns));
+        (end - start) as f64 / 1e9
+    };
+    t.groups
+        .iter()
+        .filter_map(|g| {
+            let len = g.dirs.iter().map(|d| d.1.len()).max()?;
+            let (mut ios, mut bytes) = (vec![0u64; len], vec![0u64; len]);
+            for (_, i, b) in &g.dirs {
+                for k in 0..i.len() {
+                    ios[k] = ios[k].saturating_add(i[k]);
+                    bytes[k] = bytes[k].saturating_add(b[k]);
+                }
+            }
+            let iops = (0..len).map(|k| ios[k] as f64 / width_s(k)).collect();
+            let mbps = (0..len).map(|k| bytes[k] as f64 / 1e6 / width_s(k)).collect();
+            ios.iter().any(|&x| x > 0).then(|| (g.name.clone(), iops, mbps))
+        })
+        .collect()
+}
+
+/// Each device's dispatches by the scheduler's reason, most frequent first.
+fn decisions_table(out: &mut String, run: &Run) {
+    for (device, counts) in &run.decisions {
+        let total: u64 = counts.iter().map(|c| c.1).sum();
+        if total == 0 {
+            continue;
+        }
+        let mut rows: Vec<&(String, u64)> = counts.iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let _ = writeln!(
+            out,
+            "<table>\n<caption>Scheduler decisions on <code>{}</code></caption>\n\
+             <tr><th>reason</th><th>dispatches</th><th>share</th></tr>",
+            esc(device)
+        );
+        for (reason, n) in rows {
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{n}</td><td>{}</td></tr>",
+                esc(reason),
+                fmt_pct(*n as f64 / total as f64)
+            );
+        }
+        out.push_str("</table>\n");
+    }
 }
 
 fn jobs_table(out: &mut String, run: &Run) {
@@ -603,6 +692,42 @@ mod tests {
         assert!(html.contains("Published finding: n1"));
         assert!(html.contains("[cfq quantum=8]"));
         assert!(html.contains("<caption>Summary</caption>"));
+    }
+
+    #[test]
+    fn a_timeline_draws_bandwidth_and_iops_and_decisions_make_a_table() {
+        let run = fio_json(&[("a", 0, Some("fast"), None, 60), ("b", 1, Some("slow"), None, 20)]);
+        let mut v: serde_json::Value = serde_json::from_str(&run).unwrap();
+        v["elevator"] = serde_json::json!({
+            "seed": 1, "simulated_ns": 250_000_000u64,
+            "devices": [{"name": "sda", "scheduler": "bfq",
+                         "decisions": {"budget continues": 75, "queue <empty>": 5}}],
+            "timeline": {"bin_ns": 100_000_000u64, "groups": [
+                {"group": "fast", "read": {"ios": [30, 20, 10], "bytes": [3, 2, 1]}},
+                {"group": "slow", "write": {"ios": [10, 10], "bytes": [1, 1]}}]}
+        });
+        let inputs = vec![parse("t.json", &v.to_string()).unwrap()];
+        let html = render("R", &inputs).unwrap();
+        assert_eq!(chart_count(&inputs), 4, "CDF, shares, bandwidth, IOPS");
+        assert_eq!(html.matches("<svg").count(), 4);
+        assert!(
+            html.contains("Bandwidth over time per group") && html.contains("bins of 100.00 ms")
+        );
+        // The last bin was half run: 10 I/Os in 50 ms is 200 IOPS, not 100.
+        let Content::Runs(runs) = &inputs[0].content else { panic!() };
+        let series = timeline_series(&runs[0]);
+        assert_eq!(series[0].1, vec![300.0, 200.0, 200.0]);
+        assert!(html.contains("<caption>Scheduler decisions on <code>sda</code></caption>"));
+        assert!(html.contains("<tr><td>budget continues</td><td>75</td><td>93.8 %</td></tr>"));
+        assert!(html.contains("queue &lt;empty&gt;"));
+        // Too many bins is a one-line error naming where.
+        v["elevator"]["timeline"]["groups"][0]["read"]["ios"] =
+            serde_json::json!(vec![0; crate::input::MAX_TIMELINE_BINS + 1]);
+        let e = parse("t.json", &v.to_string()).unwrap_err();
+        assert!(
+            e.starts_with("t.json: elevator.timeline.groups[0].read: `ios` has more than"),
+            "{e}"
+        );
     }
 
     #[test]

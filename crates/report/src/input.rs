@@ -33,6 +33,12 @@ pub const MAX_BINS: usize = 65_536;
 pub const MAX_ROWS: usize = 4096;
 /// Most points in one reproduce row's latency CDF (`reproduce` keeps 101: every percent).
 pub const MAX_CDF_POINTS: usize = 4096;
+/// Most bins of one group's timeline (`elevator run` writes at most 200).
+pub const MAX_TIMELINE_BINS: usize = 10_000;
+/// Most groups in one run's timeline.
+pub const MAX_TIMELINE_GROUPS: usize = 4096;
+/// Most decision reasons per device (a scheduler has a few dozen).
+pub const MAX_DECISION_REASONS: usize = 1024;
 
 /// One input file.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,6 +68,29 @@ pub struct Run {
     /// elevator's seed, if the file says.
     pub seed: Option<u64>,
     pub jobs: Vec<Job>,
+    /// Each device's dispatches by the scheduler's reason (elevator's `devices[].decisions`),
+    /// devices without counts left out.
+    pub decisions: Vec<(String, Vec<(String, u64)>)>,
+    /// Throughput over time per group (elevator's `timeline`), if the file has it.
+    pub timeline: Option<Timeline>,
+}
+
+/// I/Os and bytes completed per bin of simulated time, per group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeline {
+    pub bin_ns: u64,
+    /// When the run ended (elevator's `simulated_ns`), so the last bin's rate is over the
+    /// part of it that was run.
+    pub end_ns: Option<u64>,
+    pub groups: Vec<GroupTimeline>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupTimeline {
+    /// As the report names groups: the jobs' `cgroup=`, else `group N`.
+    pub name: String,
+    /// Directions that moved anything: (direction, I/Os per bin, bytes per bin).
+    pub dirs: Vec<(Direction, Vec<u64>, Vec<u64>)>,
 }
 
 /// One job entry of fio's `jobs[]` (a process, or a whole group with `group_reporting`).
@@ -339,18 +368,89 @@ fn fio_run(at: &At, label: Option<String>) -> Result<Run, String> {
     }
     // elevator's own object: devices and their schedulers, the seed. Real fio has none.
     let mut devices = Vec::new();
+    let mut decisions = Vec::new();
     let mut seed = None;
+    let mut timeline = None;
     if let Some(e) = at.value.get("elevator") {
         let e = at.child("elevator", e);
         seed = e.value.get("seed").and_then(Value::as_u64);
         if let Some(list) = e.value.get("devices").and_then(Value::as_array) {
             for (i, d) in list.iter().enumerate() {
                 let d = e.child(&format!("devices[{i}]"), d);
-                devices.push((d.string("name")?, d.string("scheduler")?));
+                let name = d.string("name")?;
+                if let Some(counts) = d.value.get("decisions") {
+                    let counts = d.child("decisions", counts);
+                    decisions.push((name.clone(), decision_counts(&counts)?));
+                }
+                devices.push((name, d.string("scheduler")?));
             }
         }
+        if e.value.get("timeline").is_some() {
+            let mut t = parse_timeline(&e.child_key("timeline")?)?;
+            t.end_ns = e.value.get("simulated_ns").and_then(Value::as_u64);
+            timeline = Some(t);
+        }
     }
-    Ok(Run { label, devices, seed, jobs: out })
+    Ok(Run { label, devices, seed, jobs: out, decisions, timeline })
+}
+
+/// `{reason: count}`, at most [`MAX_DECISION_REASONS`].
+fn decision_counts(at: &At) -> Result<Vec<(String, u64)>, String> {
+    let map = at.value.as_object().ok_or_else(|| format!("{}: not an object", at.here()))?;
+    if map.len() > MAX_DECISION_REASONS {
+        return Err(format!(
+            "{}: more than {MAX_DECISION_REASONS} reasons (MAX_DECISION_REASONS)",
+            at.here()
+        ));
+    }
+    map.keys().map(|k| Ok((k.clone(), at.u64(k)?))).collect()
+}
+
+/// elevator's `timeline`: `bin_ns` and per group its directions' `ios` and `bytes` per bin.
+fn parse_timeline(at: &At) -> Result<Timeline, String> {
+    let bin_ns = at.u64("bin_ns")?;
+    if bin_ns == 0 {
+        return Err(at.wrong("bin_ns", "positive"));
+    }
+    let list = at.array("groups")?;
+    if list.len() > MAX_TIMELINE_GROUPS {
+        return Err(format!(
+            "{}: more than {MAX_TIMELINE_GROUPS} groups (MAX_TIMELINE_GROUPS)",
+            at.here()
+        ));
+    }
+    let mut groups = Vec::with_capacity(list.len());
+    for (i, g) in list.iter().enumerate() {
+        let g = at.child(&format!("groups[{i}]"), g);
+        let mut dirs = Vec::new();
+        for (dir, key) in
+            [(Direction::Read, "read"), (Direction::Write, "write"), (Direction::Trim, "trim")]
+        {
+            if g.value.get(key).is_none() {
+                continue;
+            }
+            let d = g.child_key(key)?;
+            let series = |k: &str| -> Result<Vec<u64>, String> {
+                let a = d.array(k)?;
+                if a.len() > MAX_TIMELINE_BINS {
+                    return Err(format!(
+                        "{}: `{k}` has more than {MAX_TIMELINE_BINS} bins (MAX_TIMELINE_BINS)",
+                        d.here()
+                    ));
+                }
+                a.iter()
+                    .map(|v| v.as_u64().ok_or_else(|| d.wrong(k, "a list of whole numbers")))
+                    .collect()
+            };
+            let (ios, bytes) = (series("ios")?, series("bytes")?);
+            if ios.len() != bytes.len() {
+                return Err(format!("{}: `ios` and `bytes` differ in length", d.here()));
+            }
+            dirs.push((dir, ios, bytes));
+        }
+        groups.push(GroupTimeline { name: g.string("group")?, dirs });
+    }
+    Ok(Timeline { bin_ns, end_ns: None, groups })
 }
 
 fn option<'v>(options: Option<&'v Value>, key: &str) -> Option<&'v str> {

@@ -151,7 +151,13 @@ pub struct BlockQueue {
     trace: Option<Box<Recorder>>,
     /// The scheduler's decisions (`--trace-decisions`), if the run records them.
     decisions: Option<Box<DecisionLog>>,
+    /// How many dispatches each of the scheduler's reasons (`last_decision`) gave, in the
+    /// order first seen; at most [`MAX_DECISION_REASONS`].
+    pub decision_counts: Vec<(&'static str, u64)>,
 }
+
+/// Most distinct decision reasons counted per device; a scheduler has a few dozen at most.
+pub const MAX_DECISION_REASONS: usize = 256;
 
 /// Most bytes of decision lines one device keeps (`--trace-decisions`); past them the log
 /// stops and says so.
@@ -202,12 +208,27 @@ impl BlockQueue {
             released: Vec::new(),
             trace: None,
             decisions: None,
+            decision_counts: Vec::new(),
         }
     }
 
     /// Records this block layer's events into `recorder` from now on.
     pub fn set_trace(&mut self, recorder: Recorder) {
         self.trace = Some(Box::new(recorder));
+    }
+
+    /// Counts the scheduler's reason for the request it just dispatched. Reasons are static
+    /// strings and runs of one reason are the rule, so the last one is tried first.
+    fn count_decision(&mut self) {
+        let reason = self.scheduler.last_decision();
+        let counts = &mut self.decision_counts;
+        if let Some(last) = counts.last_mut().filter(|c| std::ptr::eq(c.0, reason)) {
+            last.1 += 1;
+        } else if let Some(c) = counts.iter_mut().find(|c| c.0 == reason) {
+            c.1 += 1;
+        } else if counts.len() < MAX_DECISION_REASONS {
+            counts.push((reason, 1));
+        }
     }
 
     /// Starts recording the scheduler's decisions for device `device`.
@@ -495,6 +516,7 @@ impl BlockQueue {
                     );
                     entry.rq = rq;
                     self.trace(Act::Issue, &rq, now_ns);
+                    self.count_decision();
                     if let Some(d) = self.decisions.as_deref_mut() {
                         if d.text.len() < MAX_DECISION_LOG_BYTES {
                             let s = &self.scheduler;

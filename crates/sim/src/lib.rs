@@ -23,6 +23,7 @@ pub mod report;
 mod slab;
 pub mod stack;
 pub mod stats;
+pub mod timeline;
 pub mod topology;
 pub mod units;
 pub mod workload;

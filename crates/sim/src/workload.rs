@@ -235,6 +235,8 @@ pub struct Process {
     pub end_ns: Nanos,
     pub stats: [DirStats; 3],
     pub lat_buckets: LatencyBuckets,
+    /// I/Os and bytes completed over time, for the report's throughput charts.
+    pub timeline: crate::timeline::Timeline,
     /// fio's log files, when the job asks for them.
     pub logs: Option<Box<JobLogs>>,
     /// Per-I/O priorities, when the job asks for them.
@@ -339,6 +341,7 @@ impl Process {
             end_ns: 0,
             stats: [DirStats::new(0), DirStats::new(0), DirStats::new(0)],
             lat_buckets: LatencyBuckets::default(),
+            timeline: crate::timeline::Timeline::default(),
             cmdprio: CmdPrio::from_spec(spec, u64::from(owner.pid), clone),
             lat_target: spec.latency_target_ns.map(|target_ns| LatTarget {
                 target_ns,
@@ -511,6 +514,7 @@ impl Process {
         }
         let first = start_ns + skip * each_ns;
         self.stats[dir_index(op)].record_run(len_bytes, counted, first, each_ns);
+        self.timeline.record_run(dir_index(op), len_bytes, counted, first, each_ns);
         self.lat_buckets.add_n(each_ns, counted);
         if let Some(logs) = self.logs.as_mut() {
             // Each call of the run, one after another (bounded by the log's own limit).
@@ -724,6 +728,7 @@ impl Process {
         }
         if now_ns >= self.ramp_end_ns && op != Op::Flush {
             self.stats[dir_index(op)].record(len_bytes, issue_ns, submit_ns, now_ns);
+            self.timeline.record(dir_index(op), len_bytes, now_ns);
             self.lat_buckets.add(now_ns - issue_ns);
             if let Some(logs) = self.logs.as_mut() {
                 logs.record(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);

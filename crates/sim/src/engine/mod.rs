@@ -163,6 +163,8 @@ pub struct DeviceResult {
     pub blktrace: Option<crate::blktrace::BlktraceFile>,
     /// Its scheduler's decisions, with [`SimOptions::trace_decisions`].
     pub decisions: Option<crate::block::DecisionLog>,
+    /// How many requests its scheduler dispatched for each reason, by reason.
+    pub decision_counts: Vec<(&'static str, u64)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -326,6 +328,11 @@ pub fn simulate(
             stats: q.device.stats(),
             blktrace: q.take_trace().map(crate::blktrace::Recorder::finish),
             decisions: q.take_decision_log(),
+            decision_counts: {
+                let mut c = std::mem::take(&mut q.decision_counts);
+                c.sort();
+                c
+            },
         });
     }
     let ioband = engine.stack.ioband_counters();

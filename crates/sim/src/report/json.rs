@@ -1,7 +1,9 @@
 //! fio's JSON output layout (`--output-format=json`, fio 3.x), so existing consumers read it
 //! unchanged. Fields fio fills from the host (CPU usage, context switches) are zero; timestamps
 //! are the simulation's epoch, so the output is byte-identical for identical inputs. An extra
-//! top-level `elevator` object records the seed, topology and schedulers.
+//! top-level `elevator` object records the seed, topology, schedulers and each one's
+//! dispatches by reason, and the I/Os and bytes per bin of time of each group
+//! (`timeline`), which `elevator report` draws.
 
 use serde_json::{json, Map, Value};
 
@@ -72,8 +74,14 @@ fn render_with(
                         d.stats.iter().map(|(k, x)| (k.to_string(), json!(round6(*x)))).collect();
                     v["stats"] = Value::Object(stats);
                 }
+                if !d.decision_counts.is_empty() {
+                    let counts: Map<String, Value> =
+                        d.decision_counts.iter().map(|(k, n)| (k.to_string(), json!(n))).collect();
+                    v["decisions"] = Value::Object(counts);
+                }
                 v
             }).collect::<Vec<_>>(),
+            "timeline": timeline_json(result, jobs),
         },
     });
     if let Some(t) = result.target_vm {
@@ -105,6 +113,45 @@ fn render_with(
     let mut text = serde_json::to_string_pretty(&out).expect("JSON values always serialise");
     text.push('\n');
     text
+}
+
+/// `elevator.timeline`: I/Os and bytes completed per bin of simulated time, per group as
+/// `elevator report` groups jobs (the job's `cgroup=`, else `group N` of its fio group), in
+/// the order groups first appear; each direction that moved anything.
+fn timeline_json(result: &SimResult, jobs: &JobFile) -> Value {
+    let mut groups: Vec<(String, crate::timeline::Timeline)> = Vec::new();
+    for p in &result.processes {
+        let spec = &jobs.jobs[p.job];
+        let cgroup = spec
+            .options
+            .iter()
+            .chain(&jobs.global_options)
+            .find(|(k, _)| k == "cgroup")
+            .map(|(_, v)| v.clone());
+        let name = cgroup.unwrap_or_else(|| format!("group {}", p.group_id));
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, t)) => t.add(&p.timeline),
+            None => groups.push((name, p.timeline.clone())),
+        }
+    }
+    let wide =
+        groups.iter().map(|(_, t)| t.bin_ns()).max().unwrap_or(crate::timeline::FIRST_BIN_NS);
+    let groups: Vec<Value> = groups
+        .iter_mut()
+        .map(|(name, t)| {
+            t.coarsen_to(wide);
+            let mut g = json!({ "group": name });
+            for (d, dir) in ["read", "write", "trim"].iter().enumerate() {
+                if t.bins().iter().any(|b| b[d] > 0) {
+                    let ios: Vec<u64> = t.bins().iter().map(|b| b[d]).collect();
+                    let bytes: Vec<u64> = t.bins().iter().map(|b| b[3 + d]).collect();
+                    g[*dir] = json!({ "ios": ios, "bytes": bytes });
+                }
+            }
+            g
+        })
+        .collect();
+    json!({ "bin_ns": wide, "groups": groups })
 }
 
 fn options_map(options: &[(String, String)]) -> Value {
