@@ -110,6 +110,21 @@ pub fn cdf_line(ms_points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
+/// The series' labels in a box at `position`, the same in every chart.
+fn legend<'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(svg_error)
+}
+
 fn svg_error<E: std::fmt::Debug>(e: E) -> String {
     format!("cannot draw a chart: {e:?}")
 }
@@ -227,14 +242,7 @@ fn cdf_chart(title: &str, x_desc: &str, curves: &[Curve]) -> Result<String, Stri
                 .map_err(svg_error)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(svg_error)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(svg_error)?;
     }
     Ok(svg)
@@ -337,14 +345,7 @@ pub fn share_bars(title: &str, bars: &[Bar]) -> Result<String, String> {
                     PathElement::new(vec![(x, y), (x + 12, y)], BLACK.stroke_width(3))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(svg_error)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(svg_error)?;
     }
     Ok(svg)
@@ -469,14 +470,7 @@ pub fn time_lines(
                 .label(short(label))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(svg_error)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(svg_error)?;
     }
     Ok(svg)
