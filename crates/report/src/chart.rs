@@ -110,6 +110,21 @@ pub fn cdf_line(ms_points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
+/// Every chart's frame: its title above, room for the axes' labels (`y_label_px` wide on the
+/// left, for the y values' widths).
+fn frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    y_label_px: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(y_label_px);
+    b
+}
+
 /// The series' labels in a box at `position`, the same in every chart.
 fn legend<'a, CT: plotters::coord::CoordTranslate>(
     chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
@@ -202,11 +217,7 @@ fn cdf_chart(title: &str, x_desc: &str, curves: &[Curve]) -> Result<String, Stri
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(svg_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(50)
+        let mut chart = frame(&root, title, 50)
             .build_cartesian_2d((lo..hi).log_scale(), 0.0..100.0)
             .map_err(svg_error)?;
         chart
@@ -277,11 +288,7 @@ pub fn share_bars(title: &str, bars: &[Bar]) -> Result<String, String> {
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(svg_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(50)
+        let mut chart = frame(&root, title, 50)
             .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..100.0)
             .map_err(svg_error)?;
         chart
@@ -384,11 +391,7 @@ pub fn metric_lines(
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(svg_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
+        let mut chart = frame(&root, title, 60)
             .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
             .map_err(svg_error)?;
         chart
@@ -443,13 +446,8 @@ pub fn time_lines(
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(svg_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..right, 0.0..top)
-            .map_err(svg_error)?;
+        let mut chart =
+            frame(&root, title, 60).build_cartesian_2d(0.0..right, 0.0..top).map_err(svg_error)?;
         chart
             .configure_mesh()
             .x_desc("simulated time (s)")
