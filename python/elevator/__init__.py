@@ -41,6 +41,17 @@ __all__ = [
 
 __version__: str = _elevator.VERSION
 
+
+def __getattr__(name: str) -> Any:
+    # `elevator.sweep` (the Dask executor, and `elevator.sweep(grid)` → DataFrame) is imported
+    # on first use, so that `import elevator` needs no Dask and `python -m elevator.sweep`
+    # does not find its module already imported.
+    if name == "sweep":
+        import importlib
+
+        return importlib.import_module(".sweep", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 #: fio's directions, in the order of its JSON; a DataFrame has a row for each one with I/O.
 DIRECTIONS: Tuple[str, ...] = ("read", "write", "trim")
 

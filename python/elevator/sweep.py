@@ -6,6 +6,7 @@
     import elevator.sweep
     merged = elevator.sweep.run("plan.jsonl", "out")          # a LocalCluster of this machine
     merged = elevator.sweep.run("plan.jsonl", "out", client=Client("tcp://scheduler:8786"))
+    df = elevator.sweep("grid.toml")    # plan, run and merge a grid: its rows as a DataFrame
 
 Each Dask task runs the real ``elevator sweep run PLAN --shard i/N -o OUTDIR`` as a
 subprocess (the Rust binary simulates and writes ``OUTDIR/shard-i-of-N.parquet``); a failed
@@ -49,9 +50,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Union
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas
     from distributed import Client
 
 __all__ = ["run", "main", "plan_runs", "shard_file"]
@@ -203,6 +205,58 @@ def run(
     if result.returncode != 0:
         raise RuntimeError(f"elevator sweep merge exited with {result.returncode}: {result.stderr.strip()}")
     return merged
+
+
+def _elevator_text(binary: str, args: List[str]) -> str:
+    """``elevator ARGS``'s standard output; its one-line error as :class:`ElevatorError`."""
+    from ._elevator import ElevatorError
+
+    out = subprocess.run(
+        [binary, *args], stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        message = out.stderr.strip().removeprefix("elevator: ")
+        raise ElevatorError(message or f"elevator {args[0]} exited with {out.returncode}")
+    return out.stdout
+
+
+def frame(
+    grid: PathLike,
+    outdir: Optional[PathLike] = None,
+    shards: Optional[int] = None,
+    client: Optional["Client"] = None,
+    retries: int = 2,
+    elevator: Optional[PathLike] = None,
+) -> "pandas.DataFrame":
+    """``elevator.sweep(grid)``: plans the grid file (``elevator sweep plan``), runs the plan
+    with :func:`run` (``client=None``: a LocalCluster), and returns the merged rows as a
+    DataFrame — one row per run, job and direction, the columns of the Parquet file
+    (``elevator sweep rows``). The plan, shard files and ``merged.parquet`` stay in ``outdir``
+    (default: a new temporary directory). A bad grid raises :class:`ElevatorError` with
+    elevator's one-line message, before anything runs."""
+    import json
+    import tempfile
+
+    import pandas
+
+    binary = _elevator_binary(elevator)
+    out = Path(outdir) if outdir is not None else Path(tempfile.mkdtemp(prefix="elevator-sweep-"))
+    out.mkdir(parents=True, exist_ok=True)
+    plan = out / "plan.jsonl"
+    _elevator_text(binary, ["sweep", "plan", os.fspath(grid), "-o", str(plan)])
+    merged = run(plan, out, shards=shards, client=client, retries=retries, elevator=binary, progress=False)
+    text = _elevator_text(binary, ["sweep", "rows", str(merged)])
+    return pandas.DataFrame([json.loads(line) for line in text.splitlines() if line])
+
+
+class _SweepModule(type(sys)):
+    """``elevator.sweep`` is also callable: ``elevator.sweep(grid)`` is :func:`frame`."""
+
+    def __call__(self, grid: PathLike, **kwargs: Any) -> "pandas.DataFrame":
+        return frame(grid, **kwargs)
+
+
+sys.modules[__name__].__class__ = _SweepModule
 
 
 def main(argv: Optional[List[str]] = None) -> int:

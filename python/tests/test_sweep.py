@@ -89,6 +89,32 @@ def test_cli_on_two_workers_equals_serial(cli, tmp_path, distributed):
     assert_every_id_once(cli, tmp_path, plan, merged, 12)
 
 
+def test_calling_elevator_sweep_on_a_grid_gives_its_rows(cli, tmp_path, distributed, monkeypatch):
+    """`elevator.sweep(grid)`: plan, run on a LocalCluster, merge, and the merged rows as a
+    DataFrame — the same rows as `elevator sweep rows` of a serial run; a bad grid raises
+    elevator's one-line error before anything runs."""
+    import json
+
+    import elevator
+    from elevator import ElevatorError
+
+    plan = make_plan(cli, tmp_path, "200ms", 2)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ELEVATOR_BIN", str(cli.binary))
+    df = elevator.sweep(tmp_path / "g.toml", outdir=tmp_path / "out", shards=3)
+    assert df["id"].nunique() == 12
+    serial(cli, tmp_path, plan)
+    rows = cli.run("sweep", "rows", tmp_path / "serial.parquet", cwd=tmp_path).stdout
+    want = [json.loads(line) for line in rows.splitlines()]
+    assert len(df) == len(want)
+    assert df.to_dict("records")[0]["id"] == want[0]["id"]
+    assert sorted(df["scheduler"].unique()) == ["bfq", "kyber", "mq-deadline"]
+    (tmp_path / "bad.toml").write_text('job = "j.fio"\nscheduler = ["cfq2"]\nseeds = [1]\n')
+    with pytest.raises(ElevatorError, match="bad.toml.*cfq2"):
+        elevator.sweep(tmp_path / "bad.toml", outdir=tmp_path / "bad")
+    assert not (tmp_path / "bad" / "merged.parquet").exists()
+
+
 def test_cli_default_local_cluster(cli, tmp_path, distributed):
     plan = make_plan(cli, tmp_path, "200ms", 2)
     out = subprocess.run(

@@ -160,8 +160,16 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<(), String> {
             std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))
         }
         None => {
-            print!("{text}");
-            Ok(())
+            // A reader that stops early (`| head`) is no error, as with fio: the rest is
+            // dropped quietly instead of a panic on the broken pipe.
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(format!("standard output: cannot write: {e}"))
+                }
+                _ => Ok(()),
+            }
         }
     }
 }

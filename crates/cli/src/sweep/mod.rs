@@ -55,6 +55,15 @@ pub enum SweepCommand {
         #[arg(short = 'o', long)]
         output: PathBuf,
     },
+    /// Print a sweep file's rows (a shard or a merged file) as JSON, one object a line, in
+    /// the file's order; a row's missing values are left out.
+    Rows {
+        /// The Parquet file.
+        file: PathBuf,
+        /// Write the rows here instead of standard output.
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
 }
 
 /// Wall time between two rewrites of a shard file while it runs.
@@ -71,6 +80,16 @@ pub fn run(args: &SweepArgs) -> Result<(), String> {
             run_shard(plan, shard, output)
         }
         SweepCommand::Merge { inputs, output } => merge(inputs, output),
+        SweepCommand::Rows { file, output } => {
+            let mut text = String::new();
+            for row in table::read(file)? {
+                let object: serde_json::Map<String, serde_json::Value> =
+                    row.into_iter().map(|(k, v)| (k, v.to_json())).collect();
+                text.push_str(&serde_json::Value::Object(object).to_string());
+                text.push('\n');
+            }
+            emit(&text, output.as_deref())
+        }
     }
 }
 

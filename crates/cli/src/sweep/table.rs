@@ -45,6 +45,19 @@ pub enum Cell {
 }
 
 impl Cell {
+    /// The value as JSON: a number, a boolean or a string (a float that is not finite as
+    /// `null`, which JSON has no number for).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Cell::Int(x) => serde_json::Value::from(*x),
+            Cell::Float(x) => {
+                serde_json::Number::from_f64(*x).map_or(serde_json::Value::Null, Into::into)
+            }
+            Cell::Bool(b) => serde_json::Value::Bool(*b),
+            Cell::Str(s) => serde_json::Value::String(s.clone()),
+        }
+    }
+
     fn text(&self) -> String {
         match self {
             Cell::Int(i) => i.to_string(),
