@@ -401,8 +401,6 @@ pub struct Bfq {
     wait_dispatch: bool,
     waited_rq: Option<RequestId>,
     last_empty_occupied_ns: Nanos,
-    /// Requests the current decision injected, for the decision phrase.
-    injected: Option<&'static str>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -454,7 +452,6 @@ impl Bfq {
             wait_dispatch: false,
             waited_rq: None,
             last_empty_occupied_ns: 0,
-            injected: None,
         }
     }
 
@@ -574,7 +571,7 @@ impl Bfq {
     /// `wr_coeff` while weight-raised.
     fn weight_of(&self, q: usize, now: Nanos) -> f64 {
         let w = self.queues[q].prio_weight;
-        if self.queues[q].wr_until_ns.is_some_and(|t| now < t) {
+        if self.raised(q, now) {
             w * self.queues[q].wr_factor
         } else {
             w
@@ -741,7 +738,7 @@ impl Bfq {
     /// queue unless it is weight-raised or the scenario is asymmetric.
     fn serv_to_charge(&self, q: usize, sectors: u64, now: Nanos) -> u64 {
         let qu = &self.queues[q];
-        let raised = qu.wr_until_ns.is_some_and(|t| now < t);
+        let raised = self.raised(q, now);
         if qu.sync() || raised || self.asymmetric() {
             sectors
         } else {
@@ -855,22 +852,23 @@ impl Bfq {
     /// `idling_boosts_thr_without_issues`: idling for `q` pays in throughput on a rotational
     /// device without internal queueing, or for a sequential, I/O-bound queue with a short
     /// think time unless the device is flash that queues — and no weight-raised queue
-    /// waits meanwhile.
-    fn idling_boosts_thr_without_issues(&self, q: usize, now: Nanos) -> bool {
+    /// (`wr_busy`: how many are busy) waits meanwhile.
+    fn idling_boosts_thr_without_issues(&self, q: usize, wr_busy: usize) -> bool {
         let hw_tag = self.hw_tag.unwrap_or(true);
         let rot_without_queueing = self.rotational && !hw_tag;
         let qu = &self.queues[q];
         let sequential_and_io_bound = !qu.seeky() && qu.io_bound && self.short_ttime(q);
         let boosts =
             rot_without_queueing || ((self.rotational || !hw_tag) && sequential_and_io_bound);
-        boosts && self.wr_busy_queues(now) == 0
+        boosts && wr_busy == 0
     }
 
     /// The request to inject while queue `q`, in service, has none (`bfq_select_queue`'s
     /// `keep_queue` branch): the same process's async write if it fits its queue's budget,
     /// else, when idling does not simply pay, one of another queue
-    /// (`bfq_choose_bfqq_for_injection`). Returns the queue and the request's index.
-    fn injection(&mut self, q: usize, now: Nanos) -> Option<(usize, usize)> {
+    /// (`bfq_choose_bfqq_for_injection`). Returns the queue, the request's index and the
+    /// decision's phrase.
+    fn injection(&mut self, q: usize, now: Nanos) -> Option<(usize, usize, &'static str)> {
         let fits = |b: &Bfq, c: usize, i: usize| {
             let qu = &b.queues[c];
             b.serv_to_charge(c, qu.requests[i].sectors().max(1), now)
@@ -880,21 +878,19 @@ impl Bfq {
         if let Some(&a) = self.by_key.get(&(group, u32::MAX, false)) {
             if let Some(i) = self.closest_request(a) {
                 if self.queues[a].requests[i].owner.io_context == pid && fits(self, a, i) {
-                    self.injected = Some("idling: injected the same process's async write");
-                    return Some((a, i));
+                    return Some((a, i, "idling: injected the same process's async write"));
                 }
             }
         }
-        let in_serv_raised = self.raised(q, now);
-        if self.idling_boosts_thr_without_issues(q, now)
-            || !(!in_serv_raised || self.wr_busy_queues(now) > 1 || !self.short_ttime(q))
-        {
+        // A raised queue that thinks fast is injected for only while other raised queues wait.
+        let wr_busy = self.wr_busy_queues(now);
+        let always_inject = !self.raised(q, now) || !self.short_ttime(q);
+        if self.idling_boosts_thr_without_issues(q, wr_busy) || (!always_inject && wr_busy <= 1) {
             return None;
         }
         // bfq_choose_bfqq_for_injection: up to the limit of requests in the drive, from the
         // first busy queue whose next request fits its budget (a raised one only, if the
         // queue in service is raised and thinks fast).
-        let always_inject = !in_serv_raised || !self.short_ttime(q);
         let in_driver = self.dispatched_from.len();
         if in_driver >= self.queues[q].inject_limit as usize {
             return None;
@@ -916,8 +912,7 @@ impl Bfq {
                     continue;
                 }
                 self.rqs_injected = true;
-                self.injected = Some("idling: injected another queue's request");
-                return Some((c, i));
+                return Some((c, i, "idling: injected another queue's request"));
             }
         }
         None
@@ -928,24 +923,11 @@ impl Bfq {
     /// its finish tag moved by what it was served.
     fn dispatch_injected(&mut self, c: usize, i: usize, now: Nanos) -> Request {
         let sectors = self.serv_to_charge(c, self.queues[c].requests[i].sectors().max(1), now);
-        let rq = self.queues[c].requests.swap_remove(i);
-        self.dispatched_from.insert(rq.id, c);
-        self.queued -= 1;
-        let qu = &mut self.queues[c];
-        qu.served += sectors;
-        qu.first_io_ns.get_or_insert(now);
-        qu.service_from_backlogged += sectors;
-        qu.dispatched += 1;
-        self.head_sector = rq.sector() + rq.sectors();
-        self.charge_vtime(c, sectors);
+        let rq = self.take_request(c, i, sectors, now);
         let mut g = self.queues[c].group;
         while g != 0 {
             self.groups[g].injected_service += sectors;
             g = self.groups[g].parent;
-        }
-        let in_driver = self.dispatched_from.len() - 1;
-        if self.peak.dispatched(rq.sector(), rq.sectors(), in_driver, now) {
-            self.peak_rate_changed();
         }
         if self.queues[c].requests.is_empty() {
             let qu = &mut self.queues[c];
@@ -962,6 +944,27 @@ impl Bfq {
                 self.groups[parent].active.retain(|&s| s != Slot::Group(g));
                 g = parent;
             }
+        }
+        rq
+    }
+
+    /// Takes request `i` off queue `q` for the drive, in service or injected: `sectors` of
+    /// service charged against the queue's budget and the virtual times above it, the head
+    /// moved to its end, the peak-rate estimator told (`bfq_dispatch_rq_from_bfqq`).
+    fn take_request(&mut self, q: usize, i: usize, sectors: u64, now: Nanos) -> Request {
+        let rq = self.queues[q].requests.swap_remove(i);
+        self.dispatched_from.insert(rq.id, q);
+        self.queued -= 1;
+        let qu = &mut self.queues[q];
+        qu.served += sectors;
+        qu.first_io_ns.get_or_insert(now);
+        qu.service_from_backlogged += sectors;
+        qu.dispatched += 1;
+        self.head_sector = rq.sector() + rq.sectors();
+        self.charge_vtime(q, sectors);
+        let in_driver = self.dispatched_from.len() - 1;
+        if self.peak.dispatched(rq.sector(), rq.sectors(), in_driver, now) {
+            self.peak_rate_changed();
         }
         rq
     }
@@ -1062,7 +1065,7 @@ impl Bfq {
         }
         // bfq_bfqq_expire: a queue that is not weight-raised and is slow (seeky here) or timed
         // out with a third of its budget left is charged the time it held the device.
-        let raised = self.queues[q].wr_until_ns.is_some_and(|t| now < t);
+        let raised = self.raised(q, now);
         let timed_out_early =
             reason == Expiry::BudgetTimeout && budget.saturating_sub(served) >= budget / 3;
         let charged =
@@ -1340,23 +1343,11 @@ impl Scheduler for Bfq {
                     let s = self.in_service.as_mut().expect("in service");
                     s.fifo_checked = fifo_checked;
                     s.idle_until_ns = None;
-                    let rq = self.queues[q].requests.swap_remove(i);
+                    let rq = self.take_request(q, i, sectors, now_ns);
+                    self.in_serv_last_pos = self.head_sector;
                     if self.wait_dispatch {
                         self.wait_dispatch = false;
                         self.waited_rq = Some(rq.id);
-                    }
-                    self.dispatched_from.insert(rq.id, q);
-                    self.queued -= 1;
-                    self.queues[q].served += sectors;
-                    self.queues[q].first_io_ns.get_or_insert(now_ns);
-                    self.queues[q].service_from_backlogged += sectors;
-                    self.queues[q].dispatched += 1;
-                    self.head_sector = rq.sector() + rq.sectors();
-                    self.in_serv_last_pos = self.head_sector;
-                    self.charge_vtime(q, sectors);
-                    let in_driver = self.dispatched_from.len() - 1;
-                    if self.peak.dispatched(rq.sector(), rq.sectors(), in_driver, now_ns) {
-                        self.peak_rate_changed();
                     }
                     self.decision = match (switched, self.fifo_hit) {
                         (false, false) => "budget continues",
@@ -1400,8 +1391,8 @@ impl Scheduler for Bfq {
                             }
                         }
                     };
-                    if let Some((c, i)) = self.injection(q, now_ns) {
-                        self.decision = self.injected.take().unwrap_or("idling: injected");
+                    if let Some((c, i, why)) = self.injection(q, now_ns) {
+                        self.decision = why;
                         return Dispatch::Request(self.dispatch_injected(c, i, now_ns));
                     }
                     return wait;
