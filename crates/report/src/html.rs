@@ -309,14 +309,14 @@ fn run_section(out: &mut String, run: &Run) -> Result<(), String> {
         } else {
             String::new()
         };
-        for (title, unit, pick) in [
-            ("Bandwidth over time per group", "MB/s", 1usize),
-            ("IOPS over time per group", "I/Os per second", 0usize),
+        for (title, unit, bandwidth) in [
+            ("Bandwidth over time per group", "MB/s", true),
+            ("IOPS over time per group", "I/Os per second", false),
         ] {
             let series: Vec<(String, Vec<f64>)> = timeline
                 .iter()
                 .map(|(name, iops, mbps)| {
-                    (name.clone(), if pick == 1 { mbps } else { iops }.clone())
+                    (name.clone(), if bandwidth { mbps } else { iops }.clone())
                 })
                 .collect();
             let svg = chart::time_lines(title, unit, bin_s, &series)?;
