@@ -403,8 +403,10 @@ struct Stream {
     t_ns: f64,
     at: HeadState,
     limit: u64,
-    /// When the read-ahead reaches `limit` (the segment is then clean).
+    /// When the read-ahead reaches `limit` (the segment is then clean), and where the heads
+    /// are then.
     end_ns: f64,
+    end_at: HeadState,
 }
 
 /// Where read-ahead stands at a moment: the end of the data read (whole sectors), where the
@@ -458,6 +460,9 @@ pub(super) struct DsState {
     /// The separate write segment (always the first), if any.
     write_seg: Option<usize>,
     stream: Option<Stream>,
+    /// The media walk of `stream` from its `next` to its `limit`, walked once as it starts
+    /// (or its limit grows) and looked up wherever the read-ahead is asked where it stands.
+    stream_runs: Vec<Run>,
     /// The mechanism is busy (foreground or write-back) until then.
     hda_free_ns: f64,
     /// DiskSim's `disk_seek_stoptime`: when the event of a stopped prefetch was due.
@@ -492,6 +497,7 @@ impl DsState {
             segments: segments as usize,
             write_seg,
             stream: None,
+            stream_runs: Vec::new(),
             hda_free_ns: 0.0,
             stop_ns: 0.0,
             last_read: true,
@@ -604,25 +610,16 @@ impl Hdd {
         (t, cur)
     }
 
-    /// Where read-ahead `s` stands at `t_ns`.
-    fn stream_at(&self, s: &Stream, t_ns: f64, runs: &mut Vec<Run>) -> StreamPos {
-        runs.clear();
+    /// Where read-ahead `s` (the current one, whose walk is `stream_runs`) stands at `t_ns`.
+    fn stream_at(&self, s: &Stream, t_ns: f64) -> StreamPos {
         if s.limit <= s.next || t_ns <= s.t_ns {
             return StreamPos { valid: s.next, at: s.at, pending_ns: s.t_ns, seeking: false };
         }
-        let (end_t, end_at) = self.walk(
-            s.at,
-            s.t_ns,
-            false,
-            s.next,
-            s.limit - s.next,
-            runs,
-            |_, _, _| 0.0,
-            WalkOpts::default(),
-        );
+        let (end_t, end_at) = (s.end_ns, s.end_at);
         if end_t <= t_ns {
             return StreamPos { valid: s.limit, at: end_at, pending_ns: end_t, seeking: false };
         }
+        let runs = &self.ds().stream_runs;
         // Where the heads are for run `r` (mapped only for the run `t_ns` falls in).
         let at_run = |r: &Run| {
             let c = self.geom.map(r.first);
@@ -661,10 +658,8 @@ impl Hdd {
     /// DiskSim took off its queue.
     fn ds_stop_stream(&mut self, t_ns: f64) {
         let Some(s) = self.ds().stream else { return };
-        let mut runs = std::mem::take(&mut self.ds_mut().runs);
-        let p = self.stream_at(&s, t_ns, &mut runs);
+        let p = self.stream_at(&s, t_ns);
         let st = self.ds_mut();
-        st.runs = runs;
         st.stream = None;
         st.segs[s.seg].end = p.valid;
         // A seek in progress always ends first; a sector in progress only without "stop
@@ -685,9 +680,9 @@ impl Hdd {
     }
 
     /// The end of valid data in segment `i` at `t_ns`.
-    fn seg_end_at(&self, i: usize, t_ns: f64, runs: &mut Vec<Run>) -> u64 {
+    fn seg_end_at(&self, i: usize, t_ns: f64) -> u64 {
         match self.ds().stream {
-            Some(s) if s.seg == i => self.stream_at(&s, t_ns, runs).valid,
+            Some(s) if s.seg == i => self.stream_at(&s, t_ns).valid,
             _ => self.ds().segs[i].end,
         }
     }
@@ -757,18 +752,30 @@ impl Hdd {
     /// Starts read-ahead into segment `seg` from `next`, heads at `at` free at `t_ns`.
     fn ds_start_stream(&mut self, seg: usize, next: u64, t_ns: f64, at: HeadState, limit: u64) {
         let stream = (limit > next).then(|| {
-            let mut s = Stream { seg, next, t_ns, at, limit, end_ns: t_ns };
-            s.end_ns = self.stream_end_ns(&s);
+            let mut s = Stream { seg, next, t_ns, at, limit, end_ns: t_ns, end_at: at };
+            self.ds_walk_stream(&mut s);
             s
         });
         self.ds_mut().stream = stream;
     }
 
-    /// When read-ahead `s` reaches its limit.
-    fn stream_end_ns(&self, s: &Stream) -> f64 {
-        let mut runs = Vec::new();
+    /// Walks read-ahead `s` to its limit into `stream_runs`: when it ends and where.
+    fn ds_walk_stream(&mut self, s: &mut Stream) {
+        let mut runs = std::mem::take(&mut self.ds_mut().stream_runs);
+        runs.clear();
         let opts = WalkOpts::default();
-        self.walk(s.at, s.t_ns, false, s.next, s.limit - s.next, &mut runs, |_, _, _| 0.0, opts).0
+        let (end_ns, end_at) = self.walk(
+            s.at,
+            s.t_ns,
+            false,
+            s.next,
+            s.limit - s.next,
+            &mut runs,
+            |_, _, _| 0.0,
+            opts,
+        );
+        (s.end_ns, s.end_at) = (end_ns, end_at);
+        self.ds_mut().stream_runs = runs;
     }
 
     /// Segment `i` as choosing a segment at `t_ns` sees it.
@@ -793,7 +800,7 @@ impl Hdd {
     /// segment 3, the least recently used clean one 2, and only then the one being read
     /// ahead 1; a dirty segment the read does not hit is not usable, nor is the separate
     /// write segment.
-    fn ds_select_read(&self, t_ns: f64, lbn: u64, n: u64, runs: &mut Vec<Run>) -> Choice {
+    fn ds_select_read(&self, t_ns: f64, lbn: u64, n: u64) -> Choice {
         let st = self.ds();
         let size = st.segment_sectors;
         let hits_on_writes = st.c.read_hits_on_write_data;
@@ -812,7 +819,7 @@ impl Hdd {
             let (value, choice) = if state == SegState::Empty {
                 (3, Choice::Take(Some(i)))
             } else {
-                let end = self.seg_end_at(i, t_ns, runs);
+                let end = self.seg_end_at(i, t_ns);
                 if lbn < s.start.max(end.saturating_sub(size)) || lbn >= end {
                     let v = match state {
                         SegState::Clean => 2,
@@ -1059,9 +1066,7 @@ impl Hdd {
     }
 
     fn ds_read(&mut self, t: f64, lbn: u64, n: u64) -> f64 {
-        let mut runs = std::mem::take(&mut self.ds_mut().runs);
-        let choice = self.ds_select_read(t, lbn, n, &mut runs);
-        self.ds_mut().runs = runs;
+        let choice = self.ds_select_read(t, lbn, n);
         let end = lbn + n;
         let hit = match choice {
             Choice::Hit { i, avail } => Some((i, avail)),
@@ -1171,7 +1176,7 @@ impl Hdd {
                     let limit = self.read_ahead_limit(lbn, n, seg_start).max(end);
                     if let Some(mut cur) = self.ds().stream {
                         cur.limit = cur.limit.max(limit).max(s.limit);
-                        cur.end_ns = self.stream_end_ns(&cur);
+                        self.ds_walk_stream(&mut cur);
                         self.ds_mut().stream = Some(cur);
                     }
                 }
