@@ -26,8 +26,23 @@ pub fn histogram(values: &[f64], buckets: &Buckets) -> Vec<u64> {
     counts
 }
 
+/// `x` printed with `decimals` decimals as printf does, then read back like sscanf("%lf").
+/// printf rounds the exact value of `x·10^decimals` to an integer `r` and prints `r`'s
+/// digits; reading them back gives the double nearest `r / 10^decimals`, which is the one
+/// rounded division of those two exact doubles. The product `y` is off the exact value by
+/// at most half its ulp, so unless `y` is within a few ulps of a half, rounding `y` rounds
+/// the exact value: then no string is made. Near a half (and for huge or odd values) the
+/// text does it.
 fn round_to(x: f64, decimals: usize) -> f64 {
-    // Same decimal rounding printf does, then read back like sscanf("%lf").
+    const POW10: [f64; 16] =
+        [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+    if let Some(&scale) = POW10.get(decimals) {
+        let y = x * scale;
+        let half_off = (y - y.floor() - 0.5).abs();
+        if y.abs() < 4.5e15 && half_off > 4.0 * f64::EPSILON * y.abs().max(1.0) {
+            return y.round() / scale;
+        }
+    }
     format!("{x:.decimals$}").parse().unwrap_or(x)
 }
 
@@ -181,4 +196,31 @@ pub fn median(v: &[f64]) -> f64 {
 /// 99th percentile.
 pub fn p99(v: &[f64]) -> f64 {
     percentile(v, 0.99)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn printed(x: f64, decimals: usize) -> f64 {
+        format!("{x:.decimals$}").parse().unwrap_or(x)
+    }
+
+    proptest! {
+        /// Rounding without the text rounds as printing and reading back does, for the
+        /// values the demerit rounds (labels, fractions) and for halves and their
+        /// neighbours.
+        #[test]
+        fn round_to_is_print_and_read(
+            x in prop_oneof![0.0f64..1.0, 0.0f64..1e4, any::<f64>()],
+            k in 0i64..2_000_000,
+            decimals in 0usize..8,
+        ) {
+            let half = (k as f64 + 0.5) / 10f64.powi(decimals as i32);
+            for v in [x, half, f64::from_bits(half.to_bits() + 1), f64::from_bits(half.to_bits() - 1)] {
+                prop_assert_eq!(round_to(v, decimals).to_bits(), printed(v, decimals).to_bits(), "{} to {}", v, decimals);
+            }
+        }
+    }
 }

@@ -86,6 +86,7 @@
 use elevator_core::{Nanos, Op};
 use serde::{Deserialize, Serialize};
 
+use super::geometry::Chs;
 use super::{Hdd, HeadState, Queued};
 
 /// How far the drive reads ahead after a media read (DiskSim "Buffer continuous read").
@@ -687,19 +688,19 @@ impl Hdd {
         }
     }
 
-    /// One past the last block of the track (`cylinder`: of the cylinder) holding `lbn`.
-    fn track_end(&self, lbn: u64, cylinder: bool) -> u64 {
+    /// One past the last block of the track (`cylinder`: of the cylinder) holding `lbn`,
+    /// which maps to `c0`.
+    fn track_end(&self, lbn: u64, c0: &Chs, cylinder: bool) -> u64 {
         let total = self.geom.total_sectors;
-        let c0 = self.geom.map(lbn);
-        let mut l = lbn;
+        let (mut l, mut c) = (lbn, *c0);
         loop {
-            let c = self.geom.map(l);
-            if c.cylinder != c0.cylinder || (!cylinder && c.head != c0.head) {
-                return l;
-            }
             l += self.geom.run(l, &c, total - l).0;
             if l >= total {
                 return total;
+            }
+            c = self.geom.map(l);
+            if c.cylinder != c0.cylinder || (!cylinder && c.head != c0.head) {
+                return l;
             }
         }
     }
@@ -733,11 +734,16 @@ impl Hdd {
         let limit = match st.c.read_ahead {
             ReadAhead::None => end,
             ReadAhead::Sectors => plain(),
-            ReadAhead::TrackEnd => plain().min(self.track_end(end - 1, false)),
-            ReadAhead::CylinderEnd => plain().min(self.track_end(end - 1, true)),
+            ReadAhead::TrackEnd => {
+                plain().min(self.track_end(end - 1, &self.geom.map(end - 1), false))
+            }
+            ReadAhead::CylinderEnd => {
+                plain().min(self.track_end(end - 1, &self.geom.map(end - 1), true))
+            }
             ReadAhead::NextTrack => {
-                let track_end = self.track_end(end, false);
-                let track_start = self.track_start(end);
+                let c = self.geom.map(end);
+                let track_end = self.track_end(end, &c, false);
+                let track_start = self.geom.track_first_block_at(end, &c);
                 if seg_start < track_start {
                     let spt = self.geom.zones[self.geom.map(lbn).zone].sectors_per_track;
                     track_end + spt

@@ -184,6 +184,42 @@ pub struct Zone {
     pub first_block_offset_sectors: u64,
     /// Logical blocks the zone holds.
     pub blocks: u64,
+    /// `sectors_per_track`, a cylinder's sectors, and the blocks a cylinder holds under
+    /// per-cylinder sparing, as divisors.
+    div_track: Divisor,
+    div_cylinder: Divisor,
+    div_cylinder_blocks: Divisor,
+}
+
+/// Division by one of a zone's constants as a multiply and a shift (Lemire, Kaser and
+/// Kurz, "Faster remainder by direct computation", 2019: `M = ⌊(2^64 − 1) / d⌋ + 1`,
+/// `a / d = ⌊M·a / 2^64⌋`, exact for every 32-bit `a` and `d`). The map divides several
+/// times per block it places; a hardware division is the slowest instruction on that path.
+/// Numbers of 2^32 or more (no real drive's zone has so many sectors) divide in hardware.
+#[derive(Clone, Copy, Debug)]
+struct Divisor {
+    d: u64,
+    /// `M`, or 0 where the multiply does not apply (`d` is 1 or past 32 bits).
+    m: u64,
+}
+
+impl Divisor {
+    fn new(d: u64) -> Divisor {
+        let d = d.max(1);
+        let m = if d > 1 && d >> 32 == 0 { u64::MAX / d + 1 } else { 0 };
+        Divisor { d, m }
+    }
+
+    /// `(a / d, a % d)`.
+    #[inline(always)]
+    fn divmod(self, a: u64) -> (u64, u64) {
+        if self.m != 0 && a >> 32 == 0 {
+            let q = ((u128::from(self.m) * u128::from(a)) >> 64) as u64;
+            (q, a - q * self.d)
+        } else {
+            divmod(a, self.d)
+        }
+    }
 }
 
 /// Where a sector is: `head` is the surface, `sector` the physical sector on the track.
@@ -216,6 +252,8 @@ pub struct Geometry {
     pub cylinders: u64,
     pub sparing: Sparing,
     pub surface_order: SurfaceOrder,
+    /// Per zone, its first block: the zone search reads these, not the zones.
+    zone_first_lbns: Vec<u64>,
     /// Per zone, its slips (ascending).
     slips: Vec<Vec<u64>>,
     /// Per zone, the blocks that defects displace, by zone-relative block, ascending.
@@ -264,7 +302,12 @@ impl Geometry {
                 || s.empty_front_sectors > 0
                 || s.first_block_offset_sectors > 0;
             let blocks = zone_blocks(s, heads, sparing)?;
+            let bpc = s.sectors_per_track * heads;
+            let spares = if sparing.is_sect_per_cyl() { s.spares } else { 0 };
             zones.push(Zone {
+                div_track: Divisor::new(s.sectors_per_track),
+                div_cylinder: Divisor::new(bpc),
+                div_cylinder_blocks: Divisor::new(bpc.saturating_sub(spares).max(1)),
                 first_lbn: lbn,
                 first_cylinder: s.first_cylinder,
                 last_cylinder: s.last_cylinder,
@@ -285,6 +328,7 @@ impl Geometry {
         }
         let mut g = Geometry {
             remaps: vec![Vec::new(); zones.len()],
+            zone_first_lbns: zones.iter().map(|z| z.first_lbn).collect(),
             zones,
             heads,
             total_sectors: lbn,
@@ -358,7 +402,7 @@ impl Geometry {
         if z.first_lbn <= lbn && lbn - z.first_lbn < z.blocks {
             hint
         } else {
-            self.zones.partition_point(|z| z.first_lbn <= lbn) - 1
+            self.zone_first_lbns.partition_point(|&f| f <= lbn) - 1
         }
     }
 
@@ -366,7 +410,7 @@ impl Geometry {
     #[inline]
     pub fn map(&self, lbn: u64) -> Chs {
         let lbn = lbn.min(self.total_sectors - 1);
-        let zi = self.zones.partition_point(|z| z.first_lbn <= lbn) - 1;
+        let zi = self.zone_first_lbns.partition_point(|&f| f <= lbn) - 1;
         let z = &self.zones[zi];
         let within = lbn - z.first_lbn;
         if self.exact {
@@ -451,9 +495,8 @@ impl Geometry {
             | SectorsPerCylinderAtFront
             | SectorsPerCylinderAtFrontSlipToEnd
             | SectorsAtEnd => {
-                let spares = if self.sparing == SectorsAtEnd { 0 } else { z.spares };
-                let per = bpc.saturating_sub(spares).max(1);
-                let (mut c, mut off) = divmod(rel, per);
+                let per = z.div_cylinder_blocks.d;
+                let (mut c, mut off) = z.div_cylinder_blocks.divmod(rel);
                 let first = c * bpc;
                 // Slips of earlier cylinders (all of them, when they slip to the end) come
                 // first in the ascending list; then this cylinder's, one after another.
@@ -464,7 +507,7 @@ impl Geometry {
                     c += off / per;
                     off %= per;
                 }
-                let (head, sector) = divmod(off, bpt);
+                let (head, sector) = z.div_track.divmod(off);
                 (c, head, sector)
             }
             SectorsPerRange { cylinders } => {
@@ -478,7 +521,9 @@ impl Geometry {
             }
             SectorsPerZone | SectorsPerZoneSlipToEnd => {
                 rel += slipped_past(slips, rel);
-                (rel / bpc, (rel % bpc) / bpt, rel % bpt)
+                let (c, off) = z.div_cylinder.divmod(rel);
+                let (head, sector) = z.div_track.divmod(off);
+                (c, head, sector)
             }
         }
     }
@@ -512,7 +557,7 @@ impl Geometry {
             let cutoff = tracks * bpt;
             skew += self.slips[c.zone].partition_point(|&s| s < cutoff) as u64;
         }
-        ((skew + c.sector) % bpt) as f64 / bpt as f64
+        z.div_track.divmod(skew + c.sector).1 as f64 / bpt as f64
     }
 
     /// From block `lbn` at `c`, of the next `left` blocks: how many lie on `c`'s track, and
@@ -582,7 +627,11 @@ impl Geometry {
     /// takes the walk.
     pub fn track_first_block(&self, lbn: u64) -> u64 {
         let lbn = lbn.min(self.total_sectors - 1);
-        let c0 = self.map(lbn);
+        self.track_first_block_at(lbn, &self.map(lbn))
+    }
+
+    /// [`Geometry::track_first_block`] of block `lbn` (on the disk), mapped to `c0`.
+    pub fn track_first_block_at(&self, lbn: u64, c0: &Chs) -> u64 {
         let same = |l: u64| {
             let c = self.map(l);
             c.cylinder == c0.cylinder && c.head == c0.head
@@ -747,6 +796,17 @@ mod tests {
             prop_assert_eq!(slipped_past(&slips, place), linear(&slips, place));
             let after: Vec<u64> = slips.iter().copied().filter(|&s| s >= first).collect();
             prop_assert_eq!(from(&slips, first), &after[..]);
+        }
+    }
+
+    proptest! {
+        /// The multiply divides as the hardware does, at the 32-bit edges too.
+        #[test]
+        fn divisor_is_division(
+            d in prop_oneof![1u64..64, 1u64..=u32::MAX as u64, Just(u32::MAX as u64), 1u64 << 32..u64::MAX],
+            a in prop_oneof![0u64..4096, 0u64..=u32::MAX as u64, Just(u32::MAX as u64), any::<u64>()],
+        ) {
+            prop_assert_eq!(Divisor::new(d).divmod(a), (a / d, a % d));
         }
     }
 
