@@ -228,7 +228,7 @@ fn run_all(dir: &Path, format: Format) -> Result<(), String> {
                 let disksim = match disksim_rms_ms(&v.name) {
                     Some(d) => {
                         known += 1;
-                        if v.rms_ms <= d {
+                        if elevator_disksim::at_or_below_published(v.rms_ms, d) {
                             beaten += 1;
                         }
                         format!("{d:.3}")
@@ -247,7 +247,8 @@ fn run_all(dir: &Path, format: Format) -> Result<(), String> {
                 );
             }
             println!(
-                "{} drives; at or below DiskSim 4.0's demerit on {beaten} of the {known} it published",
+                "{} drives; at or below DiskSim 4.0's demerit, to the three decimals it published, on \
+                 {beaten} of the {known}",
                 results.len()
             );
         }

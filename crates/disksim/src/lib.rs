@@ -20,7 +20,9 @@ pub use drive::{
 };
 pub use error::DiskSimError;
 pub use params::{parse_file, parse_str, Block, Item, Node, ParamFile, Value};
-pub use published::{disksim_rms_ms, validation_drives_dir, DISKSIM_4_0_RMS_MS};
+pub use published::{
+    at_or_below_published, disksim_rms_ms, validation_drives_dir, DISKSIM_4_0_RMS_MS,
+};
 pub use replay::{replay, ReplayError};
 pub use rms::{
     cdf_points, histogram, mean, median, p99, parse_cdf_tsv, percentile, rms_between_cdfs,

@@ -243,6 +243,63 @@ fn divmod(a: u64, b: u64) -> (u64, u64) {
     }
 }
 
+/// Cylinders whose slip counts [`Geometry`] keeps, over all zones: past this the zones'
+/// slips are searched (8 MiB of counts; real drives have tens of thousands of cylinders).
+const MAX_SLIP_INDEX_CYLINDERS: u64 = 1 << 21;
+
+/// A zone's slips (ascending) and, per zone cylinder, how many lie before its first sector:
+/// counting the slips before a place is then a lookup and a search among one cylinder's
+/// slips (usually none) instead of a search over the zone's.
+#[derive(Clone, Debug, Default)]
+struct ZoneSlips {
+    at: Vec<u64>,
+    /// `before_cylinder[c]`, for every zone cylinder and one past the last; empty for slips
+    /// numbered by track, and past [`MAX_SLIP_INDEX_CYLINDERS`].
+    before_cylinder: Vec<u32>,
+}
+
+impl ZoneSlips {
+    fn new(at: Vec<u64>, cylinders: u64, sectors_per_cylinder: u64, index: bool) -> ZoneSlips {
+        let mut before_cylinder = Vec::new();
+        if index && !at.is_empty() && u32::try_from(at.len()).is_ok() {
+            let mut n = 0;
+            before_cylinder.reserve_exact(cylinders as usize + 1);
+            for c in 0..=cylinders {
+                while n < at.len() && at[n] < c * sectors_per_cylinder {
+                    n += 1;
+                }
+                before_cylinder.push(n as u32);
+            }
+        }
+        ZoneSlips { at, before_cylinder }
+    }
+
+    /// How many slips lie before sector `place` (zone-relative).
+    #[inline]
+    fn count_before(&self, place: u64, div_cylinder: Divisor) -> usize {
+        let c = div_cylinder.divmod(place).0 as usize;
+        match (self.before_cylinder.get(c), self.before_cylinder.get(c + 1)) {
+            (Some(&lo), Some(&hi)) => {
+                let (lo, hi) = (lo as usize, hi as usize);
+                lo + self.at[lo..hi].partition_point(|&s| s < place)
+            }
+            _ => self.at.partition_point(|&s| s < place),
+        }
+    }
+
+    /// [`slipped_past`] over the slips from the `from`-th on, all of whose predecessors lie
+    /// before `place`.
+    #[inline]
+    fn slipped_past(&self, from: usize, place: u64, div_cylinder: Divisor) -> u64 {
+        let rest = &self.at[from..];
+        let mut n = self.count_before(place + 1, div_cylinder) - from;
+        while n < rest.len() && rest[n] <= place + n as u64 {
+            n += 1;
+        }
+        n as u64
+    }
+}
+
 /// The zone table.
 #[derive(Clone, Debug)]
 pub struct Geometry {
@@ -254,8 +311,8 @@ pub struct Geometry {
     pub surface_order: SurfaceOrder,
     /// Per zone, its first block: the zone search reads these, not the zones.
     zone_first_lbns: Vec<u64>,
-    /// Per zone, its slips (ascending).
-    slips: Vec<Vec<u64>>,
+    /// Per zone, its slips.
+    slips: Vec<ZoneSlips>,
     /// Per zone, the blocks that defects displace, by zone-relative block, ascending.
     remaps: Vec<Vec<Remap>>,
     /// Spares, slips, offsets or a surface order: the map takes the full path.
@@ -285,6 +342,7 @@ impl Geometry {
         let mut exact = sparing != Sparing::None || order != SurfaceOrder::Ascending;
         let mut lbn = 0;
         let mut next_cyl = specs[0].first_cylinder;
+        let mut indexed = 0;
         for s in specs {
             // Cylinders between zones (spare cylinders) hold no blocks.
             if s.first_cylinder < next_cyl || s.last_cylinder < s.first_cylinder {
@@ -319,7 +377,13 @@ impl Geometry {
                 first_block_offset_sectors: s.first_block_offset_sectors,
                 blocks,
             });
-            slips.push(s.slips.clone());
+            let cylinders = s.last_cylinder - s.first_cylinder + 1;
+            let index =
+                sparing != Sparing::Track && indexed + cylinders <= MAX_SLIP_INDEX_CYLINDERS;
+            if index && !s.slips.is_empty() {
+                indexed += cylinders;
+            }
+            slips.push(ZoneSlips::new(s.slips.clone(), cylinders, bpc, index));
             lbn += blocks;
             next_cyl = s.last_cylinder + 1;
         }
@@ -469,6 +533,7 @@ impl Geometry {
     fn slip_map(&self, zi: usize, rel: u64) -> (u64, u64, u64) {
         let z = &self.zones[zi];
         let slips = &self.slips[zi];
+        let dc = z.div_cylinder;
         let surf = self.heads;
         let bpt = z.sectors_per_track;
         let bpc = bpt * surf;
@@ -479,7 +544,7 @@ impl Geometry {
             None => (rel / bpc, (rel / bpt) % surf, rel % bpt),
             Track => {
                 let track = rel / bpt;
-                let track = track + slipped_past(slips, track);
+                let track = track + slips.slipped_past(0, track, dc);
                 (track / surf, track % surf, rel % bpt)
             }
             SectorsPerTrack => {
@@ -487,7 +552,7 @@ impl Geometry {
                 let track = rel / per;
                 let off = rel % per;
                 let first = bpt * track;
-                let off = off + slipped_past(from(slips, first), first + off);
+                let off = off + slips.slipped_past(slips.count_before(first, dc), first + off, dc);
                 (track / surf, track % surf, off.min(bpt - 1))
             }
             SectorsPerCylinder
@@ -500,9 +565,9 @@ impl Geometry {
                 let first = c * bpc;
                 // Slips of earlier cylinders (all of them, when they slip to the end) come
                 // first in the ascending list; then this cylinder's, one after another.
-                let earlier = slips.partition_point(|&s| s < first);
+                let earlier = slips.count_before(first, dc);
                 let n = if self.sparing.is_slip_to_end() { earlier as u64 } else { 0 };
-                off += n + slipped_past(&slips[earlier..], first + off + n);
+                off += n + slips.slipped_past(earlier, first + off + n, dc);
                 if off >= per {
                     c += off / per;
                     off %= per;
@@ -516,11 +581,11 @@ impl Geometry {
                 let range = rel / per;
                 let mut off = rel % per;
                 let first = range * bpr;
-                off += slipped_past(from(slips, first), first + off);
+                off += slips.slipped_past(slips.count_before(first, dc), first + off, dc);
                 (range * cylinders + off / bpc, (off % bpc) / bpt, off % bpt)
             }
             SectorsPerZone | SectorsPerZoneSlipToEnd => {
-                rel += slipped_past(slips, rel);
+                rel += slips.slipped_past(0, rel, dc);
                 let (c, off) = z.div_cylinder.divmod(rel);
                 let (head, sector) = z.div_track.divmod(off);
                 (c, head, sector)
@@ -555,7 +620,7 @@ impl Geometry {
                 tracks += head;
             }
             let cutoff = tracks * bpt;
-            skew += self.slips[c.zone].partition_point(|&s| s < cutoff) as u64;
+            skew += self.slips[c.zone].count_before(cutoff, z.div_cylinder) as u64;
         }
         z.div_track.divmod(skew + c.sector).1 as f64 / bpt as f64
     }
@@ -748,31 +813,29 @@ fn zone_blocks(s: &ZoneSpec, heads: u64, sparing: Sparing) -> Result<u64, String
     u64::try_from(n).map_err(|_| format!("spares and empty space exceed the zone at {s:?}"))
 }
 
-/// How many of the ascending `slips` push a block whose unslipped place is `place` further
-/// on: DiskSim's loop `for each slip s in order: if s <= place + n { n += 1 }` (each slip at
-/// or before the block's place so far moves it one on), found by a binary search and a short
-/// scan instead of a walk over every slip of the zone. The slips at or before `place` all
-/// count (`s_i <= place <= place + i`); from the first one past it, slip `i` counts while
-/// `s_i <= place + i`, and once one does not, no later (larger) one can.
-#[inline]
-fn slipped_past(slips: &[u64], place: u64) -> u64 {
-    let mut n = slips.partition_point(|&s| s <= place);
-    while n < slips.len() && slips[n] <= place + n as u64 {
-        n += 1;
-    }
-    n as u64
-}
-
-/// The ascending `slips` from `first` on.
-#[inline]
-fn from(slips: &[u64], first: u64) -> &[u64] {
-    &slips[slips.partition_point(|&s| s < first)..]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// How many of the ascending `slips` push a block whose unslipped place is `place` further
+    /// on: DiskSim's loop `for each slip s in order: if s <= place + n { n += 1 }` (each slip at
+    /// or before the block's place so far moves it one on), found by a binary search and a short
+    /// scan instead of a walk over every slip of the zone. The slips at or before `place` all
+    /// count (`s_i <= place <= place + i`); from the first one past it, slip `i` counts while
+    /// `s_i <= place + i`, and once one does not, no later (larger) one can.
+    pub(super) fn slipped_past(slips: &[u64], place: u64) -> u64 {
+        let mut n = slips.partition_point(|&s| s <= place);
+        while n < slips.len() && slips[n] <= place + n as u64 {
+            n += 1;
+        }
+        n as u64
+    }
+
+    /// The ascending `slips` from `first` on.
+    pub(super) fn from(slips: &[u64], first: u64) -> &[u64] {
+        &slips[slips.partition_point(|&s| s < first)..]
+    }
 
     proptest! {
         /// The binary search counts the slips DiskSim's linear loop counts, with repeated
@@ -796,6 +859,27 @@ mod tests {
             prop_assert_eq!(slipped_past(&slips, place), linear(&slips, place));
             let after: Vec<u64> = slips.iter().copied().filter(|&s| s >= first).collect();
             prop_assert_eq!(from(&slips, first), &after[..]);
+        }
+
+        /// A zone's slip index counts and slips as the searches over the whole list do,
+        /// with slips past the zone's last cylinder and places past it too.
+        #[test]
+        fn slip_index_is_the_search(
+            mut slips in proptest::collection::vec(0u64..400, 0..64),
+            place in 0u64..500,
+            first in 0u64..400,
+            per_cylinder in 1u64..40,
+            cylinders in 1u64..12,
+            index: bool,
+        ) {
+            slips.sort_unstable();
+            let z = ZoneSlips::new(slips.clone(), cylinders, per_cylinder, index);
+            let div = Divisor::new(per_cylinder);
+            let before = slips.partition_point(|&s| s < first);
+            prop_assert_eq!(z.count_before(first, div), before);
+            let place = place.max(first);
+            prop_assert_eq!(z.slipped_past(before, place, div), slipped_past(from(&slips, first), place));
+            prop_assert_eq!(z.slipped_past(0, place, div), slipped_past(&slips, place));
         }
     }
 
