@@ -2,7 +2,10 @@
 # Start-up-included speed of `elevator validate-disk` against DiskSim 4.0 on the same drive and
 # trace (issue 16: ≥ 40×). DiskSim is not shipped: build DiskSim 4.0 yourself with -O2 (its
 # Makefiles use -g; replace it with -O2 in src/, src/modules/, diskmodel/, libparam/ and
-# libddbg/) and pass its binary as DISKSIM. Usage:
+# libddbg/) and pass its binary as DISKSIM. On x86_64 a 4.0 tree built without 64-bit fixes
+# crashes at once: `disksim_ioqueue_loadparams` and `dm_disk_loadparams` are called without
+# prototypes, so their pointers are cut to 32 bits (declare them in src/disksim_global.h).
+# Build its directories one after another (its Makefiles race under make -j). Usage:
 #   DISKSIM=/path/to/disksim bench/disksim-speed.sh [DRIVE_DIR] [RUNS]
 # DRIVE_DIR defaults to ../shared/data/disksim/barracuda. Wall and CPU time per run, each
 # program RUNS times (default 20) back to back.
