@@ -140,6 +140,9 @@ pub struct JobSpec {
     pub size: Option<Amount>,
     /// `offset=`: where the covered region starts.
     pub offset: Amount,
+    /// `offset_increment=`: clone `k` of the job (`numjobs`) starts `k` times this further on
+    /// (fio's `offset + offset_increment * subjob_number`).
+    pub offset_increment: Amount,
     /// `filename=`: a device or partition name of the topology; `None` = the default device.
     pub filename: Option<String>,
     /// `directory=`: where the job's own files live when it has no `filename=`. In elevator a
@@ -340,6 +343,7 @@ impl JobSpec {
             block_size: [bs.clone(), bs.clone(), bs],
             size: None,
             offset: Amount::Bytes(0),
+            offset_increment: Amount::Bytes(0),
             filename: None,
             directory: None,
             direct: false,

@@ -53,6 +53,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("size", "size"),
     ("offset", "offset"),
     ("fileoffset", "offset"),
+    ("offset_increment", "offset_increment"),
     ("filename", "filename"),
     ("directory", "directory"),
     ("direct", "direct"),
@@ -269,7 +270,6 @@ const UNMODELLED: &[&str] = &[
     "numa_mem_policy",
     "object_class",
     "offset_align",
-    "offset_increment",
     "opendir",
     "openfiles",
     "overwrite",
@@ -688,6 +688,12 @@ impl Builder {
             }
             "offset" => {
                 spec.offset = match parse_size_or_percent(v, kb)? {
+                    SizeOrPercent::Bytes(b) => Amount::Bytes(b),
+                    SizeOrPercent::Percent(p) => Amount::Percent(p),
+                }
+            }
+            "offset_increment" => {
+                spec.offset_increment = match parse_size_or_percent(v, kb)? {
                     SizeOrPercent::Bytes(b) => Amount::Bytes(b),
                     SizeOrPercent::Percent(p) => Amount::Percent(p),
                 }
@@ -1300,6 +1306,7 @@ mod tests {
         let s = applied(&[
             ("size", Some("50%")),
             ("offset", Some("1g")),
+            ("offset_increment", Some("25%")),
             ("io_size", Some("2m")),
             ("filesize", Some("4k-8k")),
             ("number_ios", Some("1000")),
@@ -1312,6 +1319,7 @@ mod tests {
         ]);
         assert_eq!(s.size, Some(Amount::Percent(50.0)));
         assert_eq!(s.offset, Amount::Bytes(1 << 30));
+        assert_eq!(s.offset_increment, Amount::Percent(25.0));
         assert_eq!(s.io_size_bytes, Some(2 << 20));
         assert_eq!(s.filesize, Some((4096, 8192)));
         assert_eq!(s.number_ios, Some(1000));

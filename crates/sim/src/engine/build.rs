@@ -193,6 +193,14 @@ fn amount_bytes(amount: Amount, of_bytes: u64) -> u64 {
     }
 }
 
+/// Where clone `clone` of `spec` starts in a target or file of `of_bytes`: `offset=` plus
+/// `offset_increment=` once per earlier clone (fio's `get_start_offset`, which counts the
+/// job's sub-jobs from 0); percentages are of `of_bytes`, in whole sectors.
+fn clone_offset(spec: &JobSpec, clone: u32, of_bytes: u64) -> u64 {
+    let step = amount_bytes(spec.offset_increment, of_bytes);
+    amount_bytes(spec.offset, of_bytes).saturating_add(u64::from(clone).saturating_mul(step))
+}
+
 /// Creates every job clone, lays out the files of jobs without `filename`, and assigns
 /// reporting groups and stonewall phases as fio does.
 pub(super) fn build_processes(
@@ -288,7 +296,7 @@ pub(super) fn build_processes(
                 Some(name) if is_regular_path(topology, name) => {
                     let dir = file_system_of(topology, spec.directory.as_deref());
                     let key = format!("{dir}\0{name}");
-                    match named_files.get(&key) {
+                    let (route, start, size) = match named_files.get(&key) {
                         Some(&placed) => placed,
                         None => {
                             let Some(size) = single_file_bytes(spec) else {
@@ -299,19 +307,19 @@ pub(super) fn build_processes(
                             };
                             let placed = place_file(topology, &mut file_cursors, &dir, size, 0)
                                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
-                            let offset = amount_bytes(spec.offset, size);
-                            let placed =
-                                (placed.0, placed.1 + offset.min(size), size - offset.min(size));
                             named_files.insert(key, placed);
                             placed
                         }
-                    }
+                    };
+                    // Each job and clone covers the file from its own offset on.
+                    let offset = clone_offset(spec, clone, size).min(size);
+                    (route, start + offset, size - offset)
                 }
                 Some(name) => {
                     let t = topology
                         .target(name)
                         .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
-                    let offset = amount_bytes(spec.offset, t.size_bytes);
+                    let offset = clone_offset(spec, clone, t.size_bytes);
                     if offset >= t.size_bytes {
                         return Err(SimError(format!("{at}: job `{}`: offset {offset} is past the end of `{name}` ({} bytes)", spec.name, t.size_bytes)));
                     }
@@ -336,7 +344,7 @@ pub(super) fn build_processes(
                         )));
                     };
                     let dir = file_system_of(topology, spec.directory.as_deref());
-                    let offset = amount_bytes(spec.offset, size);
+                    let offset = clone_offset(spec, clone, size);
                     place_file(topology, &mut file_cursors, &dir, size, offset)
                         .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?
                 }

@@ -1,0 +1,56 @@
+//! `offset=` and `offset_increment=`: where each job clone's region starts (fio's
+//! `get_start_offset`: `offset + offset_increment * subjob_number`), on a device, in a
+//! regular file the clones share, and in the clones' own files.
+
+use std::path::Path;
+
+use elevator_sim::{simulate, SimOptions, Topology};
+
+const TOPOLOGY: &str = r#"
+[[device]]
+name = "sda"
+model = "ram"
+[device.params]
+capacity_bytes = 17179869184
+"#;
+
+/// Each process's (start, length) in bytes, in clone order.
+fn regions(job: &str) -> Vec<(u64, u64)> {
+    let t = Topology::from_str(TOPOLOGY, "t.toml").unwrap();
+    let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
+    let r = simulate(&jobs, &t, &SimOptions::default()).unwrap();
+    r.processes.iter().map(|p| (p.region.start_bytes, p.region.len_bytes)).collect()
+}
+
+const G: u64 = 1 << 30;
+
+#[test]
+fn clones_of_a_device_job_start_an_increment_apart() {
+    let job = "[r]\nfilename=sda\ndirect=1\nrw=read\nbs=64k\nsize=1G\nnumjobs=4\noffset=1G\noffset_increment=3G\nnumber_ios=1\n";
+    assert_eq!(regions(job), vec![(G, G), (4 * G, G), (7 * G, G), (10 * G, G)]);
+    // Percentages are of the device, as fio's are of the file.
+    let job = "[r]\nfilename=sda\ndirect=1\nrw=read\nbs=64k\nsize=1G\nnumjobs=4\noffset_increment=25%\nnumber_ios=1\n";
+    assert_eq!(regions(job), vec![(0, G), (4 * G, G), (8 * G, G), (12 * G, G)]);
+    // The last clone past the end of the device is refused, naming the job.
+    let job = "[r]\nfilename=sda\ndirect=1\nrw=read\nbs=64k\nsize=1G\nnumjobs=4\noffset_increment=6G\nnumber_ios=1\n";
+    let t = Topology::from_str(TOPOLOGY, "t.toml").unwrap();
+    let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
+    let Err(e) = simulate(&jobs, &t, &SimOptions::default()) else { panic!("accepted") };
+    let e = e.to_string();
+    assert!(e.contains("job `r`") && e.contains("past the end"), "{e}");
+}
+
+#[test]
+fn clones_sharing_a_file_cover_it_from_their_own_offsets() {
+    let job = "[r]\nfilename=data\nrw=read\nbs=64k\nsize=4G\nnumjobs=4\noffset_increment=1G\nnumber_ios=1\n";
+    let r = regions(job);
+    let base = r[0].0;
+    let got: Vec<(u64, u64)> = r.iter().map(|&(s, l)| (s - base, l)).collect();
+    assert_eq!(got, vec![(0, 4 * G), (G, 3 * G), (2 * G, 2 * G), (3 * G, G)]);
+}
+
+#[test]
+fn without_an_increment_clones_keep_the_same_offset() {
+    let job = "[r]\nfilename=sda\ndirect=1\nrw=read\nbs=64k\nsize=1G\nnumjobs=3\noffset=2G\nnumber_ios=1\n";
+    assert_eq!(regions(job), vec![(2 * G, G); 3]);
+}
