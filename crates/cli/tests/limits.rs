@@ -42,6 +42,15 @@ fn topology_counts_are_checked_before_allocation() {
     std::fs::write(d.join("array.toml"), array).unwrap();
     let e = fails(&d, &["run", "j.fio", "--topology", "array.toml"]);
     assert!(e.contains("array.toml:1") && e.contains("members"), "{e}");
+    // A disk of four billion surfaces, or of tracks of 2^63 sectors, is not a disk.
+    let surfaces = "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n[device.params]\nsurfaces = 4000000000\n";
+    std::fs::write(d.join("surfaces.toml"), surfaces).unwrap();
+    let e = fails(&d, &["run", "j.fio", "--topology", "surfaces.toml"]);
+    assert!(e.contains("surfaces.toml:1") && e.contains("surfaces = 4000000000"), "{e}");
+    let track = "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n[device.params]\nzones = [{ first_cylinder = 0, last_cylinder = 9, sectors_per_track = 9223372036854775807 }]\n";
+    std::fs::write(d.join("track.toml"), track).unwrap();
+    let e = fails(&d, &["run", "j.fio", "--topology", "track.toml"]);
+    assert!(e.contains("track.toml:1") && e.contains("sectors_per_track"), "{e}");
 }
 
 #[test]

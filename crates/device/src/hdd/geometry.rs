@@ -243,6 +243,13 @@ fn divmod(a: u64, b: u64) -> (u64, u64) {
     }
 }
 
+/// The most recording surfaces a layout may have (drives have had at most a few dozen).
+pub const MAX_SURFACES: u64 = 256;
+/// The most cylinders (one past the last cylinder number; a 20 TB drive has about 500,000).
+pub const MAX_CYLINDERS: u64 = 1 << 24;
+/// The most sectors on one track (today's drives have a few thousand).
+pub const MAX_SECTORS_PER_TRACK: u64 = 1 << 20;
+
 /// Cylinders whose slip counts [`Geometry`] keeps, over all zones: past this the zones'
 /// slips are searched (8 MiB of counts; real drives have tens of thousands of cylinders).
 const MAX_SLIP_INDEX_CYLINDERS: u64 = 1 << 21;
@@ -334,6 +341,9 @@ impl Geometry {
         if specs.is_empty() || heads == 0 {
             return Err("geometry needs at least one zone and one head".into());
         }
+        if heads > MAX_SURFACES {
+            return Err(format!("surfaces = {heads} is past the limit of {MAX_SURFACES}"));
+        }
         if let Sparing::SectorsPerRange { cylinders: 0 } = sparing {
             return Err("sectors_per_range sparing needs cylinders > 0".into());
         }
@@ -350,6 +360,12 @@ impl Geometry {
             }
             if s.sectors_per_track == 0 {
                 return Err("sectors_per_track must be positive".into());
+            }
+            if s.sectors_per_track > MAX_SECTORS_PER_TRACK || s.last_cylinder >= MAX_CYLINDERS {
+                return Err(format!(
+                    "a zone's sectors_per_track (at most {MAX_SECTORS_PER_TRACK}) or \
+                     last_cylinder (below {MAX_CYLINDERS}) is past its limit at {s:?}"
+                ));
             }
             if s.slips.windows(2).any(|w| w[0] > w[1]) {
                 return Err(format!("slips must be ascending at {s:?}"));
