@@ -13,6 +13,13 @@ pub mod rms;
 pub mod statdefs;
 pub mod trace;
 
+/// Powers of ten that are exact doubles (10^22 is the last): dividing an exact integer by
+/// one rounds once, which is how [`trace`] reads decimals and [`rms`] rounds them.
+pub(crate) const EXACT_POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
 pub use bridge::hdd_params;
 pub use drive::{
     load_drive, DiskModel, DiskSimDrive, DiskSpec, Layout, MechModel, Pbn, SeekCurve,

@@ -7,6 +7,7 @@
 
 use crate::error::DiskSimError;
 use crate::statdefs::Buckets;
+use crate::EXACT_POW10;
 
 /// Probability step of DiskSim's rms (`RMS_INCR`).
 const RMS_INCR: f64 = 0.0001;
@@ -34,9 +35,7 @@ pub fn histogram(values: &[f64], buckets: &Buckets) -> Vec<u64> {
 /// the exact value: then no string is made. Near a half (and for huge or odd values) the
 /// text does it.
 fn round_to(x: f64, decimals: usize) -> f64 {
-    const POW10: [f64; 16] =
-        [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
-    if let Some(&scale) = POW10.get(decimals) {
+    if let Some(&scale) = EXACT_POW10.get(decimals) {
         let y = x * scale;
         let half_off = (y - y.floor() - 0.5).abs();
         if y.abs() < 4.5e15 && half_off > 4.0 * f64::EPSILON * y.abs().max(1.0) {

@@ -2,6 +2,7 @@
 //! side of the comparison. Errors name file:line.
 
 use crate::error::DiskSimError;
+use crate::EXACT_POW10;
 use std::path::Path;
 
 /// One measured request.
@@ -71,12 +72,6 @@ pub fn parse_trace(text: &str, file: &str) -> Result<Vec<TraceRecord>, DiskSimEr
     Ok(out)
 }
 
-/// Powers of ten that are exact doubles.
-const POW10: [f64; 23] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-];
-
 /// A plain decimal (`874`, `13670.00000`) read as `str::parse::<f64>` reads it, without its
 /// general machinery (a trace is mostly such numbers, and reading them was a fifth of
 /// `validate-disk`'s time): when its digits, the point left out, make an integer of at most
@@ -96,7 +91,8 @@ fn plain_decimal(s: &[u8]) -> Option<f64> {
         }
     }
     let decimals = digits - point.unwrap_or(digits);
-    (digits > 0 && m <= 1 << 53 && decimals < POW10.len()).then(|| m as f64 / POW10[decimals])
+    (digits > 0 && m <= 1 << 53 && decimals < EXACT_POW10.len())
+        .then(|| m as f64 / EXACT_POW10[decimals])
 }
 
 /// Read and parse a trace file.

@@ -686,18 +686,8 @@ impl Builder {
                     SizeOrPercent::Percent(_) => return Err("a size above 0% is expected".into()),
                 }
             }
-            "offset" => {
-                spec.offset = match parse_size_or_percent(v, kb)? {
-                    SizeOrPercent::Bytes(b) => Amount::Bytes(b),
-                    SizeOrPercent::Percent(p) => Amount::Percent(p),
-                }
-            }
-            "offset_increment" => {
-                spec.offset_increment = match parse_size_or_percent(v, kb)? {
-                    SizeOrPercent::Bytes(b) => Amount::Bytes(b),
-                    SizeOrPercent::Percent(p) => Amount::Percent(p),
-                }
-            }
+            "offset" => spec.offset = parse_size_or_percent(v, kb)?.into(),
+            "offset_increment" => spec.offset_increment = parse_size_or_percent(v, kb)?.into(),
             "filename" => {
                 if v.is_empty() {
                     return Err("a device or file name is expected".into());

@@ -67,6 +67,15 @@ pub enum SizeOrPercent {
     Percent(f64),
 }
 
+impl From<SizeOrPercent> for crate::job::Amount {
+    fn from(v: SizeOrPercent) -> Self {
+        match v {
+            SizeOrPercent::Bytes(b) => Self::Bytes(b),
+            SizeOrPercent::Percent(p) => Self::Percent(p),
+        }
+    }
+}
+
 /// Parses `50%` as a percentage in 0..=100, anything else as [`parse_size`].
 pub fn parse_size_or_percent(text: &str, kb_base: u64) -> Result<SizeOrPercent, String> {
     let s = text.trim();

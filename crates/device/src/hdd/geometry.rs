@@ -257,34 +257,36 @@ const MAX_SLIP_INDEX_CYLINDERS: u64 = 1 << 21;
 /// A zone's slips (ascending) and, per zone cylinder, how many lie before its first sector:
 /// counting the slips before a place is then a lookup and a search among one cylinder's
 /// slips (usually none) instead of a search over the zone's.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct ZoneSlips {
     at: Vec<u64>,
     /// `before_cylinder[c]`, for every zone cylinder and one past the last; empty for slips
     /// numbered by track, and past [`MAX_SLIP_INDEX_CYLINDERS`].
     before_cylinder: Vec<u32>,
+    /// The zone's sectors per cylinder: which cylinder a place is on.
+    per_cylinder: Divisor,
 }
 
 impl ZoneSlips {
-    fn new(at: Vec<u64>, cylinders: u64, sectors_per_cylinder: u64, index: bool) -> ZoneSlips {
+    fn new(at: Vec<u64>, cylinders: u64, per_cylinder: Divisor, index: bool) -> ZoneSlips {
         let mut before_cylinder = Vec::new();
         if index && !at.is_empty() && u32::try_from(at.len()).is_ok() {
             let mut n = 0;
             before_cylinder.reserve_exact(cylinders as usize + 1);
             for c in 0..=cylinders {
-                while n < at.len() && at[n] < c * sectors_per_cylinder {
+                while n < at.len() && at[n] < c * per_cylinder.d {
                     n += 1;
                 }
                 before_cylinder.push(n as u32);
             }
         }
-        ZoneSlips { at, before_cylinder }
+        ZoneSlips { at, before_cylinder, per_cylinder }
     }
 
     /// How many slips lie before sector `place` (zone-relative).
     #[inline]
-    fn count_before(&self, place: u64, div_cylinder: Divisor) -> usize {
-        let c = div_cylinder.divmod(place).0 as usize;
+    fn count_before(&self, place: u64) -> usize {
+        let c = self.per_cylinder.divmod(place).0 as usize;
         match (self.before_cylinder.get(c), self.before_cylinder.get(c + 1)) {
             (Some(&lo), Some(&hi)) => {
                 let (lo, hi) = (lo as usize, hi as usize);
@@ -297,9 +299,9 @@ impl ZoneSlips {
     /// [`slipped_past`] over the slips from the `from`-th on, all of whose predecessors lie
     /// before `place`.
     #[inline]
-    fn slipped_past(&self, from: usize, place: u64, div_cylinder: Divisor) -> u64 {
+    fn slipped_past(&self, from: usize, place: u64) -> u64 {
         let rest = &self.at[from..];
-        let mut n = self.count_before(place + 1, div_cylinder) - from;
+        let mut n = self.count_before(place + 1) - from;
         while n < rest.len() && rest[n] <= place + n as u64 {
             n += 1;
         }
@@ -377,10 +379,11 @@ impl Geometry {
                 || s.first_block_offset_sectors > 0;
             let blocks = zone_blocks(s, heads, sparing)?;
             let bpc = s.sectors_per_track * heads;
+            let div_cylinder = Divisor::new(bpc);
             let spares = if sparing.is_sect_per_cyl() { s.spares } else { 0 };
             zones.push(Zone {
                 div_track: Divisor::new(s.sectors_per_track),
-                div_cylinder: Divisor::new(bpc),
+                div_cylinder,
                 div_cylinder_blocks: Divisor::new(bpc.saturating_sub(spares).max(1)),
                 first_lbn: lbn,
                 first_cylinder: s.first_cylinder,
@@ -399,7 +402,7 @@ impl Geometry {
             if index && !s.slips.is_empty() {
                 indexed += cylinders;
             }
-            slips.push(ZoneSlips::new(s.slips.clone(), cylinders, bpc, index));
+            slips.push(ZoneSlips::new(s.slips.clone(), cylinders, div_cylinder, index));
             lbn += blocks;
             next_cyl = s.last_cylinder + 1;
         }
@@ -549,7 +552,6 @@ impl Geometry {
     fn slip_map(&self, zi: usize, rel: u64) -> (u64, u64, u64) {
         let z = &self.zones[zi];
         let slips = &self.slips[zi];
-        let dc = z.div_cylinder;
         let surf = self.heads;
         let bpt = z.sectors_per_track;
         let bpc = bpt * surf;
@@ -560,7 +562,7 @@ impl Geometry {
             None => (rel / bpc, (rel / bpt) % surf, rel % bpt),
             Track => {
                 let track = rel / bpt;
-                let track = track + slips.slipped_past(0, track, dc);
+                let track = track + slips.slipped_past(0, track);
                 (track / surf, track % surf, rel % bpt)
             }
             SectorsPerTrack => {
@@ -568,7 +570,7 @@ impl Geometry {
                 let track = rel / per;
                 let off = rel % per;
                 let first = bpt * track;
-                let off = off + slips.slipped_past(slips.count_before(first, dc), first + off, dc);
+                let off = off + slips.slipped_past(slips.count_before(first), first + off);
                 (track / surf, track % surf, off.min(bpt - 1))
             }
             SectorsPerCylinder
@@ -581,9 +583,9 @@ impl Geometry {
                 let first = c * bpc;
                 // Slips of earlier cylinders (all of them, when they slip to the end) come
                 // first in the ascending list; then this cylinder's, one after another.
-                let earlier = slips.count_before(first, dc);
+                let earlier = slips.count_before(first);
                 let n = if self.sparing.is_slip_to_end() { earlier as u64 } else { 0 };
-                off += n + slips.slipped_past(earlier, first + off + n, dc);
+                off += n + slips.slipped_past(earlier, first + off + n);
                 if off >= per {
                     c += off / per;
                     off %= per;
@@ -597,11 +599,11 @@ impl Geometry {
                 let range = rel / per;
                 let mut off = rel % per;
                 let first = range * bpr;
-                off += slips.slipped_past(slips.count_before(first, dc), first + off, dc);
+                off += slips.slipped_past(slips.count_before(first), first + off);
                 (range * cylinders + off / bpc, (off % bpc) / bpt, off % bpt)
             }
             SectorsPerZone | SectorsPerZoneSlipToEnd => {
-                rel += slips.slipped_past(0, rel, dc);
+                rel += slips.slipped_past(0, rel);
                 let (c, off) = z.div_cylinder.divmod(rel);
                 let (head, sector) = z.div_track.divmod(off);
                 (c, head, sector)
@@ -636,7 +638,7 @@ impl Geometry {
                 tracks += head;
             }
             let cutoff = tracks * bpt;
-            skew += self.slips[c.zone].count_before(cutoff, z.div_cylinder) as u64;
+            skew += self.slips[c.zone].count_before(cutoff) as u64;
         }
         z.div_track.divmod(skew + c.sector).1 as f64 / bpt as f64
     }
@@ -717,12 +719,14 @@ impl Geometry {
             let c = self.map(l);
             c.cylinder == c0.cylinder && c.head == c0.head
         };
-        if !self.remaps[c0.zone].is_empty() {
-            let mut l = lbn;
+        let walk_back = |mut l: u64| {
             while l > 0 && same(l - 1) {
                 l -= 1;
             }
-            return l;
+            l
+        };
+        if !self.remaps[c0.zone].is_empty() {
+            return walk_back(lbn);
         }
         // A layout with more slips than spares in a unit puts two blocks on one sector; then
         // the bound does not hold, which the block before the answer tells.
@@ -734,10 +738,7 @@ impl Geometry {
             }
             lo = lbn.saturating_sub(self.zones[c0.zone].sectors_per_track);
             if same(lo) {
-                while lo > 0 && same(lo - 1) {
-                    lo -= 1;
-                }
-                return lo;
+                return walk_back(lo);
             }
         }
         // `lo` is before the track and `hi` on it.
@@ -889,13 +890,12 @@ mod tests {
             index: bool,
         ) {
             slips.sort_unstable();
-            let z = ZoneSlips::new(slips.clone(), cylinders, per_cylinder, index);
-            let div = Divisor::new(per_cylinder);
+            let z = ZoneSlips::new(slips.clone(), cylinders, Divisor::new(per_cylinder), index);
             let before = slips.partition_point(|&s| s < first);
-            prop_assert_eq!(z.count_before(first, div), before);
+            prop_assert_eq!(z.count_before(first), before);
             let place = place.max(first);
-            prop_assert_eq!(z.slipped_past(before, place, div), slipped_past(from(&slips, first), place));
-            prop_assert_eq!(z.slipped_past(0, place, div), slipped_past(&slips, place));
+            prop_assert_eq!(z.slipped_past(before, place), slipped_past(from(&slips, first), place));
+            prop_assert_eq!(z.slipped_past(0, place), slipped_past(&slips, place));
         }
     }
 
