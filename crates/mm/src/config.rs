@@ -56,6 +56,22 @@ impl Kernel {
         self.at_least(3, 2, 0)
     }
 
+    /// Queue plugging (before 2.6.39): a request entering an empty queue plugs it, and the
+    /// device sees nothing until the queue is run — by a task waiting for one of its pages
+    /// (`sync_page`), by a fourth request (`unplug_thresh`), by a completion, by the
+    /// scheduler (CFQ and AS when the request they idle for arrives), or 3 ms later
+    /// (`unplug_delay`). 2.6.39 replaced it with on-stack plugging per submitter.
+    pub fn queue_plugging(&self) -> bool {
+        !self.at_least(2, 6, 39)
+    }
+
+    /// Async readahead started from an uptodate marker page runs the queue itself (2.6.31,
+    /// Hisashi Hifumi's "readahead: add blk_run_backing_dev"): otherwise, with queue
+    /// plugging, the window waits until someone needs one of its pages.
+    pub fn async_readahead_runs_queue(&self) -> bool {
+        self.at_least(2, 6, 31) && self.queue_plugging()
+    }
+
     /// Context readahead (2.6.31).
     pub fn context_readahead(&self) -> bool {
         self.at_least(2, 6, 31)

@@ -147,6 +147,9 @@ struct Entry {
 pub struct Anticipatory {
     /// Why the last request went (`Scheduler::last_decision`).
     decision: &'static str,
+    /// Anticipation ended with a request's arrival: the queue runs now
+    /// (`Scheduler::take_queue_run`).
+    run_queue: bool,
     fifo_expire: [Nanos; 2],
     batch_expire: [Nanos; 2],
     antic_expire: Nanos,
@@ -192,6 +195,7 @@ impl Anticipatory {
     pub fn new() -> Anticipatory {
         Anticipatory {
             decision: "",
+            run_queue: false,
             fifo_expire: [250 * NS_PER_MS, 125 * NS_PER_MS],
             batch_expire: [125 * NS_PER_MS, 500 * NS_PER_MS],
             antic_expire: 6 * NS_PER_MS,
@@ -397,6 +401,8 @@ impl Anticipatory {
     fn antic_stop(&mut self) {
         if matches!(self.antic_status, AnticStatus::WaitReq | AnticStatus::WaitNext) {
             self.antic_status = AnticStatus::Finished;
+            // kblockd_schedule_work(antic_work): as_work_handler runs the queue.
+            self.run_queue = true;
         }
     }
 
@@ -583,6 +589,10 @@ impl Anticipatory {
 }
 
 impl Scheduler for Anticipatory {
+    fn take_queue_run(&mut self) -> bool {
+        std::mem::take(&mut self.run_queue)
+    }
+
     fn name(&self) -> &'static str {
         "anticipatory"
     }

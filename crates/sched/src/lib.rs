@@ -72,6 +72,14 @@ pub trait Scheduler: Send {
     /// The device finished `rq` (as it was dispatched) at `now_ns`.
     fn completed(&mut self, rq: &Request, now_ns: Nanos);
 
+    /// True once after an `insert` of the request the scheduler was idling for: it runs
+    /// the queue at once, plugged or not (CFQ's `cfq_rq_enqueued` → `blk_start_queueing`,
+    /// AS's `as_antic_stop` → `as_work_handler`). Matters only where the block layer plugs
+    /// whole queues (kernels before 2.6.39).
+    fn take_queue_run(&mut self) -> bool {
+        false
+    }
+
     /// Declares a control group before requests of it arrive (the root, id 0, is implicit).
     /// Schedulers without group scheduling ignore this.
     fn set_group(&mut self, _group: &Cgroup) {}

@@ -13,6 +13,16 @@
 //!   patches' and blk-cgroup's per-group request lists). A submitter who finds no slot in its
 //!   pool sleeps until one completes, in FIFO order.
 //! - **Dispatch**: the scheduler is pulled while the device has a free queue slot.
+//! - **Queue plugging** (kernels before 2.6.39, [`BlockQueue::set_queue_plugging`]): a
+//!   page-cache request (readahead, background writeback) entering an empty scheduler queue
+//!   plugs the whole queue (`blk_plug_device`), and nothing is dispatched until it is run:
+//!   by a task waiting for one of its pages (`sync_page`, the engine calls
+//!   [`BlockQueue::run_queue`]), a sync submitter (direct I/O's `blk_run_address_space`),
+//!   the fourth queued request (`unplug_thresh`), a completion (the driver's
+//!   `blk_run_queue`), a scheduler that was idling for the request
+//!   (`Scheduler::take_queue_run`), a submitter sleeping for a request slot
+//!   (`get_request_wait`), or the timer 3 ms on (`unplug_delay`). Seed 002's target: its
+//!   async readahead under deadline waits for the next command, under CFQ it goes at once.
 //! - **Group control** (cgroup v2 `io.max`, blk-throttle's `blk_throtl_bio`, or `io.latency`,
 //!   blk-iolatency's `rq_qos_throttle`): before any of that, a bio may be held by the device's
 //!   [`Controller`]; the submitter does not wait for it, and it goes on (split, plug, merge)
@@ -38,6 +48,11 @@ use crate::blktrace::{Act, BlockEvent, Recorder};
 use crate::slab::Slab;
 
 const NONE: u32 = u32::MAX;
+
+/// `q->unplug_delay`: a plugged queue runs by itself after 3 ms.
+pub const UNPLUG_DELAY_NS: Nanos = 3_000_000;
+/// `q->unplug_thresh`: the fourth queued request runs a plugged queue.
+pub const UNPLUG_THRESH: usize = 4;
 
 /// A bio as the submitter issued it, tracked until all its pieces complete.
 #[derive(Clone, Copy, Debug)]
@@ -154,6 +169,12 @@ pub struct BlockQueue {
     /// How many dispatches each of the scheduler's reasons (`last_decision`) gave, in the
     /// order first seen; at most [`MAX_DECISION_REASONS`].
     pub decision_counts: Vec<(&'static str, u64)>,
+    /// The kernel plugs whole queues (before 2.6.39) and the device is rotational.
+    queue_plugging: bool,
+    /// The queue is plugged; its timer runs it at this time.
+    plugged_until_ns: Option<Nanos>,
+    /// The plug being flushed holds page-cache I/O that may plug the queue.
+    lazy_submit: bool,
 }
 
 /// Most distinct decision reasons counted per device; a scheduler has a few dozen at most.
@@ -209,7 +230,27 @@ impl BlockQueue {
             trace: None,
             decisions: None,
             decision_counts: Vec::new(),
+            queue_plugging: false,
+            plugged_until_ns: None,
+            lazy_submit: false,
         }
+    }
+
+    /// Turns 2.6.x queue plugging on: the kernel predates on-stack plugging (2.6.39) and
+    /// `queue_should_plug` holds for the device.
+    pub fn set_queue_plugging(&mut self, on: bool) {
+        self.queue_plugging = on;
+    }
+
+    /// Runs a plugged queue (`generic_unplug_device`): the next [`BlockQueue::kick`]
+    /// dispatches.
+    pub fn run_queue(&mut self) {
+        self.plugged_until_ns = None;
+    }
+
+    /// Whether the queue is plugged (for tests and traces).
+    pub fn plugged(&self) -> bool {
+        self.plugged_until_ns.is_some()
     }
 
     /// Records this block layer's events into `recorder` from now on.
@@ -438,7 +479,27 @@ impl BlockQueue {
 
     /// Flushes the plug into the scheduler. Returns false if the submitter had to wait for a
     /// request slot (the rest of its plug waits with it).
+    /// A sync submitter's unplug also runs a plugged queue (`blk_run_address_space`).
     pub fn unplug(&mut self, process: u32, now_ns: Nanos) -> bool {
+        let placed = self.flush_plug(process, now_ns);
+        self.run_queue();
+        placed
+    }
+
+    /// Flushes the plug of page-cache I/O (readahead, background writeback): with queue
+    /// plugging, a request that finds the scheduler's queue empty plugs the queue.
+    pub fn unplug_lazy(&mut self, process: u32, now_ns: Nanos) -> bool {
+        self.lazy_submit = self.queue_plugging;
+        let placed = self.flush_plug(process, now_ns);
+        self.lazy_submit = false;
+        if !placed {
+            // get_request_wait runs the queue before the submitter sleeps.
+            self.run_queue();
+        }
+        placed
+    }
+
+    fn flush_plug(&mut self, process: u32, now_ns: Nanos) -> bool {
         let plug = std::mem::take(&mut self.plug);
         if let Some(first) = plug.first() {
             let depth = plug.len() as u32;
@@ -488,7 +549,16 @@ impl BlockQueue {
         self.mark_submitted(pending.head, now_ns);
         self.trace(Act::GetRq, &rq, now_ns);
         self.trace(Act::Insert, &rq, now_ns);
+        if self.lazy_submit && self.plugged_until_ns.is_none() && self.scheduler.queued() == 0 {
+            // blk_plug_device: the queue was empty.
+            self.plugged_until_ns = Some(now_ns + UNPLUG_DELAY_NS);
+        }
         self.scheduler.insert(rq, now_ns);
+        if self.scheduler.take_queue_run()
+            || (self.plugged_until_ns.is_some() && self.scheduler.queued() >= UNPLUG_THRESH)
+        {
+            self.run_queue();
+        }
         true
     }
 
@@ -505,7 +575,15 @@ impl BlockQueue {
     /// the scheduler asked to be called back.
     pub fn kick(&mut self, now_ns: Nanos) {
         self.wanted_timer_ns = None;
-        while self.in_device < self.queue_depth {
+        if let Some(until) = self.plugged_until_ns {
+            if now_ns < until {
+                // Plugged: nothing goes until something runs the queue or the timer does.
+                self.wanted_timer_ns = Some(until);
+            } else {
+                self.plugged_until_ns = None; // blk_unplug_timeout
+            }
+        }
+        while self.plugged_until_ns.is_none() && self.in_device < self.queue_depth {
             match self.scheduler.dispatch(now_ns) {
                 Dispatch::Request(rq) => {
                     let slot = (rq.id.0 & 0xffff_ffff) as u32;
@@ -578,6 +656,10 @@ impl BlockQueue {
     pub fn complete(&mut self, now_ns: Nanos, done: &mut Vec<Bio>, unblocked: &mut Vec<u32>) {
         let mut completions = std::mem::take(&mut self.completions);
         self.device.advance(now_ns, &mut completions);
+        if !completions.is_empty() {
+            // The driver's completion runs the queue (blk_run_queue removes the plug).
+            self.run_queue();
+        }
         for c in completions.drain(..) {
             let c_done = c.done_ns;
             let slot = (c.id.0 & 0xffff_ffff) as u32;

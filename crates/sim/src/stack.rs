@@ -254,6 +254,20 @@ impl Stack {
         }
     }
 
+    /// The devices under volume `v` on this machine (device-mapper's `unplug_fn` runs each
+    /// of them); a remote volume's devices belong to the target, so it has none.
+    pub fn member_devices(&self, v: usize, out: &mut Vec<usize>) {
+        if matches!(self.volumes[v].kind, VolumeKind::Remote(_)) {
+            return;
+        }
+        for m in &self.volumes[v].members {
+            match m.route {
+                Route::Device(d) => out.push(d),
+                Route::Volume(w) => self.member_devices(w, out),
+            }
+        }
+    }
+
     fn remote(&mut self, v: usize) -> &mut RemoteState {
         self.remotes[v].as_mut().expect("remote nodes belong to iscsi volumes")
     }

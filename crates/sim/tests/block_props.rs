@@ -18,20 +18,32 @@ struct BioPlan {
     sectors: u64,
     /// End the plug after this bio.
     unplug: bool,
+    /// End it as page-cache I/O does (may plug the whole queue).
+    lazy: bool,
 }
 
 fn plans() -> impl Strategy<Value = Vec<BioPlan>> {
     prop::collection::vec(
-        (0u32..4, any::<bool>(), 0u64..4096, 1u64..4096, any::<bool>(), any::<bool>()).prop_map(
-            |(process, write, sector, sectors, contiguous, unplug)| BioPlan {
-                process,
-                write,
-                // Half the bios land on a small grid so that contiguous runs and merges happen.
-                sector: if contiguous { (sector % 64) * 8 } else { sector * 8 },
-                sectors: if contiguous { 8 } else { sectors },
-                unplug,
-            },
-        ),
+        (
+            0u32..4,
+            any::<bool>(),
+            0u64..4096,
+            1u64..4096,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(process, write, sector, sectors, contiguous, unplug, lazy)| {
+                BioPlan {
+                    process,
+                    write,
+                    // Half the bios land on a small grid so that contiguous runs and merges happen.
+                    sector: if contiguous { (sector % 64) * 8 } else { sector * 8 },
+                    sectors: if contiguous { 8 } else { sectors },
+                    unplug,
+                    lazy,
+                }
+            }),
         1..200,
     )
 }
@@ -41,15 +53,17 @@ proptest! {
     #[test]
     fn every_bio_completes_once_and_bytes_are_conserved(
         plan in plans(),
-        scheduler in prop::sample::select(vec!["none", "mq-deadline", "kyber", "bfq"]),
+        scheduler in prop::sample::select(vec!["none", "mq-deadline", "kyber", "bfq", "cfq"]),
         nr_requests in 4u32..64,
         queue_depth in 1u32..32,
         max_sectors_kb in prop::sample::select(vec![4u32, 64, 512]),
+        queue_plugging in any::<bool>(),
     ) {
         let (device, log) =
             Recorder::new(RamDevice::new(RamParams { queue_depth, ..RamParams::default() }));
         let sched = elevator_sched::by_name(scheduler).unwrap();
         let mut q = BlockQueue::new(sched, Box::new(device), nr_requests, max_sectors_kb);
+        q.set_queue_plugging(queue_plugging);
         let mut now: Nanos = 0;
         let mut submitted_bytes = 0u64;
         let mut done = Vec::new();
@@ -61,7 +75,11 @@ proptest! {
             submitted_bytes += b.sectors * 512;
             *per_process.entry(b.process).or_default() += 1;
             if b.unplug || i + 1 == plan.len() {
-                q.unplug(b.process, now);
+                if b.lazy {
+                    q.unplug_lazy(b.process, now);
+                } else {
+                    q.unplug(b.process, now);
+                }
                 q.kick(now);
             }
             // Let time pass now and then so completions interleave with submissions.

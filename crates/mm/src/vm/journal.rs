@@ -406,7 +406,7 @@ impl Vm {
         out: &mut Output,
     ) -> bool {
         let Some(tag) = self.meta_read(task, j, blocks, out) else { return false };
-        self.ios[tag as usize].as_mut().expect("in flight").waiters.push(task);
+        self.wait_on_io(tag, task, out);
         self.tasks[task as usize].busy = Some(Busy::Create { file, create });
         self.tasks[task as usize].cpu_ns = self.cfg.syscall_ns;
         true

@@ -179,6 +179,10 @@ pub struct Output {
     /// has dispatched what the completion freed, as a woken process runs after the
     /// interrupt that woke it.
     pub runnable: Vec<TaskId>,
+    /// Devices (bdis) whose request queues a task runs because it now waits for I/O on
+    /// them: `sync_page` → `blk_run_backing_dev` in kernels with queue plugging
+    /// ([`crate::Kernel::queue_plugging`]). The driver runs each queue; it may repeat.
+    pub unplug: Vec<u32>,
 }
 
 /// Machine-wide counters for reports.
@@ -502,6 +506,17 @@ impl Vm {
         }
     }
 
+    /// `task` sleeps until I/O `tag` completes (`wait_on_page_locked`,
+    /// `wait_on_page_writeback`, `wait_on_buffer`): waiting runs the I/O's queue.
+    pub(super) fn wait_on_io(&mut self, tag: IoTag, task: TaskId, out: &mut Output) {
+        let rec = self.ios[tag as usize].as_mut().expect("an I/O in flight");
+        rec.waiters.push(task);
+        let bdi = rec.bdi;
+        if out.unplug.last() != Some(&bdi) {
+            out.unplug.push(bdi);
+        }
+    }
+
     fn new_io(&mut self, kind: IoKind, bdi: u32) -> IoTag {
         let rec = IoRec { kind, bdi, waiters: Vec::new(), journals: Vec::new() };
         match self.free_ios.pop() {
@@ -663,7 +678,7 @@ impl Vm {
                 };
                 if !again.is_empty() {
                     for &tag in &again {
-                        self.ios[tag as usize].as_mut().expect("in flight").waiters.push(t);
+                        self.wait_on_io(tag, t, out);
                     }
                     let pending = again.len() as u32;
                     self.tasks[t as usize].busy =
@@ -672,7 +687,7 @@ impl Vm {
                     // ext3: the commit (with its barrier) ends the fsync.
                 } else if !flushed && self.barriers {
                     let tag = self.new_io(IoKind::Flush, bdi);
-                    self.ios[tag as usize].as_mut().expect("new").waiters.push(t);
+                    self.wait_on_io(tag, t, out);
                     out.ios.push(BlockIo {
                         tag,
                         bdi,

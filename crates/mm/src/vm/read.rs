@@ -163,9 +163,13 @@ impl Vm {
             };
             if self.pages.take_marker(file, index, index + 1).is_some() {
                 self.async_readahead(task, file, index, req, out);
+                if e.state.uptodate() && self.cfg.kernel.async_readahead_runs_queue() {
+                    let bdi = self.files[file as usize].spec.bdi;
+                    out.unplug.push(bdi);
+                }
             }
             if let PageState::Reading(tag) = e.state {
-                self.ios[tag as usize].as_mut().expect("a read in flight").waiters.push(task);
+                self.wait_on_io(tag, task, out);
                 self.tasks[task as usize].busy = Some(Busy::Read { file, pos, end, req_start });
                 return None;
             }

@@ -150,6 +150,30 @@ fn a_sequential_reader_gets_growing_readahead_windows_and_cached_reads_cost_cpu_
     assert!(per < 10_000, "{per} ns per cached read");
 }
 
+/// A task that waits for a read runs the device's queue (`sync_page`); from 2.6.31 to 2.6.38
+/// an async readahead started from an uptodate marker page runs it as well.
+#[test]
+fn waiting_runs_the_queue_and_so_does_async_readahead_in_2_6_31_to_2_6_38() {
+    for (kernel, kicks) in [("2.6.29", false), ("2.6.32", true), ("3.2", false)] {
+        let mut h = Harness::new(machine(kernel, 1024));
+        let f = file(&mut h, 64, true);
+        let t = h.vm.add_task(Owner::process(1));
+        let mut out = Output::default();
+        let read = |offset| Syscall::Read { file: f, offset, len: 4096, count: 1 };
+        let r = h.vm.syscall(t, read(0), 0, &mut out);
+        assert!(matches!(r, SyscallResult::Blocked { .. }));
+        assert_eq!(out.unplug, vec![0], "{kernel}: the reader waits, its queue runs");
+        h.take(out);
+        h.run_until(NS_PER_SEC);
+        // Page 1 carries the marker of the first window ([0, 4), async tail 3).
+        let mut out = Output::default();
+        let r = h.vm.syscall(t, read(4096), h.now, &mut out);
+        assert!(matches!(r, SyscallResult::Done { .. }));
+        assert_eq!(out.ios.len(), 1, "{kernel}: the marker started the next window");
+        assert_eq!(out.unplug == vec![0], kicks, "{kernel}");
+    }
+}
+
 #[test]
 fn random_readers_read_only_what_they_ask_for_when_advised() {
     let mut h = Harness::new(machine("2.6.32", 1024));

@@ -84,7 +84,7 @@ impl Vm {
             }
         }
         let tag = tag.expect("a write that cannot go into the cache waits for a read");
-        self.ios[tag as usize].as_mut().expect("in flight").waiters.push(task);
+        self.wait_on_io(tag, task, out);
         self.tasks[task as usize].busy = Some(Busy::WriteRead { file, offset, len, sync });
         SyscallResult::Blocked { count: 0 }
     }
@@ -369,7 +369,7 @@ impl Vm {
         tags.sort_unstable();
         tags.dedup();
         for &t in &tags {
-            self.ios[t as usize].as_mut().expect("in flight").waiters.push(task);
+            self.wait_on_io(t, task, out);
         }
         let bdi = self.files[file as usize].spec.bdi;
         self.tasks[task as usize].busy = Some(Busy::Sync {

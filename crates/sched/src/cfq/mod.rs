@@ -301,6 +301,9 @@ impl Default for Tun {
 #[derive(Debug)]
 pub struct Cfq {
     t: Tun,
+    /// The last insert ended an idle wait or preempted: the queue runs now
+    /// (`Scheduler::take_queue_run`).
+    run_queue: bool,
     queues: Vec<Queue>,
     sync_map: FastHashMap<(u32, usize), usize>,
     async_map: FastHashMap<(usize, usize, u8), usize>,
@@ -361,6 +364,7 @@ fn class_of(rq: &Request) -> (usize, u8) {
 impl Cfq {
     pub fn new() -> Cfq {
         let mut s = Cfq {
+            run_queue: false,
             t: Tun::default(),
             queues: Vec::new(),
             sync_map: FastHashMap::default(),
@@ -1329,13 +1333,19 @@ impl Scheduler for Cfq {
                 if rq.len_bytes > PAGE_BYTES || self.busy_queues > 1 {
                     self.idle_until = None;
                     self.queues[q].wait_request = false;
+                    self.run_queue = true;
                 } else {
                     self.queues[q].must_dispatch = true;
                 }
             }
         } else if self.should_preempt(q, &rq, now) {
             self.preempt_queue(q, now);
+            self.run_queue = true;
         }
+    }
+
+    fn take_queue_run(&mut self) -> bool {
+        std::mem::take(&mut self.run_queue)
     }
 
     fn dispatch(&mut self, now_ns: Nanos) -> Dispatch {

@@ -128,6 +128,13 @@ impl Engine {
         for io in ios.drain(..) {
             match self.route_of_bdi(io.bdi) {
                 crate::topology::Route::Device(d) => {
+                    // Readahead and background writeback leave the queue plugged; sync
+                    // writes and flushes run it (WRITE_SYNC's unplug bit).
+                    let lazy = match io.op {
+                        elevator_core::Op::Read => true,
+                        elevator_core::Op::Write => !io.sync,
+                        _ => false,
+                    };
                     let q = &mut self.queues[d];
                     q.plug_bio(
                         u32::MAX,
@@ -140,7 +147,11 @@ impl Engine {
                         io.owner,
                         now,
                     );
-                    q.unplug(u32::MAX, now);
+                    if lazy {
+                        q.unplug_lazy(u32::MAX, now);
+                    } else {
+                        q.unplug(u32::MAX, now);
+                    }
                     self.touched[d] = true;
                 }
                 crate::topology::Route::Volume(v) => {
@@ -164,6 +175,22 @@ impl Engine {
         // now want its timer.
         if stacked {
             self.send_leaves(&mut leaves);
+        }
+    }
+
+    /// Runs the request queues of the devices a page cache's task now waits on
+    /// (`sync_page` → `blk_run_backing_dev`; through a volume, each device under it).
+    pub(super) fn run_waited_queues(&mut self, bdis: &mut Vec<u32>) {
+        let mut devices = Vec::new();
+        for bdi in bdis.drain(..) {
+            match self.route_of_bdi(bdi) {
+                crate::topology::Route::Device(d) => devices.push(d),
+                crate::topology::Route::Volume(v) => self.stack.member_devices(v, &mut devices),
+            }
+        }
+        for d in devices {
+            self.queues[d].run_queue();
+            self.touched[d] = true;
         }
     }
 
@@ -211,6 +238,7 @@ impl Engine {
         let mut ios = std::mem::take(&mut out.ios);
         self.submit_page_cache_ios(&mut ios);
         out.ios = ios;
+        self.run_waited_queues(&mut out.unplug);
         for w in out.wakes.drain(..) {
             let p = self.task_proc[w.task as usize];
             self.push(w.at_ns.max(now), Event::CallDone(p));

@@ -257,6 +257,10 @@ pub fn simulate(
         scheduler.set_rotational(rotational);
         let qd = device.queue_depth();
         let mut queue = BlockQueue::new(scheduler, device, spec.nr_requests, spec.max_sectors_kb);
+        // queue_should_plug: every queue before 2.6.28's exception for tagged flash.
+        queue.set_queue_plugging(
+            topology.machine.vm.kernel.queue_plugging() && (rotational || qd <= 1),
+        );
         if let Some(c) = cgroup_control(topology, i, &groups, rotational, qd)? {
             queue.set_control(c);
         }
@@ -483,6 +487,9 @@ impl Engine {
                 Event::Timer(d) => {
                     if self.queues[d as usize].armed_timer_ns == Some(self.now_ns) {
                         self.queues[d as usize].armed_timer_ns = None;
+                        // The unplug timer, or a scheduler's (CFQ's and AS's idle timers
+                        // end in blk_start_queueing): either runs the queue.
+                        self.queues[d as usize].run_queue();
                         self.queues[d as usize].throttle_tick(self.now_ns);
                         self.queues[d as usize].kick(self.now_ns);
                         self.arm_device(d);

@@ -124,6 +124,7 @@ impl Engine {
             io.tag |= TARGET_TAG;
         }
         self.submit_page_cache_ios(&mut ios);
+        self.run_waited_queues(&mut out.unplug);
         let tc = self.target.as_mut().expect("a target cache");
         let mut events = Vec::new();
         for w in out.wakes.drain(..) {
