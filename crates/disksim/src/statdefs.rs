@@ -229,13 +229,47 @@ impl Buckets {
         if i >= n {
             return n - 1;
         }
-        // largest t with starts[t] <= intval (t >= i), bucket is t + 1, capped.
+        // DiskSim's bisection: the first t in [i, n - 2] with intval < starts[t + 1] (or
+        // n - 2), bucket t + 1. The starts ascend, so that is i plus how many of
+        // starts[i + 1 ..= n - 2] are at most intval (a branch-free search).
+        let top = n.saturating_sub(2);
+        if n >= 2 && i < top && intval < self.starts[top] {
+            return i + self.starts[i + 1..=top].partition_point(|&s| s <= intval) + 1;
+        }
+        (top + 1).min(n - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `stat_update`'s bucket search as DiskSim writes it: scan the `equals` buckets, then
+    /// bisect for the first t with intval < starts[t + 1].
+    fn bisect(b: &Buckets, value: f64) -> usize {
+        let n = b.starts.len();
+        let intval = (value * b.scale as f64) as i64;
+        if intval < b.start {
+            return 0;
+        }
+        let equals = b.equals.max(0) as usize;
+        let mut i = 0;
+        while i < equals && i < n {
+            if intval == b.starts[i] {
+                return i;
+            }
+            i += 1;
+        }
+        if i >= n {
+            return n - 1;
+        }
         let mut top = n.saturating_sub(2);
-        if n >= 2 && intval < self.starts[top] {
+        if n >= 2 && intval < b.starts[top] {
             let mut bottom = i;
             while top != bottom {
                 let mid = bottom + (top - bottom) / 2;
-                if intval < self.starts[mid + 1] {
+                if intval < b.starts[mid + 1] {
                     top = mid;
                 } else {
                     bottom = mid + 1;
@@ -243,5 +277,22 @@ impl Buckets {
             }
         }
         (top + 1).min(n - 1)
+    }
+
+    proptest! {
+        #[test]
+        fn index_of_is_disksims_bisection(
+            size in 2usize..2000,
+            scale in prop::sample::select(vec![1i64, 1000]),
+            equals in 0i64..3,
+            step in 0i64..5,
+            grow in 1i64..20,
+            values in prop::collection::vec(-1.0f64..200.0, 1..200),
+        ) {
+            let b = Buckets::new(size, scale, equals, 0, step, grow);
+            for v in values {
+                prop_assert_eq!(b.index_of(v), bisect(&b, v), "value {}", v);
+            }
+        }
     }
 }

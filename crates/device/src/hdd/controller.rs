@@ -680,14 +680,6 @@ impl Hdd {
         free + (overhead_done_ns - free).max(0.0) + (st.stop_ns - free).max(0.0)
     }
 
-    /// The end of valid data in segment `i` at `t_ns`.
-    fn seg_end_at(&self, i: usize, t_ns: f64) -> u64 {
-        match self.ds().stream {
-            Some(s) if s.seg == i => self.stream_at(&s, t_ns).valid,
-            _ => self.ds().segs[i].end,
-        }
-    }
-
     /// One past the last block of the track (`cylinder`: of the cylinder) holding `lbn`,
     /// which maps to `c0`.
     fn track_end(&self, lbn: u64, c0: &Chs, cylinder: bool) -> u64 {
@@ -816,16 +808,29 @@ impl Hdd {
         } else {
             (0, u64::MAX, Choice::Take(None))
         };
-        for i in 0..st.segs.len() {
-            if Some(i) == st.write_seg {
+        // What `seg_state` and `seg_end_at` ask of the stream, asked once.
+        let stream = st.stream;
+        let stream_seg = stream.map_or(usize::MAX, |x| x.seg);
+        let reading_seg = stream.filter(|x| t_ns < x.end_ns).map_or(usize::MAX, |x| x.seg);
+        let write_seg = st.write_seg.unwrap_or(usize::MAX);
+        for (i, s) in st.segs.iter().enumerate() {
+            if i == write_seg {
                 continue;
             }
-            let s = st.segs[i];
-            let state = self.seg_state(i, t_ns);
-            let (value, choice) = if state == SegState::Empty {
+            let (value, choice) = if s.empty {
                 (3, Choice::Take(Some(i)))
             } else {
-                let end = self.seg_end_at(i, t_ns);
+                let state = if i == reading_seg {
+                    SegState::Reading
+                } else if s.write && t_ns < s.dirty_until_ns {
+                    SegState::Dirty
+                } else {
+                    SegState::Clean
+                };
+                let end = match stream {
+                    Some(x) if i == stream_seg => self.stream_at(&x, t_ns).valid,
+                    _ => s.end,
+                };
                 if lbn < s.start.max(end.saturating_sub(size)) || lbn >= end {
                     let v = match state {
                         SegState::Clean => 2,
