@@ -175,6 +175,8 @@ pub struct BlockQueue {
     plugged_until_ns: Option<Nanos>,
     /// The plug being flushed holds page-cache I/O that may plug the queue.
     lazy_submit: bool,
+    /// When the scheduler last asked to be called again (its idle or anticipation timer).
+    sched_timer_ns: Option<Nanos>,
 }
 
 /// Most distinct decision reasons counted per device; a scheduler has a few dozen at most.
@@ -233,6 +235,7 @@ impl BlockQueue {
             queue_plugging: false,
             plugged_until_ns: None,
             lazy_submit: false,
+            sched_timer_ns: None,
         }
     }
 
@@ -246,6 +249,17 @@ impl BlockQueue {
     /// dispatches.
     pub fn run_queue(&mut self) {
         self.plugged_until_ns = None;
+    }
+
+    /// The engine's timer for this queue fired at `now_ns`: if it was the scheduler's (CFQ's
+    /// idle slice timer, AS's anticipation timer), the scheduler runs the queue
+    /// (`cfq_kick_queue`, `as_work_handler`: `blk_start_queueing`); an unplug timer made
+    /// stale by an earlier unplug (`del_timer`) runs nothing.
+    pub fn timer_fired(&mut self, now_ns: Nanos) {
+        if self.sched_timer_ns.is_some_and(|t| t <= now_ns) {
+            self.sched_timer_ns = None;
+            self.run_queue();
+        }
     }
 
     /// Whether the queue is plugged (for tests and traces).
@@ -583,6 +597,10 @@ impl BlockQueue {
                 self.plugged_until_ns = None; // blk_unplug_timeout
             }
         }
+        if self.plugged_until_ns.is_none() {
+            // The scheduler is asked afresh: a timer it wanted before is its no more.
+            self.sched_timer_ns = None;
+        }
         while self.plugged_until_ns.is_none() && self.in_device < self.queue_depth {
             match self.scheduler.dispatch(now_ns) {
                 Dispatch::Request(rq) => {
@@ -640,6 +658,7 @@ impl BlockQueue {
                 }
                 Dispatch::WaitUntil { until_ns } => {
                     self.wanted_timer_ns = Some(until_ns.max(now_ns));
+                    self.sched_timer_ns = self.wanted_timer_ns;
                     break;
                 }
                 Dispatch::Empty => break,

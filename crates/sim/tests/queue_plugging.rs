@@ -132,3 +132,23 @@ fn cfq_idling_for_the_request_runs_the_plugged_queue() {
     assert!(run("cfq"), "CFQ was idling for this request");
     assert!(!run("mq-deadline"), "deadline waits for the unplug");
 }
+
+/// An unplug removes the plug's timer (`del_timer`): a timer armed for an earlier plug does
+/// not run a later one.
+#[test]
+fn a_stale_unplug_timer_runs_nothing() {
+    let (mut q, log) = queue("mq-deadline", true);
+    read(&mut q, 1, 0, true, 0);
+    q.run_queue(); // a waiter
+    q.kick(0);
+    assert_eq!(sent(&log), 1);
+    read(&mut q, 1, 50 << 10, true, 1_000_000);
+    assert!(q.plugged());
+    // The engine's timer for the first plug fires.
+    q.timer_fired(UNPLUG_DELAY_NS);
+    q.kick(UNPLUG_DELAY_NS);
+    assert_eq!(sent(&log), 1, "the second plug has until 4 ms");
+    q.timer_fired(UNPLUG_DELAY_NS + 1_000_000);
+    q.kick(UNPLUG_DELAY_NS + 1_000_000);
+    assert_eq!(sent(&log), 2);
+}

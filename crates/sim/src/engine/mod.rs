@@ -487,9 +487,9 @@ impl Engine {
                 Event::Timer(d) => {
                     if self.queues[d as usize].armed_timer_ns == Some(self.now_ns) {
                         self.queues[d as usize].armed_timer_ns = None;
-                        // The unplug timer, or a scheduler's (CFQ's and AS's idle timers
-                        // end in blk_start_queueing): either runs the queue.
-                        self.queues[d as usize].run_queue();
+                        // A scheduler's timer runs the queue; a due unplug timer runs it
+                        // in kick.
+                        self.queues[d as usize].timer_fired(self.now_ns);
                         self.queues[d as usize].throttle_tick(self.now_ns);
                         self.queues[d as usize].kick(self.now_ns);
                         self.arm_device(d);
