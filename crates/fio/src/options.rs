@@ -15,7 +15,6 @@ use crate::job::{
 };
 use crate::units::{
     parse_bool, parse_size, parse_size_or_percent, parse_time_ns, split_ddir, split_range,
-    SizeOrPercent,
 };
 
 /// Why an option line was not applied.
@@ -680,14 +679,14 @@ impl Builder {
             }
             "size" => {
                 spec.size = match parse_size_or_percent(v, kb)? {
-                    SizeOrPercent::Bytes(0) => None,
-                    SizeOrPercent::Bytes(b) => Some(Amount::Bytes(b)),
-                    SizeOrPercent::Percent(p) if p > 0.0 => Some(Amount::Percent(p)),
-                    SizeOrPercent::Percent(_) => return Err("a size above 0% is expected".into()),
+                    Amount::Bytes(0) => None,
+                    Amount::Bytes(b) => Some(Amount::Bytes(b)),
+                    Amount::Percent(p) if p > 0.0 => Some(Amount::Percent(p)),
+                    Amount::Percent(_) => return Err("a size above 0% is expected".into()),
                 }
             }
-            "offset" => spec.offset = parse_size_or_percent(v, kb)?.into(),
-            "offset_increment" => spec.offset_increment = parse_size_or_percent(v, kb)?.into(),
+            "offset" => spec.offset = parse_size_or_percent(v, kb)?,
+            "offset_increment" => spec.offset_increment = parse_size_or_percent(v, kb)?,
             "filename" => {
                 if v.is_empty() {
                     return Err("a device or file name is expected".into());

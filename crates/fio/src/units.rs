@@ -5,6 +5,8 @@
 //! same way fio does. Errors are plain strings saying what was expected; the caller adds the
 //! file, line and option.
 
+use crate::job::Amount;
+
 /// Parses an unsigned integer with an optional size suffix, as fio does for every integer
 /// option: `4k`, `1MiB`, `0x1000`, `512b`.
 ///
@@ -61,27 +63,12 @@ fn size_multiplier(suffix: &str, kb_base: u64) -> Option<u64> {
     base.checked_pow(power)
 }
 
-/// A size or a percentage of the target (`size=`, `offset=`).
-pub enum SizeOrPercent {
-    Bytes(u64),
-    Percent(f64),
-}
-
-impl From<SizeOrPercent> for crate::job::Amount {
-    fn from(v: SizeOrPercent) -> Self {
-        match v {
-            SizeOrPercent::Bytes(b) => Self::Bytes(b),
-            SizeOrPercent::Percent(p) => Self::Percent(p),
-        }
-    }
-}
-
 /// Parses `50%` as a percentage in 0..=100, anything else as [`parse_size`].
-pub fn parse_size_or_percent(text: &str, kb_base: u64) -> Result<SizeOrPercent, String> {
+pub fn parse_size_or_percent(text: &str, kb_base: u64) -> Result<Amount, String> {
     let s = text.trim();
     match s.strip_suffix('%') {
-        Some(p) => parse_percent(p).map(SizeOrPercent::Percent),
-        None => parse_size(s, kb_base).map(SizeOrPercent::Bytes),
+        Some(p) => parse_percent(p).map(Amount::Percent),
+        None => parse_size(s, kb_base).map(Amount::Bytes),
     }
 }
 
@@ -212,13 +199,11 @@ mod tests {
 
     #[test]
     fn percentages() {
+        assert!(matches!(parse_size_or_percent("50%", 1024), Ok(Amount::Percent(p)) if p == 50.0));
         assert!(
-            matches!(parse_size_or_percent("50%", 1024), Ok(SizeOrPercent::Percent(p)) if p == 50.0)
+            matches!(parse_size_or_percent("12.5%", 1024), Ok(Amount::Percent(p)) if p == 12.5)
         );
-        assert!(
-            matches!(parse_size_or_percent("12.5%", 1024), Ok(SizeOrPercent::Percent(p)) if p == 12.5)
-        );
-        assert!(matches!(parse_size_or_percent("1m", 1024), Ok(SizeOrPercent::Bytes(1_048_576))));
+        assert!(matches!(parse_size_or_percent("1m", 1024), Ok(Amount::Bytes(1_048_576))));
         assert!(parse_size_or_percent("150%", 1024).is_err());
         assert!(parse_size_or_percent("x%", 1024).is_err());
         assert!(parse_size_or_percent("1..2%", 1024).is_err());
