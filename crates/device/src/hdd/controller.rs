@@ -370,6 +370,11 @@ impl Seg {
     };
 }
 
+/// Bits of a segment's rank that order by recency (`ds_select_read`): stamps count commands,
+/// so they stay far below 2^56; the value (at most 10) sits above them.
+const STAMP_BITS: u32 = 56;
+const STAMP_MASK: u64 = (1 << STAMP_BITS) - 1;
+
 /// DiskSim's segment states (`disksim_diskcache.c`) as far as choosing a segment sees them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SegState {
@@ -802,57 +807,65 @@ impl Hdd {
         let st = self.ds();
         let size = st.segment_sectors;
         let hits_on_writes = st.c.read_hits_on_write_data;
-        // A slot never used is an empty segment at the head of DiskSim's list.
-        let mut best = if st.segs.len() < st.segments {
-            (3, 0, Choice::Take(None))
-        } else {
-            (0, u64::MAX, Choice::Take(None))
-        };
-        // What `seg_state` and `seg_end_at` ask of the stream, asked once.
+        // What the segments' states ask of the stream, asked once.
         let stream = st.stream;
         let stream_seg = stream.map_or(usize::MAX, |x| x.seg);
+        let stream_end = stream.map_or(0, |x| self.stream_at(&x, t_ns).valid);
         let reading_seg = stream.filter(|x| t_ns < x.end_ns).map_or(usize::MAX, |x| x.seg);
         let write_seg = st.write_seg.unwrap_or(usize::MAX);
+        // Each segment's rank: its value, then the least recently used first; 0: not usable.
+        // One comparison per segment and few branches: this loop runs for every command.
+        let rank =
+            |value: u64, stamp: u64| (value << STAMP_BITS) | (STAMP_MASK - stamp.min(STAMP_MASK));
+        // A slot never used is an empty segment at the head of DiskSim's list.
+        let mut best_rank = if st.segs.len() < st.segments { rank(3, 0) } else { 0 };
+        let mut best = usize::MAX;
         for (i, s) in st.segs.iter().enumerate() {
-            if i == write_seg {
-                continue;
-            }
-            let (value, choice) = if s.empty {
-                (3, Choice::Take(Some(i)))
-            } else {
-                let state = if i == reading_seg {
-                    SegState::Reading
-                } else if s.write && t_ns < s.dirty_until_ns {
-                    SegState::Dirty
+            let end = if i == stream_seg { stream_end } else { s.end };
+            let reading = i == reading_seg;
+            let dirty = !reading && s.write && t_ns < s.dirty_until_ns;
+            let hit = lbn >= s.start.max(end.saturating_sub(size)) && lbn < end;
+            let value: u64 = if s.empty {
+                3
+            } else if hit {
+                let v = if dirty {
+                    if hits_on_writes {
+                        10
+                    } else {
+                        0
+                    }
+                } else if reading {
+                    9
+                } else if hits_on_writes || !s.write {
+                    8
                 } else {
-                    SegState::Clean
+                    0
                 };
-                let end = match stream {
-                    Some(x) if i == stream_seg => self.stream_at(&x, t_ns).valid,
-                    _ => s.end,
-                };
-                if lbn < s.start.max(end.saturating_sub(size)) || lbn >= end {
-                    let v = match state {
-                        SegState::Clean => 2,
-                        SegState::Reading => 1,
-                        _ => continue,
-                    };
-                    (v, Choice::Take(Some(i)))
+                if v == 0 || end >= lbn + n {
+                    v
                 } else {
-                    let v = match state {
-                        SegState::Dirty if hits_on_writes => 10,
-                        SegState::Reading => 9,
-                        SegState::Clean if hits_on_writes || !s.write => 8,
-                        _ => continue,
-                    };
-                    (if end >= lbn + n { v } else { v - 4 }, Choice::Hit { i, avail: end })
+                    v - 4
                 }
+            } else if reading {
+                1
+            } else if dirty {
+                0
+            } else {
+                2
             };
-            if value > best.0 || (value == best.0 && s.stamp < best.1) {
-                best = (value, s.stamp, choice);
+            let r = if value == 0 || i == write_seg { 0 } else { rank(value, s.stamp) };
+            if r > best_rank {
+                best_rank = r;
+                best = i;
             }
         }
-        best.2
+        let Some(s) = st.segs.get(best) else { return Choice::Take(None) };
+        let end = if best == stream_seg { stream_end } else { s.end };
+        if !s.empty && lbn >= s.start.max(end.saturating_sub(size)) && lbn < end {
+            Choice::Hit { i: best, avail: end }
+        } else {
+            Choice::Take(Some(best))
+        }
     }
 
     /// DiskSim's `disk_buffer_select_write_segment` for a write of `[lbn, lbn + n)` arriving
