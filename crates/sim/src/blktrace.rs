@@ -26,8 +26,8 @@ use elevator_core::{Nanos, Op, Request, SECTOR_BYTES};
 use elevator_fio::blktrace::{
     self as fmt, action, Trace, BLK_TN_PROCESS, RECORD_BYTES, TA_BACKMERGE, TA_COMPLETE,
     TA_FRONTMERGE, TA_GETRQ, TA_INSERT, TA_ISSUE, TA_PLUG, TA_QUEUE, TA_SLEEPRQ, TA_SPLIT,
-    TA_UNPLUG_IO, TC_COMPLETE, TC_DISCARD, TC_FLUSH, TC_FS, TC_FUA, TC_ISSUE, TC_QUEUE, TC_READ,
-    TC_SHIFT, TC_SYNC, TC_WRITE,
+    TA_UNPLUG_IO, TA_UNPLUG_TIMER, TC_COMPLETE, TC_DISCARD, TC_FLUSH, TC_FS, TC_FUA, TC_ISSUE,
+    TC_QUEUE, TC_READ, TC_SHIFT, TC_SYNC, TC_WRITE,
 };
 
 /// Most records one device's trace holds (process notes included); later events are dropped.
@@ -58,10 +58,14 @@ pub enum Act {
     Issue,
     /// `C`: the device completed it.
     Complete,
-    /// `P`: the submitter's plug list started.
+    /// `P`: the submitter's plug list started (on kernels with queue plugging: the queue
+    /// plugged).
     Plug,
-    /// `U`: the submitter flushed its plug list of `depth` requests.
+    /// `U`: the submitter flushed its plug list of `depth` requests; on kernels with queue
+    /// plugging, something ran the plugged queue with `depth` requests queued.
     Unplug { depth: u32 },
+    /// `UT`: the unplug timer ran the plugged queue (kernels before 2.6.39).
+    UnplugTimer { depth: u32 },
 }
 
 /// One block-layer event.
@@ -107,6 +111,7 @@ impl BlockEvent {
             // The kernel traces these with op 0 (a read) and no data.
             Act::Plug => return action(TA_PLUG, TC_QUEUE | TC_READ),
             Act::Unplug { .. } => return action(TA_UNPLUG_IO, TC_QUEUE | TC_READ),
+            Act::UnplugTimer { .. } => return action(TA_UNPLUG_TIMER, TC_QUEUE | TC_READ),
         };
         what | categories(self.op, self.sync, self.fua) << TC_SHIFT
     }
@@ -194,12 +199,14 @@ impl Recorder {
             }
         }
         let (sector, bytes) = match e.act {
-            Act::Plug | Act::Unplug { .. } => (0, 0),
+            Act::Plug | Act::Unplug { .. } | Act::UnplugTimer { .. } => (0, 0),
             _ => (e.offset_bytes / SECTOR_BYTES, e.len_bytes.min(u64::from(u32::MAX)) as u32),
         };
         let pdu = match e.act {
             Act::Split { next_sector } => Some(next_sector.to_be_bytes()),
-            Act::Unplug { depth } => Some(u64::from(depth).to_be_bytes()),
+            Act::Unplug { depth } | Act::UnplugTimer { depth } => {
+                Some(u64::from(depth).to_be_bytes())
+            }
             _ => None,
         };
         let pdu: &[u8] = match &pdu {

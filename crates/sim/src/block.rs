@@ -175,6 +175,8 @@ pub struct BlockQueue {
     plugged_until_ns: Option<Nanos>,
     /// The plug being flushed holds page-cache I/O that may plug the queue.
     lazy_submit: bool,
+    /// The request that plugged the queue: the unplug events are traced on its owner's behalf.
+    plugged_by: Option<Request>,
     /// When the scheduler last asked to be called again (its idle or anticipation timer).
     sched_timer_ns: Option<Nanos>,
 }
@@ -235,6 +237,7 @@ impl BlockQueue {
             queue_plugging: false,
             plugged_until_ns: None,
             lazy_submit: false,
+            plugged_by: None,
             sched_timer_ns: None,
         }
     }
@@ -245,10 +248,21 @@ impl BlockQueue {
         self.queue_plugging = on;
     }
 
-    /// Runs a plugged queue (`generic_unplug_device`): the next [`BlockQueue::kick`]
-    /// dispatches.
-    pub fn run_queue(&mut self) {
-        self.plugged_until_ns = None;
+    /// Runs a plugged queue (`generic_unplug_device`, traced as `U`): the next
+    /// [`BlockQueue::kick`] dispatches.
+    pub fn run_queue(&mut self, now_ns: Nanos) {
+        if self.plugged_until_ns.take().is_some() {
+            self.trace_unplug(false, now_ns);
+        }
+    }
+
+    /// `U` (or `UT` from the timer) with the requests the plug held.
+    fn trace_unplug(&mut self, timer: bool, now_ns: Nanos) {
+        if let Some(rq) = self.plugged_by.take() {
+            let depth = self.scheduler.queued() as u32;
+            let act = if timer { Act::UnplugTimer { depth } } else { Act::Unplug { depth } };
+            self.trace(act, &rq, now_ns);
+        }
     }
 
     /// The engine's timer for this queue fired at `now_ns`: if it was the scheduler's (CFQ's
@@ -258,7 +272,7 @@ impl BlockQueue {
     pub fn timer_fired(&mut self, now_ns: Nanos) {
         if self.sched_timer_ns.is_some_and(|t| t <= now_ns) {
             self.sched_timer_ns = None;
-            self.run_queue();
+            self.run_queue(now_ns);
         }
     }
 
@@ -448,7 +462,8 @@ impl BlockQueue {
             if self.plug_merge(&rq, piece, now_ns) {
                 continue;
             }
-            if self.plug.is_empty() {
+            // Page-cache I/O on kernels that plug whole queues: the queue's plug is traced.
+            if self.plug.is_empty() && !self.lazy_submit {
                 self.trace(Act::Plug, &rq, now_ns);
             }
             self.plug.push(Pending { rq, head: piece, tail: piece });
@@ -496,8 +511,13 @@ impl BlockQueue {
     /// A sync submitter's unplug also runs a plugged queue (`blk_run_address_space`).
     pub fn unplug(&mut self, process: u32, now_ns: Nanos) -> bool {
         let placed = self.flush_plug(process, now_ns);
-        self.run_queue();
+        self.run_queue(now_ns);
         placed
+    }
+
+    /// The bios plugged next, up to [`BlockQueue::unplug_lazy`], are page-cache I/O.
+    pub fn begin_lazy(&mut self) {
+        self.lazy_submit = self.queue_plugging;
     }
 
     /// Flushes the plug of page-cache I/O (readahead, background writeback): with queue
@@ -508,14 +528,14 @@ impl BlockQueue {
         self.lazy_submit = false;
         if !placed {
             // get_request_wait runs the queue before the submitter sleeps.
-            self.run_queue();
+            self.run_queue(now_ns);
         }
         placed
     }
 
     fn flush_plug(&mut self, process: u32, now_ns: Nanos) -> bool {
         let plug = std::mem::take(&mut self.plug);
-        if let Some(first) = plug.first() {
+        if let Some(first) = plug.first().filter(|_| !self.lazy_submit) {
             let depth = plug.len() as u32;
             self.trace(Act::Unplug { depth }, &first.rq, now_ns);
         }
@@ -562,16 +582,18 @@ impl BlockQueue {
         self.entries.get_mut(slot).rq = rq;
         self.mark_submitted(pending.head, now_ns);
         self.trace(Act::GetRq, &rq, now_ns);
-        self.trace(Act::Insert, &rq, now_ns);
         if self.lazy_submit && self.plugged_until_ns.is_none() && self.scheduler.queued() == 0 {
             // blk_plug_device: the queue was empty.
             self.plugged_until_ns = Some(now_ns + UNPLUG_DELAY_NS);
+            self.plugged_by = Some(rq);
+            self.trace(Act::Plug, &rq, now_ns);
         }
+        self.trace(Act::Insert, &rq, now_ns);
         self.scheduler.insert(rq, now_ns);
         if self.scheduler.take_queue_run()
             || (self.plugged_until_ns.is_some() && self.scheduler.queued() >= UNPLUG_THRESH)
         {
-            self.run_queue();
+            self.run_queue(now_ns);
         }
         true
     }
@@ -595,6 +617,7 @@ impl BlockQueue {
                 self.wanted_timer_ns = Some(until);
             } else {
                 self.plugged_until_ns = None; // blk_unplug_timeout
+                self.trace_unplug(true, now_ns);
             }
         }
         if self.plugged_until_ns.is_none() {
@@ -677,7 +700,7 @@ impl BlockQueue {
         self.device.advance(now_ns, &mut completions);
         if !completions.is_empty() {
             // The driver's completion runs the queue (blk_run_queue removes the plug).
-            self.run_queue();
+            self.run_queue(now_ns);
         }
         for c in completions.drain(..) {
             let c_done = c.done_ns;

@@ -26,6 +26,9 @@ fn queue(scheduler: &str, plugging: bool) -> (BlockQueue, Arc<Mutex<RecorderLog>
 
 /// A 128 KiB read of process `p` at `kib` KiB, through the page cache (lazy) or not.
 fn read(q: &mut BlockQueue, p: u32, kib: u64, lazy: bool, now: Nanos) {
+    if lazy {
+        q.begin_lazy();
+    }
     q.plug_bio(p, NO_NODE, NO_TAG, Op::Read, kib << 10, 128 << 10, true, Owner::process(p), now);
     if lazy {
         q.unplug_lazy(p, now);
@@ -65,7 +68,7 @@ fn a_waiter_a_sync_submitter_or_a_fourth_request_runs_the_queue() {
     // A task waiting for one of the pages (sync_page).
     let (mut q, log) = queue("mq-deadline", true);
     read(&mut q, 1, 0, true, 0);
-    q.run_queue();
+    q.run_queue(10);
     q.kick(10);
     assert_eq!(sent(&log), 1);
 
@@ -119,7 +122,7 @@ fn cfq_idling_for_the_request_runs_the_plugged_queue() {
             read(&mut q, 1, i * 128, i > 0, now);
             at_once = sent(&log) == before + 1;
             if !at_once {
-                q.run_queue(); // the reader waits for its page
+                q.run_queue(now); // the reader waits for its page
                 q.kick(now);
             }
             let done_at = q.device.next_event_ns().unwrap();
@@ -139,7 +142,7 @@ fn cfq_idling_for_the_request_runs_the_plugged_queue() {
 fn a_stale_unplug_timer_runs_nothing() {
     let (mut q, log) = queue("mq-deadline", true);
     read(&mut q, 1, 0, true, 0);
-    q.run_queue(); // a waiter
+    q.run_queue(0); // a waiter
     q.kick(0);
     assert_eq!(sent(&log), 1);
     read(&mut q, 1, 50 << 10, true, 1_000_000);
@@ -161,11 +164,14 @@ fn a_stale_unplug_timer_runs_nothing() {
 /// one) — and under CFQ, which idles for the reader's next request, it goes at once.
 #[test]
 fn the_engine_plugs_readahead_on_2_6_kernels_for_at_most_the_unplug_delay() {
-    use elevator_fio::blktrace::{records, TA_INSERT, TA_ISSUE, TC_NOTIFY, TC_SHIFT};
+    use elevator_fio::blktrace::{
+        records, TA_INSERT, TA_ISSUE, TA_PLUG, TA_UNPLUG_IO, TA_UNPLUG_TIMER, TC_NOTIFY, TC_SHIFT,
+    };
     use elevator_sim::{simulate, SimOptions, Topology};
     use std::collections::BTreeMap;
 
-    let waits = |kernel: &str, scheduler: &str| -> Vec<Nanos> {
+    // Each request's wait from insert to issue, and the trace's plugs and unplugs.
+    let waits = |kernel: &str, scheduler: &str| -> (Vec<Nanos>, usize, usize) {
         let topo = format!(
             "[machine]\nkernel = \"{kernel}\"\n[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\nscheduler = \"{scheduler}\"\n"
         );
@@ -179,6 +185,7 @@ fn the_engine_plugs_readahead_on_2_6_kernels_for_at_most_the_unplug_delay() {
         let file = r.devices[0].blktrace.as_ref().unwrap();
         let mut inserted = BTreeMap::new();
         let mut waits = Vec::new();
+        let (mut plugs, mut unplugs) = (0, 0);
         for (tr, _) in records(&file.bytes, "sda").unwrap() {
             if tr.action >> TC_SHIFT & TC_NOTIFY != 0 {
                 continue;
@@ -188,16 +195,22 @@ fn the_engine_plugs_readahead_on_2_6_kernels_for_at_most_the_unplug_delay() {
                     inserted.insert(tr.sector, tr.time_ns);
                 }
                 TA_ISSUE => waits.push(tr.time_ns - inserted.remove(&tr.sector).unwrap()),
+                TA_PLUG => plugs += 1,
+                TA_UNPLUG_IO | TA_UNPLUG_TIMER => unplugs += 1,
                 _ => {}
             }
         }
         assert!(waits.len() > 100, "{kernel} {scheduler}: {} requests", waits.len());
-        waits
+        (waits, plugs, unplugs)
     };
     let plugged = |w: &[Nanos]| w.iter().filter(|&&x| x > 0).count();
-    let new = waits("3.2", "mq-deadline");
+    let (new, _, _) = waits("3.2", "mq-deadline");
     assert_eq!(plugged(&new), 0, "3.2 does not plug whole queues");
-    let old = waits("2.6.29", "mq-deadline");
+    let (old, plugs, unplugs) = waits("2.6.29", "mq-deadline");
+    // blktrace as those kernels wrote it: a P when the queue plugs, a U (or UT) when it runs
+    // (the last plug may still hold at the end of the run), no per-submitter plugs.
+    assert_eq!(plugs, old.len(), "one plug per request here: {plugs} for {}", old.len());
+    assert!(plugs - unplugs <= 1, "{plugs} plugs, {unplugs} unplugs");
     assert!(
         plugged(&old) * 4 > old.len(),
         "2.6.29, deadline: {} of {} waited",
@@ -205,6 +218,6 @@ fn the_engine_plugs_readahead_on_2_6_kernels_for_at_most_the_unplug_delay() {
         old.len()
     );
     assert!(old.iter().all(|&w| w <= UNPLUG_DELAY_NS), "a plug outlived its timer: {old:?}");
-    let cfq = waits("2.6.29", "cfq");
+    let (cfq, _, _) = waits("2.6.29", "cfq");
     assert!(plugged(&cfq) < plugged(&old), "CFQ's idling runs the queue for the reader");
 }

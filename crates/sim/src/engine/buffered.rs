@@ -136,6 +136,9 @@ impl Engine {
                         _ => false,
                     };
                     let q = &mut self.queues[d];
+                    if lazy {
+                        q.begin_lazy();
+                    }
                     q.plug_bio(
                         u32::MAX,
                         NO_NODE,
@@ -189,7 +192,7 @@ impl Engine {
             }
         }
         for d in devices {
-            self.queues[d].run_queue();
+            self.queues[d].run_queue(self.now_ns);
             self.touched[d] = true;
         }
     }
