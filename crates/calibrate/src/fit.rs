@@ -327,6 +327,7 @@ fn fit_flash(
     let sizes: Vec<&Probe> = m.all(|k| matches!(k, Kind::Size(_))).collect();
     let depths: Vec<&Probe> = m.all(|k| matches!(k, Kind::Depth(_))).collect();
     let p16k = m.get(Kind::Size(16384));
+    let is_key = |k: Kind| k == Kind::Size(4096) || k == peak.kind || matches!(k, Kind::SeqMax);
     // Every parallelism tried: whether it meets the key probes, its error, its parameters.
     let mut tried: Vec<(bool, f64, SsdParams)> = Vec::new();
     for (dies, cores) in DIES.iter().flat_map(|&d| CORES.iter().map(move |&c| (d, c))) {
@@ -385,7 +386,6 @@ fn fit_flash(
                 ln_ratio(b, a).powi(2)
             })
             .sum();
-        let is_key = |k: Kind| k == Kind::Size(4096) || k == peak.kind || matches!(k, Kind::SeqMax);
         let keys_met =
             all.iter().zip(&sim).filter(|(meas, _)| is_key(meas.kind)).all(|(meas, s)| {
                 let (_, a, b) = fitted_quantity(meas, s);

@@ -33,24 +33,36 @@ const JOB: &str = "[j]\nrw=read\nsize=1m\n";
 fn topology_counts_are_checked_before_allocation() {
     let d = dir("topo");
     std::fs::write(d.join("j.fio"), JOB).unwrap();
-    let hdd =
-        "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\n[device.params]\nqueue_depth = 1000000000\n";
-    std::fs::write(d.join("hdd.toml"), hdd).unwrap();
-    let e = fails(&d, &["run", "j.fio", "--topology", "hdd.toml"]);
-    assert!(e.contains("hdd.toml:1") && e.contains("queue_depth"), "{e}");
-    let array = "[[device]]\nname = \"md0\"\nmodel = \"raid0\"\nchunk = \"64KiB\"\nmembers = 100000\n[device.member]\nmodel = \"ram\"\n";
-    std::fs::write(d.join("array.toml"), array).unwrap();
-    let e = fails(&d, &["run", "j.fio", "--topology", "array.toml"]);
-    assert!(e.contains("array.toml:1") && e.contains("members"), "{e}");
-    // A disk of four billion surfaces, or of tracks of 2^63 sectors, is not a disk.
-    let surfaces = "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n[device.params]\nsurfaces = 4000000000\n";
-    std::fs::write(d.join("surfaces.toml"), surfaces).unwrap();
-    let e = fails(&d, &["run", "j.fio", "--topology", "surfaces.toml"]);
-    assert!(e.contains("surfaces.toml:1") && e.contains("surfaces = 4000000000"), "{e}");
-    let track = "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n[device.params]\nzones = [{ first_cylinder = 0, last_cylinder = 9, sectors_per_track = 9223372036854775807 }]\n";
-    std::fs::write(d.join("track.toml"), track).unwrap();
-    let e = fails(&d, &["run", "j.fio", "--topology", "track.toml"]);
-    assert!(e.contains("track.toml:1") && e.contains("sectors_per_track"), "{e}");
+    // (file, topology, what the error names beside `file:1`): a drive queue of a billion,
+    // an array of 100,000 members, a disk of four billion surfaces or of tracks of 2^63
+    // sectors.
+    let cases = [
+        (
+            "hdd.toml",
+            "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\n[device.params]\nqueue_depth = 1000000000\n",
+            "queue_depth",
+        ),
+        (
+            "array.toml",
+            "[[device]]\nname = \"md0\"\nmodel = \"raid0\"\nchunk = \"64KiB\"\nmembers = 100000\n[device.member]\nmodel = \"ram\"\n",
+            "members",
+        ),
+        (
+            "surfaces.toml",
+            "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n[device.params]\nsurfaces = 4000000000\n",
+            "surfaces = 4000000000",
+        ),
+        (
+            "track.toml",
+            "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n[device.params]\nzones = [{ first_cylinder = 0, last_cylinder = 9, sectors_per_track = 9223372036854775807 }]\n",
+            "sectors_per_track",
+        ),
+    ];
+    for (file, topology, key) in cases {
+        std::fs::write(d.join(file), topology).unwrap();
+        let e = fails(&d, &["run", "j.fio", "--topology", file]);
+        assert!(e.contains(&format!("{file}:1")) && e.contains(key), "{e}");
+    }
 }
 
 #[test]

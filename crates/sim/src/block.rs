@@ -54,6 +54,14 @@ pub const UNPLUG_DELAY_NS: Nanos = 3_000_000;
 /// `q->unplug_thresh`: the fourth queued request runs a plugged queue.
 pub const UNPLUG_THRESH: usize = 4;
 
+/// A plugged queue (2.6's `QUEUE_FLAG_PLUGGED`): when its timer runs it, and the request
+/// that plugged it (the unplug events are traced on its owner's behalf).
+#[derive(Clone, Copy, Debug)]
+struct QueuePlug {
+    until_ns: Nanos,
+    by: Request,
+}
+
 /// A bio as the submitter issued it, tracked until all its pieces complete.
 #[derive(Clone, Copy, Debug)]
 pub struct Bio {
@@ -171,12 +179,10 @@ pub struct BlockQueue {
     pub decision_counts: Vec<(&'static str, u64)>,
     /// The kernel plugs whole queues (before 2.6.39) and the device is rotational.
     queue_plugging: bool,
-    /// The queue is plugged; its timer runs it at this time.
-    plugged_until_ns: Option<Nanos>,
+    /// The queue's plug, while it is plugged.
+    queue_plug: Option<QueuePlug>,
     /// The plug being flushed holds page-cache I/O that may plug the queue.
     lazy_submit: bool,
-    /// The request that plugged the queue: the unplug events are traced on its owner's behalf.
-    plugged_by: Option<Request>,
     /// When the scheduler last asked to be called again (its idle or anticipation timer).
     sched_timer_ns: Option<Nanos>,
 }
@@ -235,9 +241,8 @@ impl BlockQueue {
             decisions: None,
             decision_counts: Vec::new(),
             queue_plugging: false,
-            plugged_until_ns: None,
+            queue_plug: None,
             lazy_submit: false,
-            plugged_by: None,
             sched_timer_ns: None,
         }
     }
@@ -251,18 +256,16 @@ impl BlockQueue {
     /// Runs a plugged queue (`generic_unplug_device`, traced as `U`): the next
     /// [`BlockQueue::kick`] dispatches.
     pub fn run_queue(&mut self, now_ns: Nanos) {
-        if self.plugged_until_ns.take().is_some() {
-            self.trace_unplug(false, now_ns);
+        if let Some(plug) = self.queue_plug.take() {
+            self.trace_unplug(&plug, false, now_ns);
         }
     }
 
     /// `U` (or `UT` from the timer) with the requests the plug held.
-    fn trace_unplug(&mut self, timer: bool, now_ns: Nanos) {
-        if let Some(rq) = self.plugged_by.take() {
-            let depth = self.scheduler.queued() as u32;
-            let act = if timer { Act::UnplugTimer { depth } } else { Act::Unplug { depth } };
-            self.trace(act, &rq, now_ns);
-        }
+    fn trace_unplug(&mut self, plug: &QueuePlug, timer: bool, now_ns: Nanos) {
+        let depth = self.scheduler.queued() as u32;
+        let act = if timer { Act::UnplugTimer { depth } } else { Act::Unplug { depth } };
+        self.trace(act, &plug.by, now_ns);
     }
 
     /// The engine's timer for this queue fired at `now_ns`: if it was the scheduler's (CFQ's
@@ -278,7 +281,7 @@ impl BlockQueue {
 
     /// Whether the queue is plugged (for tests and traces).
     pub fn plugged(&self) -> bool {
-        self.plugged_until_ns.is_some()
+        self.queue_plug.is_some()
     }
 
     /// Records this block layer's events into `recorder` from now on.
@@ -582,16 +585,15 @@ impl BlockQueue {
         self.entries.get_mut(slot).rq = rq;
         self.mark_submitted(pending.head, now_ns);
         self.trace(Act::GetRq, &rq, now_ns);
-        if self.lazy_submit && self.plugged_until_ns.is_none() && self.scheduler.queued() == 0 {
+        if self.lazy_submit && self.queue_plug.is_none() && self.scheduler.queued() == 0 {
             // blk_plug_device: the queue was empty.
-            self.plugged_until_ns = Some(now_ns + UNPLUG_DELAY_NS);
-            self.plugged_by = Some(rq);
+            self.queue_plug = Some(QueuePlug { until_ns: now_ns + UNPLUG_DELAY_NS, by: rq });
             self.trace(Act::Plug, &rq, now_ns);
         }
         self.trace(Act::Insert, &rq, now_ns);
         self.scheduler.insert(rq, now_ns);
         if self.scheduler.take_queue_run()
-            || (self.plugged_until_ns.is_some() && self.scheduler.queued() >= UNPLUG_THRESH)
+            || (self.queue_plug.is_some() && self.scheduler.queued() >= UNPLUG_THRESH)
         {
             self.run_queue(now_ns);
         }
@@ -611,20 +613,20 @@ impl BlockQueue {
     /// the scheduler asked to be called back.
     pub fn kick(&mut self, now_ns: Nanos) {
         self.wanted_timer_ns = None;
-        if let Some(until) = self.plugged_until_ns {
-            if now_ns < until {
+        if let Some(plug) = self.queue_plug {
+            if now_ns < plug.until_ns {
                 // Plugged: nothing goes until something runs the queue or the timer does.
-                self.wanted_timer_ns = Some(until);
+                self.wanted_timer_ns = Some(plug.until_ns);
             } else {
-                self.plugged_until_ns = None; // blk_unplug_timeout
-                self.trace_unplug(true, now_ns);
+                self.queue_plug = None; // blk_unplug_timeout
+                self.trace_unplug(&plug, true, now_ns);
             }
         }
-        if self.plugged_until_ns.is_none() {
+        if self.queue_plug.is_none() {
             // The scheduler is asked afresh: a timer it wanted before is its no more.
             self.sched_timer_ns = None;
         }
-        while self.plugged_until_ns.is_none() && self.in_device < self.queue_depth {
+        while self.queue_plug.is_none() && self.in_device < self.queue_depth {
             match self.scheduler.dispatch(now_ns) {
                 Dispatch::Request(rq) => {
                     let slot = (rq.id.0 & 0xffff_ffff) as u32;

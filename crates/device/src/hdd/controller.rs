@@ -813,6 +813,12 @@ impl Hdd {
         let stream_end = stream.map_or(0, |x| self.stream_at(&x, t_ns).valid);
         let reading_seg = stream.filter(|x| t_ns < x.end_ns).map_or(usize::MAX, |x| x.seg);
         let write_seg = st.write_seg.unwrap_or(usize::MAX);
+        // Segment `i`'s valid data ends at `end`; the read hits it if its first block is in
+        // the last segment's worth before that end.
+        let end_hit = |i: usize, s: &Seg| {
+            let end = if i == stream_seg { stream_end } else { s.end };
+            (end, lbn >= s.start.max(end.saturating_sub(size)) && lbn < end)
+        };
         // Each segment's rank: its value, then the least recently used first; 0: not usable.
         // One comparison per segment and few branches: this loop runs for every command.
         let rank =
@@ -821,10 +827,9 @@ impl Hdd {
         let mut best_rank = if st.segs.len() < st.segments { rank(3, 0) } else { 0 };
         let mut best = usize::MAX;
         for (i, s) in st.segs.iter().enumerate() {
-            let end = if i == stream_seg { stream_end } else { s.end };
+            let (end, hit) = end_hit(i, s);
             let reading = i == reading_seg;
             let dirty = !reading && s.write && t_ns < s.dirty_until_ns;
-            let hit = lbn >= s.start.max(end.saturating_sub(size)) && lbn < end;
             let value: u64 = if s.empty {
                 3
             } else if hit {
@@ -860,11 +865,9 @@ impl Hdd {
             }
         }
         let Some(s) = st.segs.get(best) else { return Choice::Take(None) };
-        let end = if best == stream_seg { stream_end } else { s.end };
-        if !s.empty && lbn >= s.start.max(end.saturating_sub(size)) && lbn < end {
-            Choice::Hit { i: best, avail: end }
-        } else {
-            Choice::Take(Some(best))
+        match end_hit(best, s) {
+            (end, true) if !s.empty => Choice::Hit { i: best, avail: end },
+            _ => Choice::Take(Some(best)),
         }
     }
 

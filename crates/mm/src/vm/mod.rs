@@ -185,6 +185,15 @@ pub struct Output {
     pub unplug: Vec<u32>,
 }
 
+impl Output {
+    /// Asks the driver to run `bdi`'s queue (once, if the last ask was the same).
+    pub(super) fn run_queue(&mut self, bdi: u32) {
+        if self.unplug.last() != Some(&bdi) {
+            self.unplug.push(bdi);
+        }
+    }
+}
+
 /// Machine-wide counters for reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VmStats {
@@ -511,10 +520,7 @@ impl Vm {
     pub(super) fn wait_on_io(&mut self, tag: IoTag, task: TaskId, out: &mut Output) {
         let rec = self.ios[tag as usize].as_mut().expect("an I/O in flight");
         rec.waiters.push(task);
-        let bdi = rec.bdi;
-        if out.unplug.last() != Some(&bdi) {
-            out.unplug.push(bdi);
-        }
+        out.run_queue(rec.bdi);
     }
 
     fn new_io(&mut self, kind: IoKind, bdi: u32) -> IoTag {

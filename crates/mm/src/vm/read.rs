@@ -164,8 +164,7 @@ impl Vm {
             if self.pages.take_marker(file, index, index + 1).is_some() {
                 self.async_readahead(task, file, index, req, out);
                 if e.state.uptodate() && self.cfg.kernel.async_readahead_runs_queue() {
-                    let bdi = self.files[file as usize].spec.bdi;
-                    out.unplug.push(bdi);
+                    out.run_queue(self.files[file as usize].spec.bdi);
                 }
             }
             if let PageState::Reading(tag) = e.state {
