@@ -962,12 +962,18 @@ mod tests {
                 return Ok(());
             };
             let on = |a: Chs, b: Chs| a.cylinder == b.cylinder && a.head == b.head;
-            // More slips than a unit has spares put blocks on one sector (DiskSim maps them
-            // so too): no panic, but no bounds to compare either.
-            let overfull = (1..g.total_sectors).any(|l| {
-                let (a, b) = (g.map(l - 1), g.map(l));
-                on(a, b) && a.sector >= b.sector
-            });
+            // More slips than a unit has spares put blocks on one sector, or past their
+            // zone's last cylinder onto the next zone's tracks (DiskSim maps them so too):
+            // no panic, but no bounds to compare either.
+            let spilled = |c: &Chs| {
+                let z = &g.zones[c.zone];
+                c.cylinder > z.last_cylinder
+            };
+            let overfull = spilled(&g.map(0))
+                || (1..g.total_sectors).any(|l| {
+                    let (a, b) = (g.map(l - 1), g.map(l));
+                    (on(a, b) && a.sector >= b.sector) || spilled(&b)
+                });
             if overfull {
                 for lbn in 0..g.total_sectors {
                     g.track_first_block(lbn);
