@@ -4,36 +4,48 @@
 //! bandwidth between *groups* by weight. Several ioband devices on one disk form a *device
 //! group* (this module's [`IobandShare`]) whose groups compete with each other.
 //!
-//! The mechanism, as the patch's documentation describes it:
-//! - **Tokens.** Each group holds tokens in proportion to its weight: an epoch hands out
-//!   `token_base` tokens split by weight. A bio costs one token under the `weight` policy, or
-//!   its size in 512-byte sectors (scaled so that `token_base` tokens buy `token_base` 4 KiB
-//!   bios) under `weight-iosize`.
-//! - **Throttling only under load.** While the device group has fewer than `io_throttle` bios
-//!   in flight below it, bios pass without spending tokens they don't have: dm-ioband only
-//!   intervenes once the device is busy.
-//! - **Holding.** A group out of tokens keeps its bios until the epoch ends. An epoch ends when
-//!   no group that still has tokens is *active* — has a bio waiting, or keeps at least
-//!   `io_throttle` bios in flight: tokens are then refilled, and what a group did not spend
-//!   carries over, up to one epoch's worth.
-//! - **`io_limit`** caps the bios in flight below the device group; more wait in ioband.
+//! The `weight` and `weight-iosize` policies follow dm-ioband's own code (`dm-ioband-ctl.c` and
+//! `dm-ioband-policy.c` of the v1.10 patches, as carried in 2.6.28-based trees; the names below
+//! are its names):
+//! - **Tokens.** A device group's bucket is `2 × io_limit × DEFAULT_BUCKET (2)` tokens an
+//!   epoch, split by weight (`c_token_initial = bucket × weight / total + 1`). A bio costs one
+//!   token under `weight`, its size in 512-byte sectors under `weight-iosize` (whose token unit
+//!   is a sector, so its bucket is 8 times larger). The token pool (the `token` parameter, in
+//!   the policy's tokens; by default 2048 4 KiB bios' worth) over the bucket is how many
+//!   epochs of unspent tokens a group may bank (`g_carryover`); tokens left unassigned in an
+//!   epoch are handed out as extras in the next (`g_token_extra`).
+//! - **Issue at once or hold** (`ioband_map`): a bio whose group holds nothing and has tokens
+//!   goes down at once while fewer than `io_limit` bios of its direction are in flight; any
+//!   other is held, in arrival order. A group out of tokens takes its next epoch's allowance
+//!   when a new global epoch has begun (`is_token_left`); if none has and nothing is in
+//!   flight, the conductor is kicked after a jiffy.
+//! - **The conductor** (`ioband_conduct`, run at every completion while bios are held): picks
+//!   the held group with the highest priority — the share of its epoch's tokens it has left,
+//!   `iopriority()` — and issues its bios until it runs out of tokens or room, or until it has
+//!   spent `TOKEN_BATCH_UNIT` (20 bios' worth) in a row, when it yields and the choice is made
+//!   again. A bio of a direction without room waits on the group's priority list.
+//! - **Epochs** (`make_global_epoch`): when no held group can issue, a new epoch begins —
+//!   unless the device is busy (`io_throttle` bios in flight) and the *dominant* group (the
+//!   really active one with the most tokens: it has spent an eighth of its share, or a
+//!   sixteenth of the bucket) still has more than an eighth of its tokens. So dm-ioband only
+//!   holds groups back while the device is loaded, and a group that keeps few bios
+//!   outstanding never becomes dominant: the epoch turns over without it, the busy groups get
+//!   fresh tokens and its unspent ones buy it nothing — the known weakness, which comes out of
+//!   these rules rather than being scripted.
 //!
-//! The known weakness comes out of these rules rather than being scripted: a group that keeps
-//! fewer than `io_throttle` bios outstanding is rarely active, so the epoch ends without it,
-//! the busy groups get fresh tokens, and its unspent tokens buy it nothing — it gets no
-//! protection.
-//!
-//! - **Priority.** While the device group is busy, the group with the largest fraction of its
-//!   tokens left goes first (dm-ioband's `iopriority()`), so groups spend in step.
+//! Deviations: a group holding `c_limit` bios (`2 × io_limit × weight / total / 4 + 1`) puts
+//! its submitting processes to sleep until it has released them all (`prevent_burst_bios`);
+//! controllers here cannot stop a submitter, so such bios are held like the others (the
+//! limit is computed and reported in tests only). Urgent (reclaim) bios, suspend and resume
+//! do not occur in the simulator. `g_expired`, which the policy records and never reads, is
+//! not kept. Seed 000 ran v1.14.0 and seed 001 earlier 1.x releases; where their policy code
+//! differs from v1.10's is not known here.
 //!
 //! - **range-bw** gives each group a `min:max` range in KB/s instead of a weight: credit at
 //!   the maximum rate (a limit even on an idle device), and a debt at the minimum rate while
 //!   the group is active; a group in debt goes first and holds the others back, and a minimum
-//!   the device cannot deliver is reported in the group's counters.
-//!
-//! Deviations: tokens are refilled at once when an
-//! epoch ends (dm-ioband does it from the same decision point); while the device group is not
-//! busy, waiting groups take turns.
+//!   the device cannot deliver is reported in the group's counters. (Modelled from the
+//!   policy's description, not its code; tokens are refilled at once.)
 
 use std::collections::VecDeque;
 
@@ -85,7 +97,36 @@ pub enum GroupType {
 /// dm-ioband's defaults.
 pub const DEFAULT_IO_THROTTLE: u32 = 4;
 pub const DEFAULT_IO_LIMIT: u32 = 128;
+/// The default token pool, in 4 KiB units (`DEFAULT_TOKENPOOL`).
 pub const DEFAULT_TOKEN_BASE: u64 = 2048;
+/// The largest `io_limit` accepted: dm-ioband takes the queue's `nr_requests`, at most a few
+/// thousand.
+pub const MAX_IO_LIMIT: u32 = 1 << 20;
+/// The largest token pool accepted.
+pub const MAX_TOKEN_BASE: u64 = 1 << 40;
+
+// dm-ioband-policy.c's constants.
+const DEFAULT_BUCKET: i64 = 2;
+const IOBAND_IOPRIO_BASE: i64 = 100;
+const TOKEN_BATCH_UNIT: i64 = 20;
+const PROCEED_THRESHOLD: i64 = 8;
+const LOCAL_ACTIVE_RATIO: i64 = 8;
+const GLOBAL_ACTIVE_RATIO: i64 = 16;
+const OVERCOMMIT_RATE: i64 = 4;
+/// One jiffy at HZ = 1000: the delay of the conductor's kick when a group out of tokens
+/// finds the device idle.
+const JIFFY_NS: Nanos = 1_000_000;
+/// Conductor runs one call to `release` may make before it leaves the rest to a timer (each
+/// issues a bio or begins an epoch; a bound, not a behaviour).
+const MAX_CONDUCTOR_RUNS: u32 = 1 << 16;
+
+/// What releasing a group's bios ended with (`R_OK`, `R_BLOCK`, `R_YIELD`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Released {
+    Ok,
+    Block,
+    Yield,
+}
 
 /// One ioband device of a share: how it classifies bios, and its groups.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,10 +146,12 @@ pub struct IobandDevice {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShareSettings {
     pub policy: Policy,
+    /// The token pool (dm-ioband's `token` parameter), in the policy's tokens (bios, or
+    /// sectors under `weight-iosize`); 0 for the default, 2048 4 KiB bios' worth.
     pub token_base: u64,
-    /// Bios in flight below which nobody is throttled.
+    /// Bios in flight below which no epoch is held back for a dominant group.
     pub io_throttle: u32,
-    /// Bios in flight at which everybody waits.
+    /// Bios of one direction in flight at which that direction waits.
     pub io_limit: u32,
 }
 
@@ -116,7 +159,7 @@ impl Default for ShareSettings {
     fn default() -> Self {
         ShareSettings {
             policy: Policy::Weight,
-            token_base: DEFAULT_TOKEN_BASE,
+            token_base: 0,
             io_throttle: DEFAULT_IO_THROTTLE,
             io_limit: DEFAULT_IO_LIMIT,
         }
@@ -130,9 +173,20 @@ struct Group {
     /// `None` for a device's default group.
     key: Option<u32>,
     weight: u32,
-    tokens: i64,
+    /// Tokens left (negative: debt), the epoch's share, the epoch it last took, and what it
+    /// spent since (`c_token`, `c_token_initial`, `c_my_epoch`, `c_consumed`).
+    token: i64,
+    token_initial: i64,
+    my_epoch: u64,
+    consumed: i64,
+    /// Held bios a submitter would sleep at (`c_limit`; see the deviations).
+    limit: i64,
     in_flight: u32,
+    /// Held bios, in arrival order (`c_blocked_bios`).
     waiting: VecDeque<Bio>,
+    /// Held bios of a direction that had no room, and that direction (`c_prio_bios`).
+    prio: VecDeque<Bio>,
+    prio_write: bool,
     counters: GroupCounters,
     /// range-bw: the range, bytes it may still send under its maximum, bytes of its minimum
     /// it is owed, and whether it fell short of the minimum while it had I/O waiting.
@@ -152,9 +206,31 @@ pub struct IobandShare {
     in_flight: u32,
     held: usize,
     next: usize,
-    epochs: u64,
     /// range-bw: when credits were last brought up to date.
     credited_ns: Nanos,
+    /// Bios in flight per direction, read and write (`g_issued`).
+    issued: [u32; 2],
+    epoch: u64,
+    /// Tokens an epoch (`g_token_bucket`), epochs a group may bank (`g_carryover`), tokens
+    /// of this epoch not yet taken (`g_token_left`) and last epoch's leftover
+    /// (`g_token_extra`).
+    bucket: i64,
+    carryover: i64,
+    token_left: i64,
+    token_extra: i64,
+    /// Tokens per 4 KiB: 1, or 8 under `weight-iosize` (`g_token_unit` as a shift).
+    unit_shift: u32,
+    dominant: Option<usize>,
+    /// The group issuing in a row, and the tokens at which it yields (`g_current`,
+    /// `g_yield_mark`).
+    current: Option<usize>,
+    yield_mark: i64,
+    /// Bios `submit` let through at once, for the next `release`.
+    ready: Vec<Bio>,
+    /// A completion (or the conductor itself) asked for the conductor.
+    conduct_due: bool,
+    /// When the delayed kick runs the conductor.
+    kick_at_ns: Option<Nanos>,
 }
 
 impl Group {
@@ -172,11 +248,11 @@ impl IobandShare {
         if devices.is_empty() {
             return Err("an ioband share needs at least one device".to_string());
         }
-        if settings.token_base == 0 {
-            return Err("token_base must be at least 1".to_string());
+        if settings.token_base > MAX_TOKEN_BASE {
+            return Err(format!("token_base must be at most {MAX_TOKEN_BASE}"));
         }
-        if settings.io_limit == 0 {
-            return Err("io_limit must be at least 1".to_string());
+        if settings.io_limit == 0 || settings.io_limit > MAX_IO_LIMIT {
+            return Err(format!("io_limit must be between 1 and {MAX_IO_LIMIT}"));
         }
         let mut groups = Vec::new();
         for (d, dev) in devices.iter().enumerate() {
@@ -222,9 +298,15 @@ impl IobandShare {
                     device: d,
                     key,
                     weight,
-                    tokens: 0,
+                    token: 0,
+                    token_initial: 1,
+                    my_epoch: 0,
+                    consumed: 0,
+                    limit: 1,
                     in_flight: 0,
                     waiting: VecDeque::new(),
+                    prio: VecDeque::new(),
+                    prio_write: false,
                 });
             };
             add(dev.name.clone(), None, dev.weight);
@@ -232,43 +314,53 @@ impl IobandShare {
                 add(format!("{}:{key}", dev.name), Some(key), weight);
             }
         }
-        let mut share = IobandShare {
+        // policy_weight_init / w2_policy_weight_init: the bucket and pool, then each
+        // group's share (set_weight).
+        let unit_shift = if settings.policy == Policy::WeightIosize { 3 } else { 0 };
+        // io_limit <= 2^20 and the pool <= 2^40 keep every product below in an i64.
+        let bucket = (2 * i64::from(settings.io_limit) * DEFAULT_BUCKET) << unit_shift;
+        let pool = if settings.token_base == 0 {
+            (DEFAULT_TOKEN_BASE as i64) << unit_shift
+        } else {
+            settings.token_base as i64
+        };
+        let total: i64 = groups.iter().map(|g| i64::from(g.weight)).sum();
+        for g in &mut groups {
+            g.token_initial = bucket * i64::from(g.weight) / total + 1;
+            g.token = g.token_initial;
+            g.limit =
+                2 * i64::from(settings.io_limit) * i64::from(g.weight) / total / OVERCOMMIT_RATE
+                    + 1;
+        }
+        Ok(IobandShare {
             settings,
             devices,
             groups,
             in_flight: 0,
             held: 0,
             next: 0,
-            epochs: 0,
             credited_ns: 0,
-        };
-        share.refill();
-        Ok(share)
+            issued: [0; 2],
+            epoch: 0,
+            bucket,
+            carryover: pool.max(bucket) / bucket,
+            token_left: bucket,
+            token_extra: 0,
+            unit_shift,
+            dominant: None,
+            current: None,
+            yield_mark: 0,
+            ready: Vec::new(),
+            conduct_due: false,
+            kick_at_ns: None,
+        })
     }
 
-    fn epoch_tokens(&self, g: &Group) -> i64 {
-        let total: u64 = self.groups.iter().map(|g| u64::from(g.weight)).sum();
-        (self.settings.token_base * u64::from(g.weight) / total.max(1)).max(1) as i64
-    }
-
-    /// A new epoch: every group gets its share again, keeping at most one epoch's unspent
-    /// tokens (dm-ioband's carry-over).
-    fn refill(&mut self) {
-        for i in 0..self.groups.len() {
-            let add = self.epoch_tokens(&self.groups[i]);
-            let g = &mut self.groups[i];
-            g.tokens = (g.tokens.max(0) + add).min(2 * add);
-        }
-        self.epochs += 1;
-    }
-
+    /// Tokens a bio costs: one, or its sectors under `weight-iosize`.
     fn cost(&self, bio: &Bio) -> i64 {
         match self.settings.policy {
+            Policy::WeightIosize => (bio.request.len_bytes / SECTOR_BYTES) as i64,
             Policy::Weight | Policy::RangeBw => 1,
-            // A 4 KiB bio costs one token; larger ones proportionally more.
-            Policy::WeightIosize => {
-                bio.request.len_bytes.div_ceil(SECTOR_BYTES).div_ceil(8).max(1) as i64
-            }
         }
     }
 
@@ -294,38 +386,260 @@ impl IobandShare {
         })
     }
 
-    /// While the device group is not busy anyone may issue: the next waiting group in turn.
-    fn next_waiting(&self) -> Option<usize> {
-        let n = self.groups.len();
-        (0..n).map(|k| (self.next + k) % n).find(|&i| !self.groups[i].waiting.is_empty())
+    /// Bios held by group `i` (`c_blocked`).
+    fn blocked(&self, i: usize) -> usize {
+        self.groups[i].waiting.len() + self.groups[i].prio.len()
     }
 
-    /// While it is busy, the waiting group with tokens whose priority is highest: the largest
-    /// fraction of its epoch's tokens left (dm-ioband's `iopriority()`). Spending in that order
-    /// keeps every group's fraction left in step, so the groups run out together and a window
-    /// that cuts an epoch short still sees the weights. Ties go to the next group in turn.
-    fn highest_priority_waiting(&self) -> Option<usize> {
-        let n = self.groups.len();
-        let mut best: Option<(usize, i64, i64)> = None;
-        for k in 0..n {
-            let i = (self.next + k) % n;
-            let g = &self.groups[i];
-            if g.waiting.is_empty() || g.tokens <= 0 {
-                continue;
-            }
-            let initial = self.epoch_tokens(g);
-            let better = match best {
-                None => true,
-                // tokens / initial > best_tokens / best_initial, without division.
-                Some((_, t, e)) => {
-                    i128::from(g.tokens) * i128::from(e) > i128::from(t) * i128::from(initial)
-                }
-            };
-            if better {
-                best = Some((i, g.tokens, initial));
+    /// Room below for a bio of this direction (`room_for_bio_rw`).
+    fn room_rw(&self, write: bool) -> bool {
+        self.issued[usize::from(write)] < self.settings.io_limit
+    }
+
+    /// Room for either direction (`room_for_bio`).
+    fn room(&self) -> bool {
+        self.room_rw(false) || self.room_rw(true)
+    }
+
+    /// The tokens group `i` has, counting the epochs it may still take (`get_token`).
+    fn get_token(&self, i: usize) -> i64 {
+        let g = &self.groups[i];
+        let allowance = ((self.epoch - g.my_epoch) as i64).min(self.carryover);
+        g.token + g.token_initial * allowance
+    }
+
+    /// `iopriority`: the share of an epoch's tokens left, in percent, plus one.
+    fn iopriority(&self, i: usize) -> i64 {
+        self.get_token(i) * IOBAND_IOPRIO_BASE / self.groups[i].token_initial + 1
+    }
+
+    /// `is_token_left` (the policy's `g_can_submit`): 0 if group `i` may not issue, else its
+    /// priority. A group out of tokens takes the epochs that began since it last did (at
+    /// most `carryover` of them) and its part of last epoch's leftover.
+    fn can_submit(&mut self, i: usize) -> i64 {
+        if self.groups[i].token > 0 {
+            return self.iopriority(i);
+        }
+        let allowance = ((self.epoch - self.groups[i].my_epoch) as i64).min(self.carryover);
+        if allowance == 0 {
+            return 0;
+        }
+        self.groups[i].my_epoch = self.epoch;
+        let initial = self.groups[i].token_initial;
+        let mut delta = initial * allowance;
+        self.token_left -= delta;
+        delta += self.token_extra * initial / (self.bucket - self.token_extra / 2);
+        let g = &mut self.groups[i];
+        g.token += delta;
+        g.consumed = 0;
+        if self.current == Some(i) {
+            self.yield_mark += delta;
+        }
+        if self.groups[i].token > 0 {
+            self.iopriority(i)
+        } else {
+            0
+        }
+    }
+
+    /// `consume_token`: spends `count` tokens of group `i` (a debt if it has fewer), notes
+    /// the dominant group, and asks for a yield once the group has issued a batch in a row.
+    fn consume_token(&mut self, i: usize, count: i64) -> Released {
+        let (consumed, initial) = (self.groups[i].consumed, self.groups[i].token_initial);
+        let active = consumed * LOCAL_ACTIVE_RATIO >= initial
+            || consumed * GLOBAL_ACTIVE_RATIO >= self.bucket;
+        if active && self.dominant.is_none_or(|d| self.get_token(i) > self.get_token(d)) {
+            self.dominant = Some(i);
+        }
+        let g = &self.groups[i];
+        if self.epoch == g.my_epoch
+            && g.token > 0
+            && g.token - count <= 0
+            && self.dominant == Some(i)
+        {
+            self.dominant = None;
+        }
+        if self.current != Some(i) {
+            self.current = Some(i);
+            self.yield_mark = self.groups[i].token - (TOKEN_BATCH_UNIT << self.unit_shift);
+        }
+        let g = &mut self.groups[i];
+        g.token -= count;
+        g.consumed += count;
+        if g.token <= self.yield_mark {
+            self.current = None;
+            return Released::Yield;
+        }
+        Released::Ok
+    }
+
+    /// `make_global_epoch` (the policy's `g_restart_bios`): a new epoch, unless the device is
+    /// busy and the dominant group still has more than an eighth of its tokens.
+    fn make_global_epoch(&mut self) -> bool {
+        if let Some(d) = self.dominant {
+            let busy = self.issued[0] + self.issued[1] >= self.settings.io_throttle;
+            if self.iopriority(d) * PROCEED_THRESHOLD > IOBAND_IOPRIO_BASE && busy {
+                return false;
             }
         }
-        best.map(|(i, _, _)| i)
+        self.epoch += 1;
+        self.token_extra = self.token_left.max(0);
+        self.token_left = self.bucket;
+        self.dominant = None;
+        true
+    }
+
+    /// A held bio of group `i` goes down (`make_issue_list` and `prepare_to_issue`).
+    fn issue_held(&mut self, i: usize, bio: Bio, out: &mut Vec<Bio>) -> Released {
+        self.held -= 1;
+        let c = &mut self.groups[i].counters;
+        c.ios += 1;
+        c.bytes += bio.request.len_bytes;
+        c.held += 1;
+        let r = self.prepare_to_issue(i, &bio);
+        out.push(bio);
+        r
+    }
+
+    fn prepare_to_issue(&mut self, i: usize, bio: &Bio) -> Released {
+        self.issued[usize::from(!bio.request.op.is_read())] += 1;
+        self.groups[i].in_flight += 1;
+        let count = self.cost(bio);
+        self.consume_token(i, count)
+    }
+
+    /// `release_bios`: group `i`'s bios of the direction that waited for room first, then
+    /// the others in order, while it has tokens and there is room.
+    fn release_bios(&mut self, i: usize, out: &mut Vec<Bio>) -> Released {
+        let write = self.groups[i].prio_write;
+        while !self.groups[i].prio.is_empty() {
+            if self.can_submit(i) == 0 {
+                return Released::Block;
+            }
+            if !self.room_rw(write) {
+                break;
+            }
+            let bio = self.groups[i].prio.pop_front().expect("checked non-empty");
+            let r = self.issue_held(i, bio, out);
+            if r != Released::Ok {
+                return r;
+            }
+        }
+        while !self.groups[i].waiting.is_empty() {
+            if self.can_submit(i) == 0 {
+                return Released::Block;
+            }
+            if !self.room() {
+                return Released::Ok;
+            }
+            let bio = self.groups[i].waiting.pop_front().expect("checked non-empty");
+            let write = !bio.request.op.is_read();
+            if !self.room_rw(write) {
+                let g = &mut self.groups[i];
+                if g.prio.is_empty() {
+                    g.prio_write = write;
+                }
+                g.prio.push_back(bio);
+                continue;
+            }
+            let r = self.issue_held(i, bio, out);
+            if r != Released::Ok {
+                return r;
+            }
+        }
+        Released::Ok
+    }
+
+    /// `choose_best_group`: of the groups holding bios that could go, the one with the
+    /// highest priority (the first of equals).
+    fn choose_best_group(&mut self) -> Option<usize> {
+        let (mut best, mut highest) = (None, 0);
+        for i in 0..self.groups.len() {
+            let g = &self.groups[i];
+            if self.blocked(i) == 0 || !self.room() {
+                continue;
+            }
+            if g.waiting.is_empty() && !self.room_rw(g.prio_write) {
+                continue;
+            }
+            let pri = self.can_submit(i);
+            if pri > highest {
+                (best, highest) = (Some(i), pri);
+            }
+        }
+        best
+    }
+
+    /// One run of `ioband_conduct`; true if it queued itself again.
+    fn conduct(&mut self, out: &mut Vec<Bio>) -> bool {
+        let before = out.len();
+        let mut again = false;
+        if self.held > 0 {
+            if let Some(i) = self.choose_best_group() {
+                again = self.release_bios(i, out) == Released::Yield;
+            }
+        }
+        if self.held > 0
+            && self.room_rw(false)
+            && self.room_rw(true)
+            && out.len() == before
+            && self.make_global_epoch()
+        {
+            again = true;
+        }
+        again
+    }
+
+    /// The weight policies' `release`: what `submit` let through, then the conductor while
+    /// it is due.
+    fn release_weight(&mut self, now_ns: Nanos, out: &mut Vec<Bio>) {
+        out.append(&mut self.ready);
+        if self.kick_at_ns.is_some_and(|t| t <= now_ns) {
+            self.kick_at_ns = None;
+            self.conduct_due = true;
+        }
+        let mut runs = 0;
+        while self.conduct_due {
+            if runs == MAX_CONDUCTOR_RUNS {
+                self.kick_at_ns = Some(now_ns + 1);
+                break;
+            }
+            runs += 1;
+            self.conduct_due = self.conduct(out);
+        }
+    }
+
+    /// The weight policies' `submit` (`ioband_map`).
+    fn submit_weight(&mut self, bio: Bio, now_ns: Nanos) {
+        let i = self.classify(&bio);
+        let write = !bio.request.op.is_read();
+        if self.blocked(i) == 0 && self.room_rw(write) {
+            if self.can_submit(i) > 0 {
+                let c = &mut self.groups[i].counters;
+                c.ios += 1;
+                c.bytes += bio.request.len_bytes;
+                self.prepare_to_issue(i, &bio);
+                self.ready.push(bio);
+                return;
+            }
+            if self.held == 0 && self.issued == [0, 0] && self.kick_at_ns.is_none() {
+                self.kick_at_ns = Some(now_ns + JIFFY_NS);
+            }
+        }
+        self.groups[i].waiting.push_back(bio);
+        self.held += 1;
+    }
+
+    /// Epochs begun so far (for tests and reports).
+    pub fn epochs(&self) -> u64 {
+        self.epoch
+    }
+
+    /// How many bios group `i` may hold before dm-ioband would put its submitters to sleep
+    /// (`c_limit`), and its tokens (for tests).
+    #[cfg(test)]
+    fn limit_and_token(&self, i: usize) -> (i64, i64) {
+        (self.groups[i].limit, self.groups[i].token)
     }
 
     /// range-bw: credits every group with the bytes its range earned since the last update.
@@ -399,11 +713,6 @@ impl IobandShare {
         self.next = (i + 1) % self.groups.len();
         out.push(bio);
     }
-
-    /// Epochs so far (for tests and reports).
-    pub fn epochs(&self) -> u64 {
-        self.epochs
-    }
 }
 
 impl Controller for IobandShare {
@@ -411,7 +720,11 @@ impl Controller for IobandShare {
         "ioband"
     }
 
-    fn submit(&mut self, bio: Bio, _now_ns: Nanos) {
+    fn submit(&mut self, bio: Bio, now_ns: Nanos) {
+        if self.settings.policy != Policy::RangeBw {
+            self.submit_weight(bio, now_ns);
+            return;
+        }
         let g = self.classify(&bio);
         self.groups[g].waiting.push_back(bio);
         self.held += 1;
@@ -420,40 +733,31 @@ impl Controller for IobandShare {
     fn release(&mut self, now_ns: Nanos, out: &mut Vec<Bio>) {
         if self.settings.policy == Policy::RangeBw {
             self.release_range_bw(now_ns, out);
-            return;
-        }
-        while self.in_flight < self.settings.io_limit {
-            let busy = self.in_flight >= self.settings.io_throttle;
-            let pick = if busy { self.highest_priority_waiting() } else { self.next_waiting() };
-            let Some(i) = pick else {
-                // Nothing may go. If no group that has tokens is active, the epoch is over.
-                let waiting = self.groups.iter().any(|g| !g.waiting.is_empty());
-                let throttle = self.settings.io_throttle;
-                let tokened_active = self
-                    .groups
-                    .iter()
-                    .any(|g| g.tokens > 0 && (!g.waiting.is_empty() || g.in_flight >= throttle));
-                if waiting && !tokened_active {
-                    self.refill();
-                    continue;
-                }
-                break;
-            };
-            let bio = self.groups[i].waiting.pop_front().expect("picked groups are waiting");
-            self.groups[i].tokens -= self.cost(&bio);
-            self.send(i, bio, out);
+        } else {
+            self.release_weight(now_ns, out);
         }
     }
 
     fn completed(&mut self, bio: &Bio, _now_ns: Nanos) {
-        debug_assert!(self.in_flight > 0, "completion without a release");
-        self.in_flight = self.in_flight.saturating_sub(1);
         let g = self.classify(bio);
         self.groups[g].in_flight = self.groups[g].in_flight.saturating_sub(1);
+        if self.settings.policy != Policy::RangeBw {
+            // ioband_end_io: the conductor runs while bios are held.
+            let dir = &mut self.issued[usize::from(!bio.request.op.is_read())];
+            debug_assert!(*dir > 0, "completion without a release");
+            *dir = dir.saturating_sub(1);
+            self.conduct_due |= self.held > 0;
+            return;
+        }
+        debug_assert!(self.in_flight > 0, "completion without a release");
+        self.in_flight = self.in_flight.saturating_sub(1);
     }
 
     fn next_timer_ns(&self) -> Option<Nanos> {
-        if self.settings.policy != Policy::RangeBw || self.in_flight >= self.settings.io_limit {
+        if self.settings.policy != Policy::RangeBw {
+            return self.kick_at_ns;
+        }
+        if self.in_flight >= self.settings.io_limit {
             return None;
         }
         // The earliest time a waiting group has earned the bytes of its next bio.
@@ -627,8 +931,10 @@ mod tests {
 
     #[test]
     fn bad_configurations_are_refused() {
-        let zero_tokens = ShareSettings { token_base: 0, ..ShareSettings::default() };
-        assert!(IobandShare::new(zero_tokens, vec![device("a", 1)]).is_err());
+        let zero_limit = ShareSettings { io_limit: 0, ..ShareSettings::default() };
+        assert!(IobandShare::new(zero_limit, vec![device("a", 1)]).is_err());
+        let huge = ShareSettings { token_base: MAX_TOKEN_BASE + 1, ..ShareSettings::default() };
+        assert!(IobandShare::new(huge, vec![device("a", 1)]).is_err());
         let ok = ShareSettings::default();
         assert!(IobandShare::new(ok, vec![device("a", 0)]).unwrap_err().contains("weights"));
         let dev = IobandDevice { groups: vec![(1, 10)], ..device("a", 1) };
@@ -730,33 +1036,83 @@ mod tests {
     }
 
     #[test]
-    fn tokens_are_spent_per_bio_and_carry_over_at_most_one_epoch() {
-        // token_base 8 over weights 3:1: 6 and 2 tokens an epoch.
-        let settings = ShareSettings { token_base: 8, io_throttle: 1, ..ShareSettings::default() };
-        let mut s = IobandShare::new(settings, vec![device("a", 3), device("b", 1)]).unwrap();
-        assert_eq!((s.groups[0].tokens, s.groups[1].tokens), (6, 2));
+    fn shares_and_limits_follow_set_weight() {
+        // io_limit 128: a bucket of 512 tokens an epoch (4096 sectors under weight-iosize),
+        // split 3:1, plus one; c_limit = 256 × weight / total / 4 + 1.
+        let s = share(Policy::Weight, vec![device("a", 3), device("b", 1)]);
+        assert_eq!((s.limit_and_token(0), s.limit_and_token(1)), ((49, 385), (17, 129)));
+        assert_eq!(s.carryover, 4, "the default pool, 2048, is four buckets");
+        let s = share(Policy::WeightIosize, vec![device("a", 1), device("b", 1)]);
+        assert_eq!(s.limit_and_token(0), (33, 2049));
+        assert_eq!(s.carryover, 4);
+    }
+
+    #[test]
+    fn a_group_out_of_tokens_waits_for_the_next_epoch_and_banks_at_most_the_carryover() {
+        // A pool of one bucket (512 tokens) with weights 511:1: `b` gets 2 tokens an epoch.
+        let settings = ShareSettings { token_base: 512, ..ShareSettings::default() };
+        let mut s = IobandShare::new(settings, vec![device("a", 511), device("b", 1)]).unwrap();
+        assert_eq!((s.carryover, s.limit_and_token(1).1), (1, 2));
         let mut out = Vec::new();
-        // One bio of `a` in flight makes the device group busy; `b` spends its 2 tokens on
-        // 2 of its 5 bios and then waits, while `a` (tokens left, a bio in flight) is not
-        // active enough to end the epoch... until `a` has nothing in flight.
-        s.submit(bio(1, 0, 1, 4096), 0);
         for i in 0..5 {
-            s.submit(bio(10 + i, 1, 2, 4096), 0);
+            s.submit(bio(i, 1, 2, 4096), 0);
         }
         s.release(0, &mut out);
-        let from_b = out.iter().filter(|b| b.device == 1).count();
-        assert_eq!(from_b, 2, "b may send its 2 tokens' worth while a is active");
-        assert_eq!((s.groups[0].tokens, s.groups[1].tokens), (5, 0));
-        // `a` completes and goes idle: no group with tokens is active, so epochs turn over
-        // while `b` waits (two more here, for its last 3 bios); `a` banks what it did not
-        // spend, but never more than two epochs' worth (5 + 6 + 6 capped at 12).
-        let first = out.iter().find(|b| b.device == 0).copied().unwrap();
-        s.completed(&first, 1);
-        out.clear();
+        assert_eq!(out.len(), 2, "two tokens, two bios at once; the rest held");
+        assert_eq!(s.held(), 3);
+        // Both complete: nothing in flight, no dominant group, so the conductor begins an
+        // epoch and `b` takes one epoch's tokens (2: the carry-over is one bucket) and its
+        // part of the tokens nobody took last epoch (512 × 2 / (512 - 256) = 4).
+        for b in std::mem::take(&mut out) {
+            s.completed(&b, 1);
+        }
         s.release(1, &mut out);
-        assert_eq!(out.len(), 3);
-        assert!(out.iter().all(|b| b.device == 1));
-        assert_eq!(s.epochs(), 3);
-        assert_eq!(s.groups[0].tokens, 12, "carry-over is capped at one extra epoch");
+        assert_eq!((out.len(), s.epochs()), (3, 1));
+        assert_eq!(s.counters()[1].held, 3, "the bios issued from the hold are counted");
+        assert_eq!(s.limit_and_token(1).1, 3);
+    }
+
+    #[test]
+    fn a_dominant_group_with_tokens_left_holds_the_epoch_while_the_device_is_busy() {
+        // Equal weights, 4 KiB reads: 257 tokens each an epoch, 128 reads in flight at most.
+        let mut s = share(Policy::Weight, vec![device("a", 1), device("b", 1)]);
+        let mut out = Vec::new();
+        let mut id = 0;
+        let mut submit = |s: &mut IobandShare, dev: u32, n: u64| {
+            for _ in 0..n {
+                s.submit(bio(id, dev, dev + 1, 4096), 0);
+                id += 1;
+            }
+        };
+        submit(&mut s, 0, 40);
+        submit(&mut s, 1, 300);
+        s.release(0, &mut out);
+        let count = |out: &[Bio], d: u32| out.iter().filter(|b| b.device == d).count();
+        assert_eq!((count(&out, 0), count(&out, 1)), (40, 88), "until reads fill io_limit");
+        // `b` spends the rest of its share as its bios complete: 88, then 81.
+        let b_round = |s: &mut IobandShare, out: &mut Vec<Bio>| {
+            let done: Vec<Bio> = out.iter().filter(|b| b.device == 1).copied().collect();
+            out.retain(|b| b.device != 1);
+            done.iter().for_each(|b| s.completed(b, 1));
+            let mut next = Vec::new();
+            s.release(1, &mut next);
+            let n = next.len();
+            out.extend(next);
+            n
+        };
+        assert_eq!(b_round(&mut s, &mut out), 88);
+        assert_eq!(b_round(&mut s, &mut out), 81);
+        // `a` issues once more: it has spent more than an eighth of its share, so it is the
+        // dominant group, with most of its tokens left and the device busy: `b` waits.
+        submit(&mut s, 0, 1);
+        s.release(1, &mut out);
+        assert_eq!(b_round(&mut s, &mut out), 0);
+        assert_eq!(s.epochs(), 0, "no new epoch while the dominant group has tokens left");
+        // Once `a` has nothing in flight the device is not busy: a new epoch, and `b` sends
+        // its last 43 bios.
+        let a_bios = std::mem::take(&mut out);
+        a_bios.iter().for_each(|b| s.completed(b, 2));
+        s.release(2, &mut out);
+        assert_eq!((s.epochs(), out.len()), (1, 43));
     }
 }

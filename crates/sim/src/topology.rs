@@ -32,7 +32,9 @@
 
 use std::path::Path;
 
-use elevator_control::ioband::{BwRange, GroupType, Policy, ShareSettings};
+use elevator_control::ioband::{
+    BwRange, GroupType, Policy, ShareSettings, MAX_IO_LIMIT, MAX_TOKEN_BASE,
+};
 use elevator_control::iocost::{
     parse_io_weight_line, parse_weight_line, AutopClass, IoCostModel, IoCostQos,
 };
@@ -700,9 +702,15 @@ impl Topology {
                 io_throttle: r.io_throttle.unwrap_or(d.io_throttle),
                 io_limit: r.io_limit.unwrap_or(d.io_limit),
             };
-            if settings.token_base == 0 || settings.io_limit == 0 {
+            if r.token_base == Some(0) || settings.io_limit == 0 {
                 return Err(format!(
                     "{loc}: ioband `{}`: token_base and io_limit must be at least 1",
+                    r.name
+                ));
+            }
+            if settings.token_base > MAX_TOKEN_BASE || settings.io_limit > MAX_IO_LIMIT {
+                return Err(format!(
+                    "{loc}: ioband `{}`: token_base must be at most {MAX_TOKEN_BASE} and io_limit at most {MAX_IO_LIMIT}",
                     r.name
                 ));
             }
