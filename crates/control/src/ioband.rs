@@ -33,11 +33,14 @@
 //!   fresh tokens and its unspent ones buy it nothing — the known weakness, which comes out of
 //!   these rules rather than being scripted.
 //!
-//! Deviations: a group holding `c_limit` bios (`2 × io_limit × weight / total / 4 + 1`) puts
-//! its submitting processes to sleep until it has released them all (`prevent_burst_bios`);
-//! controllers here cannot stop a submitter, so such bios are held like the others (the
-//! limit is computed and reported in tests only). Urgent (reclaim) bios, suspend and resume
-//! do not occur in the simulator. `g_expired`, which the policy records and never reads, is
+//! - **Sleeping submitters** (`prevent_burst_bios`): once a group holds `c_limit` bios
+//!   (`2 × io_limit × weight / total / 4 + 1`), a process submitting to it sleeps until the
+//!   group has released every bio it holds ([`IobandShare::submitter_must_sleep`]; the volume
+//!   stack parks the process and its bio).
+//!
+//! Deviations: kernel threads (writeback, volume workers) would sleep only while the device
+//! group holds `2 × io_limit` bios; they are never stopped here. Urgent (reclaim) bios,
+//! suspend and resume do not occur in the simulator. `g_expired`, which the policy records and never reads, is
 //! not kept. Seed 000 ran v1.14.0 and seed 001 earlier 1.x releases; where their policy code
 //! differs from v1.10's is not known here.
 //!
@@ -179,8 +182,10 @@ struct Group {
     token_initial: i64,
     my_epoch: u64,
     consumed: i64,
-    /// Held bios a submitter would sleep at (`c_limit`; see the deviations).
+    /// Held bios at which its submitters sleep (`c_limit`), and whether they do
+    /// (`is_group_blocked`): until the group has released every bio it holds.
     limit: i64,
+    sleeping: bool,
     in_flight: u32,
     /// Held bios, in arrival order (`c_blocked_bios`).
     waiting: VecDeque<Bio>,
@@ -231,6 +236,8 @@ pub struct IobandShare {
     conduct_due: bool,
     /// When the delayed kick runs the conductor.
     kick_at_ns: Option<Nanos>,
+    /// Groups that released their last held bio while their submitters slept.
+    woken: Vec<usize>,
 }
 
 impl Group {
@@ -303,6 +310,7 @@ impl IobandShare {
                     my_epoch: 0,
                     consumed: 0,
                     limit: 1,
+                    sleeping: false,
                     in_flight: 0,
                     waiting: VecDeque::new(),
                     prio: VecDeque::new(),
@@ -353,6 +361,7 @@ impl IobandShare {
             ready: Vec::new(),
             conduct_due: false,
             kick_at_ns: None,
+            woken: Vec::new(),
         })
     }
 
@@ -492,6 +501,10 @@ impl IobandShare {
     /// A held bio of group `i` goes down (`make_issue_list` and `prepare_to_issue`).
     fn issue_held(&mut self, i: usize, bio: Bio, out: &mut Vec<Bio>) -> Released {
         self.held -= 1;
+        if self.blocked(i) == 0 && self.groups[i].sleeping {
+            self.groups[i].sleeping = false;
+            self.woken.push(i);
+        }
         let c = &mut self.groups[i].counters;
         c.ios += 1;
         c.bytes += bio.request.len_bytes;
@@ -635,8 +648,34 @@ impl IobandShare {
         self.epoch
     }
 
-    /// How many bios group `i` may hold before dm-ioband would put its submitters to sleep
-    /// (`c_limit`), and its tokens (for tests).
+    /// The group `bio` belongs to.
+    pub fn group_of(&self, bio: &Bio) -> usize {
+        self.classify(bio)
+    }
+
+    /// Whether a process submitting `bio` must sleep before ioband takes it
+    /// (`prevent_burst_bios` → `group_should_block`): its group holds `c_limit` bios, or did
+    /// and has not yet released them all. Only processes sleep so; kernel threads (writeback,
+    /// a volume's worker) are held back only at `2 × io_limit` held bios in all, which the
+    /// caller does not model. Never under range-bw.
+    pub fn submitter_must_sleep(&mut self, bio: &Bio) -> bool {
+        if self.settings.policy == Policy::RangeBw {
+            return false;
+        }
+        let i = self.classify(bio);
+        if !self.groups[i].sleeping && self.blocked(i) as i64 >= self.groups[i].limit {
+            self.groups[i].sleeping = true;
+        }
+        self.groups[i].sleeping
+    }
+
+    /// Appends the groups whose sleeping submitters may go on (and forgets them).
+    pub fn take_woken(&mut self, out: &mut Vec<usize>) {
+        out.append(&mut self.woken);
+    }
+
+    /// How many bios group `i` may hold before its submitters sleep (`c_limit`), and its
+    /// tokens (for tests).
     #[cfg(test)]
     fn limit_and_token(&self, i: usize) -> (i64, i64) {
         (self.groups[i].limit, self.groups[i].token)
@@ -1114,5 +1153,37 @@ mod tests {
         a_bios.iter().for_each(|b| s.completed(b, 2));
         s.release(2, &mut out);
         assert_eq!((s.epochs(), out.len()), (1, 43));
+    }
+
+    #[test]
+    fn submitters_sleep_at_c_limit_until_the_group_holds_nothing() {
+        // io_limit 8, two equal groups: c_limit = 16 × 1 / 2 / 4 + 1 = 3.
+        let settings = ShareSettings { io_limit: 8, ..ShareSettings::default() };
+        let mut s = IobandShare::new(settings, vec![device("a", 1), device("b", 1)]).unwrap();
+        assert_eq!(s.limit_and_token(0).0, 3);
+        let mut out = Vec::new();
+        for i in 0..11 {
+            let b = bio(i, 0, 1, 4096);
+            assert!(!s.submitter_must_sleep(&b), "bio {i}: the group holds fewer than 3");
+            s.submit(b, 0);
+        }
+        s.release(0, &mut out);
+        assert_eq!((out.len(), s.held()), (8, 3), "8 reads in flight fill io_limit; 3 held");
+        let next = bio(99, 0, 1, 4096);
+        assert!(s.submitter_must_sleep(&next), "3 held: the next submitter sleeps");
+        assert!(!s.submitter_must_sleep(&bio(100, 1, 2, 4096)), "the other group's do not");
+        // Two completions let two held bios go: still asleep until the group holds none.
+        let mut woken = Vec::new();
+        for b in &out[..2] {
+            s.completed(b, 1);
+        }
+        s.release(1, &mut Vec::new());
+        s.take_woken(&mut woken);
+        assert!(woken.is_empty() && s.submitter_must_sleep(&next));
+        s.completed(&out[2], 2);
+        s.release(2, &mut Vec::new());
+        s.take_woken(&mut woken);
+        assert_eq!(woken, vec![0]);
+        assert!(!s.submitter_must_sleep(&next));
     }
 }

@@ -131,6 +131,14 @@ pub struct Stack {
     shares: Vec<IobandShare>,
     share_volumes: Vec<Vec<usize>>,
     released: Vec<Bio>,
+    /// Per share: processes asleep in dm-ioband (`prevent_burst_bios`) with the bio they were
+    /// submitting and its group, in the order they fell asleep.
+    sleepers: Vec<VecDeque<(usize, u32, Bio)>>,
+    /// The last `submit` put its process to sleep.
+    submitter_slept: bool,
+    /// Processes whose bio dm-ioband has now taken: they may go on.
+    woken: Vec<u32>,
+    woken_groups: Vec<usize>,
     nodes: Slab<Node>,
     /// Reads target threads started through the target's page cache, for the driver.
     pub target_reads: Vec<TargetRead>,
@@ -211,9 +219,13 @@ impl Stack {
             remotes,
             delayed: BTreeMap::new(),
             delayed_seq: 0,
+            sleepers: vec![VecDeque::new(); shares.len()],
             shares,
             share_volumes,
             released: Vec::new(),
+            submitter_slept: false,
+            woken: Vec::new(),
+            woken_groups: Vec::new(),
             nodes: Slab::new(),
             target_reads: Vec::new(),
         })
@@ -320,8 +332,48 @@ impl Stack {
         self.route(m.route, io, now_ns, out);
     }
 
-    /// Sends what the controller of share `s` releases now down to its volumes' members.
+    /// Sends what the controller of share `s` releases now down to its volumes' members, and
+    /// lets the processes asleep on a group that released all it held submit again: in the
+    /// order they fell asleep, until the group holds `c_limit` bios again.
     fn release_share(&mut self, s: usize, now_ns: Nanos, out: &mut Vec<LeafIo>) {
+        let mut groups = std::mem::take(&mut self.woken_groups);
+        loop {
+            self.release_share_once(s, now_ns, out);
+            self.shares[s].take_woken(&mut groups);
+            if groups.is_empty() {
+                break;
+            }
+            for g in groups.drain(..) {
+                let mut k = 0;
+                while k < self.sleepers[s].len() {
+                    let (group, process, bio) = self.sleepers[s][k];
+                    if group != g {
+                        k += 1;
+                        continue;
+                    }
+                    if self.shares[s].submitter_must_sleep(&bio) {
+                        break;
+                    }
+                    self.sleepers[s].remove(k);
+                    self.shares[s].submit(bio, now_ns);
+                    self.woken.push(process);
+                }
+            }
+        }
+        self.woken_groups = groups;
+    }
+
+    /// Processes dm-ioband let go on since the last call.
+    pub fn take_woken(&mut self, out: &mut Vec<u32>) {
+        out.append(&mut self.woken);
+    }
+
+    /// Whether the last `submit` left its process asleep (its bio goes on when it wakes).
+    pub fn take_submitter_slept(&mut self) -> bool {
+        std::mem::take(&mut self.submitter_slept)
+    }
+
+    fn release_share_once(&mut self, s: usize, now_ns: Nanos, out: &mut Vec<LeafIo>) {
         let mut released = std::mem::take(&mut self.released);
         self.shares[s].release(now_ns, &mut released);
         for bio in released.drain(..) {
@@ -466,6 +518,18 @@ impl Stack {
                 };
                 let bio = Bio { device: device as u32, request };
                 self.nodes.get_mut(child).bio = Some(bio);
+                // A process (not the page cache's writeback, not a volume's worker) sleeps
+                // here while its group holds too much.
+                let n = self.nodes.get(child);
+                if n.process != u32::MAX
+                    && n.tag == NO_TAG
+                    && self.shares[share].submitter_must_sleep(&bio)
+                {
+                    let group = self.shares[share].group_of(&bio);
+                    self.sleepers[share].push_back((group, n.process, bio));
+                    self.submitter_slept = true;
+                    return;
+                }
                 self.shares[share].submit(bio, now_ns);
                 self.release_share(share, now_ns, out);
             }

@@ -481,6 +481,10 @@ impl Engine {
                         self.send_leaves(&mut leaves);
                         self.leaves = leaves;
                         self.roots = roots;
+                        let mut unblocked = std::mem::take(&mut self.unblocked);
+                        self.stack.take_woken(&mut unblocked);
+                        self.unblock(&mut unblocked);
+                        self.unblocked = unblocked;
                         self.kick_touched();
                     }
                 }
@@ -562,6 +566,11 @@ impl Engine {
                             );
                             self.send_leaves(&mut leaves);
                             self.leaves = leaves;
+                            if self.stack.take_submitter_slept() {
+                                // Asleep in dm-ioband until its group drains.
+                                self.procs[pi].blocked = true;
+                                break;
+                            }
                         }
                     }
                 }
@@ -688,6 +697,18 @@ impl Engine {
             self.bio_done(p, op, len_bytes, issue_ns, submit_ns);
         }
         self.send_leaves(&mut leaves);
+        self.stack.take_woken(&mut unblocked);
+        self.unblock(&mut unblocked);
+        self.done_bios = done;
+        self.unblocked = unblocked;
+        self.leaves = leaves;
+        self.touched[d as usize] = true;
+        self.kick_touched();
+    }
+
+    /// Processes that slept for a request slot or in dm-ioband go on.
+    fn unblock(&mut self, unblocked: &mut Vec<u32>) {
+        let now = self.now_ns;
         for p in unblocked.drain(..) {
             if p == u32::MAX {
                 continue; // a volume's piece, not a process
@@ -701,11 +722,6 @@ impl Engine {
                 self.arm_issue(p, now);
             }
         }
-        self.done_bios = done;
-        self.unblocked = unblocked;
-        self.leaves = leaves;
-        self.touched[d as usize] = true;
-        self.kick_touched();
     }
 
     /// A bio of process `p` is complete: account it and let the process go on.
