@@ -202,6 +202,8 @@ struct Engine {
     current_phase: u32,
     done_bios: Vec<Bio>,
     unblocked: Vec<u32>,
+    /// Processes the volume stack let go on (scratch).
+    woken: Vec<u32>,
     stack: Stack,
     leaves: Vec<LeafIo>,
     roots: Vec<RootDone>,
@@ -296,6 +298,7 @@ pub fn simulate(
         current_phase: 0,
         done_bios: Vec::new(),
         unblocked: Vec::new(),
+        woken: Vec::new(),
         stack,
         leaves: Vec::new(),
         roots: Vec::new(),
@@ -481,10 +484,6 @@ impl Engine {
                         self.send_leaves(&mut leaves);
                         self.leaves = leaves;
                         self.roots = roots;
-                        let mut unblocked = std::mem::take(&mut self.unblocked);
-                        self.stack.take_woken(&mut unblocked);
-                        self.unblock(&mut unblocked);
-                        self.unblocked = unblocked;
                         self.kick_touched();
                     }
                 }
@@ -622,6 +621,11 @@ impl Engine {
             q.unplug(u32::MAX, now);
             self.touched[leaf.device] = true;
         }
+        // Processes dm-ioband let go on (whatever stack step released their group's bios).
+        let mut woken = std::mem::take(&mut self.woken);
+        self.stack.take_woken(&mut woken);
+        self.unblock(&mut woken);
+        self.woken = woken;
         if let Some(t) = self.stack.next_timer_ns() {
             let t = t.max(now + 1);
             if self.armed_stack_ns.is_none_or(|armed| t < armed || armed <= now) {
@@ -697,7 +701,6 @@ impl Engine {
             self.bio_done(p, op, len_bytes, issue_ns, submit_ns);
         }
         self.send_leaves(&mut leaves);
-        self.stack.take_woken(&mut unblocked);
         self.unblock(&mut unblocked);
         self.done_bios = done;
         self.unblocked = unblocked;
