@@ -207,8 +207,18 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
             }
         }
     };
-    if s.buffer_segments > 0 && s.segment_size_sectors == 0 && s.enable_caching_in_buffer {
-        return Err(err_at(spec, "Segment size (in blks)", "must be > 0 with caching on"));
+    // DiskSim refuses both whether or not the cache is on (`disk_postpass_perdisk`,
+    // src/disksim_disk.c:394 and :399).
+    if s.buffer_segments < 1 {
+        return Err(err_at(spec, "Number of buffer segments", "must be at least 1"));
+    }
+    let total_sectors = m.mapped_blocks();
+    if s.segment_size_sectors < 1 || s.segment_size_sectors > total_sectors {
+        return Err(err_at(
+            spec,
+            "Segment size (in blks)",
+            format!("expected 1 to the drive's {total_sectors} sectors"),
+        ));
     }
     if !(0..=2).contains(&s.fast_write_level) {
         return Err(err_at(spec, "Fast write level", "expected 0, 1 or 2"));

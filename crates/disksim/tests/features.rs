@@ -472,3 +472,25 @@ fn parameters_disksim_never_acts_on_are_accepted_and_range_checked() {
     let e = Drive::new(&[("Preseeking level = 0", "Preseeking level = 1")], &[]).error();
     assert!(e.contains("t.parv:") && e.contains("preseeking"), "{e}");
 }
+
+#[test]
+fn no_buffer_segments_and_empty_segments_are_refused_as_in_disksim() {
+    // DiskSim's disk_postpass_perdisk refuses both whether or not the cache is on
+    // (src/disksim_disk.c:394 and :399); this used to reach the controller and panic there.
+    for (from, to, key) in [
+        (
+            "Number of buffer segments = 2",
+            "Number of buffer segments = 0",
+            "Number of buffer segments",
+        ),
+        ("Segment size (in blks) = 64", "Segment size (in blks) = 0", "Segment size (in blks)"),
+        (
+            "Segment size (in blks) = 64",
+            "Segment size (in blks) = 100000000",
+            "Segment size (in blks)",
+        ),
+    ] {
+        let e = Drive::new(&[(from, to)], &[]).error();
+        assert!(e.contains("t.parv:") && e.contains(key), "{to}: {e}");
+    }
+}
