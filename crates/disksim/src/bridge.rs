@@ -193,6 +193,26 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
     let s = &d.disk;
     let scale = s.overhead_time_scale;
     let o = &s.overheads;
+    // What DiskSim refuses with the cache off (`disk_postpass_perdisk`,
+    // src/disksim_disk.c:264, :286 and :292).
+    if !s.enable_caching_in_buffer {
+        let refused = [
+            (s.buffer_continuous_read != 0, "Buffer continuous read", "read-ahead"),
+            (
+                s.read_any_free_blocks.unwrap_or(false),
+                "Read any free blocks",
+                "reading free blocks",
+            ),
+            (s.fast_write_level != 0, "Fast write level", "fast writes"),
+        ];
+        if let Some((_, key, what)) = refused.iter().find(|r| r.0) {
+            return Err(err_at(
+                spec,
+                key,
+                format!("{what} needs \"Enable caching in buffer\" (DiskSim refuses it without)"),
+            ));
+        }
+    }
     let read_ahead = if !s.enable_caching_in_buffer {
         ReadAhead::None
     } else {

@@ -494,3 +494,27 @@ fn no_buffer_segments_and_empty_segments_are_refused_as_in_disksim() {
         assert!(e.contains("t.parv:") && e.contains(key), "{to}: {e}");
     }
 }
+
+#[test]
+fn with_the_cache_off_reads_never_hit_and_writes_still_go_through_a_segment() {
+    let off = ("Enable caching in buffer = 1", "Enable caching in buffer = 0");
+    let uncached = Drive::new(&[off], &[]).params();
+    let cached = Drive::new(&[], &[]).params();
+    // Read A twice: the second is a hit only with the cache on.
+    let reqs = [(false, 200, 8, 5.0), (false, 200, 8, 0.0)];
+    assert!(times(&cached, &reqs)[1] < 1.0);
+    assert!(times(&uncached, &reqs)[1] > 1.0, "no hits with the cache off");
+    // A write, then a read of what it wrote: the write completes (DiskSim moves its data
+    // through a segment) and the read goes to the media. This used to panic: no segment.
+    let reqs = [(true, 40, 4, 5.0), (false, 40, 4, 0.0), (true, 48, 4, 0.0)];
+    let t = times(&uncached, &reqs);
+    assert!(t.iter().all(|&x| x > 0.0) && t[1] > 1.0, "{t:?}");
+    // DiskSim refuses read-ahead, reading free blocks and fast writes without the cache.
+    for (from, to) in [
+        ("Buffer continuous read = 0", "Buffer continuous read = 1"),
+        ("Fast write level = 0", "Fast write level = 1"),
+    ] {
+        let e = Drive::new(&[off, (from, to)], &[]).error();
+        assert!(e.contains("t.parv:") && e.contains("Enable caching in buffer"), "{to}: {e}");
+    }
+}

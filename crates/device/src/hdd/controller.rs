@@ -462,7 +462,11 @@ pub(super) struct DsState {
     pub(super) c: DiskSimController,
     segs: Vec<Seg>,
     segment_sectors: u64,
+    /// Segments (at least one: with the cache off, DiskSim still moves a write's data
+    /// through a segment), and whether they cache (`cache_segments` > 0: reads may hit and
+    /// written data stays).
     segments: usize,
+    caching: bool,
     /// The separate write segment (always the first), if any.
     write_seg: Option<usize>,
     stream: Option<Stream>,
@@ -500,7 +504,8 @@ impl DsState {
             c,
             segs,
             segment_sectors: segment_sectors.max(1),
-            segments: segments as usize,
+            segments: (segments as usize).max(1),
+            caching: segments > 0,
             write_seg,
             stream: None,
             stream_runs: Vec::new(),
@@ -959,7 +964,7 @@ impl Hdd {
             self.ds_stop_stream(t);
         }
         let done = match q.cmd.op {
-            Op::Read if n > 0 && self.ds().segments > 0 => self.ds_read(t, lbn, n),
+            Op::Read if n > 0 && self.ds().caching => self.ds_read(t, lbn, n),
             Op::Read => self.ds_read_uncached(t, lbn, n),
             Op::Write if n > 0 => self.ds_write(t, lbn, n, q.cmd.fua),
             Op::Write | Op::Discard => {
@@ -1315,6 +1320,10 @@ impl Hdd {
         st.runs = runs;
         st.hda_free_ns = end_t;
         st.segs[i].dirty_until_ns = end_t;
+        // With the cache off the segment only carried the data: DiskSim leaves it empty
+        // (`seg->state = enablecache ? BUFFER_CLEAN : BUFFER_EMPTY`, disksim_diskctlr.c:761;
+        // here at once rather than when the write completes).
+        st.segs[i].empty |= !st.caching;
         let in_buffer = data_from + n as f64 * bus;
         if write_back {
             in_buffer + st.c.write_completion_ms * 1e6
