@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Mutational fuzzing of elevator's inputs: every run must end with exit 0 or a short error
+(exit 1 or 2, at most two lines besides warnings), never a panic (101), a signal or a hang.
+
+Each run takes a file that works, changes one or two of its lines (a number replaced by an odd
+value, a value replaced, a line dropped, doubled or cut) and runs elevator on it. Inputs that
+break elevator are kept, with what it printed, in OUT/bad-SEED-N/.
+
+  fuzz/inputs.py jobs      [--seed S] [--runs N]   fio job files + topologies (`run`)
+  fuzz/inputs.py disksim   [--seed S] [--runs N]   DiskSim drive directories (`validate-disk`)
+  fuzz/inputs.py scenarios [--seed S] [--runs N]   scenario files and sweep grids
+
+`disksim` needs the validation drives laid out by bench/disksim-drives.sh (DRIVES, default
+/tmp/drives). ELEVATOR names the binary (default target/release/elevator, built first).
+"""
+import argparse
+import glob
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ODD = ["0", "-1", "-0", "1.5", "", "abc", "nan", "inf", "1e308", "4294967296",
+       "18446744073709551615", "99999999999999999999", "9223372036854775807", "0x10", "1k",
+       "100%", "1000000%", '""', '"x"', "[]", "{}", "true", '"999999TiB"', '"-5MiB"', "1ns",
+       "99999999h", "2147483648"]
+
+
+def mutate(text, rng):
+    lines = text.split("\n")
+    for _ in range(rng.randint(1, 2)):
+        if not lines:
+            break
+        i = rng.randrange(len(lines))
+        line, r = lines[i], rng.random()
+        if r < 0.45 and re.search(r"\d", line):
+            lines[i] = re.sub(r"-?\d+(\.\d+)?", lambda m: rng.choice(ODD), line, count=1)
+        elif r < 0.65 and "=" in line:
+            key, _, _ = line.partition("=")
+            lines[i] = key + "=" + rng.choice(ODD)
+        elif r < 0.75:
+            del lines[i]
+        elif r < 0.85:
+            lines.insert(i, line)
+        else:
+            lines[i] = line[: rng.randrange(len(line) + 1)]
+    return "\n".join(lines)
+
+
+def run(cmd, cwd, timeout):
+    try:
+        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stderr.strip()
+    except subprocess.TimeoutExpired:
+        return "timeout", ""
+
+
+def broken(rc, err):
+    lines = [l for l in err.split("\n") if l.strip() and "warning" not in l]
+    return rc not in (0, 1, 2) or "panicked" in err or (rc != 0 and len(lines) > 2)
+
+
+def short_runs(job):
+    """Every job at most a second of simulated time."""
+    job = re.sub(r"runtime=\d+\w*", "runtime=1", job)
+    if "runtime=" not in job:
+        head = "[global]\nruntime=1\ntime_based\n"
+        job = job.replace("[global]", head, 1) if "[global]" in job else head + job
+    return job
+
+
+def fuzz_jobs(elev, rng, runs, work):
+    jobs = glob.glob(f"{ROOT}/examples/*.fio") + glob.glob(f"{ROOT}/scenarios/*/*.fio")
+    topos = glob.glob(f"{ROOT}/examples/*.toml") + glob.glob(f"{ROOT}/scenarios/topologies/*.toml")
+    os.makedirs(work, exist_ok=True)
+
+    def attempt(job, topo):
+        jf, tf = f"{work}/job.fio", f"{work}/topology.toml"
+        open(jf, "w").write(short_runs(job))
+        open(tf, "w").write(topo)
+        return run([elev, "run", jf, "--topology", tf, "--output-format", "terse"], None, 120)
+
+    # Pairs that run clean unmutated, so that a failure is the mutation's.
+    pairs = []
+    for _ in range(300):
+        j, t = rng.choice(jobs), rng.choice(topos)
+        os.chdir(os.path.dirname(j))
+        if attempt(open(j).read(), open(t).read())[0] == 0:
+            pairs.append((j, t))
+    for n in range(runs):
+        j, t = rng.choice(pairs)
+        os.chdir(os.path.dirname(j))
+        job, topo = open(j).read(), open(t).read()
+        if rng.random() < 0.5:
+            job = mutate(job, rng)
+        else:
+            topo = mutate(topo, rng)
+        rc, err = attempt(job, topo)
+        yield n, rc, err, work, f"{j} + {t}"
+
+
+def fuzz_disksim(elev, rng, runs, work):
+    drives = sorted(glob.glob(os.path.join(os.environ.get("DRIVES", "/tmp/drives"), "*")))
+    if not drives:
+        sys.exit("no drives: lay them out with bench/disksim-drives.sh (DRIVES=...)")
+    for n in range(runs):
+        d = rng.choice(drives)
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(d, work)
+        files = [f for f in os.listdir(work) if not f.endswith(".trace") or rng.random() < 0.3]
+        f = os.path.join(work, rng.choice(files))
+        text = open(f, errors="replace").read()
+        if f.endswith(".trace"):
+            text = "\n".join(text.split("\n")[:2000])
+        open(f, "w").write(mutate(text, rng))
+        rc, err = run([elev, "validate-disk", "--drive", work], None, 60)
+        yield n, rc, err, work, f
+
+
+def fuzz_scenarios(elev, rng, runs, work):
+    names = ["ioband", "iscsi", "as-vs-deadline", "modern-isolation"]
+    for n in range(runs):
+        shutil.rmtree(work, ignore_errors=True)
+        if rng.random() < 0.8:
+            shutil.copytree(f"{ROOT}/scenarios", work)
+            name = rng.choice(names)
+            files = [f"{work}/{name}.toml"] + glob.glob(f"{work}/topologies/*.toml")
+            files += glob.glob(f"{work}/{name}/*")
+            f = rng.choice(files)
+            cmd = [elev, "reproduce", name, "--scenarios", work]
+        else:
+            shutil.copytree(f"{ROOT}/examples/sweep", work)
+            f = rng.choice(glob.glob(f"{work}/*.toml"))
+            cmd = [elev, "sweep", "plan", f, "-o", f"{work}/plan.jsonl"]
+        open(f, "w").write(mutate(open(f).read(), rng))
+        rc, err = run(cmd, work, 300)
+        yield n, rc, err, work, f
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("what", choices=["jobs", "disksim", "scenarios"])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=500)
+    ap.add_argument("--out", default="/tmp/elevator-fuzz")
+    a = ap.parse_args()
+    elev = os.environ.get("ELEVATOR")
+    if not elev:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "elevator-cli"], cwd=ROOT,
+                       check=True)
+        elev = f"{ROOT}/target/release/elevator"
+    rng = random.Random(a.seed)
+    work = os.path.join(a.out, f"work-{a.what}-{a.seed}")
+    fuzz = {"jobs": fuzz_jobs, "disksim": fuzz_disksim, "scenarios": fuzz_scenarios}[a.what]
+    clean = bad = 0
+    for n, rc, err, where, changed in fuzz(elev, rng, a.runs, work):
+        clean += rc == 0
+        if broken(rc, err):
+            bad += 1
+            keep = os.path.join(a.out, f"bad-{a.what}-{a.seed}-{n}")
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.copytree(where, keep)
+            open(os.path.join(keep, "INFO"), "w").write(f"{changed}\nexit {rc}\n{err[-3000:]}\n")
+            print(f"broken: exit {rc} after changing {changed} -> {keep}", flush=True)
+    print(f"{a.what}: {a.runs} runs, {clean} ran clean, {bad} broke elevator")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
