@@ -73,6 +73,9 @@ pub struct Probe {
     pub kind: Kind,
     pub phase: Phase,
     pub outcome: Outcome,
+    /// Where each slice's latencies end in `outcome.lat_ns` (one entry for an unsliced
+    /// probe): how much the device drifted between slices is what the fit can resolve.
+    pub slice_ends: Vec<usize>,
 }
 
 /// Everything the probes measured.
@@ -81,6 +84,30 @@ pub struct Measurements {
     pub capacity_bytes: u64,
     pub probes: Vec<Probe>,
     pub wrote: bool,
+}
+
+impl Probe {
+    /// The standard deviation of its slices' mean latencies, in µs (0 for fewer than two
+    /// non-empty slices): how far the device's own speed moved while it was probed.
+    pub fn slice_spread_us(&self) -> f64 {
+        let mut start = 0;
+        let means: Vec<f64> = self
+            .slice_ends
+            .iter()
+            .filter_map(|&end| {
+                let lat = &self.outcome.lat_ns[start..end];
+                start = end;
+                (!lat.is_empty())
+                    .then(|| lat.iter().map(|&x| x as f64).sum::<f64>() / lat.len() as f64 / 1e3)
+            })
+            .collect();
+        if means.len() < 2 {
+            return 0.0;
+        }
+        let mean = means.iter().sum::<f64>() / means.len() as f64;
+        let var = means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (means.len() - 1) as f64;
+        var.sqrt()
+    }
 }
 
 impl Measurements {
@@ -296,8 +323,12 @@ pub fn run(
                 p.outcome.lat_ns.extend(outcome.lat_ns);
                 p.outcome.elapsed_ns += outcome.elapsed_ns;
                 p.outcome.bytes += outcome.bytes;
+                p.slice_ends.push(p.outcome.lat_ns.len());
             }
-            None => probes.push(Probe { kind, phase, outcome }),
+            None => {
+                let slice_ends = vec![outcome.lat_ns.len()];
+                probes.push(Probe { kind, phase, outcome, slice_ends });
+            }
         }
     }
     progress(total, total, "done");
@@ -307,6 +338,24 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slice_spread_is_the_deviation_of_the_slice_means() {
+        let probe = |lat_us: &[u64], ends: &[usize]| Probe {
+            kind: Kind::Size(4096),
+            phase: Phase::new("p", 1, Vec::new(), NS_PER_SEC),
+            outcome: Outcome {
+                lat_ns: lat_us.iter().map(|&u| u * 1000).collect(),
+                elapsed_ns: 1,
+                bytes: 0,
+            },
+            slice_ends: ends.to_vec(),
+        };
+        // Slice means 70, 80, 90, 80 µs: sample deviation sqrt(200 / 3).
+        let p = probe(&[60, 80, 80, 90, 70, 90, 80], &[2, 3, 4, 7]);
+        assert!((p.slice_spread_us() - (200.0f64 / 3.0).sqrt()).abs() < 1e-9);
+        assert_eq!(probe(&[60, 80], &[2]).slice_spread_us(), 0.0, "one slice: no spread");
+    }
 
     #[test]
     fn key_probes_are_sliced_across_the_plan() {
