@@ -28,7 +28,8 @@ pub fn replay(params: &HddParams, trace: &[TraceRecord]) -> Result<Vec<f64>, Rep
     let mut done: Vec<Completion> = Vec::with_capacity(4);
     let mut now: u64 = 0;
     for (i, r) in trace.iter().enumerate() {
-        let end = r.start_block + u64::from(r.size_sectors);
+        // Checked: a start block near 2^64 must not wrap around to a small end.
+        let end = r.start_block.saturating_add(u64::from(r.size_sectors));
         if end > capacity || r.size_sectors == 0 {
             return Err(ReplayError::OutOfRange {
                 line: r.line,

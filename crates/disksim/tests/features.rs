@@ -518,3 +518,20 @@ fn with_the_cache_off_reads_never_hit_and_writes_still_go_through_a_segment() {
         assert!(e.contains("t.parv:") && e.contains("Enable caching in buffer"), "{to}: {e}");
     }
 }
+
+#[test]
+fn a_request_past_the_drive_is_an_error_even_where_its_end_would_wrap() {
+    let p = Drive::new(&[], &[]).params();
+    for start in [u64::MAX, u64::MAX - 3, 1 << 40] {
+        let trace = [TraceRecord {
+            is_write: false,
+            start_block: start,
+            size_sectors: 4,
+            access_time_us: 0.0,
+            think_time_us: 0.0,
+            line: 7,
+        }];
+        let e = replay(&p, &trace).unwrap_err().to_string();
+        assert!(e.contains("line 7") && e.contains("beyond"), "{start}: {e}");
+    }
+}
