@@ -124,3 +124,17 @@ fn argument_errors_exit_1_in_one_line() {
     assert!(e.contains("--seed"), "{e}");
     fails(&d, &["run", "x.fio", "--bogus"]);
 }
+
+#[test]
+fn block_sizes_are_bounded_by_one_read_and_by_the_data_set() {
+    let d = dir("bs");
+    // More than read(2) moves at once (MAX_RW_COUNT): refused where it is written. A fuzzed
+    // job with bs=4294967296k used to run for minutes.
+    std::fs::write(d.join("huge.fio"), "[j]\nfilename=sda\nrw=randread\nbs=4294967296k\n").unwrap();
+    let e = fails(&d, &["run", "huge.fio"]);
+    assert!(e.contains("huge.fio:4") && e.contains("bs") && e.contains("MAX_RW_COUNT"), "{e}");
+    // A block larger than the job's data set: fio's "blocksize is larger than data set range".
+    std::fs::write(d.join("set.fio"), "[j]\nfilename=sda\nrw=randread\nsize=1m\nbs=2m\n").unwrap();
+    let e = fails(&d, &["run", "set.fio"]);
+    assert!(e.contains("set.fio") && e.contains("larger than data set range"), "{e}");
+}

@@ -47,6 +47,17 @@ pub enum BlockSize {
     },
 }
 
+impl BlockSize {
+    /// The smallest block this direction issues.
+    pub fn min_bytes(&self) -> u64 {
+        match self {
+            BlockSize::Fixed { bytes } => *bytes,
+            BlockSize::Range { min_bytes, .. } => *min_bytes,
+            BlockSize::Split { parts } => parts.iter().map(|p| p.0).min().unwrap_or(0),
+        }
+    }
+}
+
 /// `ioengine=`. Only what decides queueing behaviour matters to the simulation: every engine
 /// fio knows is one of the named ones or [`IoEngine::Other`] with its class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

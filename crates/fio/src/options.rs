@@ -945,12 +945,22 @@ fn int_in(v: &str, kb_base: u64, min: u64, max: u64) -> Result<u64, String> {
     Ok(n)
 }
 
-/// One block size: positive and whole sectors, since the simulator works in 512-byte sectors.
+/// The largest block size: what Linux moves in one read(2) or write(2) (`MAX_RW_COUNT`,
+/// `INT_MAX & PAGE_MASK`); fio asks for more only to get a short transfer.
+pub const MAX_BLOCK_BYTES: u64 = 0x7fff_f000;
+
+/// One block size: positive and whole sectors, since the simulator works in 512-byte sectors,
+/// and at most [`MAX_BLOCK_BYTES`].
 fn block_bytes(v: &str, kb_base: u64) -> Result<u64, String> {
     let bytes = parse_size(v, kb_base)?;
     if bytes == 0 || bytes % SECTOR_BYTES != 0 {
         return Err(format!(
             "block size {bytes} is not a positive multiple of {SECTOR_BYTES}: elevator simulates {SECTOR_BYTES}-byte sectors"
+        ));
+    }
+    if bytes > MAX_BLOCK_BYTES {
+        return Err(format!(
+            "block size {bytes} is more than Linux moves in one read or write ({MAX_BLOCK_BYTES} bytes, MAX_RW_COUNT)"
         ));
     }
     Ok(bytes)

@@ -355,6 +355,14 @@ pub(super) fn build_processes(
                     spec.name
                 )));
             }
+            // fio's own check (filesetup.c): the smallest block of any direction must fit.
+            let min_bs = spec.block_size.iter().map(|b| b.min_bytes()).min().unwrap_or(0);
+            if spec.iolog.is_none() && min_bs > region_len {
+                return Err(SimError(format!(
+                    "{at}: job `{}`: blocksize is larger than data set range ({min_bs} > {region_len} bytes)",
+                    spec.name
+                )));
+            }
             let owner = Owner {
                 job: j as u32,
                 pid,
