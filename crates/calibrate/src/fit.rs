@@ -53,10 +53,11 @@ pub const FIT_IOS: usize = 3000;
 const ROUNDS: usize = 6;
 /// Flash dies (parallel units) tried: fewer than eight sit on as many channels.
 const DIES: [u32; 6] = [2, 4, 8, 16, 32, 64];
-/// Standard deviations of the 4 KiB probe's slice means that the 16 KiB read's extra time
-/// over the link's must exceed before it is taken for the flash channels' (about 95 % sure
-/// it is not drift).
-const CHANNEL_RESOLUTION: f64 = 2.0;
+/// Standard deviations of a probe's slice means within which a difference is taken for the
+/// device's drift rather than for the model (about 95 % sure): the 16 KiB read's extra time
+/// over the link's must exceed it (in the 4 KiB probe's slices) to be the flash channels',
+/// and a key probe's tolerance widens to it when it is wider than [`KEY_FIT_TOLERANCE`].
+const DRIFT_RESOLUTION: f64 = 2.0;
 /// The fastest flash channel fitted: channels this fast are never the limit.
 const MAX_CHANNEL_BYTES_PER_SEC: f64 = 100e9;
 /// Controller cores tried.
@@ -65,7 +66,8 @@ const CORES: [u32; 4] = [1, 2, 4, 8];
 /// flash candidate's simulation for it to count as fitting them. A parallelism that cannot
 /// meet them has driven some parameter to its bound (a page read at the 0.5 µs floor, say),
 /// and it loses to any that can, whatever its error over the other probes: otherwise two runs
-/// on the same drifting device pick parallelisms whose parameters differ twofold.
+/// on the same drifting device pick parallelisms whose parameters differ twofold. Wider
+/// where the probe's own slices drifted more ([`DRIFT_RESOLUTION`]).
 const KEY_FIT_TOLERANCE: f64 = 0.05;
 /// How much more error (over all probes, relative) a simpler flash parallelism may leave and
 /// still be kept over a more complex one (`choose_parallelism`).
@@ -375,13 +377,13 @@ fn fit_flash(
                 // 12 KiB more of one page: the channel and the link carry it in turn. What
                 // the link does not explain is the channels' share, if the probes can tell it
                 // from the device's drift: the 4 KiB probe's slices, spread over the probing,
-                // show how far its mean moved (CHANNEL_RESOLUTION standard deviations). Below
+                // show how far its mean moved (DRIFT_RESOLUTION standard deviations). Below
                 // that the channels are taken as never the limit, whatever the noise says:
                 // otherwise two runs on one device fit rates a hundredfold apart.
                 let o = sim.last().expect("the 16 KiB probe was simulated");
                 let extra_meas = fit_mean_us(q) - fit_mean_us(p4k);
                 let link_us = 12288.0 / p.host_bytes_per_sec * 1e6;
-                if extra_meas - link_us <= CHANNEL_RESOLUTION * p4k.slice_spread_us() {
+                if extra_meas - link_us <= DRIFT_RESOLUTION * p4k.slice_spread_us() {
                     p.channel_bytes_per_sec = MAX_CHANNEL_BYTES_PER_SEC;
                 } else {
                     let extra_sim = o.mean_us() - sim[0].mean_us();
@@ -408,7 +410,8 @@ fn fit_flash(
         let keys_met =
             all.iter().zip(&sim).filter(|(meas, _)| is_key(meas.kind)).all(|(meas, s)| {
                 let (_, a, b) = fitted_quantity(meas, s);
-                ln_ratio(b, a).abs() <= KEY_FIT_TOLERANCE.ln_1p()
+                let drift = DRIFT_RESOLUTION * meas.slice_spread_us() / fit_mean_us(meas).max(1e-9);
+                ln_ratio(b, a).abs() <= KEY_FIT_TOLERANCE.max(drift).ln_1p()
             });
         tried.push((keys_met, err, p));
     }
