@@ -38,8 +38,10 @@
 //!   group has released every bio it holds ([`IobandShare::submitter_must_sleep`]; the volume
 //!   stack parks the process and its bio).
 //!
-//! Deviations: kernel threads (writeback, volume workers) would sleep only while the device
-//! group holds `2 × io_limit` bios; they are never stopped here. Urgent (reclaim) bios,
+//! Deviations: kernel threads (writeback, volume workers, iSCSI target threads, Xen's
+//! blkback) would sleep only while the device group holds `2 × io_limit` bios; they are never
+//! stopped here, and neither is a VM disk's backend that is a process (tapdisk) — only a
+//! process submitting its own bio sleeps. Urgent (reclaim) bios,
 //! suspend and resume do not occur in the simulator. `g_expired`, which the policy records and never reads, is
 //! not kept. Seed 000 ran v1.14.0 and seed 001 earlier 1.x releases; where their policy code
 //! differs from v1.10's is not known here.

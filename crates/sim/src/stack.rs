@@ -134,6 +134,9 @@ pub struct Stack {
     /// Per share: processes asleep in dm-ioband (`prevent_burst_bios`) with the bio they were
     /// submitting and its group, in the order they fell asleep.
     sleepers: Vec<VecDeque<(usize, u32, Bio)>>,
+    /// The process whose own `submit` is being routed now (not a volume's worker, a target
+    /// thread or the page cache): only it can be put to sleep by dm-ioband.
+    direct_submitter: Option<u32>,
     /// The last `submit` put its process to sleep.
     submitter_slept: bool,
     /// Processes whose bio dm-ioband has now taken: they may go on.
@@ -223,6 +226,7 @@ impl Stack {
             shares,
             share_volumes,
             released: Vec::new(),
+            direct_submitter: None,
             submitter_slept: false,
             woken: Vec::new(),
             woken_groups: Vec::new(),
@@ -424,7 +428,9 @@ impl Stack {
             thread: u32::MAX,
         });
         let io = Held { node: root, op, offset_bytes, len_bytes, sync, owner };
+        self.direct_submitter = (process != u32::MAX && tag == NO_TAG).then_some(process);
         self.route(Route::Volume(volume), io, now_ns, out);
+        self.direct_submitter = None;
     }
 
     fn route(&mut self, target: Route, io: Held, now_ns: Nanos, out: &mut Vec<LeafIo>) {
@@ -499,7 +505,11 @@ impl Stack {
                 let guest = &mut self.guests[v];
                 if guest.in_flight < limit {
                     guest.in_flight += 1;
+                    // Below a VM's disk the backend submits (blkback, tapdisk), not the
+                    // guest's process: that process never sleeps in dm-ioband below.
+                    let submitter = self.direct_submitter.take();
                     self.send_to_member(v, held, now_ns, out);
+                    self.direct_submitter = submitter;
                 } else {
                     guest.waiting.push_back(held);
                 }
@@ -518,15 +528,15 @@ impl Stack {
                 };
                 let bio = Bio { device: device as u32, request };
                 self.nodes.get_mut(child).bio = Some(bio);
-                // A process (not the page cache's writeback, not a volume's worker) sleeps
-                // here while its group holds too much.
-                let n = self.nodes.get(child);
-                if n.process != u32::MAX
-                    && n.tag == NO_TAG
+                // A process submitting its own bio (not the page cache's writeback, not a
+                // volume's worker or a target thread, later) sleeps here while its group
+                // holds too much.
+                let process = self.nodes.get(child).process;
+                if self.direct_submitter == Some(process)
                     && self.shares[share].submitter_must_sleep(&bio)
                 {
                     let group = self.shares[share].group_of(&bio);
-                    self.sleepers[share].push_back((group, n.process, bio));
+                    self.sleepers[share].push_back((group, process, bio));
                     self.submitter_slept = true;
                     return;
                 }

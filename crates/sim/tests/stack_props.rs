@@ -1,5 +1,6 @@
 //! Properties of volume stacks, whatever the jobs: every bio a process issues to a volume
-//! (striped, linear, guest, ioband, iscsi, stacked on one another) completes exactly once, the
+//! (striped, linear, guest, ioband — whose submitters sleep at `c_limit` —, iscsi, stacked on
+//! one another) completes exactly once, the
 //! bytes the jobs asked for are the bytes they got, and a run is the same on every repeat.
 
 use std::path::Path;
@@ -49,6 +50,8 @@ pid = 900
 [[ioband]]
 name = "share"
 policy = "weight"
+# c_limit 3: deep jobs fall asleep in dm-ioband and must wake.
+io_limit = 4
 [[volume]]
 name = "band"
 target = "ioband"
