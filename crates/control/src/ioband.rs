@@ -188,6 +188,7 @@ struct Group {
     /// (`is_group_blocked`): until the group has released every bio it holds.
     limit: i64,
     sleeping: bool,
+    /// range-bw: its bios in flight (the weight policies count per direction, `issued`).
     in_flight: u32,
     /// Held bios, in arrival order (`c_blocked_bios`).
     waiting: VecDeque<Bio>,
@@ -397,6 +398,12 @@ impl IobandShare {
         })
     }
 
+    /// The bio's direction as dm-ioband counts it (`bio_data_dir`): anything but a read is a
+    /// write, flushes and discards included.
+    fn is_write(bio: &Bio) -> bool {
+        !bio.request.op.is_read()
+    }
+
     /// Bios held by group `i` (`c_blocked`).
     fn blocked(&self, i: usize) -> usize {
         self.groups[i].waiting.len() + self.groups[i].prio.len()
@@ -507,18 +514,18 @@ impl IobandShare {
             self.groups[i].sleeping = false;
             self.woken.push(i);
         }
-        let c = &mut self.groups[i].counters;
-        c.ios += 1;
-        c.bytes += bio.request.len_bytes;
-        c.held += 1;
+        self.groups[i].counters.held += 1;
         let r = self.prepare_to_issue(i, &bio);
         out.push(bio);
         r
     }
 
+    /// `prepare_to_issue`: bio `bio` of group `i` goes down now, at once or from the hold.
     fn prepare_to_issue(&mut self, i: usize, bio: &Bio) -> Released {
-        self.issued[usize::from(!bio.request.op.is_read())] += 1;
-        self.groups[i].in_flight += 1;
+        self.issued[usize::from(Self::is_write(bio))] += 1;
+        let c = &mut self.groups[i].counters;
+        c.ios += 1;
+        c.bytes += bio.request.len_bytes;
         let count = self.cost(bio);
         self.consume_token(i, count)
     }
@@ -548,7 +555,7 @@ impl IobandShare {
                 return Released::Ok;
             }
             let bio = self.groups[i].waiting.pop_front().expect("checked non-empty");
-            let write = !bio.request.op.is_read();
+            let write = Self::is_write(&bio);
             if !self.room_rw(write) {
                 let g = &mut self.groups[i];
                 if g.prio.is_empty() {
@@ -627,12 +634,8 @@ impl IobandShare {
     /// The weight policies' `submit` (`ioband_map`).
     fn submit_weight(&mut self, bio: Bio, now_ns: Nanos) {
         let i = self.classify(&bio);
-        let write = !bio.request.op.is_read();
-        if self.blocked(i) == 0 && self.room_rw(write) {
+        if self.blocked(i) == 0 && self.room_rw(Self::is_write(&bio)) {
             if self.can_submit(i) > 0 {
-                let c = &mut self.groups[i].counters;
-                c.ios += 1;
-                c.bytes += bio.request.len_bytes;
                 self.prepare_to_issue(i, &bio);
                 self.ready.push(bio);
                 return;
@@ -780,11 +783,9 @@ impl Controller for IobandShare {
     }
 
     fn completed(&mut self, bio: &Bio, _now_ns: Nanos) {
-        let g = self.classify(bio);
-        self.groups[g].in_flight = self.groups[g].in_flight.saturating_sub(1);
         if self.settings.policy != Policy::RangeBw {
             // ioband_end_io: the conductor runs while bios are held.
-            let dir = &mut self.issued[usize::from(!bio.request.op.is_read())];
+            let dir = &mut self.issued[usize::from(Self::is_write(bio))];
             debug_assert!(*dir > 0, "completion without a release");
             *dir = dir.saturating_sub(1);
             self.conduct_due |= self.held > 0;
@@ -792,6 +793,8 @@ impl Controller for IobandShare {
         }
         debug_assert!(self.in_flight > 0, "completion without a release");
         self.in_flight = self.in_flight.saturating_sub(1);
+        let g = self.classify(bio);
+        self.groups[g].in_flight = self.groups[g].in_flight.saturating_sub(1);
     }
 
     fn next_timer_ns(&self) -> Option<Nanos> {
