@@ -338,6 +338,22 @@ fn fit_flash(
     let depths: Vec<&Probe> = m.all(|k| matches!(k, Kind::Depth(_))).collect();
     let p16k = m.get(Kind::Size(16384));
     let is_key = |k: Kind| k == Kind::Size(4096) || k == peak.kind || matches!(k, Kind::SeqMax);
+    // Every read probe, and for the key ones how far (ln) a candidate may miss them: 5 %, or
+    // the probe's own drift (DRIFT_RESOLUTION standard deviations of its slice means).
+    let all: Vec<&Probe> = sizes.iter().chain(&depths).copied().chain(seq).collect();
+    let key_tolerance: Vec<Option<f64>> = all
+        .iter()
+        .map(|meas| {
+            is_key(meas.kind).then(|| {
+                let drift = DRIFT_RESOLUTION * meas.slice_spread_us() / fit_mean_us(meas).max(1e-9);
+                KEY_FIT_TOLERANCE.max(drift).ln_1p()
+            })
+        })
+        .collect();
+    // The 16 KiB read's extra time over 4 KiB, and the least of it the channels can be
+    // told from the device's drift by (see below).
+    let extra_16k_us = p16k.map(|q| fit_mean_us(q) - fit_mean_us(p4k));
+    let channel_resolution_us = DRIFT_RESOLUTION * p4k.slice_spread_us();
     // Every parallelism tried: whether it meets the key probes, its error, its parameters.
     let mut tried: Vec<(bool, f64, SsdParams)> = Vec::new();
     for (dies, cores) in DIES.iter().flat_map(|&d| CORES.iter().map(move |&c| (d, c))) {
@@ -373,7 +389,7 @@ fn fit_flash(
                     / o.bytes_per_sec().max(1.0))
                 .clamp(1e6, 1e12);
             }
-            if let Some(q) = p16k {
+            if let Some(extra_meas) = extra_16k_us {
                 // 12 KiB more of one page: the channel and the link carry it in turn. What
                 // the link does not explain is the channels' share, if the probes can tell it
                 // from the device's drift: the 4 KiB probe's slices, spread over the probing,
@@ -381,9 +397,8 @@ fn fit_flash(
                 // that the channels are taken as never the limit, whatever the noise says:
                 // otherwise two runs on one device fit rates a hundredfold apart.
                 let o = sim.last().expect("the 16 KiB probe was simulated");
-                let extra_meas = fit_mean_us(q) - fit_mean_us(p4k);
                 let link_us = 12288.0 / p.host_bytes_per_sec * 1e6;
-                if extra_meas - link_us <= DRIFT_RESOLUTION * p4k.slice_spread_us() {
+                if extra_meas - link_us <= channel_resolution_us {
                     p.channel_bytes_per_sec = MAX_CHANNEL_BYTES_PER_SEC;
                 } else {
                     let extra_sim = o.mean_us() - sim[0].mean_us();
@@ -397,7 +412,6 @@ fn fit_flash(
                 p.channel_bytes_per_sec.max(1.1 * p.host_bytes_per_sec / channels);
         }
         // The error this parallelism leaves over every read probe.
-        let all: Vec<&Probe> = sizes.iter().chain(&depths).copied().chain(seq).collect();
         let sim = simulate(&Model::Ssd(p.clone()), max_kb, &all)?;
         let err: f64 = all
             .iter()
@@ -407,12 +421,10 @@ fn fit_flash(
                 ln_ratio(b, a).powi(2)
             })
             .sum();
-        let keys_met =
-            all.iter().zip(&sim).filter(|(meas, _)| is_key(meas.kind)).all(|(meas, s)| {
-                let (_, a, b) = fitted_quantity(meas, s);
-                let drift = DRIFT_RESOLUTION * meas.slice_spread_us() / fit_mean_us(meas).max(1e-9);
-                ln_ratio(b, a).abs() <= KEY_FIT_TOLERANCE.max(drift).ln_1p()
-            });
+        let keys_met = all.iter().zip(&sim).zip(&key_tolerance).all(|((meas, s), tol)| {
+            let (_, a, b) = fitted_quantity(meas, s);
+            tol.is_none_or(|t| ln_ratio(b, a).abs() <= t)
+        });
         tried.push((keys_met, err, p));
     }
     let mut p = choose_parallelism(tried);
