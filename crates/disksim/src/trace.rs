@@ -134,7 +134,7 @@ impl Cursor<'_> {
         };
         (whole + decimals > 0).then_some(())?;
         self.end_of_word()?;
-        (m <= 1 << 53 && decimals < EXACT_POW10.len()).then(|| m as f64 / EXACT_POW10[decimals])
+        exact_decimal(m, decimals)
     }
 }
 
@@ -198,8 +198,15 @@ fn plain_decimal(s: &[u8]) -> Option<f64> {
         }
     }
     let decimals = digits - point.unwrap_or(digits);
-    (digits > 0 && m <= 1 << 53 && decimals < EXACT_POW10.len())
-        .then(|| m as f64 / EXACT_POW10[decimals])
+    (digits > 0).then_some(())?;
+    exact_decimal(m, decimals)
+}
+
+/// `m / 10^decimals` when both are exact doubles (`m` ≤ 2^53, at most 22 decimals), so that
+/// the one rounded division is the correctly rounded value (Clinger's fast path); `None`
+/// otherwise.
+fn exact_decimal(m: u64, decimals: usize) -> Option<f64> {
+    (m <= 1 << 53 && decimals < EXACT_POW10.len()).then(|| m as f64 / EXACT_POW10[decimals])
 }
 
 /// Read and parse a trace file.
