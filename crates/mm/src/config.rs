@@ -72,6 +72,14 @@ impl Kernel {
         self.at_least(2, 6, 31) && self.queue_plugging()
     }
 
+    /// Writeback follows the order pages were first dirtied in (`mapping->dirty_pages`)
+    /// rather than their offsets: before 2.6.6's radix-tree dirty tags (see
+    /// [`crate::dirty_order`]). 2.6.3 still had the list; that 2.6.6 replaced it is this
+    /// model's dating of Andrew Morton's tagged-writeback series.
+    pub fn dirty_list_writeback(&self) -> bool {
+        !self.at_least(2, 6, 6)
+    }
+
     /// Context readahead (2.6.31).
     pub fn context_readahead(&self) -> bool {
         self.at_least(2, 6, 31)
@@ -226,6 +234,8 @@ mod tests {
         assert!(Kernel::parse("3.2").unwrap().io_less_throttling());
         assert!(!Kernel::parse("2.6.29").unwrap().context_readahead());
         assert!(!Kernel::parse("2.5.65").unwrap().on_demand_readahead());
+        assert!(Kernel::parse("2.5.65").unwrap().dirty_list_writeback());
+        assert!(!Kernel::parse("2.6.6").unwrap().dirty_list_writeback());
         assert_eq!(Kernel::parse("2.6.29").unwrap().default_sysctl().dirty_ratio, 10);
         assert_eq!(Kernel::parse("2.5.65").unwrap().default_sysctl().dirty_ratio, 40);
         assert!(Kernel::parse("2.4.20").is_err());

@@ -19,6 +19,7 @@
 
 pub mod config;
 pub mod dirty;
+pub mod dirty_order;
 pub mod pages;
 pub mod readahead;
 pub mod vm;

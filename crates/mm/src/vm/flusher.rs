@@ -180,7 +180,12 @@ impl Vm {
                 continue;
             }
             let last = self.file_pages(file);
-            let start = fp.writeback_index.min(last);
+            // Before 2.6.6 writeback took the whole dirty list, from its oldest page.
+            let start = if self.cfg.kernel.dirty_list_writeback() {
+                0
+            } else {
+                fp.writeback_index.min(last)
+            };
             let quota = max_pages - sent;
             let (_, mut done, mut stopped) =
                 self.writeback_pages(file, start, last, quota, false, issuer, out);

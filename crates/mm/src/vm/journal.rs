@@ -378,6 +378,7 @@ impl Vm {
         });
         let spec = self.files[file as usize].spec;
         self.files[file as usize].spec.data_bytes = 0;
+        self.dirty_order[file as usize].clear();
         let Some(j) = self.files[file as usize].journal else { return done };
         let inode = self.inode_block(file);
         let mut blocks = vec![inode, spec.dir_bytes.unwrap_or(inode)];

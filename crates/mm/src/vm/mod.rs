@@ -38,6 +38,7 @@ use elevator_core::{Nanos, Op, Owner, NS_PER_SEC};
 
 use crate::config::VmConfig;
 use crate::dirty::{BdiBandwidth, Limits, PropLocal, Proportions};
+use crate::dirty_order::DirtyOrder;
 use crate::pages::{FileId, IoTag, Pages};
 use crate::readahead::{RaState, PAGE_BYTES};
 
@@ -335,6 +336,9 @@ pub struct Vm {
     cfg: VmConfig,
     pages: Pages,
     files: Vec<FileMeta>,
+    /// Per file, the order its pages were first dirtied in (kept only by kernels whose
+    /// writeback follows it: [`crate::Kernel::dirty_list_writeback`]).
+    dirty_order: Vec<DirtyOrder>,
     tasks: Vec<Task>,
     bdis: Vec<Bdi>,
     journals: Vec<journal::Journal>,
@@ -397,6 +401,7 @@ impl Vm {
             barriers: true,
             pages: Pages::new(),
             files: Vec::new(),
+            dirty_order: Vec::new(),
             tasks: Vec::new(),
             bdis,
             journals: Vec::new(),
@@ -435,6 +440,7 @@ impl Vm {
         let f = self.pages.add_file(spec.bdi);
         let journal = self.journal_at(spec.bdi, spec.base_bytes);
         self.files.push(FileMeta { spec, queued: false, journal, meta_tid: None });
+        self.dirty_order.push(DirtyOrder::default());
         f
     }
 

@@ -200,22 +200,36 @@ impl Vm {
     pub(super) fn dirty_pages(&mut self, file: FileId, a: u64, b: u64, now: Nanos) -> u64 {
         let holes = self.pages.holes(file, a, b);
         let before = self.pages.file(file).counts.dirty;
+        let listed = self.cfg.kernel.dirty_list_writeback();
+        let mut newly_dirty: Vec<(u64, u64)> = Vec::new();
         if !holes.is_empty() {
             let gen = self.pages.gen_for(b - a);
-            for (s, e) in holes {
+            for &(s, e) in &holes {
                 self.alloc(e - s);
                 self.pages.insert(file, s, e, PageState::Dirty, gen);
             }
+            if listed {
+                newly_dirty.extend(holes);
+            }
         }
-        self.pages.modify(file, a, b, |_, e| {
+        self.pages.modify(file, a, b, |s, e| {
             Some(match e.state {
-                PageState::Clean => Extent { state: PageState::Dirty, ..*e },
+                PageState::Clean => {
+                    if listed {
+                        newly_dirty.push((s, e.end));
+                    }
+                    Extent { state: PageState::Dirty, ..*e }
+                }
                 PageState::Writeback { io, .. } => {
                     Extent { state: PageState::Writeback { io, dirty: true }, ..*e }
                 }
                 _ => *e,
             })
         });
+        if listed {
+            newly_dirty.sort_unstable();
+            self.list_dirtied(file, &newly_dirty);
+        }
         let newly = self.pages.file(file).counts.dirty - before;
         if newly > 0 {
             self.mark_file_dirty(file, now);
@@ -224,6 +238,47 @@ impl Vm {
             self.stats.peak_dirty_pages = self.stats.peak_dirty_pages.max(self.pages.total.dirty);
         }
         newly
+    }
+
+    /// Pages of `file` went from clean to dirty, in this order: they join the end of its
+    /// dirty list (kernels before 2.6.6, [`crate::dirty_order`]).
+    fn list_dirtied(&mut self, file: FileId, runs: &[(u64, u64)]) {
+        let order = &mut self.dirty_order[file as usize];
+        for &(a, b) in runs {
+            order.push(a, b);
+        }
+        let dirty = self.pages.file(file).counts.dirty;
+        if order.needs_compaction(dirty) {
+            let pages = &self.pages;
+            order.retain(|a, b| pages.next_dirty_run(file, a, b, 1).is_some());
+        }
+    }
+
+    /// The next run of dirty pages writeback takes from `[from, b)`, at most `cap` long:
+    /// the next in offset order, or — kernels before 2.6.6, writing a whole file — the
+    /// oldest dirtied still dirty (pages the list does not hold, if any, come after it).
+    fn next_writeback_run(
+        &mut self,
+        file: FileId,
+        from: u64,
+        b: u64,
+        cap: u64,
+        listed: bool,
+    ) -> Option<(u64, u64)> {
+        if listed {
+            let order = &mut self.dirty_order[file as usize];
+            while let Some((s, e)) = order.front() {
+                match self.pages.next_dirty_run(file, s, e.min(b), cap) {
+                    Some((rs, re)) => {
+                        order.consume_front(re);
+                        return Some((rs, re));
+                    }
+                    None => order.consume_front(e),
+                }
+            }
+            return self.pages.next_dirty_run(file, 0, b, cap);
+        }
+        self.pages.next_dirty_run(file, from, b, cap)
     }
 
     /// The file has dirty pages: note when it first got them and queue it for writeback.
@@ -284,6 +339,9 @@ impl Vm {
         let mut tags = Vec::new();
         let mut sent = 0;
         let mut from = a;
+        // The dirty list orders the writeback of a whole file; a range (a ranged fsync,
+        // fadvise) is written in offset order and leaves its list entries to go stale.
+        let listed = self.cfg.kernel.dirty_list_writeback() && a == 0 && b >= self.file_pages(file);
         while sent < max_pages {
             if pooled && !sync && self.bdis[bdi].pool_full() {
                 // A batcher goes on, up to its allowance and 1.5 x nr_requests.
@@ -294,7 +352,7 @@ impl Vm {
                 self.batch_allowance -= 1;
             }
             let cap = WRITE_BIO_PAGES.min(max_pages - sent);
-            let Some((s, e)) = self.pages.next_dirty_run(file, from, b, cap) else { break };
+            let Some((s, e)) = self.next_writeback_run(file, from, b, cap, listed) else { break };
             let requests = (e - s).div_ceil(max_sectors_pages) as u32;
             let tag =
                 self.new_io(IoKind::Write { file, start: s, end: e, requests, sync }, spec.bdi);
@@ -406,14 +464,22 @@ impl Vm {
         now: Nanos,
         out: &mut Output,
     ) {
-        self.pages.modify(file, start, end, |_, e| {
+        let listed = self.cfg.kernel.dirty_list_writeback();
+        let mut redirtied: Vec<(u64, u64)> = Vec::new();
+        self.pages.modify(file, start, end, |s, e| {
             Some(match e.state {
                 PageState::Writeback { io, dirty } if io == tag => {
+                    if dirty && listed {
+                        redirtied.push((s, e.end));
+                    }
                     Extent { state: if dirty { PageState::Dirty } else { PageState::Clean }, ..*e }
                 }
                 _ => *e,
             })
         });
+        if !redirtied.is_empty() {
+            self.list_dirtied(file, &redirtied);
+        }
         let pages = end - start;
         self.stats.pages_written += pages;
         let b = &mut self.bdis[bdi as usize];
