@@ -326,6 +326,8 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
         cache_segments: segments,
         segment_size_bytes: s.segment_size_sectors * 512,
         write_cache: caching && s.fast_write_level > 0,
+        // Unused: DiskSim's controller keeps its own cache.
+        destage_candidates: elevator_device::hdd::DEFAULT_DESTAGE_CANDIDATES,
         queue_depth: s.max_queue_len.clamp(1, 256) as u32,
         max_queue_age_ms: 500.0,
         sparing,

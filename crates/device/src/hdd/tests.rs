@@ -304,6 +304,18 @@ fn params_deserialize_from_toml_with_defaults_and_a_seek_table() {
     assert!(toml::from_str::<HddParams>("no_such_field = 1").is_err());
 }
 
+#[test]
+fn destage_candidates_are_bounded() {
+    for bad in [0, super::MAX_DESTAGE_CANDIDATES + 1] {
+        let p = HddParams { destage_candidates: bad, ..HddParams::default() };
+        let e = Hdd::new(p, &mut RandomStream::new(1, 0)).unwrap_err();
+        assert!(e.contains("destage_candidates"), "{e}");
+    }
+    let p: HddParams = toml::from_str("destage_candidates = 4").unwrap();
+    assert_eq!(p.destage_candidates, 4);
+    assert!(Hdd::new(p, &mut RandomStream::new(1, 0)).is_ok());
+}
+
 /// Completion times of fixed-seed mixed workloads on both presets (QD1 and deep queues,
 /// reads and writes, write cache on and off, flushes): a checksum that must not move when
 /// the model is optimised or gains opt-in mechanisms. (Last moved on purpose when the
@@ -318,7 +330,15 @@ fn preset_checksum() -> Vec<u64> {
         (HddParams { write_cache: false, ..HddParams::sata_7200_2009() }, 1),
         (HddParams { write_cache: true, ..HddParams::sata_7200_2009() }, 8),
         (HddParams { write_cache: false, ..HddParams::ide_2003() }, 1),
-        (HddParams { write_cache: true, queue_depth: 4, ..HddParams::ide_2003() }, 4),
+        (
+            HddParams {
+                write_cache: true,
+                queue_depth: 4,
+                destage_candidates: super::DEFAULT_DESTAGE_CANDIDATES,
+                ..HddParams::ide_2003()
+            },
+            4,
+        ),
     ] {
         let mut d = Hdd::new(p, &mut RandomStream::new(5, 1)).unwrap();
         let mut rng = RandomStream::new(7, 2);

@@ -4,7 +4,8 @@
 //! Dirty data is kept as disjoint extents of sectors; a write that touches or overlaps an
 //! extent joins it (overwritten sectors take no extra room), so a sequential stream is one
 //! extent that is destaged as full, contiguous media writes. Each extent remembers when its
-//! oldest data arrived, and destaging looks only at the [`DESTAGE_CANDIDATES`] oldest
+//! oldest data arrived, and destaging looks only at the few oldest (by default
+//! [`DEFAULT_DESTAGE_CANDIDATES`]; the drive's parameter)
 //! extents — the drive's internal queue of writes to retire — picking among them the one the
 //! heads reach soonest (the caller supplies that cost), and writing at most
 //! [`WriteCache::destage_limit_sectors`] of it at a time so a read waits for one chunk, not a
@@ -18,8 +19,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// How many of the oldest dirty extents the drive considers for its next destage.
-pub const DESTAGE_CANDIDATES: usize = 16;
+/// How many of the oldest dirty extents a drive considers for its next destage, unless its
+/// parameters say otherwise.
+pub const DEFAULT_DESTAGE_CANDIDATES: usize = 16;
 
 /// The dirty data of the drive's cache.
 #[derive(Clone, Debug)]
@@ -34,6 +36,7 @@ pub struct WriteCache {
     limit_sectors: u64,
     high_water_sectors: u64,
     chunk_sectors: u64,
+    candidates: usize,
 }
 
 impl WriteCache {
@@ -48,7 +51,14 @@ impl WriteCache {
             limit_sectors,
             high_water_sectors: high_water_sectors.min(limit_sectors),
             chunk_sectors: chunk_sectors.max(1),
+            candidates: DEFAULT_DESTAGE_CANDIDATES,
         }
+    }
+
+    /// Destages choose among the `n` oldest extents (at least one).
+    pub fn with_candidates(mut self, n: usize) -> WriteCache {
+        self.candidates = n.max(1);
+        self
     }
 
     pub fn dirty_sectors(&self) -> u64 {
@@ -157,11 +167,11 @@ impl WriteCache {
         self.dirty_sectors += e - s;
     }
 
-    /// The next destage: among the oldest [`DESTAGE_CANDIDATES`] extents, the one with the
+    /// The next destage: among the oldest few extents (the drive's candidates), the one with the
     /// lowest `cost(start)`; returns the chunk `(lbn, sectors)` to write, from its start.
     pub fn next_destage(&self, mut cost: impl FnMut(u64) -> f64) -> Option<(u64, u64)> {
         let mut best: Option<(f64, u64, u64)> = None;
-        for &(_, s) in self.by_age.iter().take(DESTAGE_CANDIDATES) {
+        for &(_, s) in self.by_age.iter().take(self.candidates) {
             let (e, _) = self.extents[&s];
             let c = cost(s);
             if best.is_none_or(|(b, _, _)| c < b) {
@@ -215,6 +225,22 @@ mod tests {
         w.clean(110, 5); // a FUA write through the middle
         assert_eq!(w.dirty_sectors(), 11);
         assert!(w.covers(108, 2) && w.covers(115, 5) && !w.covers(110, 1));
+    }
+
+    #[test]
+    fn one_candidate_destages_in_arrival_order() {
+        let mut w = WriteCache::new(1000, 750, 8).with_candidates(1);
+        w.insert(500, 4);
+        w.insert(100, 4);
+        w.insert(300, 4);
+        // The heads are at 300: a choosing drive would take 300 first.
+        let near_300 = |s: u64| (s as f64 - 300.0).abs();
+        for want in [500, 100, 300] {
+            assert_eq!(w.next_destage(near_300), Some((want, 4)));
+            w.destaged(want, 4);
+        }
+        assert!(w.is_empty());
+        assert_eq!(WriteCache::new(10, 5, 1).with_candidates(0).candidates, 1);
     }
 
     #[test]
