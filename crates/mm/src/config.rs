@@ -80,6 +80,13 @@ impl Kernel {
         !self.at_least(2, 6, 6)
     }
 
+    /// Dirty thresholds per backing device and per task (2.6.24, Peter Zijlstra's "mm: per
+    /// device dirty threshold" and `task_dirty_limit`): before, a writer was throttled
+    /// against the machine's threshold alone and wrote back whatever was dirty.
+    pub fn per_bdi_dirty_thresholds(&self) -> bool {
+        self.at_least(2, 6, 24)
+    }
+
     /// Context readahead (2.6.31).
     pub fn context_readahead(&self) -> bool {
         self.at_least(2, 6, 31)
@@ -236,6 +243,8 @@ mod tests {
         assert!(!Kernel::parse("2.5.65").unwrap().on_demand_readahead());
         assert!(Kernel::parse("2.5.65").unwrap().dirty_list_writeback());
         assert!(!Kernel::parse("2.6.6").unwrap().dirty_list_writeback());
+        assert!(!Kernel::parse("2.6.23").unwrap().per_bdi_dirty_thresholds());
+        assert!(Kernel::parse("2.6.24").unwrap().per_bdi_dirty_thresholds());
         assert_eq!(Kernel::parse("2.6.29").unwrap().default_sysctl().dirty_ratio, 10);
         assert_eq!(Kernel::parse("2.5.65").unwrap().default_sysctl().dirty_ratio, 40);
         assert!(Kernel::parse("2.4.20").is_err());

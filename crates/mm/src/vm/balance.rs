@@ -1,6 +1,7 @@
 //! `balance_dirty_pages`: a writer past its ratelimit is throttled, in the 2.6.3x form (it
-//! writes back itself and naps) or the IO-less form of 3.2+ (it sleeps in proportion to
-//! what it dirtied). See [`crate::dirty`] for the arithmetic.
+//! writes back itself and naps; before 2.6.24 against the machine's threshold rather than
+//! its device's and its own) or the IO-less form of 3.2+ (it sleeps in proportion to what it
+//! dirtied). See [`crate::dirty`] for the arithmetic.
 
 use elevator_core::Nanos;
 
@@ -139,19 +140,22 @@ impl Vm {
         }
         let l = self.limits();
         let (nr_dirty, nr_wb) = (self.pages.total.dirty, self.pages.total.writeback);
-        let (bdi_dirty, bdi_wb) = self.bdi_dirty(bdi);
+        let per_bdi = self.cfg.kernel.per_bdi_dirty_thresholds();
+        let (bdi_dirty, bdi_wb) = self.legacy_dirty(bdi);
         let thresh = self.legacy_thresh(task, bdi, l);
         if bdi_dirty + bdi_wb <= thresh {
             self.finish_balance(bdi, false, now, out);
             return true;
         }
-        // Throttle only when background writeback cannot catch up.
-        if nr_dirty + nr_wb < (l.background + l.dirty) / 2 {
+        // Throttle only when background writeback cannot catch up (with the per-device
+        // thresholds, which ramp up).
+        if per_bdi && nr_dirty + nr_wb < (l.background + l.dirty) / 2 {
             self.finish_balance(bdi, bdi_dirty + bdi_wb >= thresh, now, out);
             return true;
         }
         self.bdis[bdi as usize].dirty_exceeded = true;
-        if bdi_dirty > thresh {
+        // Before 2.6.24 the writer wrote back whatever was dirty (`if (ps.nr_dirty)`).
+        if if per_bdi { bdi_dirty > thresh } else { bdi_dirty > 0 } {
             // The writer writes back up to a chunk itself, as the writer.
             let sent = self.writeback_bdi(bdi, write_chunk, Some(task), now, out);
             pages_written += sent;
@@ -163,7 +167,7 @@ impl Vm {
                 );
             }
         }
-        let (bdi_dirty, bdi_wb) = self.bdi_dirty(bdi);
+        let (bdi_dirty, bdi_wb) = self.legacy_dirty(bdi);
         let thresh = self.legacy_thresh(task, bdi, l);
         if bdi_dirty + bdi_wb <= thresh || pages_written >= write_chunk {
             self.finish_balance(bdi, bdi_dirty + bdi_wb >= thresh, now, out);
@@ -185,8 +189,21 @@ impl Vm {
         false
     }
 
-    /// The task's device threshold, 2.6.3x.
+    /// What the throttled writer's threshold is compared with: its device's dirty and
+    /// writeback pages, or before 2.6.24 the machine's.
+    fn legacy_dirty(&self, bdi: u32) -> (u64, u64) {
+        if self.cfg.kernel.per_bdi_dirty_thresholds() {
+            self.bdi_dirty(bdi)
+        } else {
+            (self.pages.total.dirty, self.pages.total.writeback)
+        }
+    }
+
+    /// The task's device threshold, 2.6.3x; before 2.6.24 the machine's `dirty_thresh`.
     fn legacy_thresh(&mut self, task: TaskId, bdi: u32, l: Limits) -> u64 {
+        if !self.cfg.kernel.per_bdi_dirty_thresholds() {
+            return l.dirty;
+        }
         let bdi_share = self.completions.fraction(&mut self.bdis[bdi as usize].completions);
         let bdi_share = if bdi_share.0 == 0 && self.bdis.len() == 1 { (1, 1) } else { bdi_share };
         let task_share = self.dirties.fraction(&mut self.tasks[task as usize].dirties);

@@ -737,3 +737,23 @@ fn before_2_6_6_a_stream_is_written_back_in_big_runs_all_the_same() {
     assert!(writes.iter().all(|io| io.len_bytes >= 64 << 10), "in whole bios");
     assert_eq!(h.vm.pages().file(f).counts.dirty, 0);
 }
+
+#[test]
+fn before_2_6_24_a_writer_is_throttled_against_the_machine_s_limit_alone() {
+    // The same sysctls on both: 2.6.32 lowers a lone heavy writer's threshold by up to an
+    // eighth (`task_dirty_limit`), so dirtying 95 % of the limit makes it write back
+    // itself; 2.5.65 compares the machine's dirty pages with `dirty_thresh` and lets it be.
+    for (kernel, throttled) in [("2.5.65", false), ("2.6.32", true)] {
+        let mut cfg = machine(kernel, 512);
+        cfg.sysctl.dirty_ratio = 40;
+        cfg.sysctl.dirty_background_ratio = 10;
+        let mut h = Harness::new(cfg);
+        h.bytes_per_sec = 1_000_000; // a slow device: background writeback cleans little
+        let limit_mib = (h.vm.limits().dirty * 4096) >> 20;
+        let f = file(&mut h, 512, false);
+        let t = h.vm.add_task(Owner::process(1));
+        stream_write(&mut h, t, f, limit_mib * 95 / 100, 1 << 20);
+        let by_writer = h.ios.iter().filter(|io| io.op == Op::Write && io.owner.pid == 1).count();
+        assert_eq!(by_writer > 0, throttled, "{kernel}: {by_writer} writes by the writer");
+    }
+}
