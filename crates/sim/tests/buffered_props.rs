@@ -45,7 +45,7 @@ proptest! {
         create in any::<bool>(),
         fsync in prop::sample::select(vec![0u32, 1, 7]),
         barrier in prop::sample::select(vec![0u32, 3]),
-        kernel in prop::sample::select(vec!["2.6.32", "3.2", "3.5"]),
+        kernel in prop::sample::select(vec!["2.5.65", "2.6.32", "3.2", "3.5"]),
         sched in prop::sample::select(vec!["cfq", "mq-deadline", "none"]),
     ) {
         let text = job(rw, bs, nrfiles, create, fsync, barrier);
