@@ -35,7 +35,7 @@
 //!
 //! - **Sleeping submitters** (`prevent_burst_bios`): once a group holds `c_limit` bios
 //!   (`2 × io_limit × weight / total / 4 + 1`), a process submitting to it sleeps until the
-//!   group has released every bio it holds ([`IobandShare::submitter_must_sleep`]; the volume
+//!   group has released every bio it holds ([`IobandShare::submitter_sleeps_on`]; the volume
 //!   stack parks the process and its bio).
 //!
 //! Deviations: kernel threads (writeback, volume workers, iSCSI target threads, Xen's
@@ -653,25 +653,20 @@ impl IobandShare {
         self.epoch
     }
 
-    /// The group `bio` belongs to.
-    pub fn group_of(&self, bio: &Bio) -> usize {
-        self.classify(bio)
-    }
-
-    /// Whether a process submitting `bio` must sleep before ioband takes it
+    /// The group a process submitting `bio` must sleep on before ioband takes it, if it must
     /// (`prevent_burst_bios` → `group_should_block`): its group holds `c_limit` bios, or did
     /// and has not yet released them all. Only processes sleep so; kernel threads (writeback,
     /// a volume's worker) are held back only at `2 × io_limit` held bios in all, which the
     /// caller does not model. Never under range-bw.
-    pub fn submitter_must_sleep(&mut self, bio: &Bio) -> bool {
+    pub fn submitter_sleeps_on(&mut self, bio: &Bio) -> Option<usize> {
         if self.settings.policy == Policy::RangeBw {
-            return false;
+            return None;
         }
         let i = self.classify(bio);
         if !self.groups[i].sleeping && self.blocked(i) as i64 >= self.groups[i].limit {
             self.groups[i].sleeping = true;
         }
-        self.groups[i].sleeping
+        self.groups[i].sleeping.then_some(i)
     }
 
     /// Appends the groups whose sleeping submitters may go on (and forgets them).
@@ -1169,14 +1164,14 @@ mod tests {
         let mut out = Vec::new();
         for i in 0..11 {
             let b = bio(i, 0, 1, 4096);
-            assert!(!s.submitter_must_sleep(&b), "bio {i}: the group holds fewer than 3");
+            assert!(s.submitter_sleeps_on(&b).is_none(), "bio {i}: the group holds fewer than 3");
             s.submit(b, 0);
         }
         s.release(0, &mut out);
         assert_eq!((out.len(), s.held()), (8, 3), "8 reads in flight fill io_limit; 3 held");
         let next = bio(99, 0, 1, 4096);
-        assert!(s.submitter_must_sleep(&next), "3 held: the next submitter sleeps");
-        assert!(!s.submitter_must_sleep(&bio(100, 1, 2, 4096)), "the other group's do not");
+        assert!(s.submitter_sleeps_on(&next).is_some(), "3 held: the next submitter sleeps");
+        assert!(s.submitter_sleeps_on(&bio(100, 1, 2, 4096)).is_none(), "the other group's do not");
         // Two completions let two held bios go: still asleep until the group holds none.
         let mut woken = Vec::new();
         for b in &out[..2] {
@@ -1184,11 +1179,11 @@ mod tests {
         }
         s.release(1, &mut Vec::new());
         s.take_woken(&mut woken);
-        assert!(woken.is_empty() && s.submitter_must_sleep(&next));
+        assert!(woken.is_empty() && s.submitter_sleeps_on(&next).is_some());
         s.completed(&out[2], 2);
         s.release(2, &mut Vec::new());
         s.take_woken(&mut woken);
         assert_eq!(woken, vec![0]);
-        assert!(!s.submitter_must_sleep(&next));
+        assert!(s.submitter_sleeps_on(&next).is_none());
     }
 }

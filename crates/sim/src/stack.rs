@@ -355,7 +355,7 @@ impl Stack {
                         k += 1;
                         continue;
                     }
-                    if self.shares[s].submitter_must_sleep(&bio) {
+                    if self.shares[s].submitter_sleeps_on(&bio).is_some() {
                         break;
                     }
                     self.sleepers[s].remove(k);
@@ -532,10 +532,12 @@ impl Stack {
                 // volume's worker or a target thread, later) sleeps here while its group
                 // holds too much.
                 let process = self.nodes.get(child).process;
-                if self.direct_submitter == Some(process)
-                    && self.shares[share].submitter_must_sleep(&bio)
-                {
-                    let group = self.shares[share].group_of(&bio);
+                let sleeps_on = if self.direct_submitter == Some(process) {
+                    self.shares[share].submitter_sleeps_on(&bio)
+                } else {
+                    None
+                };
+                if let Some(group) = sleeps_on {
                     self.sleepers[share].push_back((group, process, bio));
                     self.submitter_slept = true;
                     return;
