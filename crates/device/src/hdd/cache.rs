@@ -105,9 +105,12 @@ impl Cache {
             }
             // A read that starts inside the window being read ahead rides on it: the head
             // keeps streaming past the segment's limit into the read (DiskSim's partial hit
-            // on an active prefetch).
+            // on an active prefetch) — if it comes while the prefetch is still going. Once the
+            // prefetch has reached its limit the heads stop reading, and whatever lies past
+            // the limit has gone by under them: a miss.
             if let Some((since, sector_ns)) = s.stream {
-                if s.start <= lbn && lbn <= s.limit {
+                let active = now_ns < since + (s.limit - s.end) as f64 * sector_ns;
+                if s.start <= lbn && lbn <= s.limit && (lbn + n <= s.limit || active) {
                     let ready = since + (lbn + n - s.end) as f64 * sector_ns;
                     return Lookup::Streaming { ready_ns: ready };
                 }
@@ -206,6 +209,11 @@ mod tests {
         assert_eq!(c.lookup(0, 8, 1000.0), Lookup::Hit);
         assert_eq!(c.lookup(8, 8, 1000.0), Lookup::Streaming { ready_ns: 1080.0 });
         assert_eq!(c.lookup(8, 8, 1080.0), Lookup::Hit);
+        // The prefetch reaches its limit (sector 100, the segment full) at 1000 + 92 × 10 ns:
+        // a read past the limit rides on it before then, misses after.
+        assert_eq!(c.lookup(96, 8, 1900.0), Lookup::Streaming { ready_ns: 1960.0 });
+        assert_eq!(c.lookup(96, 8, 1930.0), Lookup::Miss);
+        assert_eq!(c.lookup(90, 8, 1930.0), Lookup::Hit);
         assert_eq!(c.stop_readahead(1040.0), Some(12));
         assert_eq!(c.lookup(8, 8, 5000.0), Lookup::Miss);
         assert_eq!(c.lookup(0, 12, 5000.0), Lookup::Hit);
