@@ -268,6 +268,10 @@ impl Vm {
         if listed {
             let order = &mut self.dirty_order[file as usize];
             while let Some((s, e)) = order.front() {
+                if s >= e.min(b) {
+                    order.consume_front(e);
+                    continue;
+                }
                 match self.pages.next_dirty_run(file, s, e.min(b), cap) {
                     Some((rs, re)) => {
                         order.consume_front(re);
