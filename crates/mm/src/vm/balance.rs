@@ -155,7 +155,8 @@ impl Vm {
         }
         self.bdis[bdi as usize].dirty_exceeded = true;
         // Before 2.6.24 the writer wrote back whatever was dirty (`if (ps.nr_dirty)`).
-        if if per_bdi { bdi_dirty > thresh } else { bdi_dirty > 0 } {
+        let writes_back = if per_bdi { bdi_dirty > thresh } else { bdi_dirty > 0 };
+        if writes_back {
             // The writer writes back up to a chunk itself, as the writer.
             let sent = self.writeback_bdi(bdi, write_chunk, Some(task), now, out);
             pages_written += sent;
