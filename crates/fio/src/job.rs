@@ -179,6 +179,9 @@ pub struct JobSpec {
     /// `thinktime=` (fio's unit: microseconds): pause after every `thinktime_blocks` I/Os.
     pub thinktime_ns: Nanos,
     pub thinktime_blocks: u32,
+    /// `thinktime_spin=` (microseconds): the first part of each think is spent on a CPU
+    /// (fio spins), the rest asleep. Spinning jobs share the machine's CPUs.
+    pub thinktime_spin_ns: Nanos,
     /// `rate=` in bytes per second for reads, writes, trims; `None` = unlimited.
     pub rate_bytes_per_sec: [Option<u64>; 3],
     /// `rate_iops=` for reads, writes, trims.
@@ -368,6 +371,7 @@ impl JobSpec {
             startdelay_ns: 0,
             thinktime_ns: 0,
             thinktime_blocks: 1,
+            thinktime_spin_ns: 0,
             rate_bytes_per_sec: [None; 3],
             rate_iops: [None; 3],
             group_reporting: false,

@@ -69,6 +69,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("startdelay", "startdelay"),
     ("thinktime", "thinktime"),
     ("thinktime_blocks", "thinktime_blocks"),
+    ("thinktime_spin", "thinktime_spin"),
     ("rate", "rate"),
     ("rate_iops", "rate_iops"),
     ("group_reporting", "group_reporting"),
@@ -324,7 +325,6 @@ const UNMODELLED: &[&str] = &[
     "sync_file_range",
     "thinktime_blocks_type",
     "thinktime_iotime",
-    "thinktime_spin",
     "thp",
     "thread",
     "threads",
@@ -733,7 +733,8 @@ impl Builder {
                 spec.latency_percentile = p;
             }
             "startdelay" => spec.startdelay_ns = parse_time_ns(v, NS_PER_SEC)?,
-            "thinktime" => spec.thinktime_ns = parse_time_ns(v, NS_PER_US)?,
+            "thinktime" => spec.thinktime_ns = think_time_ns(v)?,
+            "thinktime_spin" => spec.thinktime_spin_ns = think_time_ns(v)?,
             "thinktime_blocks" => spec.thinktime_blocks = int_in(v, kb, 1, u32::MAX.into())? as u32,
             "rate" => spec.rate_bytes_per_sec = per_ddir_limit(v, kb)?,
             "rate_iops" => spec.rate_iops = per_ddir_limit(v, kb)?,
@@ -966,10 +967,19 @@ fn block_bytes(v: &str, kb_base: u64) -> Result<u64, String> {
     Ok(bytes)
 }
 
-/// `bssplit` for one direction: `4k/10:64k/90`. Entries without a percentage share what is
-/// left over equally (the last of them takes the rounding remainder); the total must be 100.
 /// Longest `latency_target=` and `latency_window=` taken: an hour (a longer one is a typo).
 pub const MAX_LATENCY_TARGET_NS: u64 = 3_600_000_000_000;
+/// The longest `thinktime` / `thinktime_spin`: a day.
+pub const MAX_THINKTIME_NS: u64 = 86_400_000_000_000;
+
+/// A `thinktime`-like value (default unit µs), at most [`MAX_THINKTIME_NS`].
+fn think_time_ns(v: &str) -> Result<u64, String> {
+    let ns = parse_time_ns(v, NS_PER_US)?;
+    if ns > MAX_THINKTIME_NS {
+        return Err(format!("`{v}` is above a day (MAX_THINKTIME_NS)"));
+    }
+    Ok(ns)
+}
 
 /// fio's refusal of both ways of choosing which I/Os get a priority.
 const EXCLUSIVE_CMDPRIO: &str = "cmdprio_percentage and cmdprio_bssplit are mutually exclusive";
@@ -1033,6 +1043,8 @@ fn parse_cmdprio_bssplit(v: &str, kb_base: u64) -> Result<Vec<crate::job::CmdPri
     Ok(out)
 }
 
+/// `bssplit` for one direction: `4k/10:64k/90`. Entries without a percentage share what is
+/// left over equally (the last of them takes the rounding remainder); the total must be 100.
 fn parse_bssplit(v: &str, kb_base: u64) -> Result<BlockSize, String> {
     let mut parts: Vec<(u64, Option<u32>)> = Vec::new();
     for entry in v.split(':').map(str::trim) {

@@ -226,8 +226,9 @@ description=hello world
 
 #[test]
 fn thinktime_default_unit_is_microseconds() {
-    let j = &parse("[j]\nthinktime=250\n").unwrap().jobs[0];
+    let j = &parse("[j]\nthinktime=250\nthinktime_spin=100\n").unwrap().jobs[0];
     assert_eq!(j.thinktime_ns, 250 * NS_PER_US);
+    assert_eq!(j.thinktime_spin_ns, 100 * NS_PER_US);
 }
 
 #[test]

@@ -12,6 +12,7 @@
 
 pub mod blktrace;
 pub mod block;
+pub mod cpu;
 pub mod engine;
 pub mod files;
 pub mod filesystem;

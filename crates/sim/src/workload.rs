@@ -154,6 +154,16 @@ pub enum Next {
     Stop,
 }
 
+/// How a process goes on after a completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resume {
+    /// It issues again at this time.
+    At(Nanos),
+    /// It thinks: spins for `spin_ns` of CPU time (on the machine's shared CPUs, see
+    /// [`crate::cpu`]), then sleeps `sleep_ns`.
+    Spin { spin_ns: Nanos, sleep_ns: Nanos },
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
     /// Waiting for its stonewall phase or start delay.
@@ -267,6 +277,7 @@ pub struct Process {
     ramp_ns: Nanos,
     thinktime_ns: Nanos,
     thinktime_blocks: u32,
+    thinktime_spin_ns: Nanos,
     rate_bytes_per_sec: [Option<u64>; 3],
     rate_iops: [Option<u64>; 3],
     fsync_every: u32,
@@ -388,6 +399,7 @@ impl Process {
             ramp_ns: spec.ramp_time_ns,
             thinktime_ns: spec.thinktime_ns,
             thinktime_blocks: spec.thinktime_blocks.max(1),
+            thinktime_spin_ns: spec.thinktime_spin_ns,
             rate_bytes_per_sec: spec.rate_bytes_per_sec,
             rate_iops: spec.rate_iops,
             fsync_every: if spec.fsync_every > 0 { spec.fsync_every } else { spec.fdatasync_every },
@@ -603,26 +615,26 @@ impl Process {
             return Next::WaitUntil(at);
         }
         let bs = self.pick_block_size(d).min(self.region.len_bytes);
-        let (op, offset, len) = match self.next_in_files(bs) {
+        let (op, offset, len, opening) = match self.next_in_files(bs) {
             Some(FileIo::Meta { offset_bytes, file }) => {
                 self.tree_io = Some(TreeIo::Open(file));
-                (Op::Read, offset_bytes, 4096)
+                (Op::Read, offset_bytes, 4096, true)
             }
             Some(FileIo::Open { file }) => {
                 // A buffered job's open: the page cache decides what it reads.
                 self.tree_io = Some(TreeIo::Open(file));
                 let meta = self.files.as_ref().expect("a tree").files[file].meta_offset_bytes;
-                (Op::Read, meta, 4096)
+                (Op::Read, meta, 4096, true)
             }
             Some(FileIo::Data { offset_bytes, len_bytes, file }) => {
                 self.tree_io = Some(TreeIo::Data(file));
-                (op, offset_bytes, len_bytes)
+                (op, offset_bytes, len_bytes, false)
             }
             Some(FileIo::Done) => {
                 self.state = State::Draining;
                 return Next::Stop;
             }
-            None => (op, self.pick_offset(d, bs), bs),
+            None => (op, self.pick_offset(d, bs), bs, false),
         };
         self.count_issue(op, len);
         if op == Op::Write && self.fsync_every > 0 {
@@ -642,7 +654,9 @@ impl Process {
                 barrier = true;
             }
         }
-        if self.thinktime_ns > 0 {
+        // fio counts I/O units towards `thinktime_blocks`; opening a file (its inode read
+        // here) is not one.
+        if self.thinktime_ns > 0 && !opening {
             self.since_think += 1;
             if self.since_think >= self.thinktime_blocks {
                 self.since_think = 0;
@@ -712,7 +726,7 @@ impl Process {
         self.depth_hist[bucket] += 1;
     }
 
-    /// An I/O completed. Returns when the process wants to issue again, if it does.
+    /// An I/O completed. Returns how the process goes on, if it wants to issue again.
     pub fn completed(
         &mut self,
         op: Op,
@@ -720,7 +734,7 @@ impl Process {
         issue_ns: Nanos,
         submit_ns: Nanos,
         now_ns: Nanos,
-    ) -> Option<Nanos> {
+    ) -> Option<Resume> {
         debug_assert!(self.in_flight > 0);
         self.in_flight -= 1;
         if op != Op::Flush && self.state == State::Running {
@@ -741,12 +755,19 @@ impl Process {
             State::Running if self.thinking => {
                 if self.in_flight == 0 {
                     self.thinking = false;
-                    Some(now_ns + self.thinktime_ns)
+                    Some(if self.thinktime_spin_ns > 0 {
+                        Resume::Spin {
+                            spin_ns: self.thinktime_spin_ns,
+                            sleep_ns: self.thinktime_ns.saturating_sub(self.thinktime_spin_ns),
+                        }
+                    } else {
+                        Resume::At(now_ns + self.thinktime_ns)
+                    })
                 } else {
                     None
                 }
             }
-            State::Running => Some(now_ns),
+            State::Running => Some(Resume::At(now_ns)),
             State::Draining if self.in_flight == 0 && !self.blocked => {
                 self.finish(now_ns);
                 None

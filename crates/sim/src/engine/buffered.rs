@@ -221,8 +221,8 @@ impl Engine {
             proc.completed(call.op, call.len_bytes, call.start_ns, call.start_ns, self.now_ns);
         if proc.state == State::Done {
             self.process_done(p);
-        } else if let Some(at) = wake {
-            self.arm_issue(p, at);
+        } else if let Some(r) = wake {
+            self.resume(p, r);
         }
     }
 

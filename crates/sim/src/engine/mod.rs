@@ -30,9 +30,10 @@ use elevator_fio::{ExitWhat, JobFile};
 use elevator_mm::{Output, Vm};
 
 use crate::block::{Bio, BlockQueue, DiskCounters};
+use crate::cpu::{Cpus, SpinDone};
 use crate::stack::{LeafIo, RootDone, Stack, NO_NODE, NO_TAG};
 use crate::topology::{Route, Topology};
-use crate::workload::{Next, Process, State};
+use crate::workload::{Next, Process, Resume, State};
 
 use build::build_processes;
 pub use build::cgroup_table;
@@ -189,6 +190,8 @@ enum Event {
     TargetTimer,
     /// A target task an I/O completion woke gets to run.
     TargetRun(u32),
+    /// A spinning process may have had its CPU time (see [`crate::cpu`]).
+    CpuDone,
 }
 
 struct Engine {
@@ -219,6 +222,11 @@ struct Engine {
     bdi_volumes_base: u32,
     /// The iSCSI target machine's page cache, if a remote volume reads through it.
     target: Option<target::TargetCache>,
+    /// The machine's CPUs, shared by the processes that spin (`thinktime_spin`).
+    cpus: Cpus,
+    /// When the engine wakes next for the CPUs (an earlier event for them is stale).
+    armed_cpu_ns: Option<Nanos>,
+    spins_done: Vec<SpinDone>,
 }
 
 /// Runs a job file on a topology.
@@ -310,6 +318,9 @@ pub fn simulate(
         armed_vm_ns: None,
         bdi_volumes_base: topology.devices.len() as u32,
         target: target::TargetCache::new(topology, &build::bdi_specs(topology)),
+        cpus: Cpus::new(topology.machine.vm.cpus),
+        armed_cpu_ns: None,
+        spins_done: Vec::new(),
     };
     engine.start_phase(0);
     let stopped = engine.run(options);
@@ -434,6 +445,12 @@ impl Engine {
                         self.apply_vm(&mut out);
                         self.vm_out = out;
                         self.kick_touched();
+                    }
+                }
+                Event::CpuDone => {
+                    if self.armed_cpu_ns == Some(self.now_ns) {
+                        self.armed_cpu_ns = None;
+                        self.cpus_done();
                     }
                 }
                 Event::CallDone(p) => self.call_done(p),
@@ -733,9 +750,42 @@ impl Engine {
         let wake = proc.completed(op, len_bytes, issue_ns, submit_ns, self.now_ns);
         if proc.state == State::Done {
             self.process_done(p);
-        } else if let Some(at) = wake {
-            self.arm_issue(p, at);
+        } else if let Some(r) = wake {
+            self.resume(p, r);
         }
+    }
+
+    /// Process `p` goes on after a completion: at once, after a sleep, or after a spin on
+    /// the CPUs.
+    fn resume(&mut self, p: u32, r: Resume) {
+        match r {
+            Resume::At(at) => self.arm_issue(p, at),
+            Resume::Spin { spin_ns, sleep_ns } => {
+                self.cpus.spin(p, spin_ns, sleep_ns, self.now_ns);
+                self.arm_cpus();
+            }
+        }
+    }
+
+    /// Makes sure the engine wakes when the next spin ends.
+    fn arm_cpus(&mut self) {
+        if let Some(t) = self.cpus.next_done_ns() {
+            if self.armed_cpu_ns.is_none_or(|armed| t != armed) {
+                self.armed_cpu_ns = Some(t);
+                self.push(t, Event::CpuDone);
+            }
+        }
+    }
+
+    /// Spins are over: their processes sleep the rest of their think time.
+    fn cpus_done(&mut self) {
+        let mut done = std::mem::take(&mut self.spins_done);
+        self.cpus.take_done(self.now_ns, &mut done);
+        for d in done.drain(..) {
+            self.arm_issue(d.proc, self.now_ns + d.sleep_ns);
+        }
+        self.spins_done = done;
+        self.arm_cpus();
     }
 
     fn process_done(&mut self, p: u32) {
