@@ -90,6 +90,15 @@ impl Cpus {
         });
     }
 
+    /// Job `proc` ended (its runtime ran out, or `exitall`): its spin, if any, leaves the
+    /// CPUs at `now_ns` and gives its share to the others.
+    pub fn cancel(&mut self, proc: u32, now_ns: Nanos) {
+        if self.spins.iter().any(|s| s.proc == proc) {
+            self.advance(now_ns);
+            self.spins.retain(|s| s.proc != proc);
+        }
+    }
+
     /// Each spinner's share of a CPU as a fraction `num / den`.
     fn rate(&self) -> (u128, u128) {
         let n = self.spins.len() as u128;
@@ -157,6 +166,17 @@ mod tests {
         c.spin(0, 10 * MS, 0, 0);
         c.spin(1, 30 * MS, 0, 0);
         assert_eq!(run(&mut c), vec![(10 * MS, 0), (30 * MS, 1)]);
+    }
+
+    #[test]
+    fn a_cancelled_spin_gives_its_share_back() {
+        // Two 20 ms spins on one CPU; at 10 ms (5 ms each done) one job ends: the other has
+        // 15 ms left alone and ends at 25 ms.
+        let mut c = Cpus::new(1);
+        c.spin(0, 20 * MS, 0, 0);
+        c.spin(1, 20 * MS, 0, 0);
+        c.cancel(1, 10 * MS);
+        assert_eq!(run(&mut c), vec![(25 * MS, 0)]);
     }
 
     #[test]

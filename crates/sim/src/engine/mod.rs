@@ -789,6 +789,10 @@ impl Engine {
     }
 
     fn process_done(&mut self, p: u32) {
+        if self.cpus.spinning() > 0 {
+            self.cpus.cancel(p, self.now_ns);
+            self.arm_cpus();
+        }
         if self.procs[p as usize].exitall {
             self.exit_others(p);
         }
