@@ -102,6 +102,10 @@ fn anticipatory_beats_deadline_where_seed_003_says() {
     assert!((62.0..=76.0).contains(&d) && (62.0..=76.0).contains(&a), "no load: {d} s, {a} s");
     let (dr, ar) = contest(" during read_load");
     assert!(ar > 1.1 * dr, "read_load: AS {ar} s vs DL {dr} s");
+    // ... and the compile's CPU% (its CPU time over its elapsed time) falls with it
+    // (published 72.0 % under AS, 78.0 % under deadline).
+    let cpu = |s: &str| column(&v, "contest: kernel compile (make -j4) during read_load", s, 1)[0];
+    assert!(cpu("AS") < cpu("DL"), "read_load CPU%: AS {} vs DL {}", cpu("AS"), cpu("DL"));
     let (dw, aw) = contest(" during io_load");
     assert!(dw > 1.1 * d && aw > 1.1 * a, "io_load: DL {dw} s, AS {aw} s vs {d}, {a}");
     // Random reads: roughly equal.

@@ -8,7 +8,8 @@
 //!   `share` (% of all I/Os in the run), `byte_share` (% of all bytes), `over_2s` / `over_10s`
 //!   (% of I/Os with completion latency above 2 s / 10 s, as tiobench reports), `timed_ios` /
 //!   `timed_share` (I/Os completed before the runtime ran out, and their % of all such: "I/Os
-//!   done in 60 seconds", not counting the drain after it), `p90_lat` / `p93_lat` / `p95_lat` / `p99_lat`
+//!   done in 60 seconds", not counting the drain after it), `cpu` (CPU time spun over the
+//!   longest member's runtime, % of one CPU), `p90_lat` / `p93_lat` / `p95_lat` / `p99_lat`
 //!   (completion-latency percentiles over all the scope's I/Os).
 
 use elevator_sim::workload::Process;
@@ -40,6 +41,9 @@ pub enum Quantity {
     Over10s,
     TimedIos,
     TimedShare,
+    /// CPU time spun (`thinktime_spin`) over the longest member's runtime, % of one CPU (as
+    /// `time` reports a command's CPU%).
+    Cpu,
     /// Completion-latency percentile (90, 95, 99) of all the scope's I/Os.
     PctLat(u8),
 }
@@ -75,6 +79,7 @@ const QUANTITIES: &[(&str, Quantity)] = &[
     ("over_10s", Quantity::Over10s),
     ("timed_ios", Quantity::TimedIos),
     ("timed_share", Quantity::TimedShare),
+    ("cpu", Quantity::Cpu),
     ("p90_lat", Quantity::PctLat(90)),
     ("p93_lat", Quantity::PctLat(93)),
     ("p95_lat", Quantity::PctLat(95)),
@@ -173,6 +178,7 @@ impl Metric {
                 Quantity::Over10s => "Lat%>10s",
                 Quantity::TimedIos => "IOs",
                 Quantity::TimedShare => "Share",
+                Quantity::Cpu => "CPU%",
                 Quantity::PctLat(_) => unreachable!("named above"),
             }
             .to_string(),
@@ -266,6 +272,13 @@ fn quantity(members: &[&Process], q: Quantity, result: &SimResult) -> Value {
                 as f64
                 / 1e9;
             Value { number: s, text: format!("{s:.1}s") }
+        }
+        Quantity::Cpu => {
+            let runtime =
+                members.iter().map(|p| p.end_ns.saturating_sub(p.start_ns)).max().unwrap_or(0);
+            let cpu: u64 = members.iter().map(|p| p.cpu_ns).sum();
+            let pct = if runtime == 0 { 0.0 } else { cpu as f64 * 100.0 / runtime as f64 };
+            Value { number: pct, text: format!("{pct:.1}%") }
         }
         Quantity::Ios | Quantity::ReadIos | Quantity::WriteIos => {
             let n: u64 = members

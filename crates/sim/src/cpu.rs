@@ -23,7 +23,8 @@ const UNITS_PER_NS: u128 = 1 << 16;
 #[derive(Clone, Copy, Debug)]
 struct Spin {
     proc: u32,
-    /// The virtual time at which it has had all its CPU time.
+    /// The virtual time at which it started, and at which it has had all its CPU time.
+    start: u128,
     finish: u128,
     /// How long it sleeps once the spin is over (the rest of its `thinktime`).
     sleep_ns: Nanos,
@@ -39,10 +40,11 @@ pub struct Cpus {
     spins: Vec<Spin>,
 }
 
-/// A spin that is over: its job sleeps `sleep_ns` and goes on.
+/// A spin that is over: its job had `cpu_ns` of CPU time, sleeps `sleep_ns` and goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpinDone {
     pub proc: u32,
+    pub cpu_ns: Nanos,
     pub sleep_ns: Nanos,
 }
 
@@ -56,8 +58,9 @@ impl Cpus {
     /// `sleep_ns`.
     pub fn spin(&mut self, proc: u32, spin_ns: Nanos, sleep_ns: Nanos, now_ns: Nanos) {
         self.advance(now_ns);
-        let finish = self.virtual_now + u128::from(spin_ns) * UNITS_PER_NS;
-        self.spins.push(Spin { proc, finish, sleep_ns });
+        let start = self.virtual_now;
+        let finish = start + u128::from(spin_ns) * UNITS_PER_NS;
+        self.spins.push(Spin { proc, start, finish, sleep_ns });
     }
 
     /// How many jobs are spinning.
@@ -82,7 +85,8 @@ impl Cpus {
         let v = self.virtual_now;
         self.spins.retain(|s| {
             if s.finish <= v {
-                done.push(SpinDone { proc: s.proc, sleep_ns: s.sleep_ns });
+                let cpu_ns = ((s.finish - s.start) / UNITS_PER_NS) as Nanos;
+                done.push(SpinDone { proc: s.proc, cpu_ns, sleep_ns: s.sleep_ns });
                 false
             } else {
                 true
@@ -91,12 +95,13 @@ impl Cpus {
     }
 
     /// Job `proc` ended (its runtime ran out, or `exitall`): its spin, if any, leaves the
-    /// CPUs at `now_ns` and gives its share to the others.
-    pub fn cancel(&mut self, proc: u32, now_ns: Nanos) {
-        if self.spins.iter().any(|s| s.proc == proc) {
-            self.advance(now_ns);
-            self.spins.retain(|s| s.proc != proc);
-        }
+    /// CPUs at `now_ns` and gives its share to the others. Returns the CPU time it had of
+    /// that spin.
+    pub fn cancel(&mut self, proc: u32, now_ns: Nanos) -> Nanos {
+        let Some(i) = self.spins.iter().position(|s| s.proc == proc) else { return 0 };
+        self.advance(now_ns);
+        let s = self.spins.remove(i);
+        ((self.virtual_now.min(s.finish) - s.start) / UNITS_PER_NS) as Nanos
     }
 
     /// Each spinner's share of a CPU as a fraction `num / den`.
@@ -143,7 +148,7 @@ mod tests {
         let mut done = Vec::new();
         assert_eq!(c.next_done_ns(), Some(10 * MS));
         c.take_done(10 * MS, &mut done);
-        assert_eq!(done, vec![SpinDone { proc: 7, sleep_ns: 5 * MS }]);
+        assert_eq!(done, vec![SpinDone { proc: 7, cpu_ns: 10 * MS, sleep_ns: 5 * MS }]);
         assert_eq!(c.spinning(), 0);
     }
 
@@ -175,7 +180,8 @@ mod tests {
         let mut c = Cpus::new(1);
         c.spin(0, 20 * MS, 0, 0);
         c.spin(1, 20 * MS, 0, 0);
-        c.cancel(1, 10 * MS);
+        assert_eq!(c.cancel(1, 10 * MS), 5 * MS);
+        assert_eq!(c.cancel(1, 10 * MS), 0, "nothing left to cancel");
         assert_eq!(run(&mut c), vec![(25 * MS, 0)]);
     }
 

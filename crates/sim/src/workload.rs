@@ -259,6 +259,8 @@ pub struct Process {
     /// done in 60 seconds" as seed 001 counts them. fio's totals also count the I/Os that were
     /// in flight at the end, which can have waited long in a throttling layer.
     pub ios_in_runtime: u64,
+    /// CPU time it spun (`thinktime_spin`), on the machine's shared CPUs.
+    pub cpu_ns: Nanos,
     // Configuration copied from the spec.
     rw: RwMode,
     rwmixread_percent: u32,
@@ -379,6 +381,7 @@ impl Process {
             }),
             depth_hist: [0; 7],
             ios_in_runtime: 0,
+            cpu_ns: 0,
             rw: spec.rw,
             rwmixread_percent: spec.rwmixread_percent.min(100),
             block_size: spec.block_size.clone(),

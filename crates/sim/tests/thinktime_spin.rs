@@ -42,6 +42,24 @@ fn spinning_jobs_share_the_cpus() {
 }
 
 #[test]
+fn each_job_is_charged_the_cpu_time_it_spun() {
+    let topology = Topology::from_str(
+        "[[device]]\nname = \"ram0\"\nmodel = \"ram\"\n[device.params]\n\
+         capacity_bytes = 1073741824\n\n[machine]\ncpus = 1\n",
+        "t.toml",
+    )
+    .unwrap();
+    let text = "[j]\nfilename=ram0\nrw=read\nbs=4k\ndirect=1\nnumber_ios=20\nthinktime=10ms\n\
+                thinktime_spin=4ms\nnumjobs=3\n";
+    let jobs = elevator_fio::parse_str(text, "t.fio", Path::new("."), &|_| None).unwrap();
+    let r = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+    for p in &r.processes {
+        // 19 spins of 4 ms each, however the CPU was shared.
+        assert_eq!(p.cpu_ns, 19 * 4_000_000, "{}", p.name);
+    }
+}
+
+#[test]
 fn opening_a_file_is_not_an_io_unit() {
     // Eight files of 4 KiB read whole, a 10 ms think after every I/O: eight thinks, one a
     // file (fio counts I/O units; the inode reads of the opens are not), whether buffered

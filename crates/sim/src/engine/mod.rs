@@ -782,6 +782,7 @@ impl Engine {
         let mut done = std::mem::take(&mut self.spins_done);
         self.cpus.take_done(self.now_ns, &mut done);
         for d in done.drain(..) {
+            self.procs[d.proc as usize].cpu_ns += d.cpu_ns;
             self.arm_issue(d.proc, self.now_ns + d.sleep_ns);
         }
         self.spins_done = done;
@@ -790,7 +791,7 @@ impl Engine {
 
     fn process_done(&mut self, p: u32) {
         if self.cpus.spinning() > 0 {
-            self.cpus.cancel(p, self.now_ns);
+            self.procs[p as usize].cpu_ns += self.cpus.cancel(p, self.now_ns);
             self.arm_cpus();
         }
         if self.procs[p as usize].exitall {

@@ -29,6 +29,8 @@ pub struct Entry {
     pub runtime_ns: Nanos,
     /// The members' runtimes added up (fio's `job_runtime` under `group_reporting`).
     pub job_runtime_ns: Nanos,
+    /// The members' CPU time (spun, `thinktime_spin`) added up.
+    pub cpu_ns: Nanos,
     /// The queue depth `latency_target=` settled on (fio's `latency_depth`), if it searched.
     pub latency_depth: Option<u32>,
 }
@@ -71,6 +73,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
                 e.members.push(i);
                 e.runtime_ns = e.runtime_ns.max(p.runtime_ns());
                 e.job_runtime_ns += p.runtime_ns();
+                e.cpu_ns += p.cpu_ns;
                 continue;
             }
         }
@@ -85,6 +88,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
             depth_hist: p.depth_hist,
             runtime_ns: p.runtime_ns(),
             job_runtime_ns: p.runtime_ns(),
+            cpu_ns: p.cpu_ns,
             latency_depth: p.lat_target.map(|l| l.qd),
         });
     }
