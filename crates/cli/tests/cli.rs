@@ -355,3 +355,17 @@ fn serve_exports_a_file_to_real_clients() {
     assert!(status.success(), "server exit {status}");
     assert_eq!(std::fs::read(&backing).unwrap(), pattern);
 }
+
+#[test]
+fn spun_cpu_time_is_reported_as_fio_reports_user_time() {
+    // Four jobs spinning on the built-in machine's two CPUs: each has half a CPU, which
+    // fio's usr_cpu (summed over the group, over the summed runtime) shows as 50 %.
+    let v = json(&["run", "examples/compute-between-reads.fio"]);
+    let usr = v["jobs"][0]["usr_cpu"].as_f64().unwrap();
+    assert!((48.0..=51.0).contains(&usr), "usr_cpu {usr}");
+    let text = ok(&["run", "examples/compute-between-reads.fio"]);
+    assert!(text.contains(&format!("  cpu          : usr={usr:.2}%, sys=0.00%")), "{text}");
+    // A job that only sleeps between its I/Os uses no CPU.
+    let v = json(&["run", "examples/randread-qd1.fio"]);
+    assert_eq!(v["jobs"][0]["usr_cpu"].as_f64(), Some(0.0));
+}
