@@ -91,11 +91,19 @@ fn every_engine_class_runs() {
         ["sg", "mmap", "libzbc", "io_uring_cmd", "posixaio", "xnvme", "null", "cpuio", "page_fault"]
     {
         let text = format!(
-            "[j]\nioengine={engine}\niodepth=8\ndirect=1\nrw=randread\nbs=4k\nsize=1m\nruntime=1\n"
+            "[j]\nioengine={engine}\niodepth=8\ndirect=1\nrw=randread\nbs=4k\nsize=1m\nruntime=1\n\
+             cpuload=50\n"
         );
         let (report, _) = run_json(&format!("eng-{engine}.fio"), &text);
         let job = &report["jobs"][0];
-        assert!(job["read"]["total_ios"].as_u64().unwrap() > 0, "{engine}");
+        if engine == "cpuio" {
+            // It burns half a CPU and does no I/O, as fio's cpuio.
+            assert_eq!(job["read"]["total_ios"].as_u64(), Some(0), "{engine}");
+            let usr = job["usr_cpu"].as_f64().unwrap();
+            assert!((49.0..=51.0).contains(&usr), "cpuio usr_cpu {usr}");
+        } else {
+            assert!(job["read"]["total_ios"].as_u64().unwrap() > 0, "{engine}");
+        }
     }
     // The null engine never reaches a disk: a GiB of random 4 KiB reads in well under a
     // simulated second.

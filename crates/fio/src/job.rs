@@ -243,6 +243,12 @@ pub struct JobSpec {
     pub file_append: bool,
     /// `exitall`: when this job finishes, stop the jobs that `exit_what` names.
     pub exitall: bool,
+    /// The cpuio engine's `cpuload=` (% of a CPU, 0 = not given; above 100 taken as 100),
+    /// `cpuchunks=` (the length of one burn, µs in the file; fio's default 50 ms) and
+    /// `exit_on_io_done` (stop once no job doing I/O runs or waits to).
+    pub cpuload_percent: u32,
+    pub cpuchunks_ns: Nanos,
+    pub exit_on_io_done: bool,
     pub exit_what: ExitWhat,
     /// `read_iolog=`: the recorded I/O to replay instead of `rw`/`bs`/`size` (path relative
     /// to the job file); `replay_no_stall` ignores its timing; `replay_redirect=` sends it to
@@ -402,6 +408,9 @@ impl JobSpec {
             create_on_open: false,
             file_append: false,
             exitall: false,
+            cpuload_percent: 0,
+            cpuchunks_ns: 50_000 * 1_000,
+            exit_on_io_done: false,
             exit_what: ExitWhat::Group,
             iolog: None,
             replay_no_stall: false,

@@ -103,6 +103,10 @@ const MODELLED: &[(&str, &str)] = &[
     ("create_on_open", "create_on_open"),
     ("file_append", "file_append"),
     ("exitall", "exitall"),
+    ("cpuload", "cpuload"),
+    ("cpuchunks", "cpuchunks"),
+    ("cpumode", "cpumode"),
+    ("exit_on_io_done", "exit_on_io_done"),
     ("exit_what", "exit_what"),
     ("kb_base", "kb_base"),
     ("read_iolog", "read_iolog"),
@@ -154,10 +158,7 @@ const UNMODELLED: &[&str] = &[
     "conf",
     "cont",
     "continue_on_error",
-    "cpuchunks",
-    "cpuload",
     "cpumask",
-    "cpumode",
     "cpus_allowed",
     "cpus_allowed_policy",
     "create_fsync",
@@ -181,7 +182,6 @@ const UNMODELLED: &[&str] = &[
     "error_dump",
     "exec_postrun",
     "exec_prerun",
-    "exit_on_io_done",
     "exitall_on_error",
     "experimental_verify",
     "fallocate",
@@ -592,6 +592,7 @@ impl Builder {
             "new_group" => self.spec.new_group = flag(value)?,
             "stonewall" => self.spec.stonewall = flag(value)?,
             "exitall" => self.spec.exitall = flag(value)?,
+            "exit_on_io_done" => self.spec.exit_on_io_done = flag(value)?,
             "replay_no_stall" => self.spec.replay_no_stall = flag(value)?,
             "end_fsync" => self.spec.end_fsync = flag(value)?,
             "fsync_on_close" => self.spec.fsync_on_close = flag(value)?,
@@ -735,6 +736,18 @@ impl Builder {
             "startdelay" => spec.startdelay_ns = parse_time_ns(v, NS_PER_SEC)?,
             "thinktime" => spec.thinktime_ns = think_time_ns(v)?,
             "thinktime_spin" => spec.thinktime_spin_ns = think_time_ns(v)?,
+            // fio's cpuio engine: a load above 100 % is 100 %.
+            "cpuload" => spec.cpuload_percent = int_in(v, kb, 0, u32::MAX.into())?.min(100) as u32,
+            "cpuchunks" => {
+                let us = int_in(v, kb, 1, MAX_THINKTIME_NS / NS_PER_US)?;
+                spec.cpuchunks_ns = us * NS_PER_US;
+            }
+            "cpumode" => {
+                // Both burn the CPU; which instructions does not matter here.
+                if !matches!(v, "noop" | "qsort") {
+                    return Err(format!("`{v}` is not a cpumode (noop, qsort)"));
+                }
+            }
             "thinktime_blocks" => spec.thinktime_blocks = int_in(v, kb, 1, u32::MAX.into())? as u32,
             "rate" => spec.rate_bytes_per_sec = per_ddir_limit(v, kb)?,
             "rate_iops" => spec.rate_iops = per_ddir_limit(v, kb)?,

@@ -458,3 +458,19 @@ fn page_cache_options_parse() {
         assert!(e.contains(":2:"), "{e}");
     }
 }
+
+#[test]
+fn cpuio_options() {
+    let j = &parse(
+        "[j]\nioengine=cpuio\ncpuload=150\ncpuchunks=2000\ncpumode=qsort\nexit_on_io_done=1\n",
+    )
+    .unwrap()
+    .jobs[0];
+    // fio takes a load above 100 % as 100 %; cpuchunks is in microseconds.
+    assert_eq!((j.cpuload_percent, j.cpuchunks_ns, j.exit_on_io_done), (100, 2 * NS_PER_MS, true));
+    assert_eq!(parse("[j]\nioengine=cpuio\n").unwrap().jobs[0].cpuchunks_ns, 50 * NS_PER_MS);
+    for bad in ["cpuchunks=0", "cpumode=spin", "cpuload=-1", "cpuchunks=99999999999999"] {
+        let e = err(&format!("[j]\nioengine=cpuio\n{bad}\n"));
+        assert!(e.to_string().contains("test.fio:3"), "{bad}: {e}");
+    }
+}

@@ -39,6 +39,19 @@ pub const DEFAULT_FILE_BYTES: u64 = 1 << 30;
 /// Room added to a file tree sized from `nrfiles` × `filesize` for its block groups' metadata.
 pub const TREE_SLACK_BYTES: u64 = 16 << 20;
 
+/// The longest a cpuio job with `exit_on_io_done` and no `runtime=` burns: a simulated day.
+pub const MAX_CPUIO_NS: elevator_core::Nanos = 86_400 * NS_PER_SEC;
+
+/// A job that does no block I/O issues 512-byte token I/Os to the null device.
+fn token_io(spec: &mut elevator_fio::JobSpec) {
+    spec.block_size = [
+        BlockSize::Fixed { bytes: 512 },
+        BlockSize::Fixed { bytes: 512 },
+        BlockSize::Fixed { bytes: 512 },
+    ];
+    spec.size = Some(Amount::Bytes(512));
+}
+
 /// The jobs and topology to simulate, and what was changed to fit them (one warning each).
 pub fn fit(
     jobs: &JobFile,
@@ -96,17 +109,48 @@ pub fn fit(
         });
     }
     for spec in &mut jobs.jobs {
-        if matches!(spec.ioengine.name(), "cpuio" | "exec") {
+        if spec.ioengine.name() == "cpuio" {
+            // fio's cpuio (engines/cpu.c): each cycle burns `cpuchunks` of CPU, then sleeps
+            // so that the burn is `cpuload` % of the cycle. Here a cycle is a token I/O on the
+            // null device (not reported) and a think that spins the chunk and sleeps the rest.
+            if spec.cpuload_percent == 0 {
+                return Err(format!(
+                    "{}: job `{}`: the cpuio engine needs a rate (cpuload=)",
+                    spec.source, spec.name
+                ));
+            }
+            let burn_ns = spec.cpuchunks_ns;
+            let load = u64::from(spec.cpuload_percent);
+            spec.thinktime_spin_ns = burn_ns;
+            spec.thinktime_ns = burn_ns + burn_ns * (100 - load) / load;
+            spec.thinktime_blocks = 1;
+            token_io(spec);
+            spec.time_based = true;
+            if spec.runtime_ns.is_none() {
+                if spec.exit_on_io_done {
+                    spec.runtime_ns = Some(MAX_CPUIO_NS);
+                } else {
+                    warnings.push(format!(
+                        "{}: job `{}`: a cpuio job without runtime= burns for a second here",
+                        spec.source, spec.name
+                    ));
+                    spec.runtime_ns = Some(NS_PER_SEC);
+                }
+            }
+            continue;
+        }
+        if spec.cpuload_percent > 0 || spec.exit_on_io_done {
+            warnings.push(format!(
+                "{}: job `{}`: cpuload= and exit_on_io_done are options of the cpuio engine; ignored",
+                spec.source, spec.name
+            ));
+        }
+        if spec.ioengine.name() == "exec" {
             // No block I/O at all: one token I/O on the null device, then idle until the
-            // runtime is over, as the job's CPU burn or program would take it.
+            // runtime is over, as the program would take it.
             spec.thinktime_ns = spec.runtime_ns.unwrap_or(NS_PER_SEC);
             spec.thinktime_blocks = 1;
-            spec.block_size = [
-                BlockSize::Fixed { bytes: 512 },
-                BlockSize::Fixed { bytes: 512 },
-                BlockSize::Fixed { bytes: 512 },
-            ];
-            spec.size = Some(Amount::Bytes(512));
+            token_io(spec);
             continue;
         }
         if spec.size.is_some() || spec.iolog.is_some() {

@@ -261,6 +261,10 @@ pub struct Process {
     pub ios_in_runtime: u64,
     /// CPU time it spun (`thinktime_spin`), on the machine's shared CPUs.
     pub cpu_ns: Nanos,
+    /// A cpuio job: its token I/Os are not reported (fio's cpuio does no I/O), and with
+    /// `exit_on_io_done` it stops once no job doing I/O runs or waits to.
+    pub no_io: bool,
+    pub exit_on_io_done: bool,
     // Configuration copied from the spec.
     rw: RwMode,
     rwmixread_percent: u32,
@@ -382,6 +386,8 @@ impl Process {
             depth_hist: [0; 7],
             ios_in_runtime: 0,
             cpu_ns: 0,
+            no_io: spec.ioengine.name() == "cpuio",
+            exit_on_io_done: spec.exit_on_io_done && spec.ioengine.name() == "cpuio",
             rw: spec.rw,
             rwmixread_percent: spec.rwmixread_percent.min(100),
             block_size: spec.block_size.clone(),
@@ -716,6 +722,9 @@ impl Process {
     /// Records that an I/O went into the block layer.
     pub fn issued(&mut self) {
         self.in_flight += 1;
+        if self.no_io {
+            return;
+        }
         let depth = self.in_flight;
         let bucket = match depth {
             1 => 0,
@@ -743,7 +752,7 @@ impl Process {
         if op != Op::Flush && self.state == State::Running {
             self.latency_target_check(now_ns - issue_ns, now_ns);
         }
-        if now_ns >= self.ramp_end_ns && op != Op::Flush {
+        if now_ns >= self.ramp_end_ns && op != Op::Flush && !self.no_io {
             self.stats[dir_index(op)].record(len_bytes, issue_ns, submit_ns, now_ns);
             self.timeline.record(dir_index(op), len_bytes, now_ns);
             self.lat_buckets.add(now_ns - issue_ns);

@@ -78,3 +78,66 @@ fn opening_a_file_is_not_an_io_unit() {
         assert!((78..=82).contains(&ms), "direct={direct}: {ms} ms");
     }
 }
+
+/// Runs `text` on a RAM disk and a machine of `cpus` CPUs: (job name, runtime ms, CPU ms,
+/// I/Os) of each process.
+fn run_on(text: &str, cpus: u32) -> Vec<(String, u64, u64, u64)> {
+    let topology = format!(
+        "[[device]]\nname = \"ram0\"\nmodel = \"ram\"\n[device.params]\n\
+         capacity_bytes = 1073741824\n\n[machine]\ncpus = {cpus}\n"
+    );
+    let topology = Topology::from_str(&topology, "t.toml").unwrap();
+    let jobs = elevator_fio::parse_str(text, "t.fio", Path::new("."), &|_| None).unwrap();
+    let r = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+    r.processes
+        .iter()
+        .map(|p| {
+            let ios = p.stats.iter().map(|s| s.total_ios).sum();
+            (p.name.clone(), p.runtime_ns() / 1_000_000, p.cpu_ns / 1_000_000, ios)
+        })
+        .collect()
+}
+
+#[test]
+fn cpuio_burns_its_load_and_takes_the_cpu_from_spinners() {
+    // cpuload=25 in 20 ms chunks for 2 s: 500 ms of CPU, no I/O reported.
+    let r = run_on("[burn]\nioengine=cpuio\ncpuload=25\ncpuchunks=20000\nruntime=2\n", 1);
+    let (_, ms, cpu, ios) = &r[0];
+    assert!((1990..=2010).contains(ms) && (480..=520).contains(cpu) && *ios == 0, "{r:?}");
+    // A full-load burner beside a job that spins 10 ms after each of 20 reads on one CPU:
+    // the spinner gets half the CPU (19 spins of 20 ms).
+    let text = "[burn]\nioengine=cpuio\ncpuload=100\nruntime=10\n\
+                [spin]\nfilename=ram0\nrw=read\nbs=4k\ndirect=1\nnumber_ios=20\n\
+                thinktime=10ms\nthinktime_spin=10ms\n";
+    let r = run_on(text, 1);
+    assert!((375..=385).contains(&r[1].1), "spinner beside a burner: {r:?}");
+    // exit_on_io_done: the burner stops when the reader ends, not at its runtime.
+    let text = "[burn]\nioengine=cpuio\ncpuload=100\nexit_on_io_done=1\n\
+                [spin]\nfilename=ram0\nrw=read\nbs=4k\ndirect=1\nnumber_ios=20\n\
+                thinktime=10ms\nthinktime_spin=10ms\n";
+    let r = run_on(text, 1);
+    assert!(r[0].1 <= r[1].1 + 1 && (375..=385).contains(&r[1].1), "exit_on_io_done: {r:?}");
+    // Alone, it stops at once: there is no I/O to wait for.
+    let r = run_on("[burn]\nioengine=cpuio\ncpuload=50\nexit_on_io_done=1\n", 1);
+    assert!(r[0].1 <= 1, "{r:?}");
+}
+
+#[test]
+fn cpuio_needs_a_load() {
+    let topology = Topology::from_str(
+        "[[device]]\nname = \"ram0\"\nmodel = \"ram\"\n[device.params]\ncapacity_bytes = 1048576\n",
+        "t.toml",
+    )
+    .unwrap();
+    let jobs = elevator_fio::parse_str(
+        "[burn]\nioengine=cpuio\nruntime=1\n",
+        "t.fio",
+        Path::new("."),
+        &|_| None,
+    )
+    .unwrap();
+    let Err(e) = simulate(&jobs, &topology, &SimOptions::default()) else {
+        panic!("a cpuio job without cpuload= ran");
+    };
+    assert!(e.to_string().contains("needs a rate (cpuload=)"), "{e}");
+}

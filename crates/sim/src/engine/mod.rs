@@ -435,6 +435,9 @@ impl Engine {
                         self.push(stop, Event::RuntimeEnd(p));
                     }
                     self.open_buffered(p);
+                    if self.procs[p as usize].exit_on_io_done {
+                        self.stop_cpuio_if_io_done();
+                    }
                     self.issue(p);
                 }
                 Event::VmTimer => {
@@ -777,6 +780,28 @@ impl Engine {
         }
     }
 
+    /// fio's cpuio `exit_on_io_done`: once no job doing I/O runs or waits to run, the
+    /// cpuio jobs that asked stop.
+    fn stop_cpuio_if_io_done(&mut self) {
+        if self.procs.iter().any(|q| !q.no_io && q.state != State::Done) {
+            return;
+        }
+        let now = self.now_ns;
+        let mut finished = Vec::new();
+        for (i, q) in self.procs.iter_mut().enumerate() {
+            if q.exit_on_io_done && q.state == State::Running {
+                q.runtime_expired();
+                if q.in_flight == 0 && !q.blocked {
+                    q.finish(now);
+                    finished.push(i as u32);
+                }
+            }
+        }
+        for i in finished {
+            self.process_done(i);
+        }
+    }
+
     /// Spins are over: their processes sleep the rest of their think time.
     fn cpus_done(&mut self) {
         let mut done = std::mem::take(&mut self.spins_done);
@@ -793,6 +818,9 @@ impl Engine {
         if self.cpus.spinning() > 0 {
             self.procs[p as usize].cpu_ns += self.cpus.cancel(p, self.now_ns);
             self.arm_cpus();
+        }
+        if !self.procs[p as usize].no_io {
+            self.stop_cpuio_if_io_done();
         }
         if self.procs[p as usize].exitall {
             self.exit_others(p);
