@@ -23,6 +23,8 @@ const UNITS_PER_NS: u128 = 1 << 16;
 #[derive(Clone, Copy, Debug)]
 struct Spin {
     proc: u32,
+    /// When it started, wall time.
+    start_ns: Nanos,
     /// The virtual time at which it started, and at which it has had all its CPU time.
     start: u128,
     finish: u128,
@@ -40,10 +42,12 @@ pub struct Cpus {
     spins: Vec<Spin>,
 }
 
-/// A spin that is over: its job had `cpu_ns` of CPU time, sleeps `sleep_ns` and goes on.
+/// A spin that is over: it started at `start_ns`, its job had `cpu_ns` of CPU time, sleeps
+/// `sleep_ns` and goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpinDone {
     pub proc: u32,
+    pub start_ns: Nanos,
     pub cpu_ns: Nanos,
     pub sleep_ns: Nanos,
 }
@@ -60,7 +64,7 @@ impl Cpus {
         self.advance(now_ns);
         let start = self.virtual_now;
         let finish = start + u128::from(spin_ns) * UNITS_PER_NS;
-        self.spins.push(Spin { proc, start, finish, sleep_ns });
+        self.spins.push(Spin { proc, start_ns: now_ns, start, finish, sleep_ns });
     }
 
     /// How many jobs are spinning.
@@ -86,7 +90,12 @@ impl Cpus {
         self.spins.retain(|s| {
             if s.finish <= v {
                 let cpu_ns = ((s.finish - s.start) / UNITS_PER_NS) as Nanos;
-                done.push(SpinDone { proc: s.proc, cpu_ns, sleep_ns: s.sleep_ns });
+                done.push(SpinDone {
+                    proc: s.proc,
+                    start_ns: s.start_ns,
+                    cpu_ns,
+                    sleep_ns: s.sleep_ns,
+                });
                 false
             } else {
                 true
@@ -148,7 +157,10 @@ mod tests {
         let mut done = Vec::new();
         assert_eq!(c.next_done_ns(), Some(10 * MS));
         c.take_done(10 * MS, &mut done);
-        assert_eq!(done, vec![SpinDone { proc: 7, cpu_ns: 10 * MS, sleep_ns: 5 * MS }]);
+        assert_eq!(
+            done,
+            vec![SpinDone { proc: 7, start_ns: 0, cpu_ns: 10 * MS, sleep_ns: 5 * MS }]
+        );
         assert_eq!(c.spinning(), 0);
     }
 

@@ -261,8 +261,9 @@ pub struct Process {
     pub ios_in_runtime: u64,
     /// CPU time it spun (`thinktime_spin`), on the machine's shared CPUs.
     pub cpu_ns: Nanos,
-    /// A cpuio job: its token I/Os are not reported (fio's cpuio does no I/O), and with
-    /// `exit_on_io_done` it stops once no job doing I/O runs or waits to.
+    /// A cpuio job: its token I/Os are not reported, its burns are (as fio's cpuio reports
+    /// them: reads of no bytes), and with `exit_on_io_done` it stops once no job doing I/O
+    /// runs or waits to.
     pub no_io: bool,
     pub exit_on_io_done: bool,
     // Configuration copied from the spec.
@@ -722,9 +723,6 @@ impl Process {
     /// Records that an I/O went into the block layer.
     pub fn issued(&mut self) {
         self.in_flight += 1;
-        if self.no_io {
-            return;
-        }
         let depth = self.in_flight;
         let bucket = match depth {
             1 => 0,
@@ -736,6 +734,22 @@ impl Process {
             _ => 6,
         };
         self.depth_hist[bucket] += 1;
+    }
+
+    /// A cpuio job's burn of `[start_ns, now_ns)` ended: fio counts each burn as a read of
+    /// no bytes that took the burn's time.
+    pub fn cpuio_cycle_done(&mut self, start_ns: Nanos, now_ns: Nanos) {
+        if !self.no_io || now_ns < self.ramp_end_ns {
+            return;
+        }
+        self.stats[0].record(0, start_ns, start_ns, now_ns);
+        self.lat_buckets.add(now_ns - start_ns);
+        if let Some(logs) = self.logs.as_mut() {
+            logs.record(0, 0, start_ns, start_ns, now_ns);
+        }
+        if self.state == State::Running {
+            self.ios_in_runtime += 1;
+        }
     }
 
     /// An I/O completed. Returns how the process goes on, if it wants to issue again.

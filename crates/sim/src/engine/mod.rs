@@ -807,7 +807,9 @@ impl Engine {
         let mut done = std::mem::take(&mut self.spins_done);
         self.cpus.take_done(self.now_ns, &mut done);
         for d in done.drain(..) {
-            self.procs[d.proc as usize].cpu_ns += d.cpu_ns;
+            let proc = &mut self.procs[d.proc as usize];
+            proc.cpu_ns += d.cpu_ns;
+            proc.cpuio_cycle_done(d.start_ns, self.now_ns);
             self.arm_issue(d.proc, self.now_ns + d.sleep_ns);
         }
         self.spins_done = done;
