@@ -369,3 +369,28 @@ fn spun_cpu_time_is_reported_as_fio_reports_user_time() {
     let v = json(&["run", "examples/randread-qd1.fio"]);
     assert_eq!(v["jobs"][0]["usr_cpu"].as_f64(), Some(0.0));
 }
+
+#[test]
+fn cpuio_reports_as_real_fio_does() {
+    // The same cpuio job under real fio (installed by setup.sh) and elevator: each 50 ms
+    // burn is a read of no bytes, a quarter of a CPU is used. Real fio's counts depend on
+    // the machine's timing, hence the ranges.
+    let job = temp_file("cpuio-burn.fio", "[burn]\nioengine=cpuio\ncpuload=25\nruntime=1\n");
+    let real = Command::new("fio")
+        .args(["--output-format=json", job.to_str().unwrap()])
+        .output()
+        .expect("fio runs (setup.sh installs it)");
+    assert!(real.status.success(), "{}", String::from_utf8_lossy(&real.stderr));
+    // fio prints the engine's banner before the JSON.
+    let text = String::from_utf8(real.stdout).unwrap();
+    let real: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let ours = json(&["run", job.to_str().unwrap()]);
+    for (who, v) in [("fio", &real), ("elevator", &ours)] {
+        let j = &v["jobs"][0];
+        let ios = j["read"]["total_ios"].as_u64().unwrap();
+        assert!((4..=6).contains(&ios), "{who}: {ios} burns in a second");
+        assert_eq!(j["read"]["io_bytes"].as_u64(), Some(0), "{who}");
+        let usr = j["usr_cpu"].as_f64().unwrap();
+        assert!((15.0..=35.0).contains(&usr), "{who}: usr_cpu {usr}");
+    }
+}
