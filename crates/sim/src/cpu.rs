@@ -1,4 +1,5 @@
-//! The machine's CPUs, as the jobs that spin on them see them (fio's `thinktime_spin`).
+//! The machine's CPUs, as the jobs that spin on them see them (fio's `thinktime_spin`, and
+//! the cpuio engine's burns).
 //!
 //! A job that thinks with `thinktime_spin` first needs that much CPU time, then sleeps the
 //! rest of its `thinktime`. Spinning jobs share the machine's `cpus` by processor sharing:
@@ -77,7 +78,7 @@ impl Cpus {
         let first = self.spins.iter().map(|s| s.finish).min()?;
         let left = first.saturating_sub(self.virtual_now);
         let (num, den) = self.rate();
-        // Wall time for `left` virtual units at `num / den` units per UNITS_PER_NS... per ns.
+        // Each wall nanosecond adds `UNITS_PER_NS × num / den` virtual units.
         let ns = (left * den).div_ceil(num * UNITS_PER_NS);
         Some(self.updated_ns.saturating_add(ns.min(u128::from(Nanos::MAX)) as Nanos))
     }
