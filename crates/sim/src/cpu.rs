@@ -186,6 +186,60 @@ mod tests {
         assert_eq!(run(&mut c), vec![(10 * MS, 0), (30 * MS, 1)]);
     }
 
+    proptest::proptest! {
+        /// Spins arriving at random times on 1-4 CPUs: each ends exactly once, never sooner
+        /// than its own length after it started, and the CPUs deliver exactly the work asked
+        /// for — so the last one ends no later than if the CPUs had never idled while work
+        /// was waiting, and no earlier than the total work spread over all the CPUs.
+        #[test]
+        fn spins_end_once_and_work_is_conserved(
+            cpus in 1u64..=4,
+            spins in proptest::collection::vec((0u64..50, 1u64..40), 1..30),
+        ) {
+            let mut c = Cpus::new(cpus);
+            let mut arrivals: Vec<(Nanos, Nanos, u32)> = spins
+                .iter()
+                .enumerate()
+                .map(|(i, &(at, len))| (at * MS, len * MS, i as u32))
+                .collect();
+            arrivals.sort();
+            let mut ended = vec![None; arrivals.len()];
+            let mut next = 0;
+            let mut done = Vec::new();
+            loop {
+                let t_spin = c.next_done_ns();
+                let t_arrive = arrivals.get(next).map(|a| a.0);
+                let t = match (t_spin, t_arrive) {
+                    (None, None) => break,
+                    (Some(a), Some(b)) => a.min(b),
+                    (Some(a), None) | (None, Some(a)) => a,
+                };
+                c.take_done(t, &mut done);
+                for d in done.drain(..) {
+                    proptest::prop_assert!(ended[d.proc as usize].is_none(), "ended twice");
+                    let asked = arrivals.iter().find(|a| a.2 == d.proc).unwrap().1;
+                    proptest::prop_assert_eq!(d.cpu_ns, asked, "the spin had its CPU time");
+                    ended[d.proc as usize] = Some(t);
+                }
+                while next < arrivals.len() && arrivals[next].0 == t {
+                    let (at, len, p) = arrivals[next];
+                    c.spin(p, len, 0, at);
+                    next += 1;
+                }
+            }
+            let total: Nanos = arrivals.iter().map(|a| a.1).sum();
+            let last = ended.iter().map(|e| e.expect("every spin ends")).max().unwrap();
+            for &(at, len, p) in &arrivals {
+                proptest::prop_assert!(ended[p as usize].unwrap() + 1 >= at + len);
+            }
+            let first = arrivals[0].0;
+            proptest::prop_assert!(last + 1 >= first + total / cpus);
+            // Busy from the first arrival, the CPUs finish within the total work after the
+            // latest arrival at the worst.
+            proptest::prop_assert!(last <= arrivals.last().unwrap().0 + total + 1);
+        }
+    }
+
     #[test]
     fn a_cancelled_spin_gives_its_share_back() {
         // Two 20 ms spins on one CPU; at 10 ms (5 ms each done) one job ends: the other has
