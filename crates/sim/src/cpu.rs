@@ -187,10 +187,10 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Spins arriving at random times on 1-4 CPUs: each ends exactly once, never sooner
-        /// than its own length after it started, and the CPUs deliver exactly the work asked
-        /// for — so the last one ends no later than if the CPUs had never idled while work
-        /// was waiting, and no earlier than the total work spread over all the CPUs.
+        /// Spins arriving at random times on 1-4 CPUs: each ends exactly once, with exactly
+        /// the CPU time it asked for, never sooner than its own length after it started; the
+        /// last ends no sooner than the total work spread over all the CPUs after the first
+        /// arrival, and no later than the total work after the last arrival.
         #[test]
         fn spins_end_once_and_work_is_conserved(
             cpus in 1u64..=4,
