@@ -371,6 +371,39 @@ fn spun_cpu_time_is_reported_as_fio_reports_user_time() {
 }
 
 #[test]
+fn thinktime_spin_is_user_time_as_under_real_fio() {
+    // 40 reads of a 1 MiB file, each followed by 10 ms of think of which 5 ms spin: about
+    // 400 ms of runtime, half of it on the CPU, under real fio and elevator alike.
+    let dir = std::env::temp_dir().join(format!("elevator-spin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = dir.join("data");
+    std::fs::write(&data, vec![7u8; 1 << 20]).unwrap();
+    let job = temp_file(
+        "spin.fio",
+        &format!(
+            "[spin]\nfilename={}\nrw=read\nbs=4k\nsize=1m\nnumber_ios=40\nthinktime=10ms\n\
+             thinktime_spin=5ms\n",
+            data.display()
+        ),
+    );
+    let real = Command::new("fio")
+        .args(["--output-format=json", job.to_str().unwrap()])
+        .output()
+        .expect("fio runs (setup.sh installs it)");
+    assert!(real.status.success(), "{}", String::from_utf8_lossy(&real.stderr));
+    let text = String::from_utf8(real.stdout).unwrap();
+    let real: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let ours = json(&["run", job.to_str().unwrap()]);
+    for (who, v) in [("fio", &real), ("elevator", &ours)] {
+        let j = &v["jobs"][0];
+        let usr = j["usr_cpu"].as_f64().unwrap();
+        assert!((35.0..=65.0).contains(&usr), "{who}: usr_cpu {usr}");
+        let ms = j["job_runtime"].as_u64().unwrap();
+        assert!((380..=600).contains(&ms), "{who}: runtime {ms} ms");
+    }
+}
+
+#[test]
 fn cpuio_reports_as_real_fio_does() {
     // The same cpuio job under real fio (installed by setup.sh) and elevator: each 50 ms
     // burn is a read of no bytes, a quarter of a CPU is used. Real fio's counts depend on
