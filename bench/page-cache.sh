@@ -2,6 +2,8 @@
 # Page-cache simulation speed and memory against issue 14's targets, side by side in one run:
 #   seqread    a buffered 4 KiB sequential read of 10 GiB          (target: <= 5 s)
 #   largedd    16 GiB of 512-byte buffered writes on ext3          (target: <= 5 s)
+#   randhits   60 s of buffered random 4 KiB reads of a cached 1 GiB (target: <= 5 s; they
+#              cause no I/O, so they must cost no more than one I/O's worth each run)
 #   interact   `elevator reproduce interactivity`, every table      (target: <= 60 s)
 #   scenarios  peak memory of every `elevator reproduce` experiment (target: <= 200 MB)
 # Prints wall time, peak RSS and the ratio to the target (below 1.00 meets it).
@@ -47,6 +49,17 @@ size=16g
 file_append=1
 FIO
 
+cat > "$OUT/randhits.fio" <<'FIO'
+[randhits]
+filename=sda
+rw=randread
+bs=4k
+size=1g
+pre_read=1
+runtime=60
+time_based
+FIO
+
 # measure NAME TARGET_SECONDS TARGET_MB CMD...
 measure() {
     local name=$1 secs=$2 mb=$3
@@ -60,6 +73,7 @@ measure() {
 
 measure "seqread 10 GiB, 4 KiB" 5 200 "$ELEVATOR" run "$OUT/seqread.fio" --topology "$OUT/ext3.toml"
 measure "largedd 16 GiB, 512 B, ext3" 5 200 "$ELEVATOR" run "$OUT/largedd.fio" --topology "$OUT/ext3.toml"
+measure "random hits 60 s, 1 GiB cached" 5 200 "$ELEVATOR" run "$OUT/randhits.fio" --topology "$OUT/ext3.toml"
 for e in $("$ELEVATOR" reproduce --list | awk '{print $1}'); do
     target=0
     [ "$e" = interactivity ] && target=60

@@ -451,11 +451,30 @@ impl Process {
     /// How many system calls like `io` (just returned by [`Process::next`]) the job would
     /// make back to back from `now`, `io` included, each taking `cost_ns` of CPU: more than
     /// one only for plain sequential reads or writes of one block size, with no rate, think
-    /// time or replay, bounded by the job's limits, the end of its region, the next fsync and
-    /// its runtime.
-    pub fn run_len(&self, io: &Io, now_ns: Nanos, cost_ns: Nanos) -> u64 {
-        let simple = matches!(self.rw, RwMode::Read | RwMode::Write)
-            && matches!(io.op, Op::Read | Op::Write)
+    /// time or replay (or random reads of a file wholly cached, `file_cached`), bounded by
+    /// the job's limits, the end of its region (a region's worth of calls for random reads),
+    /// the next fsync and its runtime.
+    pub fn run_len(&self, io: &Io, now_ns: Nanos, cost_ns: Nanos, file_cached: bool) -> u64 {
+        let sequential = matches!(self.rw, RwMode::Read | RwMode::Write);
+        // Random reads of a file that is wholly in the page cache are hits wherever they
+        // land: a run of them costs the same whatever offsets the job draws.
+        let random_hits = file_cached && self.may_run_random_hits(io);
+        if !(sequential || random_hits) || !self.plain_calls(io) {
+            return 1;
+        }
+        self.run_bound(io, now_ns, cost_ns, sequential)
+    }
+
+    /// Whether a run of `io`'s calls could be random hits (if the file is all cached): asked
+    /// before the page cache is, as that costs a walk of the file's pages.
+    pub fn may_run_random_hits(&self, io: &Io) -> bool {
+        self.rw == RwMode::RandRead && io.op == Op::Read && self.plain_calls(io)
+    }
+
+    /// Calls that can be taken a run at a time: buffered, not synchronous, one block size,
+    /// no rate, think time, replay, file tree or pending flush.
+    fn plain_calls(&self, io: &Io) -> bool {
+        matches!(io.op, Op::Read | Op::Write)
             && self.buffered.is_some_and(|b| !b.sync)
             && self.files.is_none()
             && self.iolog.is_none()
@@ -463,13 +482,20 @@ impl Process {
             && self.rate_bytes_per_sec.iter().chain(&self.rate_iops).all(Option::is_none)
             && !self.flush_pending
             && matches!(self.block_size[dir_index(io.op)], BlockSize::Fixed { .. })
-            && io.len_bytes > 0;
-        if !simple {
-            return 1;
-        }
+            && io.len_bytes > 0
+    }
+
+    /// How many calls a run may take: the job's limits, the end of the pass, the next
+    /// fsync or barrier, the runtime and the ramp.
+    fn run_bound(&self, io: &Io, now_ns: Nanos, cost_ns: Nanos, sequential: bool) -> u64 {
         let len = io.len_bytes;
         let region_end = self.region.start_bytes + self.region.len_bytes;
-        let mut n = (region_end - io.offset_bytes) / len;
+        // A sequential run ends with the pass; a random one after a pass's worth of calls.
+        let mut n = if sequential {
+            (region_end - io.offset_bytes) / len
+        } else {
+            (self.region.len_bytes / len).max(1)
+        };
         if let Some(limit) = self.io_limit_bytes {
             n = n.min(limit.saturating_sub(self.bytes_issued) / len + 1);
         }
@@ -502,7 +528,15 @@ impl Process {
         self.ios_issued += extra;
         self.dir_bytes_issued[d] += bytes;
         self.dir_ios_issued[d] += extra;
-        self.next_seq_offset[d] = io.offset_bytes + io.len_bytes + bytes;
+        if self.rw.is_random() {
+            // The offsets the job would have drawn for those calls.
+            let slots = self.random_slots(d, io.len_bytes).1;
+            for _ in 0..extra {
+                self.rng.below(slots);
+            }
+        } else {
+            self.next_seq_offset[d] = io.offset_bytes + io.len_bytes + bytes;
+        }
         self.depth_hist[0] += extra;
         if io.op == Op::Write && self.fsync_every > 0 {
             self.writes_since_fsync += extra as u32;
@@ -981,17 +1015,22 @@ impl Process {
         }
     }
 
+    /// A random offset's alignment and how many aligned places an I/O of `len` has.
+    fn random_slots(&self, d: usize, len: u64) -> (u64, u64) {
+        let align = match &self.block_size[d] {
+            BlockSize::Fixed { bytes } => *bytes,
+            BlockSize::Range { min_bytes, .. } => *min_bytes,
+            BlockSize::Split { parts } => parts.iter().map(|&(b, _)| b).min().unwrap_or(512),
+        }
+        .max(512);
+        (align, (self.region.len_bytes - len) / align + 1)
+    }
+
     fn pick_offset(&mut self, d: usize, len: u64) -> u64 {
         let start = self.region.start_bytes;
         let end = start + self.region.len_bytes;
         if self.rw.is_random() {
-            let align = match &self.block_size[d] {
-                BlockSize::Fixed { bytes } => *bytes,
-                BlockSize::Range { min_bytes, .. } => *min_bytes,
-                BlockSize::Split { parts } => parts.iter().map(|&(b, _)| b).min().unwrap_or(512),
-            }
-            .max(512);
-            let slots = (self.region.len_bytes - len) / align + 1;
+            let (align, slots) = self.random_slots(d, len);
             start + self.rng.below(slots) * align
         } else {
             let mut offset = self.next_seq_offset[d];

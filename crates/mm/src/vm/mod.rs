@@ -435,6 +435,14 @@ impl Vm {
         self.files[file as usize].spec
     }
 
+    /// Whether every page of `file` is cached and up to date, so that any read of it is a
+    /// hit (the count is checked first; the walk for holes only when it says so).
+    pub fn file_cached(&self, file: FileId) -> bool {
+        let pages = self.file_pages(file);
+        let c = self.pages.file(file).counts;
+        c.reading == 0 && c.cached >= pages && self.pages.first_hole(file, 0, pages).is_none()
+    }
+
     /// Registers a file.
     pub fn add_file(&mut self, spec: FileSpec) -> FileId {
         let f = self.pages.add_file(spec.bdi);

@@ -187,6 +187,34 @@ fn random_readers_read_only_what_they_ask_for_when_advised() {
 }
 
 #[test]
+fn a_file_is_cached_only_when_every_page_is_there_and_up_to_date() {
+    let mut h = Harness::new(machine("2.6.32", 1024));
+    let f = file(&mut h, 4, true);
+    let t = h.vm.add_task(Owner::process(1));
+    assert!(!h.vm.file_cached(f), "empty");
+    h.vm.preload(f, 0, 2 << 20);
+    assert!(!h.vm.file_cached(f), "half of it");
+    h.vm.preload(f, 2 << 20, 2 << 20);
+    assert!(h.vm.file_cached(f), "all of it");
+    // One page dropped: not any more.
+    h.call(t, Syscall::Fadvise { file: f, offset: 8192, len: 4096, advice: Advice::DontNeed });
+    assert!(!h.vm.file_cached(f), "a page dropped");
+    // Being read back in (not yet up to date) is not cached either.
+    let mut out = Output::default();
+    let r = h.vm.syscall(
+        t,
+        Syscall::Read { file: f, offset: 8192, len: 4096, count: 1 },
+        h.now,
+        &mut out,
+    );
+    assert!(matches!(r, SyscallResult::Blocked { .. }));
+    assert!(!h.vm.file_cached(f), "a page being read");
+    h.take(out);
+    h.run_until(h.now + NS_PER_SEC);
+    assert!(h.vm.file_cached(f), "read back in");
+}
+
+#[test]
 fn reading_twice_memory_keeps_the_cache_within_memory() {
     let mut h = Harness::new(machine("2.6.32", 64));
     let f = file(&mut h, 128, true);

@@ -74,6 +74,8 @@ impl Engine {
         };
         // A flush carries no offset; every other call lies inside the job's region.
         let offset = io.offset_bytes.saturating_sub(base);
+        // Calls of a run of random hits made before the one the page cache serves.
+        let mut hits_before = 0;
         let call = match io.op {
             _ if matches!(tree_io, Some(TreeIo::Open(_))) => {
                 if b.create {
@@ -83,8 +85,16 @@ impl Engine {
                 }
             }
             Op::Read | Op::Write => {
-                let count = self.procs[pi].run_len(&io, now, cost);
-                if io.op == Op::Read {
+                let cached = self.procs[pi].may_run_random_hits(&io) && self.vm.file_cached(file);
+                let count = self.procs[pi].run_len(&io, now, cost, cached);
+                if cached {
+                    // Random hits: the page cache serves one call; the run's others, hits
+                    // too wherever they land, are counted here, before it.
+                    // Deviation: their pages are not marked accessed, nor their readahead
+                    // markers seen (reading a cached page starts no I/O either way).
+                    hits_before = count - 1;
+                    Syscall::Read { file, offset, len: io.len_bytes, count: 1 }
+                } else if io.op == Op::Read {
                     Syscall::Read { file, offset, len: io.len_bytes, count }
                 } else {
                     Syscall::Write { file, offset, len: io.len_bytes, count, sync: b.sync }
@@ -100,12 +110,13 @@ impl Engine {
         let proc = &mut self.procs[pi];
         match r {
             SyscallResult::Done { count, at_ns } => {
-                proc.extend_run(&io, count - 1);
-                proc.record_run(io.op, io.len_bytes, count - 1, now, cost);
-                let start = now + (count - 1) * cost;
+                let before = count - 1 + hits_before;
+                proc.extend_run(&io, before);
+                proc.record_run(io.op, io.len_bytes, before, now, cost);
+                let start = now + before * cost;
                 proc.pending_call =
                     Some(PendingCall { op: io.op, len_bytes: io.len_bytes, start_ns: start });
-                self.push(at_ns, Event::CallDone(p));
+                self.push(at_ns + hits_before * cost, Event::CallDone(p));
             }
             SyscallResult::Blocked { count } => {
                 proc.extend_run(&io, count);
