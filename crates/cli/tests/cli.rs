@@ -370,6 +370,18 @@ fn spun_cpu_time_is_reported_as_fio_reports_user_time() {
     assert_eq!(v["jobs"][0]["usr_cpu"].as_f64(), Some(0.0));
 }
 
+/// Real fio's JSON report of `job` (fio is installed by setup.sh; engines such as cpuio
+/// print a banner before the JSON).
+fn real_fio_json(job: &Path) -> Value {
+    let real = Command::new("fio")
+        .args(["--output-format=json", job.to_str().unwrap()])
+        .output()
+        .expect("fio runs (setup.sh installs it)");
+    assert!(real.status.success(), "{}", String::from_utf8_lossy(&real.stderr));
+    let text = String::from_utf8(real.stdout).unwrap();
+    serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap()
+}
+
 #[test]
 fn thinktime_spin_is_user_time_as_under_real_fio() {
     // 40 reads of a 1 MiB file, each followed by 10 ms of think of which 5 ms spin: about
@@ -386,13 +398,7 @@ fn thinktime_spin_is_user_time_as_under_real_fio() {
             data.display()
         ),
     );
-    let real = Command::new("fio")
-        .args(["--output-format=json", job.to_str().unwrap()])
-        .output()
-        .expect("fio runs (setup.sh installs it)");
-    assert!(real.status.success(), "{}", String::from_utf8_lossy(&real.stderr));
-    let text = String::from_utf8(real.stdout).unwrap();
-    let real: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let real = real_fio_json(&job);
     let ours = json(&["run", job.to_str().unwrap()]);
     for (who, v) in [("fio", &real), ("elevator", &ours)] {
         let j = &v["jobs"][0];
@@ -409,14 +415,7 @@ fn cpuio_reports_as_real_fio_does() {
     // burn is a read of no bytes, a quarter of a CPU is used. Real fio's counts depend on
     // the machine's timing, hence the ranges.
     let job = temp_file("cpuio-burn.fio", "[burn]\nioengine=cpuio\ncpuload=25\nruntime=1\n");
-    let real = Command::new("fio")
-        .args(["--output-format=json", job.to_str().unwrap()])
-        .output()
-        .expect("fio runs (setup.sh installs it)");
-    assert!(real.status.success(), "{}", String::from_utf8_lossy(&real.stderr));
-    // fio prints the engine's banner before the JSON.
-    let text = String::from_utf8(real.stdout).unwrap();
-    let real: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let real = real_fio_json(&job);
     let ours = json(&["run", job.to_str().unwrap()]);
     for (who, v) in [("fio", &real), ("elevator", &ours)] {
         let j = &v["jobs"][0];

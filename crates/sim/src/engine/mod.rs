@@ -786,15 +786,22 @@ impl Engine {
         if self.procs.iter().any(|q| !q.no_io && q.state != State::Done) {
             return;
         }
+        self.stop_running(|_, q| q.exit_on_io_done);
+    }
+
+    /// Stops every running process `which` names as its runtime would: it issues nothing
+    /// more, and ends once nothing of it is in flight.
+    fn stop_running(&mut self, which: impl Fn(u32, &Process) -> bool) {
         let now = self.now_ns;
         let mut finished = Vec::new();
         for (i, q) in self.procs.iter_mut().enumerate() {
-            if q.exit_on_io_done && q.state == State::Running {
-                q.runtime_expired();
-                if q.in_flight == 0 && !q.blocked {
-                    q.finish(now);
-                    finished.push(i as u32);
-                }
+            if q.state != State::Running || !which(i as u32, q) {
+                continue;
+            }
+            q.runtime_expired();
+            if q.in_flight == 0 && !q.blocked {
+                q.finish(now);
+                finished.push(i as u32);
             }
         }
         for i in finished {
@@ -849,26 +856,14 @@ impl Engine {
             let me = &self.procs[p as usize];
             (me.exit_what, me.group_id, me.phase)
         };
-        let now = self.now_ns;
-        let mut finished = Vec::new();
-        for (i, other) in self.procs.iter_mut().enumerate() {
+        self.stop_running(|i, other| {
             let named = match what {
                 ExitWhat::Group => other.group_id == group,
                 ExitWhat::Stonewall => other.phase == phase,
                 ExitWhat::All => true,
             };
-            if i as u32 == p || !named || other.state != State::Running {
-                continue;
-            }
-            other.runtime_expired();
-            if other.in_flight == 0 && !other.blocked {
-                other.finish(now);
-                finished.push(i as u32);
-            }
-        }
-        for i in finished {
-            self.process_done(i);
-        }
+            i != p && named
+        });
     }
 }
 
