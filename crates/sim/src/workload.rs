@@ -451,18 +451,20 @@ impl Process {
     /// How many system calls like `io` (just returned by [`Process::next`]) the job would
     /// make back to back from `now`, `io` included, each taking `cost_ns` of CPU: more than
     /// one only for plain sequential reads or writes of one block size, with no rate, think
-    /// time or replay (or random reads of a file wholly cached, `file_cached`), bounded by
-    /// the job's limits, the end of its region (a region's worth of calls for random reads),
-    /// the next fsync and its runtime.
-    pub fn run_len(&self, io: &Io, now_ns: Nanos, cost_ns: Nanos, file_cached: bool) -> u64 {
-        let sequential = matches!(self.rw, RwMode::Read | RwMode::Write);
+    /// time or replay (or `random_hits`: the caller found [`Process::may_run_random_hits`]
+    /// and the file wholly cached), bounded by the job's limits, the end of its region (a
+    /// region's worth of calls for random reads), the next fsync and its runtime.
+    pub fn run_len(&self, io: &Io, now_ns: Nanos, cost_ns: Nanos, random_hits: bool) -> u64 {
         // Random reads of a file that is wholly in the page cache are hits wherever they
         // land: a run of them costs the same whatever offsets the job draws.
-        let random_hits = file_cached && self.may_run_random_hits(io);
-        if !(sequential || random_hits) || !self.plain_calls(io) {
+        if random_hits {
+            return self.run_bound(io, now_ns, cost_ns, false);
+        }
+        let sequential = matches!(self.rw, RwMode::Read | RwMode::Write);
+        if !sequential || !self.plain_calls(io) {
             return 1;
         }
-        self.run_bound(io, now_ns, cost_ns, sequential)
+        self.run_bound(io, now_ns, cost_ns, true)
     }
 
     /// Whether a run of `io`'s calls could be random hits (if the file is all cached): asked
@@ -773,13 +775,25 @@ impl Process {
     /// A cpuio job's burn of `[start_ns, now_ns)` ended: fio counts each burn as a read of
     /// no bytes that took the burn's time.
     pub fn cpuio_cycle_done(&mut self, start_ns: Nanos, now_ns: Nanos) {
-        if !self.no_io || now_ns < self.ramp_end_ns {
-            return;
+        if self.no_io && now_ns >= self.ramp_end_ns {
+            self.record_io(0, 0, start_ns, start_ns, now_ns);
         }
-        self.stats[0].record(0, start_ns, start_ns, now_ns);
-        self.lat_buckets.add(now_ns - start_ns);
+    }
+
+    /// Counts one I/O of `len_bytes` in direction `d`, issued at `issue_ns`, submitted at
+    /// `submit_ns` and complete at `now_ns`, in the statistics, latency buckets and logs.
+    fn record_io(
+        &mut self,
+        d: usize,
+        len_bytes: u64,
+        issue_ns: Nanos,
+        submit_ns: Nanos,
+        now_ns: Nanos,
+    ) {
+        self.stats[d].record(len_bytes, issue_ns, submit_ns, now_ns);
+        self.lat_buckets.add(now_ns - issue_ns);
         if let Some(logs) = self.logs.as_mut() {
-            logs.record(0, 0, start_ns, start_ns, now_ns);
+            logs.record(d, len_bytes, issue_ns, submit_ns, now_ns);
         }
         if self.state == State::Running {
             self.ios_in_runtime += 1;
@@ -801,15 +815,8 @@ impl Process {
             self.latency_target_check(now_ns - issue_ns, now_ns);
         }
         if now_ns >= self.ramp_end_ns && op != Op::Flush && !self.no_io {
-            self.stats[dir_index(op)].record(len_bytes, issue_ns, submit_ns, now_ns);
+            self.record_io(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);
             self.timeline.record(dir_index(op), len_bytes, now_ns);
-            self.lat_buckets.add(now_ns - issue_ns);
-            if let Some(logs) = self.logs.as_mut() {
-                logs.record(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);
-            }
-            if self.state == State::Running {
-                self.ios_in_runtime += 1;
-            }
         }
         match self.state {
             State::Running if self.thinking => {

@@ -227,8 +227,7 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         "trim": dirs[2],
         "sync": { "total_ios": 0, "lat_ns": summary_json(&Summary::default()) },
         "job_runtime": e.job_runtime_ns / 1_000_000,
-        // fio: user time over the runtime, summed over the members under group_reporting.
-        "usr_cpu": if e.job_runtime_ns == 0 { 0.0 } else { e.cpu_ns as f64 * 100.0 / e.job_runtime_ns as f64 },
+        "usr_cpu": e.usr_cpu_percent(),
         "sys_cpu": 0.0,
         "ctx": 0,
         "majf": 0,

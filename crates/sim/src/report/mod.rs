@@ -36,6 +36,15 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// fio's `usr_cpu`: the members' user time (what they spun) over their runtimes, %.
+    pub fn usr_cpu_percent(&self) -> f64 {
+        if self.job_runtime_ns == 0 {
+            0.0
+        } else {
+            self.cpu_ns as f64 * 100.0 / self.job_runtime_ns as f64
+        }
+    }
+
     /// Bandwidth of one direction in bytes per second over the entry's runtime.
     pub fn bw_bytes_per_sec(&self, d: usize) -> f64 {
         rate(self.stats[d].io_bytes, self.runtime_ns)

@@ -176,8 +176,7 @@ fn job_block(out: &mut String, e: &Entry) {
     }
     // fio's cpu line: user time is what the job spun (`thinktime_spin`); the simulator
     // keeps no system time, context switches or faults.
-    let usr =
-        if e.job_runtime_ns == 0 { 0.0 } else { e.cpu_ns as f64 * 100.0 / e.job_runtime_ns as f64 };
+    let usr = e.usr_cpu_percent();
     let _ = writeln!(out, "  cpu          : usr={usr:.2}%, sys=0.00%, ctx=0, majf=0, minf=0");
     let total: u64 = e.depth_hist.iter().sum();
     let pct =
