@@ -241,6 +241,19 @@ fn cfq_idling_helps_remote_streams_only_when_target_threads_share_a_context() {
     let total_shared = column(&v, shared, "CFQ", 2)[0];
     let total_separate = column(&v, separate, "CFQ", 2)[0];
     assert!(total_separate < 0.75 * total_shared, "{total_separate} vs {total_shared}");
+    // One stream through both page caches, on a target drive whose read-ahead stops 128-256
+    // KiB past a read: deadline holds the target's async readahead (queue plugging) until
+    // the next command needs it, by then the drive has stopped reading ahead and the sectors
+    // must come round again. CFQ, idling for the stream, sends it at once. With 64 KiB pieces
+    // the window a command needs is still in flight when it comes (the pieces complete one
+    // by one), and waiting for it runs the queue, new readahead and all. Seed 002: deadline
+    // 51 MB/s, CFQ 100, deadline with max_sectors_kb 64 100.
+    let short = "One remote stream through both page caches, a target drive that reads ahead";
+    let dl = column(&v, short, "deadline, max_sectors_kb 512", 0)[0];
+    let dl64 = column(&v, short, "deadline, max_sectors_kb 64", 0)[0];
+    let cfq = column(&v, short, "CFQ", 0)[0];
+    assert!(cfq >= 1.6 * dl && dl64 >= 1.6 * dl, "deadline {dl}, 64 KiB {dl64}, CFQ {cfq}");
+    assert!(cfq > 90.0 && dl64 > 90.0, "link-bound: CFQ {cfq}, deadline 64 KiB {dl64}");
 }
 
 /// Seed 004 on ext3, one run for the shapes and the plot (the reproduction is the slowest).
