@@ -93,3 +93,27 @@ fn fileio_reads_every_byte_the_initiator_asked_for() {
         assert!(mbs > 10.0, "{state}: {mbs} MB/s");
     }
 }
+
+/// SCST's fileio threads read a command with one iovec per page, and 2.6's
+/// `generic_file_aio_read` serves iovecs one at a time: readahead sees one-page requests. A
+/// random 128 KiB command is no sequential read for the thread's readahead state, so its
+/// first page is read alone and the rest ramps up from a one-page request (4, 8, 16 ...
+/// pages): the disk sees requests far smaller than the commands (seed 002's "server side 4K
+/// reads"), where one 128 KiB read call would read the command as one request.
+#[test]
+fn a_fileio_thread_reads_a_command_a_page_at_a_time() {
+    let topology = TOPOLOGY
+        .replace("scheduler = \"none\"\n", "scheduler = \"none\"\nread_ahead_kb = 128\n")
+        .replace(
+            "overhead = \"0us\"\n",
+            "overhead = \"0us\"\ntarget_io = \"fileio\"\nthreads = 1\n",
+        );
+    let job = "[r]\nfilename=lun\nrw=randread\nbs=128k\nsize=256m\ndirect=1\nnumber_ios=200\n";
+    let jobs = elevator_fio::parse_str(job, "r.fio", Path::new("."), &|_| None).unwrap();
+    let topology = Topology::from_str(&topology, "remote.toml").unwrap();
+    let result = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+    let c = &result.devices[0].counters;
+    let mean_request = (c.sectors[0] * 512) as f64 / c.ios[0].max(1) as f64;
+    assert!(c.ios[0] >= 4 * 200, "{} requests for 200 commands", c.ios[0]);
+    assert!(mean_request < 96.0 * 1024.0, "mean request {mean_request} bytes");
+}

@@ -190,6 +190,8 @@ enum Event {
     TargetTimer,
     /// A target task an I/O completion woke gets to run.
     TargetRun(u32),
+    /// A target thread reads its command's next iovecs.
+    TargetReadOn(u32),
     /// A spinning process may have had its CPU time (see [`crate::cpu`]).
     CpuDone,
 }
@@ -460,6 +462,7 @@ impl Engine {
                 Event::TargetDone(node) => self.target_done(node),
                 Event::TargetTimer => self.target_timer(),
                 Event::TargetRun(task) => self.target_run(task),
+                Event::TargetReadOn(task) => self.target_read(task),
                 Event::VmRun(task) => {
                     let mut out = std::mem::take(&mut self.vm_out);
                     self.vm.run(task, self.now_ns, &mut out);
