@@ -7,13 +7,14 @@ use std::collections::VecDeque;
 
 use elevator_core::{Nanos, Op, RequestId, NS_PER_MS};
 use elevator_device::{Command, Completion, Device};
+use serde::{Deserialize, Serialize};
 
 use crate::workload::{Dir, Phase};
 
 /// What a phase measured: each issued I/O's latency (submission to completion, in issue
 /// order; I/Os past the time limit are not issued) and the time from the first submission
 /// to the last completion.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
     pub lat_ns: Vec<Nanos>,
     pub elapsed_ns: Nanos,
@@ -64,7 +65,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// What the block layer above the device says about it (sysfs), where known.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Hints {
     /// Kernel name of the whole device (`vda`, `sda`, `nvme0n1`).
     pub device: Option<String>,

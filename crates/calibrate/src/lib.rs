@@ -23,6 +23,7 @@ pub mod backend;
 pub mod fit;
 pub mod holdout;
 pub mod probe;
+pub mod recording;
 pub mod target;
 pub mod uring;
 pub mod workload;

@@ -110,3 +110,58 @@ fn the_same_measurements_give_the_same_topology() {
     let b = run(Box::new(Ssd::new(nvme()).unwrap()), Hints::default(), &opts(2));
     assert_eq!(a.topology, b.topology);
 }
+
+/// A recorded calibration replays to the same fit, held-out error and topology with no
+/// device; a recording whose phases differ from the plan is refused, naming the phase.
+#[test]
+fn a_recorded_calibration_replays_to_the_same_report() {
+    use elevator_calibrate::recording::{Recorder, Recording, ReplayBackend, RECORDING_VERSION};
+    let o = opts(2);
+    let mut dev = SimBackend::new(Box::new(Ssd::new(nvme()).unwrap()), 512);
+    let mut recorder = Recorder::new(&mut dev);
+    let a = calibrate(&mut recorder, &o, &mut |_, _, _, _| {}).unwrap();
+    let rec = Recording {
+        version: RECORDING_VERSION,
+        source: o.source.clone(),
+        name: o.name.clone(),
+        budget_ns: o.budget_ns,
+        write: o.write,
+        seed: o.seed,
+        capacity_bytes: a.capacity_bytes,
+        hints: a.hints.clone(),
+        warnings: Vec::new(),
+        phases: recorder.phases,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.json");
+    rec.save(&path).unwrap();
+    let loaded = Recording::load(&path).unwrap();
+    assert_eq!(loaded, rec);
+    let mut replay = ReplayBackend::new(loaded, &path);
+    let b = calibrate(&mut replay, &o, &mut |_, _, _, _| {}).unwrap();
+    assert_eq!(replay.unused_phases(), 0);
+    assert_eq!(a.topology, b.topology);
+    assert_eq!(a.fit.residuals.len(), b.fit.residuals.len());
+    for (x, y) in a.cells.iter().zip(&b.cells) {
+        assert_eq!((x.real.iops(), x.sim.iops()), (y.real.iops(), y.sim.iops()), "{}", x.name);
+    }
+    // Another elevator's probes: the first phase renamed.
+    let mut other = rec.clone();
+    other.phases[0].name = "not-a-probe".into();
+    let mut replay = ReplayBackend::new(other, &path);
+    let err = calibrate(&mut replay, &o, &mut |_, _, _, _| {}).unwrap_err();
+    assert!(err.contains("phase 0") && err.contains("not-a-probe"), "{err}");
+    // Bad files: one line naming the file and what is wrong.
+    std::fs::write(&path, "{\"version\": 1,").unwrap();
+    let err = Recording::load(&path).unwrap_err();
+    assert!(err.starts_with(&format!("{}:1:", path.display())), "{err}");
+    let mut bad = rec.clone();
+    bad.phases[1].outcome.lat_ns[0] = u64::MAX;
+    bad.save(&path).unwrap();
+    let err = Recording::load(&path).unwrap_err();
+    assert!(err.contains("phase 1") && err.contains("more than an hour"), "{err}");
+    let mut bad = rec;
+    bad.version = 99;
+    bad.save(&path).unwrap();
+    assert!(Recording::load(&path).unwrap_err().contains("version 99"));
+}

@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use elevator_calibrate::backend::Backend;
 use elevator_calibrate::fit::{Facts, Model};
 use elevator_calibrate::holdout::Cell;
 use elevator_calibrate::probe::{MAX_BUDGET_NS, MIN_BUDGET_NS};
+use elevator_calibrate::recording::{Recorder, Recording, ReplayBackend, RECORDING_VERSION};
 use elevator_calibrate::target::{self, Kind};
 use elevator_calibrate::uring::UringBackend;
 use elevator_calibrate::{calibrate, Options, Report, Stage};
@@ -25,7 +27,8 @@ pub enum Format {
 #[derive(Args)]
 pub struct CalibrateArgs {
     /// A block device or a file on one (at least 64 MiB, written: no holes).
-    pub target: PathBuf,
+    #[arg(required_unless_present = "replay")]
+    pub target: Option<PathBuf>,
     /// Wall time for probing and the held-out replay (e.g. 60s, 5m; 1s to 24h).
     #[arg(long, default_value = "60s")]
     pub budget: String,
@@ -33,6 +36,14 @@ pub struct CalibrateArgs {
     /// overwrite the target's contents.
     #[arg(long)]
     pub write: bool,
+    /// Also write everything the device answered (every phase's latencies) to FILE, as JSON,
+    /// for `--replay`.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Calibrate again from a `--record` file instead of a device: the same fit, held-out
+    /// error and topology, from the numbers the device gave then.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["target", "write", "budget", "seed", "record"])]
+    pub replay: Option<PathBuf>,
     /// Where to write the fitted topology.
     #[arg(long, default_value = "calibrated.toml")]
     pub topology: PathBuf,
@@ -71,7 +82,6 @@ pub fn parse_budget(text: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: &CalibrateArgs) -> Result<(), String> {
-    let budget_ns = parse_budget(&args.budget)?;
     if let Some(n) = &args.name {
         if n.is_empty()
             || n.len() > 64
@@ -80,7 +90,31 @@ pub fn run(args: &CalibrateArgs) -> Result<(), String> {
             return Err(format!("--name `{n}`: up to 64 letters, digits, '-', '_' or '.'"));
         }
     }
-    let target = target::open(&args.target, args.write)?;
+    let (report, warnings, opts) = match &args.replay {
+        Some(path) => replay(args, path)?,
+        None => measure(args)?,
+    };
+    std::fs::write(&args.topology, &report.topology)
+        .map_err(|e| format!("{}: {e}", args.topology.display()))?;
+    if let Some(dir) = &args.plot {
+        plot(dir, &report.cells)?;
+    }
+    match args.output_format {
+        Format::Normal => print!("{}", normal(args, &opts, &report, &warnings)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&json(args, &opts, &report, &warnings)).expect("json")
+        ),
+    }
+    Ok(())
+}
+
+/// Probes the target, fits, replays the held-out workload on it; with `--record`, keeps
+/// what it answered.
+fn measure(args: &CalibrateArgs) -> Result<(Report, Vec<String>, Options), String> {
+    let Some(path) = &args.target else { unreachable!("clap asks for TARGET without --replay") };
+    let budget_ns = parse_budget(&args.budget)?;
+    let target = target::open(path, args.write)?;
     let warnings = target.warnings.clone();
     let kind = target.kind;
     let name =
@@ -91,7 +125,7 @@ pub fn run(args: &CalibrateArgs) -> Result<(), String> {
         write: args.write,
         seed: args.seed,
         name,
-        source: args.target.display().to_string(),
+        source: path.display().to_string(),
     };
     let bar = ProgressBar::new(1);
     bar.set_style(
@@ -100,7 +134,7 @@ pub fn run(args: &CalibrateArgs) -> Result<(), String> {
             .progress_chars("=> "),
     );
     bar.enable_steady_tick(Duration::from_millis(250));
-    let report = calibrate(&mut backend, &opts, &mut |stage, i, n, what| {
+    let mut progress = |stage, i, n, what: &str| {
         let s = match stage {
             Stage::Probe => "probing",
             Stage::Fit => "fitting",
@@ -109,24 +143,57 @@ pub fn run(args: &CalibrateArgs) -> Result<(), String> {
         bar.set_length(n as u64);
         bar.set_position(i as u64);
         bar.set_message(format!("{s}: {what}"));
-    });
+    };
+    let (report, phases) = if args.record.is_some() {
+        let mut recorder = Recorder::new(&mut backend);
+        let report = calibrate(&mut recorder, &opts, &mut progress);
+        (report, recorder.phases)
+    } else {
+        (calibrate(&mut backend, &opts, &mut progress), Vec::new())
+    };
     bar.finish_and_clear();
     let report = report?;
     let mut warnings = warnings;
     warnings.extend(direct_io_checks(&backend, &report, kind));
-    std::fs::write(&args.topology, &report.topology)
-        .map_err(|e| format!("{}: {e}", args.topology.display()))?;
-    if let Some(dir) = &args.plot {
-        plot(dir, &report.cells)?;
+    if let Some(file) = &args.record {
+        let rec = Recording {
+            version: RECORDING_VERSION,
+            source: opts.source.clone(),
+            name: opts.name.clone(),
+            budget_ns,
+            write: opts.write,
+            seed: opts.seed,
+            capacity_bytes: backend.capacity_bytes(),
+            hints: backend.hints(),
+            warnings: warnings.clone(),
+            phases,
+        };
+        rec.save(file)?;
     }
-    match args.output_format {
-        Format::Normal => print!("{}", normal(args, &report, &warnings)),
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&json(args, &report, &warnings)).expect("json")
-        ),
+    Ok((report, warnings, opts))
+}
+
+/// Calibrates from a recording: no device, the same phases answered as the device did.
+fn replay(args: &CalibrateArgs, path: &Path) -> Result<(Report, Vec<String>, Options), String> {
+    let rec = Recording::load(path)?;
+    let opts = Options {
+        budget_ns: rec.budget_ns,
+        write: rec.write,
+        seed: rec.seed,
+        name: args.name.clone().unwrap_or_else(|| rec.name.clone()),
+        source: rec.source.clone(),
+    };
+    let warnings = rec.warnings.clone();
+    let mut backend = ReplayBackend::new(rec, path);
+    let report = calibrate(&mut backend, &opts, &mut |_, _, _, _| {})?;
+    if backend.unused_phases() > 0 {
+        return Err(format!(
+            "{}: {} phases recorded past those this calibration asks for: it was made by an elevator with other probes",
+            path.display(),
+            backend.unused_phases()
+        ));
     }
-    Ok(())
+    Ok((report, warnings, opts))
 }
 
 /// Whether O_DIRECT kept the reads out of this machine's page cache, and whether the reads
@@ -228,19 +295,23 @@ fn model_text(m: &Model) -> String {
     }
 }
 
-fn normal(args: &CalibrateArgs, r: &Report, warnings: &[String]) -> String {
+fn normal(args: &CalibrateArgs, opts: &Options, r: &Report, warnings: &[String]) -> String {
     let mut s = String::new();
     let h = &r.hints;
     let _ = writeln!(
         s,
-        "target: {} ({:.2} GiB{}), O_DIRECT, {}",
-        args.target.display(),
+        "target: {} ({:.2} GiB{}), O_DIRECT, {}{}",
+        opts.source,
         r.capacity_bytes as f64 / (1u64 << 30) as f64,
         match (&h.device, &h.devno) {
             (Some(d), Some(n)) => format!(", on {d} {n}"),
             _ => String::new(),
         },
-        if args.write { "read-write" } else { "read-only" }
+        if opts.write { "read-write" } else { "read-only" },
+        match &args.replay {
+            Some(p) => format!(", replayed from {}", p.display()),
+            None => String::new(),
+        }
     );
     let _ = writeln!(s, "verdict: {}", r.fit.facts.rotational_verdict);
     let _ = writeln!(s, "measured:");
@@ -317,7 +388,12 @@ fn normal(args: &CalibrateArgs, r: &Report, warnings: &[String]) -> String {
     s
 }
 
-fn json(args: &CalibrateArgs, r: &Report, warnings: &[String]) -> serde_json::Value {
+fn json(
+    args: &CalibrateArgs,
+    opts: &Options,
+    r: &Report,
+    warnings: &[String],
+) -> serde_json::Value {
     let f = &r.fit.facts;
     let cells: Vec<serde_json::Value> = r
         .cells
@@ -340,9 +416,10 @@ fn json(args: &CalibrateArgs, r: &Report, warnings: &[String]) -> serde_json::Va
     }
     .unwrap_or(serde_json::Value::Null);
     serde_json::json!({
-        "target": args.target.display().to_string(),
+        "target": opts.source,
+        "replayed_from": args.replay.as_ref().map(|p| p.display().to_string()),
         "capacity_bytes": r.capacity_bytes,
-        "write": args.write,
+        "write": opts.write,
         "device": r.hints.device, "devno": r.hints.devno,
         "verdict": f.rotational_verdict,
         "model": r.fit.model.kind_name(),

@@ -59,6 +59,8 @@ fn calibrates_a_plain_file_and_the_topology_runs() {
         plots.to_str().unwrap(),
         "--name",
         "cal0",
+        "--record",
+        dir.join("rec.json").to_str().unwrap(),
         "--output-format",
         "json",
     ]);
@@ -106,6 +108,25 @@ fn calibrates_a_plain_file_and_the_topology_runs() {
     assert!(out.status.success(), "{}", stderr(&out));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(r["jobs"][0]["read"]["iops"].as_f64().unwrap() > 0.0);
+    // The recording calibrates again, with no device, to the same topology and error.
+    let again = dir.join("again.toml");
+    let out = elevator(&[
+        "calibrate",
+        "--replay",
+        dir.join("rec.json").to_str().unwrap(),
+        "--topology",
+        again.to_str().unwrap(),
+        "--output-format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&topo).unwrap(), std::fs::read_to_string(&again).unwrap());
+    let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(w["holdout"], v["holdout"]);
+    assert_eq!(w["target"], v["target"]);
+    // A device and a recording at once is refused.
+    let out = elevator(&["calibrate", file.to_str().unwrap(), "--replay", "x.json"]);
+    assert!(!out.status.success() && stderr(&out).contains("--replay"), "{}", stderr(&out));
     std::fs::remove_dir_all(&dir).ok();
 }
 
