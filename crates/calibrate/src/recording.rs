@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Hints, Outcome};
 use crate::probe::{MAX_BUDGET_NS, MIN_BUDGET_NS};
+use crate::target::{MAX_TARGET_BYTES, MIN_TARGET_BYTES};
 use crate::workload::{Phase, MAX_DEPTH, MAX_PHASE_IOS};
 
 /// The format written; a file of another version is refused.
@@ -175,8 +176,11 @@ impl Recording {
         if !(MIN_BUDGET_NS..=MAX_BUDGET_NS).contains(&self.budget_ns) {
             return Err(format!("budget_ns {} lies outside 1 s to 24 h", self.budget_ns));
         }
-        if self.capacity_bytes == 0 {
-            return Err("capacity_bytes is 0".into());
+        if !(MIN_TARGET_BYTES..=MAX_TARGET_BYTES).contains(&self.capacity_bytes) {
+            return Err(format!(
+                "capacity_bytes {} lies outside {MIN_TARGET_BYTES} to {MAX_TARGET_BYTES} (what calibrate measures)",
+                self.capacity_bytes
+            ));
         }
         if self.phases.len() > MAX_RECORDED_PHASES {
             return Err(format!("{} phases, more than {MAX_RECORDED_PHASES}", self.phases.len()));

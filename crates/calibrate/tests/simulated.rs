@@ -160,6 +160,10 @@ fn a_recorded_calibration_replays_to_the_same_report() {
     bad.save(&path).unwrap();
     let err = Recording::load(&path).unwrap_err();
     assert!(err.contains("phase 1") && err.contains("more than an hour"), "{err}");
+    let mut bad = rec.clone();
+    bad.capacity_bytes = 4096;
+    bad.save(&path).unwrap();
+    assert!(Recording::load(&path).unwrap_err().contains("capacity_bytes 4096"));
     let mut bad = rec;
     bad.version = 99;
     bad.save(&path).unwrap();
