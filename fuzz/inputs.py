@@ -9,12 +9,17 @@ break elevator are kept, with what it printed, in OUT/bad-SEED-N/.
   fuzz/inputs.py jobs      [--seed S] [--runs N]   fio job files + topologies (`run`)
   fuzz/inputs.py disksim   [--seed S] [--runs N]   DiskSim drive directories (`validate-disk`)
   fuzz/inputs.py scenarios [--seed S] [--runs N]   scenario files and sweep grids
+  fuzz/inputs.py recordings [--seed S] [--runs N]  `calibrate --record` files (`--replay`)
 
 `disksim` needs the validation drives laid out by bench/disksim-drives.sh (DRIVES, default
-/tmp/drives). ELEVATOR names the binary (default target/release/elevator, built first).
+/tmp/drives). `recordings` records a 3 s calibration of a 96 MiB file in OUT first (the file
+system must take O_DIRECT), then changes its fields and phases as JSON values, not lines.
+ELEVATOR names the binary (default target/release/elevator, built first).
 """
 import argparse
+import copy
 import glob
+import json
 import os
 import random
 import re
@@ -140,9 +145,63 @@ def fuzz_scenarios(elev, rng, runs, work):
         yield n, rc, err, work, f
 
 
+def fuzz_recordings(elev, rng, runs, work):
+    os.makedirs(work, exist_ok=True)
+    data, base = f"{work}/target.img", f"{work}/base.json"
+    with open(data, "wb") as f:
+        f.write(os.urandom(96 << 20))
+    rc, err = run([elev, "calibrate", data, "--budget", "3s", "--record", base,
+                   "--topology", f"{work}/base.toml"], work, 120)
+    if rc != 0:
+        sys.exit(f"could not record a calibration to mutate: {err}")
+    os.remove(data)
+    rec = json.load(open(base))
+    odd = [0, -1, 1, 1.5, 2**31, 2**32, 2**63, 2**64 - 1, 10**30, None, "x", [], {}, True]
+
+    def change(r):
+        phases = r["phases"]
+        what = rng.randrange(7)
+        if what == 0:
+            r[rng.choice(["version", "budget_ns", "write", "seed", "capacity_bytes", "name",
+                          "source", "warnings", "hints"])] = rng.choice(odd)
+        elif what == 1 and isinstance(r["hints"], dict) and r["hints"]:
+            r["hints"][rng.choice(list(r["hints"]))] = rng.choice(odd)
+        elif what == 2 and phases:
+            p = rng.choice(phases)
+            key = rng.choice(["name", "depth", "outcome"])
+            p[key] = rng.choice(odd + [rng.choice(phases).get(key)])
+        elif what == 3 and phases and isinstance((o := rng.choice(phases).get("outcome")), dict):
+            o[rng.choice(["lat_ns", "elapsed_ns", "bytes"])] = rng.choice(odd)
+        elif what == 4 and phases and isinstance((o := rng.choice(phases).get("outcome")), dict):
+            lat = o.get("lat_ns")
+            if isinstance(lat, list) and lat:
+                lat[rng.randrange(len(lat))] = rng.choice(odd)
+        elif what == 5 and phases:
+            i = rng.randrange(len(phases))
+            if rng.random() < 0.5:
+                del phases[i]
+            else:
+                phases.insert(i, copy.deepcopy(phases[i]))
+        elif isinstance(phases, list):
+            del phases[rng.randrange(len(phases) + 1):]
+
+    for n in range(runs):
+        r = copy.deepcopy(rec)
+        for _ in range(rng.randint(1, 2)):
+            change(r)
+        text = json.dumps(r)
+        if rng.random() < 0.1:
+            text = text[: rng.randrange(len(text) + 1)]
+        f = f"{work}/replay.json"
+        open(f, "w").write(text)
+        rc, err = run([elev, "calibrate", "--replay", f, "--topology", f"{work}/out.toml"],
+                      work, 120)
+        yield n, rc, err, work, f
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["jobs", "disksim", "scenarios"])
+    ap.add_argument("what", choices=["jobs", "disksim", "scenarios", "recordings"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=500)
     ap.add_argument("--out", default="/tmp/elevator-fuzz")
@@ -154,7 +213,8 @@ def main():
         elev = f"{ROOT}/target/release/elevator"
     rng = random.Random(a.seed)
     work = os.path.join(a.out, f"work-{a.what}-{a.seed}")
-    fuzz = {"jobs": fuzz_jobs, "disksim": fuzz_disksim, "scenarios": fuzz_scenarios}[a.what]
+    fuzz = {"jobs": fuzz_jobs, "disksim": fuzz_disksim, "scenarios": fuzz_scenarios,
+            "recordings": fuzz_recordings}[a.what]
     clean = bad = 0
     for n, rc, err, where, changed in fuzz(elev, rng, a.runs, work):
         clean += rc == 0
