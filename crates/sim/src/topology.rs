@@ -240,9 +240,14 @@ impl RemoteSpec {
 
 /// open-iscsi's default per-LUN queue depth (`node.session.queue_depth`).
 pub const DEFAULT_REMOTE_QUEUE_DEPTH: u32 = 32;
-/// Target I/O threads per device: SCST's `scst_threads` default of 2009 was one per CPU;
-/// seed 002's target had 8 (assumption: a 4-core box with hyper-threading).
+/// Target I/O threads of a `blockio` volume: SCST's `scst_threads` default of 2009 was one
+/// per CPU; seed 002's target had 8 (assumption: a 4-core box with hyper-threading).
+/// Deviation: SCST's is one pool for all its devices, here each volume has its own.
 pub const DEFAULT_TARGET_THREADS: u32 = 8;
+/// Target I/O threads of a `fileio` volume: SCST's FILEIO handler gives each device a pool
+/// of its own, `num_threads` of them, 5 by default (`DEF_NUM_THREADS` in
+/// `scst/src/dev_handlers/scst_vdisk.c`, March 2009).
+pub const DEFAULT_FILEIO_THREADS: u32 = 5;
 /// Target threads get pids from here on (10,000 per remote volume), clear of fio's.
 pub const TARGET_PID_BASE: u32 = 1_000_000;
 
@@ -1013,7 +1018,12 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
                 }
             };
             let queue_depth = v.queue_depth.unwrap_or(DEFAULT_REMOTE_QUEUE_DEPTH);
-            let threads = v.threads.unwrap_or(DEFAULT_TARGET_THREADS);
+            let default_threads = if v.target_io.as_deref() == Some("fileio") {
+                DEFAULT_FILEIO_THREADS
+            } else {
+                DEFAULT_TARGET_THREADS
+            };
+            let threads = v.threads.unwrap_or(default_threads);
             if queue_depth == 0 || threads == 0 {
                 return Err("`queue_depth` and `threads` must be at least 1".to_string());
             }
