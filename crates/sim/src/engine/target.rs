@@ -129,11 +129,16 @@ impl TargetCache {
         if blocked {
             return None;
         }
-        if r.left_bytes > 0 {
-            return Some((at_ns, Event::TargetReadOn(task)));
+        Some((at_ns, self.go_on(task)))
+    }
+
+    /// What follows a task's finished read call: its next iovecs, or, with none left, the
+    /// command answered (the task forgets it).
+    fn go_on(&mut self, task: TaskId) -> Event {
+        if self.task_read[task as usize].left_bytes > 0 {
+            return Event::TargetReadOn(task);
         }
-        let node = std::mem::replace(&mut self.task_node[task as usize], u32::MAX);
-        Some((at_ns, Event::TargetDone(node)))
+        Event::TargetDone(std::mem::replace(&mut self.task_node[task as usize], u32::MAX))
     }
 
     /// The target's page-cache counters.
@@ -184,13 +189,7 @@ impl Engine {
         let mut events = Vec::new();
         for w in out.wakes.drain(..) {
             // The iovec it waited for is read: the next one, or the command is done.
-            let at = w.at_ns.max(now);
-            if tc.task_read[w.task as usize].left_bytes > 0 {
-                events.push((at, Event::TargetReadOn(w.task)));
-            } else {
-                let node = std::mem::replace(&mut tc.task_node[w.task as usize], u32::MAX);
-                events.push((at, Event::TargetDone(node)));
-            }
+            events.push((w.at_ns.max(now), tc.go_on(w.task)));
         }
         for t in out.runnable.drain(..) {
             events.push((now, Event::TargetRun(t)));
