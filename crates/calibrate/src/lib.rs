@@ -37,7 +37,7 @@ use probe::{Kind, Measurements};
 use workload::Dir;
 
 /// What to do.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Options {
     /// Wall time for probing and the held-out replay together (fitting is extra, seconds).
     pub budget_ns: Nanos,

@@ -19,6 +19,7 @@ use crate::backend::{Backend, Hints, Outcome};
 use crate::probe::{MAX_BUDGET_NS, MIN_BUDGET_NS};
 use crate::target::{MAX_TARGET_BYTES, MIN_TARGET_BYTES};
 use crate::workload::{Phase, MAX_DEPTH, MAX_PHASE_IOS};
+use crate::{Options, Report};
 
 /// The format written; a file of another version is refused.
 pub const RECORDING_VERSION: u32 = 1;
@@ -144,6 +145,40 @@ impl Backend for ReplayBackend {
 }
 
 impl Recording {
+    /// What a calibration run with `opts` measured (`report`, the phases a [`Recorder`]
+    /// kept) and warned about.
+    pub fn new(
+        opts: &Options,
+        report: &Report,
+        warnings: Vec<String>,
+        phases: Vec<RecordedPhase>,
+    ) -> Recording {
+        Recording {
+            version: RECORDING_VERSION,
+            source: opts.source.clone(),
+            name: opts.name.clone(),
+            budget_ns: opts.budget_ns,
+            write: opts.write,
+            seed: opts.seed,
+            capacity_bytes: report.capacity_bytes,
+            hints: report.hints.clone(),
+            warnings,
+            phases,
+        }
+    }
+
+    /// The options the recorded run had (its device name replaced by `name`, if given), which
+    /// make a calibration ask for the recorded phases again.
+    pub fn options(&self, name: Option<&str>) -> Options {
+        Options {
+            budget_ns: self.budget_ns,
+            write: self.write,
+            seed: self.seed,
+            name: name.unwrap_or(&self.name).to_string(),
+            source: self.source.clone(),
+        }
+    }
+
     /// Writes the recording as JSON.
     pub fn save(&self, path: &Path) -> Result<(), String> {
         let text = serde_json::to_string(self).map_err(|e| format!("{}: {e}", path.display()))?;

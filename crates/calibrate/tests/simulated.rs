@@ -115,23 +115,13 @@ fn the_same_measurements_give_the_same_topology() {
 /// device; a recording whose phases differ from the plan is refused, naming the phase.
 #[test]
 fn a_recorded_calibration_replays_to_the_same_report() {
-    use elevator_calibrate::recording::{Recorder, Recording, ReplayBackend, RECORDING_VERSION};
+    use elevator_calibrate::recording::{Recorder, Recording, ReplayBackend};
     let o = opts(2);
     let mut dev = SimBackend::new(Box::new(Ssd::new(nvme()).unwrap()), 512);
     let mut recorder = Recorder::new(&mut dev);
     let a = calibrate(&mut recorder, &o, &mut |_, _, _, _| {}).unwrap();
-    let rec = Recording {
-        version: RECORDING_VERSION,
-        source: o.source.clone(),
-        name: o.name.clone(),
-        budget_ns: o.budget_ns,
-        write: o.write,
-        seed: o.seed,
-        capacity_bytes: a.capacity_bytes,
-        hints: a.hints.clone(),
-        warnings: Vec::new(),
-        phases: recorder.phases,
-    };
+    let rec = Recording::new(&o, &a, Vec::new(), recorder.phases);
+    assert_eq!(rec.options(None), o, "the recording asks for the same calibration");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rec.json");
     rec.save(&path).unwrap();

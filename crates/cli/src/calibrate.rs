@@ -8,11 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use elevator_calibrate::backend::Backend;
 use elevator_calibrate::fit::{Facts, Model};
 use elevator_calibrate::holdout::Cell;
 use elevator_calibrate::probe::{MAX_BUDGET_NS, MIN_BUDGET_NS};
-use elevator_calibrate::recording::{Recorder, Recording, ReplayBackend, RECORDING_VERSION};
+use elevator_calibrate::recording::{Recorder, Recording, ReplayBackend};
 use elevator_calibrate::target::{self, Kind};
 use elevator_calibrate::uring::UringBackend;
 use elevator_calibrate::{calibrate, Options, Report, Stage};
@@ -156,19 +155,7 @@ fn measure(args: &CalibrateArgs) -> Result<(Report, Vec<String>, Options), Strin
     let mut warnings = warnings;
     warnings.extend(direct_io_checks(&backend, &report, kind));
     if let Some(file) = &args.record {
-        let rec = Recording {
-            version: RECORDING_VERSION,
-            source: opts.source.clone(),
-            name: opts.name.clone(),
-            budget_ns,
-            write: opts.write,
-            seed: opts.seed,
-            capacity_bytes: backend.capacity_bytes(),
-            hints: backend.hints(),
-            warnings: warnings.clone(),
-            phases,
-        };
-        rec.save(file)?;
+        Recording::new(&opts, &report, warnings.clone(), phases).save(file)?;
     }
     Ok((report, warnings, opts))
 }
@@ -176,13 +163,7 @@ fn measure(args: &CalibrateArgs) -> Result<(Report, Vec<String>, Options), Strin
 /// Calibrates from a recording: no device, the same phases answered as the device did.
 fn replay(args: &CalibrateArgs, path: &Path) -> Result<(Report, Vec<String>, Options), String> {
     let rec = Recording::load(path)?;
-    let opts = Options {
-        budget_ns: rec.budget_ns,
-        write: rec.write,
-        seed: rec.seed,
-        name: args.name.clone().unwrap_or_else(|| rec.name.clone()),
-        source: rec.source.clone(),
-    };
+    let opts = rec.options(args.name.as_deref());
     let warnings = rec.warnings.clone();
     let mut backend = ReplayBackend::new(rec, path);
     let report = calibrate(&mut backend, &opts, &mut |_, _, _, _| {})?;
