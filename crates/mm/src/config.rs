@@ -99,9 +99,22 @@ impl Kernel {
         self.at_least(2, 6, 23)
     }
 
+    /// Writes reach the I/O scheduler as sync requests when someone waits for them: fsync's
+    /// and `O_SYNC`'s writeback (`WRITE_SYNC` for `WB_SYNC_ALL` in `__block_write_full_page`,
+    /// Theodore Ts'o, 2.6.29) and the ext3 journal's commits (see
+    /// [`Kernel::jbd_commit_always_sync`]). Before, every write the page cache and the journal
+    /// issued was a plain `WRITE`, and 2.5's anticipatory and deadline schedulers told sync
+    /// from async by direction alone. Not modelled: `PF_SYNCWRITE` (2.6.6 to 2.6.2x), with
+    /// which AS counted the writes of a task inside fsync as sync.
+    pub fn sync_write_requests(&self) -> bool {
+        self.at_least(2, 6, 29)
+    }
+
     /// The ext3 journal writes every commit's data and log blocks `WRITE_SYNC` (before 3.5;
     /// from 3.5 only commits a task waits for: Jan Kara's "jbd: Refine commit writeout
-    /// logic").
+    /// logic"). The sync commit writes came with 2.6.29's fsync work; the 2.6.37 source
+    /// still has them unconditional (`write_op = WRITE_SYNC_PLUG`). Before 2.6.29 they were
+    /// plain `WRITE`s, which [`Kernel::sync_write_requests`] says for every write.
     pub fn jbd_commit_always_sync(&self) -> bool {
         !self.at_least(3, 5, 0)
     }

@@ -329,6 +329,23 @@ fn fsync_puts_everything_on_the_device_then_flushes() {
 }
 
 #[test]
+fn before_2_6_29_fsync_writes_reach_the_scheduler_as_async_writes() {
+    for (kernel, sync) in [("2.5.65", false), ("2.6.28", false), ("2.6.29", true)] {
+        let mut h = Harness::new(machine(kernel, 512));
+        let f = file(&mut h, 64, false);
+        let t = h.vm.add_task(Owner::process(1));
+        stream_write(&mut h, t, f, 8, 4096);
+        let before = h.ios.len();
+        h.call(t, Syscall::Fsync { file: f, data_only: false });
+        assert_eq!(h.vm.pages().file(f).counts.dirty, 0, "{kernel}");
+        let writes: Vec<&BlockIo> =
+            h.ios[before..].iter().filter(|io| io.op == Op::Write).collect();
+        assert!(!writes.is_empty(), "{kernel}");
+        assert!(writes.iter().all(|io| io.sync == sync), "{kernel}: fsync writes sync = {sync}");
+    }
+}
+
+#[test]
 fn partial_overwrites_of_uncached_data_read_the_page_first() {
     let mut h = Harness::new(machine("2.6.32", 512));
     let f = file(&mut h, 4, true);
@@ -617,7 +634,8 @@ mod ext3 {
 
     #[test]
     fn a_commit_writes_ordered_data_then_the_log_then_the_commit_block_between_flushes() {
-        for (kernel, data_sync) in [("2.6.32", true), ("3.2", true), ("3.5", false)] {
+        let eras = [("2.5.65", false), ("2.6.32", true), ("3.2", true), ("3.5", false)];
+        for (kernel, data_sync) in eras {
             let mut h = Harness::new(machine(kernel, 1024));
             mount(&mut h, 128 << 20, true);
             let f = file(&mut h, 64, false);
