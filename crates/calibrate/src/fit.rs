@@ -358,10 +358,8 @@ fn fit_flash(
     } else {
         drifts.iter().sum::<f64>() / drifts.len() as f64 * all.len() as f64
     };
-    // The 16 KiB read's extra time over 4 KiB, and the least of it the channels can be
-    // told from the device's drift by (see below).
+    // The 16 KiB read's extra time over 4 KiB (what of it is the channels': see below).
     let extra_16k_us = p16k.map(|q| fit_mean_us(q) - fit_mean_us(p4k));
-    let channel_resolution_us = DRIFT_RESOLUTION * p4k.slice_spread_us();
     // Every parallelism tried: whether it meets the key probes, its error, its parameters.
     let mut tried: Vec<(bool, f64, SsdParams)> = Vec::new();
     for (dies, cores) in DIES.iter().flat_map(|&d| CORES.iter().map(move |&c| (d, c))) {
@@ -400,13 +398,14 @@ fn fit_flash(
             if let Some(extra_meas) = extra_16k_us {
                 // 12 KiB more of one page: the channel and the link carry it in turn. What
                 // the link does not explain is the channels' share, if the probes can tell it
-                // from the device's drift: the 4 KiB probe's slices, spread over the probing,
-                // show how far its mean moved (DRIFT_RESOLUTION standard deviations). Below
-                // that the channels are taken as never the limit, whatever the noise says:
-                // otherwise two runs on one device fit rates a hundredfold apart.
+                // from the device's drift: the 4 KiB, 16 KiB and sequential probes' slices,
+                // spread over the probing, show how far their means moved (DRIFT_RESOLUTION
+                // standard deviations). Below that the channels are taken as never the
+                // limit, whatever the noise says: otherwise two runs on one device fit rates
+                // a hundredfold apart.
                 let o = sim.last().expect("the 16 KiB probe was simulated");
                 let link_us = 12288.0 / p.host_bytes_per_sec * 1e6;
-                if extra_meas - link_us <= channel_resolution_us {
+                if extra_meas - link_us <= channel_resolution_us(p4k, p16k, seq, link_us) {
                     p.channel_bytes_per_sec = MAX_CHANNEL_BYTES_PER_SEC;
                 } else {
                     let extra_sim = o.mean_us() - sim[0].mean_us();
@@ -446,6 +445,38 @@ fn fit_flash(
         p.channels, p.dies_per_channel, p.planes_per_die, p.page_bytes >> 10
     ));
     Ok(p)
+}
+
+/// The least time the 16 KiB read's extra time over the 4 KiB read may exceed the link's
+/// share by for the flash channels to be given the rest, in µs: [`DRIFT_RESOLUTION`]
+/// standard deviations of that difference. It is the difference of two probes' means,
+/// compared with the link's time, which the sequential probe's mean sets; each drifts with
+/// the device, independently. A mean over n slices moves by a slice's spread over √n; a
+/// probe of one slice (the 16 KiB read is one) by what a slice of the 4 KiB probe moved
+/// relative to its mean, the device's drift at QD1, at its own mean: two runs on one virtual
+/// disk whose QD1 latency wandered by a third within the minute otherwise fitted channels a
+/// hundredfold apart, on a 16 KiB read that happened to meet a slow moment.
+fn channel_resolution_us(
+    p4k: &Probe,
+    p16k: Option<&Probe>,
+    seq: Option<&Probe>,
+    link_us: f64,
+) -> f64 {
+    let qd1_drift = p4k.slice_spread_us() / fit_mean_us(p4k).max(1e-9);
+    let mean_spread_us = |q: &Probe, drift: f64| {
+        let n = q.slice_ends.len();
+        if n >= 2 {
+            q.slice_spread_us() / (n as f64).sqrt()
+        } else {
+            drift * fit_mean_us(q)
+        }
+    };
+    let seq_drift = seq.map_or(0.0, |s| mean_spread_us(s, 0.0) / fit_mean_us(s).max(1e-9));
+    DRIFT_RESOLUTION
+        * (mean_spread_us(p4k, qd1_drift).powi(2)
+            + p16k.map_or(0.0, |q| mean_spread_us(q, qd1_drift).powi(2))
+            + (link_us * seq_drift).powi(2))
+        .sqrt()
 }
 
 /// The flash parallelism to keep among those tried: only ones that meet the key probes if
@@ -684,6 +715,41 @@ fn fit_hdd(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn probe(kind: Kind, lat_us: &[u64], ends: &[usize]) -> Probe {
+        Probe {
+            kind,
+            phase: crate::workload::Phase::new("p", 1, Vec::new(), elevator_core::NS_PER_SEC),
+            outcome: Outcome {
+                lat_ns: lat_us.iter().map(|&u| u * 1000).collect(),
+                elapsed_ns: 1,
+                bytes: 0,
+            },
+            slice_ends: ends.to_vec(),
+        }
+    }
+
+    /// A steady device resolves any extra time; a drifting one hides what lies within its
+    /// drift, and a one-slice 16 KiB probe drifts as much, relatively, as a 4 KiB slice.
+    #[test]
+    fn the_channels_share_must_stand_out_of_the_probes_drift() {
+        let steady = probe(Kind::Size(4096), &[30, 30, 30, 30], &[1, 2, 3, 4]);
+        let p16k = probe(Kind::Size(16384), &[60, 60], &[2]);
+        assert_eq!(channel_resolution_us(&steady, Some(&p16k), None, 10.0), 0.0);
+        // Slice means 20, 40, 20, 40 µs: spread sqrt(400/3), mean 30; the 16 KiB read (60 µs,
+        // one slice) drifts by the same share of its mean, twice as many µs.
+        let drifting = probe(Kind::Size(4096), &[20, 40, 20, 40], &[1, 2, 3, 4]);
+        let slice = (400.0f64 / 3.0).sqrt();
+        let want = DRIFT_RESOLUTION * ((slice / 2.0).powi(2) + (slice * 2.0).powi(2)).sqrt();
+        let got = channel_resolution_us(&drifting, Some(&p16k), None, 10.0);
+        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        // The same 16 KiB read in two slices of equal means resolves better.
+        let sliced = probe(Kind::Size(16384), &[60, 60], &[1, 2]);
+        assert!(channel_resolution_us(&drifting, Some(&sliced), None, 10.0) < got / 3.0);
+        // A drifting sequential probe widens it by its share of the link's time.
+        let seq = probe(Kind::SeqMax, &[900, 1100, 900, 1100], &[1, 2, 3, 4]);
+        assert!(channel_resolution_us(&steady, None, Some(&seq), 10.0) > 0.5);
+    }
 
     fn candidate(cores: u32, dies: u32, met: bool, err: f64) -> (bool, f64, SsdParams) {
         let mut p = SsdParams::nvme_pcie3_2018();
