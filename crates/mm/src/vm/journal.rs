@@ -626,7 +626,7 @@ impl Vm {
         let tag = self.new_io(IoKind::Flush, bdi);
         self.ios[tag as usize].as_mut().expect("new").journals.push(j);
         let owner = self.journals[j as usize].owner;
-        let sync = sync && (op != Op::Write || self.cfg.kernel.sync_write_requests());
+        let sync = self.scheduler_sync(op, sync);
         out.ios.push(BlockIo { tag, bdi, op, offset_bytes, len_bytes, sync, owner });
         tag
     }

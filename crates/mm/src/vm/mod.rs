@@ -661,6 +661,13 @@ impl Vm {
         self.resume(t, now, out);
     }
 
+    /// Whether a block I/O of `op` that someone waits for (`sync`) reaches the scheduler as a
+    /// sync request on this machine's kernel: writes only from 2.6.29
+    /// ([`crate::Kernel::sync_write_requests`]).
+    fn scheduler_sync(&self, op: Op, sync: bool) -> bool {
+        sync && (op != Op::Write || self.cfg.kernel.sync_write_requests())
+    }
+
     /// Goes on with task `t`'s blocked call at `now`.
     fn resume(&mut self, t: TaskId, now: Nanos, out: &mut Output) {
         let Some(busy) = self.tasks[t as usize].busy.take() else { return };

@@ -377,7 +377,7 @@ impl Vm {
                 op: Op::Write,
                 offset_bytes: spec.base_bytes + s * PAGE_BYTES,
                 len_bytes: (e - s) * PAGE_BYTES,
-                sync: sync && self.cfg.kernel.sync_write_requests(),
+                sync: self.scheduler_sync(Op::Write, sync),
                 owner,
             });
             tags.push(tag);
