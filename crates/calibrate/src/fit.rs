@@ -715,19 +715,7 @@ fn fit_hdd(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn probe(kind: Kind, lat_us: &[u64], ends: &[usize]) -> Probe {
-        Probe {
-            kind,
-            phase: crate::workload::Phase::new("p", 1, Vec::new(), elevator_core::NS_PER_SEC),
-            outcome: Outcome {
-                lat_ns: lat_us.iter().map(|&u| u * 1000).collect(),
-                elapsed_ns: 1,
-                bytes: 0,
-            },
-            slice_ends: ends.to_vec(),
-        }
-    }
+    use crate::probe::test_probe as probe;
 
     /// A steady device resolves any extra time; a drifting one hides what lies within its
     /// drift, and a one-slice 16 KiB probe drifts as much, relatively, as a 4 KiB slice.

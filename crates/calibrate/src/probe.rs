@@ -335,22 +335,28 @@ pub fn run(
     Ok(Measurements { capacity_bytes: backend.capacity_bytes(), probes, wrote })
 }
 
+/// A probe of `kind` that measured `lat_us` (µs), its slices ending at `ends`, for tests.
+#[cfg(test)]
+pub(crate) fn test_probe(kind: Kind, lat_us: &[u64], ends: &[usize]) -> Probe {
+    Probe {
+        kind,
+        phase: Phase::new("p", 1, Vec::new(), NS_PER_SEC),
+        outcome: Outcome {
+            lat_ns: lat_us.iter().map(|&u| u * 1000).collect(),
+            elapsed_ns: 1,
+            bytes: 0,
+        },
+        slice_ends: ends.to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn slice_spread_is_the_deviation_of_the_slice_means() {
-        let probe = |lat_us: &[u64], ends: &[usize]| Probe {
-            kind: Kind::Size(4096),
-            phase: Phase::new("p", 1, Vec::new(), NS_PER_SEC),
-            outcome: Outcome {
-                lat_ns: lat_us.iter().map(|&u| u * 1000).collect(),
-                elapsed_ns: 1,
-                bytes: 0,
-            },
-            slice_ends: ends.to_vec(),
-        };
+        let probe = |lat_us: &[u64], ends: &[usize]| test_probe(Kind::Size(4096), lat_us, ends);
         // Slice means 70, 80, 90, 80 µs: sample deviation sqrt(200 / 3).
         let p = probe(&[60, 80, 80, 90, 70, 90, 80], &[2, 3, 4, 7]);
         assert!((p.slice_spread_us() - (200.0f64 / 3.0).sqrt()).abs() < 1e-9);
