@@ -370,6 +370,25 @@ fn spun_cpu_time_is_reported_as_fio_reports_user_time() {
     assert_eq!(v["jobs"][0]["usr_cpu"].as_f64(), Some(0.0));
 }
 
+/// Runs of real fio a timing cross-check may take: real fio measures wall and CPU time on a
+/// machine the rest of the test suite is loading at the same time, so one run can land out
+/// of range for reasons that are not fio's semantics.
+const REAL_FIO_ATTEMPTS: usize = 3;
+
+/// Real fio's JSON report of `job`, run again (up to [`REAL_FIO_ATTEMPTS`] times) until
+/// `timing_ok` accepts its first job; the last report if none did.
+fn real_fio_json_timed(job: &Path, timing_ok: impl Fn(&Value) -> Result<(), String>) -> Value {
+    let mut errors = Vec::new();
+    for _ in 0..REAL_FIO_ATTEMPTS {
+        let v = real_fio_json(job);
+        match timing_ok(&v["jobs"][0]) {
+            Ok(()) => return v,
+            Err(e) => errors.push(e),
+        }
+    }
+    panic!("real fio out of range in {REAL_FIO_ATTEMPTS} runs: {errors:?}");
+}
+
 /// Real fio's JSON report of `job` (fio is installed by setup.sh; engines such as cpuio
 /// print a banner before the JSON).
 fn real_fio_json(job: &Path) -> Value {
@@ -398,15 +417,18 @@ fn thinktime_spin_is_user_time_as_under_real_fio() {
             data.display()
         ),
     );
-    let real = real_fio_json(&job);
-    let ours = json(&["run", job.to_str().unwrap()]);
-    for (who, v) in [("fio", &real), ("elevator", &ours)] {
-        let j = &v["jobs"][0];
+    let in_range = |j: &Value| {
         let usr = j["usr_cpu"].as_f64().unwrap();
-        assert!((35.0..=65.0).contains(&usr), "{who}: usr_cpu {usr}");
         let ms = j["job_runtime"].as_u64().unwrap();
-        assert!((380..=600).contains(&ms), "{who}: runtime {ms} ms");
-    }
+        if (35.0..=65.0).contains(&usr) && (380..=600).contains(&ms) {
+            Ok(())
+        } else {
+            Err(format!("usr_cpu {usr}, runtime {ms} ms"))
+        }
+    };
+    real_fio_json_timed(&job, in_range);
+    let ours = json(&["run", job.to_str().unwrap()]);
+    in_range(&ours["jobs"][0]).unwrap_or_else(|e| panic!("elevator: {e}"));
 }
 
 #[test]
@@ -415,14 +437,17 @@ fn cpuio_reports_as_real_fio_does() {
     // burn is a read of no bytes, a quarter of a CPU is used. Real fio's counts depend on
     // the machine's timing, hence the ranges.
     let job = temp_file("cpuio-burn.fio", "[burn]\nioengine=cpuio\ncpuload=25\nruntime=1\n");
-    let real = real_fio_json(&job);
-    let ours = json(&["run", job.to_str().unwrap()]);
-    for (who, v) in [("fio", &real), ("elevator", &ours)] {
-        let j = &v["jobs"][0];
+    let in_range = |j: &Value| {
         let ios = j["read"]["total_ios"].as_u64().unwrap();
-        assert!((4..=6).contains(&ios), "{who}: {ios} burns in a second");
-        assert_eq!(j["read"]["io_bytes"].as_u64(), Some(0), "{who}");
+        let bytes = j["read"]["io_bytes"].as_u64();
         let usr = j["usr_cpu"].as_f64().unwrap();
-        assert!((15.0..=35.0).contains(&usr), "{who}: usr_cpu {usr}");
-    }
+        if (4..=6).contains(&ios) && bytes == Some(0) && (15.0..=35.0).contains(&usr) {
+            Ok(())
+        } else {
+            Err(format!("{ios} burns in a second, {bytes:?} bytes, usr_cpu {usr}"))
+        }
+    };
+    real_fio_json_timed(&job, in_range);
+    let ours = json(&["run", job.to_str().unwrap()]);
+    in_range(&ours["jobs"][0]).unwrap_or_else(|e| panic!("elevator: {e}"));
 }
