@@ -199,6 +199,11 @@ pub struct JobSpec {
     pub prioclass: Option<u8>,
     /// `randrepeat=` (default true).
     pub randrepeat: bool,
+    /// `norandommap`: random offsets are drawn with replacement, instead of each block of
+    /// the region once per pass (fio's random map, the default).
+    pub norandommap: bool,
+    /// `softrandommap`: a job whose random map would be too large goes on without one.
+    pub softrandommap: bool,
     /// `randseed=`, if set.
     pub randseed: Option<u64>,
     /// `uid=` / `gid=`: the credentials the job runs as.
@@ -388,6 +393,8 @@ impl JobSpec {
             prio: None,
             prioclass: None,
             randrepeat: true,
+            norandommap: false,
+            softrandommap: false,
             randseed: None,
             uid: None,
             gid: None,

@@ -81,6 +81,8 @@ const MODELLED: &[(&str, &str)] = &[
     ("prio", "prio"),
     ("prioclass", "prioclass"),
     ("randrepeat", "randrepeat"),
+    ("norandommap", "norandommap"),
+    ("softrandommap", "softrandommap"),
     ("randseed", "randseed"),
     ("uid", "uid"),
     ("gid", "gid"),
@@ -264,7 +266,6 @@ const UNMODELLED: &[&str] = &[
     "no_completion_thread",
     "nodelay",
     "nonvectored",
-    "norandommap",
     "nowait",
     "numa_cpu_nodes",
     "numa_mem_policy",
@@ -598,6 +599,8 @@ impl Builder {
             "fsync_on_close" => self.spec.fsync_on_close = flag(value)?,
             "invalidate" => self.spec.invalidate = flag(value)?,
             "pre_read" => self.spec.pre_read = flag(value)?,
+            "norandommap" => self.spec.norandommap = flag(value)?,
+            "softrandommap" => self.spec.softrandommap = flag(value)?,
             "create_on_open" => self.spec.create_on_open = flag(value)?,
             "file_append" => self.spec.file_append = flag(value)?,
             "log_max_value" => self.spec.logs.max_value = flag(value)?,
@@ -1196,8 +1199,8 @@ mod tests {
     #[test]
     fn unmodelled_options_warn() {
         assert_eq!(
-            builder().apply("norandommap", None),
-            Ok(Applied::Warn("elevator does not model `norandommap`; ignored".into()))
+            builder().apply("loops", Some("2")),
+            Ok(Applied::Warn("elevator does not model `loops`; ignored".into()))
         );
         assert!(matches!(builder().apply("hipri", None), Ok(Applied::Warn(_))));
         assert!(matches!(builder().apply("verify", Some("crc32c")), Ok(Applied::Warn(_))));
@@ -1291,6 +1294,9 @@ mod tests {
             matches!(builder().apply("direct", None), Err(OptionError::Value(m)) if m.contains("needs a value"))
         );
         assert!(!applied(&[("randrepeat", Some("0"))]).randrepeat);
+        assert!(applied(&[("norandommap", None)]).norandommap);
+        assert!(applied(&[("softrandommap", Some("1"))]).softrandommap);
+        assert!(!applied(&[]).norandommap);
     }
 
     #[test]

@@ -218,10 +218,10 @@ description=hello world
     assert!(j.stonewall && j.new_group);
     let warned: Vec<(&str, u32)> =
         file.warnings.iter().map(|w| (w.option.as_str(), w.location.line)).collect();
-    assert_eq!(warned, vec![("norandommap", 6), ("readwrite", 10)]);
+    assert_eq!(warned, vec![("readwrite", 10)]);
     assert!(j.invalidate, "invalidate is modelled now");
-    assert!(file.warnings[0].to_string().contains("test.fio:6"));
-    assert!(file.warnings[0].message.contains("elevator does not model `norandommap`; ignored"));
+    assert!(j.norandommap, "norandommap is modelled now");
+    assert!(file.warnings[0].to_string().contains("test.fio:10"));
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub mod frontend;
 pub mod intake;
 pub mod iolog_out;
 pub mod machine;
+pub mod random_map;
 pub mod report;
 mod slab;
 pub mod stack;

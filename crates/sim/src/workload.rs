@@ -7,9 +7,11 @@
 //! `rate_iops`, pause `thinktime` after every `thinktime_blocks` I/Os once the queue has
 //! drained, and stop after `size` (or `io_size`) bytes, `number_ios` I/Os, or `runtime`.
 //!
+//! Random offsets follow fio's random map ([`RandomMap`]): each block of the region once per
+//! pass, unless `norandommap` (then drawn with replacement).
+//!
 //! Deviations from fio, on purpose:
-//! - random offsets are drawn with replacement (fio's `norandommap=1` behaviour); fio's default
-//!   random map, which visits each block once per pass, changes nothing the schedulers see;
+//! - random I/O within the files of a tree (`nrfiles`) keeps no random map;
 //! - buffered (`direct=0`) jobs on one region go through the machine's page cache
 //!   ([`elevator_mm`]): each I/O is a `read()`/`write()` system call, and runs of identical
 //!   sequential calls are handed over together ([`Process::run_len`]); buffered jobs with
@@ -26,6 +28,7 @@ use elevator_fio::{BlockSize, JobSpec, RwMode};
 
 use crate::files::{FileIo, FileTree};
 use crate::iolog_out::JobLogs;
+use crate::random_map::RandomMap;
 use crate::stats::{DirStats, LatencyBuckets};
 
 /// Data directions in fio's order: read, write, trim.
@@ -314,6 +317,8 @@ pub struct Process {
     pub tree_last: Option<usize>,
     /// A sequential pass wrapped back to the start of the region since last asked.
     wrapped: bool,
+    /// fio's random map of the region, for random jobs without `norandommap`.
+    random_map: Option<RandomMap>,
     /// The buffered system call in progress, if it is blocked or still on the CPU.
     pub pending_call: Option<PendingCall>,
 }
@@ -437,8 +442,20 @@ impl Process {
             tree_io: None,
             tree_last: None,
             wrapped: false,
+            random_map: None,
             pending_call: None,
         }
+    }
+
+    /// Gives a random job fio's random map of its region (see [`RandomMap`]).
+    pub fn set_random_map(&mut self, map: RandomMap) {
+        self.random_map = Some(map);
+    }
+
+    /// The block a job's random map counts in: its smallest random alignment over the data
+    /// directions (fio's `rw_min_bs`).
+    pub fn random_map_unit_bytes(spec: &JobSpec) -> u64 {
+        spec.block_size.iter().map(random_alignment).min().unwrap_or(512)
     }
 
     /// Makes the job's I/O go through the page cache: one system call at a time.
@@ -470,7 +487,11 @@ impl Process {
     /// Whether a run of `io`'s calls could be random hits (if the file is all cached): asked
     /// before the page cache is, as that costs a walk of the file's pages.
     pub fn may_run_random_hits(&self, io: &Io) -> bool {
-        self.rw == RwMode::RandRead && io.op == Op::Read && self.plain_calls(io)
+        self.rw == RwMode::RandRead
+            && io.op == Op::Read
+            && self.plain_calls(io)
+            // Each call takes whole blocks of the map, so none is cut short.
+            && self.random_map.as_ref().is_none_or(|m| m.unit_bytes() >= io.len_bytes)
     }
 
     /// Calls that can be taken a run at a time: buffered, not synchronous, one block size,
@@ -531,10 +552,9 @@ impl Process {
         self.dir_bytes_issued[d] += bytes;
         self.dir_ios_issued[d] += extra;
         if self.rw.is_random() {
-            // The offsets the job would have drawn for those calls.
-            let slots = self.random_slots(d, io.len_bytes).1;
+            // The offsets the job would have drawn for those calls (and marked in its map).
             for _ in 0..extra {
-                self.rng.below(slots);
+                self.pick_offset(d, io.len_bytes);
             }
         } else {
             self.next_seq_offset[d] = io.offset_bytes + io.len_bytes + bytes;
@@ -680,7 +700,10 @@ impl Process {
                 self.state = State::Draining;
                 return Next::Stop;
             }
-            None => (op, self.pick_offset(d, bs), bs, false),
+            None => {
+                let (offset, len) = self.pick_offset(d, bs);
+                (op, offset, len, false)
+            }
         };
         self.count_issue(op, len);
         if op == Op::Write && self.fsync_every > 0 {
@@ -1024,21 +1047,25 @@ impl Process {
 
     /// A random offset's alignment and how many aligned places an I/O of `len` has.
     fn random_slots(&self, d: usize, len: u64) -> (u64, u64) {
-        let align = match &self.block_size[d] {
-            BlockSize::Fixed { bytes } => *bytes,
-            BlockSize::Range { min_bytes, .. } => *min_bytes,
-            BlockSize::Split { parts } => parts.iter().map(|&(b, _)| b).min().unwrap_or(512),
-        }
-        .max(512);
+        let align = random_alignment(&self.block_size[d]);
         (align, (self.region.len_bytes - len) / align + 1)
     }
 
-    fn pick_offset(&mut self, d: usize, len: u64) -> u64 {
+    /// The next I/O's offset in direction `d` and its length (`len`, unless the random map
+    /// cuts it to the free blocks at that offset).
+    fn pick_offset(&mut self, d: usize, len: u64) -> (u64, u64) {
         let start = self.region.start_bytes;
         let end = start + self.region.len_bytes;
         if self.rw.is_random() {
             let (align, slots) = self.random_slots(d, len);
-            start + self.rng.below(slots) * align
+            let rel = self.rng.below(slots) * align;
+            match self.random_map.as_mut() {
+                None => (start + rel, len),
+                Some(map) => {
+                    let (rel, len) = take_from_map(map, rel, len);
+                    (start + rel, len)
+                }
+            }
         } else {
             let mut offset = self.next_seq_offset[d];
             if offset + len > end {
@@ -1046,7 +1073,34 @@ impl Process {
                 self.wrapped = true;
             }
             self.next_seq_offset[d] = offset + len;
-            offset
+            (offset, len)
         }
     }
+}
+
+/// A random offset's alignment for a block size: its smallest block, at least a sector.
+fn random_alignment(bs: &BlockSize) -> u64 {
+    match bs {
+        BlockSize::Fixed { bytes } => *bytes,
+        BlockSize::Range { min_bytes, .. } => *min_bytes,
+        BlockSize::Split { parts } => parts.iter().map(|&(b, _)| b).min().unwrap_or(512),
+    }
+    .max(512)
+}
+
+/// fio's use of its random map for a drawn offset `rel` (region-relative) and length `len`
+/// (`__get_next_rand_offset`, `mark_random_map`): a block already done gives way to the next
+/// free one, a full map starts a new pass, and the I/O is cut to the run of free blocks it
+/// starts.
+fn take_from_map(map: &mut RandomMap, rel: u64, len: u64) -> (u64, u64) {
+    let unit = map.unit_bytes();
+    let mut block = (rel / unit).min(map.blocks() - 1);
+    if map.is_done(block) {
+        match map.next_free(block) {
+            Some(free) => block = free,
+            None => map.reset(),
+        }
+    }
+    let marked = map.mark(block, len.div_ceil(unit).max(1));
+    (block * unit, len.min(marked * unit))
 }

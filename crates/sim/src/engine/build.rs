@@ -14,6 +14,7 @@ use super::SimError;
 use crate::files::FileTree;
 use crate::filesystem::JOURNAL_OFFSET_BYTES;
 use crate::intake::{is_regular_path, NULL_DEVICE};
+use crate::random_map::{RandomMap, MAX_RANDOM_MAP_BLOCKS};
 use crate::topology::{Route, Topology};
 use crate::workload::{Buffered, Process, Region};
 
@@ -405,6 +406,20 @@ pub(super) fn build_processes(
             let buffered = !spec.direct && spec.iolog.is_none() && !spec.ioengine.is_null();
             let mut proc =
                 Process::new(spec, j, clone, group_id, phase, owner, region, io_limit, rng);
+            // fio's random map: each block once per pass (filesetup.c's init_random_map).
+            if spec.rw.is_random() && !spec.norandommap && files.is_none() && spec.iolog.is_none() {
+                let unit = Process::random_map_unit_bytes(spec);
+                let blocks = region_len / unit;
+                if blocks > MAX_RANDOM_MAP_BLOCKS && !spec.softrandommap {
+                    return Err(SimError(format!(
+                        "{at}: job `{}`: its random map would cover {blocks} blocks of {unit} bytes, more than the {MAX_RANDOM_MAP_BLOCKS} a map may (MAX_RANDOM_MAP_BLOCKS); set norandommap=1 (offsets drawn with replacement) or softrandommap=1 (go on without a map when it is too large)",
+                        spec.name
+                    )));
+                }
+                if (1..=MAX_RANDOM_MAP_BLOCKS).contains(&blocks) {
+                    proc.set_random_map(RandomMap::new(unit, blocks));
+                }
+            }
             if buffered {
                 let b = cache.buffered(spec, region, owner, procs.len() as u32, files.as_ref());
                 proc.set_buffered(b);

@@ -1,0 +1,196 @@
+//! fio's random map (`lib/axmap.c`): which blocks of its region a random job has already done
+//! in this pass, so that by default a random job does each block once per pass (fio's
+//! `norandommap=1` turns it off and offsets are drawn with replacement).
+//!
+//! What fio does with it (`__get_next_rand_offset`, `mark_random_map`): a drawn block that is
+//! free is taken; a drawn block already done is replaced by the next free block after it
+//! (`axmap_next_free`, wrapping to the start of the region); an I/O marks the blocks it
+//! covers, and one longer than the run of free blocks at its offset is cut to that run; when
+//! every block is done the pass is over, and a job that goes on (time-based, or `io_size`
+//! larger than `size`) starts the next with an empty map (`fio_file_reset`).
+//!
+//! One bit per block of the job's smallest block size, with a summary bit per word of them
+//! (full or not), so finding the next free block skips 4096 done blocks per summary bit read.
+
+/// The most blocks a job's random map may cover: 2^29 bits, 64 MiB of map, a 2 TiB region of
+/// 4 KiB blocks. fio allocates whatever it needs, and fails the job (or, with
+/// `softrandommap=1`, goes on without a map) when it cannot.
+pub const MAX_RANDOM_MAP_BLOCKS: u64 = 1 << 29;
+
+/// The blocks of one region a random job has done in its current pass.
+#[derive(Clone, Debug)]
+pub struct RandomMap {
+    /// Bytes per block (the job's smallest block size over its directions).
+    unit_bytes: u64,
+    blocks: u64,
+    /// Bit `i % 64` of word `i / 64`: block `i` is done.
+    words: Vec<u64>,
+    /// Bit `w % 64` of summary word `w / 64`: word `w` is all done.
+    full_words: Vec<u64>,
+    done: u64,
+}
+
+impl RandomMap {
+    /// A map of `blocks` blocks of `unit_bytes` (`blocks` at most [`MAX_RANDOM_MAP_BLOCKS`]).
+    pub fn new(unit_bytes: u64, blocks: u64) -> RandomMap {
+        assert!(unit_bytes > 0 && blocks > 0 && blocks <= MAX_RANDOM_MAP_BLOCKS);
+        let n_words = blocks.div_ceil(64) as usize;
+        let mut map = RandomMap {
+            unit_bytes,
+            blocks,
+            words: vec![0; n_words],
+            full_words: vec![0; n_words.div_ceil(64)],
+            done: 0,
+        };
+        map.reset();
+        map
+    }
+
+    pub fn unit_bytes(&self) -> u64 {
+        self.unit_bytes
+    }
+
+    pub fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Starts a new pass: every block free. The bits past the last block are kept set, so a
+    /// word holding the map's end is full when its blocks are.
+    pub fn reset(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+        self.full_words.iter_mut().for_each(|w| *w = 0);
+        let tail = self.blocks % 64;
+        if tail != 0 {
+            let last = self.words.len() - 1;
+            self.words[last] = !0u64 << tail;
+        }
+        self.done = 0;
+    }
+
+    /// Every block is done: the pass is over.
+    pub fn is_full(&self) -> bool {
+        self.done == self.blocks
+    }
+
+    pub fn is_done(&self, block: u64) -> bool {
+        block >= self.blocks || self.words[(block / 64) as usize] >> (block % 64) & 1 == 1
+    }
+
+    /// Marks up to `n` blocks from `block` as done, stopping at the first one already done or
+    /// the end of the map (`axmap_set_nr`); returns how many it marked.
+    pub fn mark(&mut self, block: u64, n: u64) -> u64 {
+        let mut marked = 0;
+        while marked < n && !self.is_done(block + marked) {
+            let b = block + marked;
+            let w = (b / 64) as usize;
+            self.words[w] |= 1 << (b % 64);
+            if self.words[w] == !0 {
+                self.full_words[w / 64] |= 1 << (w % 64);
+            }
+            marked += 1;
+        }
+        self.done += marked;
+        marked
+    }
+
+    /// The first free block after `block`, else the first free block from the start
+    /// (`axmap_next_free`); none when the map is full.
+    pub fn next_free(&mut self, block: u64) -> Option<u64> {
+        if self.is_full() {
+            return None;
+        }
+        self.free_from(block + 1).or_else(|| self.free_from(0))
+    }
+
+    /// The first free block at or after `from`.
+    fn free_from(&self, from: u64) -> Option<u64> {
+        if from >= self.blocks {
+            return None;
+        }
+        let w = (from / 64) as usize;
+        // The rest of `from`'s own word.
+        let free = !self.words[w] & (!0u64 << (from % 64));
+        if free != 0 {
+            return Some(w as u64 * 64 + u64::from(free.trailing_zeros()));
+        }
+        // Then the next word not full, found through the summary.
+        let start = w + 1;
+        let mut s = start / 64;
+        let mut not_full = !self.full_words.get(s).copied().unwrap_or(!0) & (!0u64 << (start % 64));
+        loop {
+            if not_full != 0 {
+                let word = s * 64 + not_full.trailing_zeros() as usize;
+                if word >= self.words.len() {
+                    return None;
+                }
+                let free = !self.words[word];
+                return Some(word as u64 * 64 + u64::from(free.trailing_zeros()));
+            }
+            s += 1;
+            if s >= self.full_words.len() {
+                return None;
+            }
+            not_full = !self.full_words[s];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_drawn_block_done_gives_way_to_the_next_free_one_wrapping() {
+        let mut m = RandomMap::new(4096, 10);
+        assert_eq!(m.mark(3, 1), 1);
+        assert_eq!(m.next_free(2), Some(4), "the next one after, not the drawn one");
+        assert_eq!(m.mark(9, 1), 1);
+        assert_eq!(m.next_free(8), Some(0), "past the end it wraps to the start");
+        assert_eq!(m.mark(0, 3), 3);
+        assert_eq!(m.mark(3, 4), 0, "block 3 is done: nothing marked");
+        assert_eq!(m.mark(4, 10), 5, "a run stops at the next done block (9)");
+        assert!(m.is_full());
+        assert_eq!(m.next_free(0), None);
+        m.reset();
+        assert!(!m.is_full() && !m.is_done(9) && m.is_done(10));
+    }
+
+    #[test]
+    fn the_summary_skips_full_words() {
+        let blocks = 64 * 64 * 3 + 5;
+        let mut m = RandomMap::new(512, blocks);
+        assert_eq!(m.mark(0, blocks - 1), blocks - 1);
+        assert_eq!(m.next_free(0), Some(blocks - 1));
+        assert_eq!(m.mark(blocks - 1, 1), 1);
+        assert!(m.is_full());
+    }
+
+    proptest! {
+        /// Whatever is marked, next_free names the first free block after the given one
+        /// (wrapping), as a scan of the blocks does, and the count of done blocks is right.
+        #[test]
+        fn next_free_is_the_scan(
+            blocks in 1u64..9000,
+            marks in proptest::collection::vec((0u64..9000, 1u64..300), 0..60),
+            from in 0u64..9000,
+        ) {
+            let mut m = RandomMap::new(4096, blocks);
+            let mut done = vec![false; blocks as usize];
+            for (b, n) in marks {
+                let b = b % blocks;
+                let marked = m.mark(b, n);
+                let mut expect = 0;
+                while expect < n && b + expect < blocks && !done[(b + expect) as usize] {
+                    done[(b + expect) as usize] = true;
+                    expect += 1;
+                }
+                prop_assert_eq!(marked, expect);
+            }
+            let from = from % blocks;
+            let scan = (from + 1..blocks).chain(0..blocks).find(|&i| !done[i as usize]);
+            prop_assert_eq!(m.next_free(from), scan);
+            prop_assert_eq!(m.is_full(), done.iter().all(|&d| d));
+        }
+    }
+}

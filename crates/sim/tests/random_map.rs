@@ -1,0 +1,106 @@
+//! fio's random map: by default a random job does each block of its region once per pass
+//! (and starts a new pass when it has done them all); with `norandommap` offsets are drawn
+//! with replacement. Seen where it matters: which blocks reach the device, and how many
+//! reads a cold page cache has to send there.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use elevator_fio::blktrace::{records, TA_QUEUE, TC_NOTIFY, TC_SHIFT};
+use elevator_sim::{simulate, SimOptions, SimResult, Topology};
+
+const TOPOLOGY: &str = r#"
+[[device]]
+name = "sda"
+model = "ram"
+[device.params]
+capacity_bytes = 17179869184
+
+[[device]]
+name = "sdb"
+model = "hdd"
+preset = "sata-7200-2009"
+"#;
+
+fn run(job: &str) -> Result<SimResult, String> {
+    let t = Topology::from_str(TOPOLOGY, "t.toml").unwrap();
+    let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
+    simulate(&jobs, &t, &SimOptions { blktrace: true, ..SimOptions::default() })
+        .map_err(|e| e.to_string())
+}
+
+/// How many bios the jobs queued at each sector of `sda`.
+fn queued_per_sector(r: &SimResult) -> BTreeMap<u64, u32> {
+    let file = r.devices[0].blktrace.as_ref().unwrap();
+    let mut per = BTreeMap::new();
+    for (t, _) in records(&file.bytes, "sda").unwrap() {
+        if t.action >> TC_SHIFT & TC_NOTIFY == 0 && t.action & 0xffff == TA_QUEUE {
+            *per.entry(t.sector).or_insert(0) += 1;
+        }
+    }
+    per
+}
+
+const BLOCKS: u64 = 1024;
+
+#[test]
+fn a_random_job_does_each_block_once_per_pass() {
+    let job = "[r]\nfilename=sda\ndirect=1\nrw=randread\nbs=4k\nsize=4m\n";
+    let per = queued_per_sector(&run(job).unwrap());
+    assert_eq!(per.len() as u64, BLOCKS, "every block, once");
+    assert!(per.values().all(|&n| n == 1));
+    // With norandommap the same number of draws repeats blocks and misses others.
+    let per = queued_per_sector(&run(&format!("{job}norandommap=1\n")).unwrap());
+    assert_eq!(per.values().sum::<u32>() as u64, BLOCKS);
+    assert!((550..=750).contains(&per.len()), "{} blocks of {BLOCKS} drawn", per.len());
+}
+
+#[test]
+fn passes_start_again_when_every_block_is_done() {
+    // io_size of 2.5 passes: every block twice or three times, never once or four times.
+    let job = "[r]\nfilename=sda\ndirect=1\nrw=randwrite\nbs=4k\nsize=4m\nio_size=10m\n";
+    let per = queued_per_sector(&run(job).unwrap());
+    assert_eq!(per.len() as u64, BLOCKS);
+    assert_eq!(per.values().sum::<u32>() as u64, 2560);
+    assert!(per.values().all(|&n| n == 2 || n == 3), "{per:?}");
+    assert_eq!(per.values().filter(|&&n| n == 3).count(), 512);
+}
+
+#[test]
+fn mixed_sizes_are_cut_to_the_free_blocks() {
+    // 4-64 KiB I/Os over 4 MiB: once the map fills up, an I/O that starts on a free block
+    // but runs into done ones is cut short, so no block is done twice in the pass.
+    let job = "[r]\nfilename=sda\ndirect=1\nrw=randread\nbsrange=4k-64k\nsize=4m\n";
+    let r = run(job).unwrap();
+    let per = queued_per_sector(&r);
+    assert!(per.values().all(|&n| n == 1), "a block done twice");
+    let bytes: u64 = r.processes[0].stats.iter().map(|s| s.io_bytes).sum();
+    assert_eq!(bytes, BLOCKS * 4096, "the pass covers the region exactly");
+}
+
+#[test]
+fn a_cold_random_pass_reads_every_page_from_the_device() {
+    // Buffered random reads of a whole file (fio's fadvise_hint turns readahead off): with
+    // the map no read finds its page already cached; drawn with replacement, over a third
+    // do.
+    let job = "[r]\nfilename=sda\nrw=randread\nbs=4k\nsize=4m\n";
+    let device_bytes = |r: &SimResult| r.devices[0].counters.sectors[0] * 512;
+    let r = run(job).unwrap();
+    assert_eq!(device_bytes(&r), BLOCKS * 4096);
+    let r = run(&format!("{job}norandommap=1\n")).unwrap();
+    let read = device_bytes(&r) as f64 / (BLOCKS * 4096) as f64;
+    assert!((0.55..=0.75).contains(&read), "{read} of the pass read from the device");
+}
+
+#[test]
+fn a_map_too_large_is_refused_unless_soft() {
+    // 300 GiB of 512-byte blocks is more than MAX_RANDOM_MAP_BLOCKS.
+    let job = "[r]\nfilename=sdb\ndirect=1\nrw=randread\nbs=512\nsize=300g\nnumber_ios=8\n";
+    let Err(e) = run(job) else { panic!("a 300 GiB map of 512-byte blocks was accepted") };
+    assert!(e.contains("job `r`") && e.contains("norandommap=1"), "{e}");
+    assert!(e.contains("j.fio:1"), "{e}");
+    for extra in ["softrandommap=1\n", "norandommap=1\n"] {
+        let r = run(&format!("{job}{extra}")).unwrap();
+        assert_eq!(r.processes[0].stats[0].total_ios, 8, "{extra}");
+    }
+}
