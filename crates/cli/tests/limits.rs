@@ -66,6 +66,44 @@ fn topology_counts_are_checked_before_allocation() {
 }
 
 #[test]
+fn device_times_and_rates_are_bounded() {
+    // A drive whose one step takes longer than a minute, or whose bus moves less than a
+    // kilobyte a second, is refused by name (before the limits, these ran into the end of
+    // the nanosecond clock and never finished); the bounds themselves run.
+    let d = dir("device-times");
+    std::fs::write(d.join("j.fio"), "[j]\nrw=randread\nsize=16m\nruntime=1\ntime_based\n").unwrap();
+    let topology = |model: &str, kv: &str| {
+        format!("[[device]]\nname = \"sda\"\nmodel = \"{model}\"\n[device.params]\n{kv}\n")
+    };
+    for (model, kv, key) in [
+        ("hdd", "head_switch_ms = 1e30", "head_switch_ms"),
+        ("hdd", "read_overhead_ms = 1e30", "read_overhead_ms"),
+        ("hdd", "bus_bytes_per_sec = 1e-6", "bus_bytes_per_sec"),
+        ("hdd", "rpm = 1e12", "rpm"),
+        ("ssd", "controller_overhead_us = 1e30", "controller_overhead_us"),
+        ("ssd", "page_read_us = 1e30", "page_read_us"),
+        ("ssd", "channel_bytes_per_sec = 1e-6", "channel_bytes_per_sec"),
+    ] {
+        std::fs::write(d.join("t.toml"), topology(model, kv)).unwrap();
+        let err = fails(&d, &["run", "j.fio", "--topology", "t.toml", "--output-format", "terse"]);
+        assert!(err.contains("t.toml:1") && err.contains(key), "{kv}: {err}");
+    }
+    for (model, kv) in [
+        ("hdd", "head_switch_ms = 60000"),
+        ("hdd", "bus_bytes_per_sec = 1000"),
+        ("ssd", "controller_overhead_us = 6e7"),
+    ] {
+        std::fs::write(d.join("t.toml"), topology(model, kv)).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_elevator"))
+            .current_dir(&d)
+            .args(["run", "j.fio", "--topology", "t.toml", "--output-format", "terse"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{kv}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
 fn job_file_counts_and_includes_are_bounded() {
     let d = dir("jobs");
     std::fs::write(d.join("many.fio"), "[j]\nrw=read\nsize=1m\nnumjobs=100000\n").unwrap();

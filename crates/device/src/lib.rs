@@ -14,6 +14,7 @@
 
 pub mod array;
 pub mod hdd;
+pub mod limits;
 pub mod link;
 pub mod ram;
 pub mod recorder;

@@ -43,6 +43,7 @@ pub mod writeback;
 use elevator_core::{Nanos, Op, RandomStream, RequestId, SECTOR_BYTES};
 use serde::{Deserialize, Serialize};
 
+use crate::limits::{check_bytes_per_sec, check_delay_ms, MAX_DEVICE_DELAY_MS};
 use crate::{Command, Completion, Device};
 use cache::{Cache, Lookup};
 use controller::{DiskSimController, DsState};
@@ -288,6 +289,11 @@ pub struct Hdd {
     last_head_at: Option<(u64, HeadState)>,
 }
 
+/// The slowest spindle an HDD model takes (one turn a second).
+pub const MIN_HDD_RPM: f64 = 60.0;
+/// The fastest spindle an HDD model takes (drives stopped at 15,000 rpm).
+pub const MAX_HDD_RPM: f64 = 100_000.0;
+
 /// The deepest command queue an HDD model takes (SCSI's tagged queues stop at 256; NCQ at
 /// 32): the queue is allocated up front, so a topology's `queue_depth` is checked first.
 pub const MAX_HDD_QUEUE_DEPTH: u32 = 1024;
@@ -300,32 +306,30 @@ impl Hdd {
                 p.queue_depth
             ));
         }
-        if p.rpm.is_nan()
-            || p.rpm <= 0.0
-            || p.bus_bytes_per_sec.is_nan()
-            || p.bus_bytes_per_sec <= 0.0
-            || p.queue_depth == 0
-        {
-            return Err("rpm, bus_bytes_per_sec and queue_depth must be positive".into());
+        if p.queue_depth == 0 {
+            return Err("queue_depth must be positive".into());
         }
+        if !(p.rpm.is_finite() && (MIN_HDD_RPM..=MAX_HDD_RPM).contains(&p.rpm)) {
+            return Err(format!(
+                "rpm = {} must be in {MIN_HDD_RPM}..={MAX_HDD_RPM} (MIN_/MAX_HDD_RPM)",
+                p.rpm
+            ));
+        }
+        check_bytes_per_sec("bus_bytes_per_sec", p.bus_bytes_per_sec)?;
         if p.destage_candidates == 0 || p.destage_candidates > MAX_DESTAGE_CANDIDATES {
             return Err(format!("destage_candidates must be in 1..={MAX_DESTAGE_CANDIDATES}"));
         }
         // DiskSim's write settle may be negative (writes position faster than reads); only its
         // controller takes that.
-        let settle_floor = if p.controller.is_some() { f64::NEG_INFINITY } else { 0.0 };
-        if !(p.write_settle_ms.is_finite() && p.write_settle_ms >= settle_floor) {
-            return Err("write_settle_ms must be ≥ 0".into());
-        }
+        let settle_floor = if p.controller.is_some() { -MAX_DEVICE_DELAY_MS } else { 0.0 };
+        check_delay_ms("write_settle_ms", p.write_settle_ms, settle_floor)?;
         for (n, v) in [
             ("head_switch_ms", p.head_switch_ms),
             ("read_overhead_ms", p.read_overhead_ms),
             ("write_overhead_ms", p.write_overhead_ms),
             ("max_queue_age_ms", p.max_queue_age_ms),
         ] {
-            if v.is_nan() || v < 0.0 {
-                return Err(format!("{n} must be ≥ 0"));
-            }
+            check_delay_ms(n, v, 0.0)?;
         }
         let geom = Geometry::with_layout(&p.zones, p.surfaces, p.sparing, p.surface_order)?;
         let seek = SeekCurve::new(&p.seek, geom.cylinders)?;
