@@ -129,19 +129,30 @@ fn a_reservation_is_met_while_a_heavier_neighbour_saturates() {
 
 #[test]
 fn an_mclock_limit_holds_on_an_idle_server() {
-    let Some(iops) = run(
-        "mclock",
-        &[Export {
-            name: "capped",
-            weight: 100,
-            reservation_iops: 0,
-            limit_iops: 2000,
-            io_max: None,
-        }],
-    ) else {
-        return;
-    };
-    assert!((iops[0] - 2000.0).abs() <= 40.0, "capped export ran {:.0} IOPS", iops[0]);
+    // Over the limit is a failure at once. Under it by more than 2 % may be this machine's
+    // load (the rest of the suite runs beside the server and the client), not the limiter:
+    // it gets up to three runs to show it lets the export reach its limit.
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let Some(iops) = run(
+            "mclock",
+            &[Export {
+                name: "capped",
+                weight: 100,
+                reservation_iops: 0,
+                limit_iops: 2000,
+                io_max: None,
+            }],
+        ) else {
+            return;
+        };
+        assert!(iops[0] <= 2040.0, "capped export ran {:.0} IOPS, over its limit", iops[0]);
+        if iops[0] >= 1960.0 {
+            return;
+        }
+        runs.push(iops[0].round());
+    }
+    panic!("the capped export stayed under its limit of 2000 IOPS in every run: {runs:?}");
 }
 
 #[test]
