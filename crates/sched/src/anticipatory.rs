@@ -593,6 +593,13 @@ impl Scheduler for Anticipatory {
         std::mem::take(&mut self.run_queue)
     }
 
+    /// `as_may_queue`: the process AS is anticipating may always allocate a request.
+    fn must_queue(&mut self, owner: &elevator_core::Owner, _sync: bool, now_ns: Nanos) -> bool {
+        self.advance(now_ns);
+        matches!(self.antic_status, AnticStatus::WaitReq | AnticStatus::WaitNext)
+            && self.io_context == Some(owner.io_context)
+    }
+
     fn name(&self) -> &'static str {
         "anticipatory"
     }
@@ -784,6 +791,26 @@ mod tests {
         s.insert(rq(500, 1, (last + 1) * 8, true, now + 10), now + 10);
         assert_eq!(s.antic_status(), AnticStatus::Finished);
         assert_eq!(expect_rq(&mut s, now + 10).id, RequestId(500));
+    }
+
+    #[test]
+    fn the_anticipated_process_must_get_a_request_slot() {
+        let mut s = Anticipatory::new();
+        let (now, last) = warm_up(&mut s);
+        let p1 = elevator_core::Owner::process(1);
+        let p2 = elevator_core::Owner::process(2);
+        assert!(!s.must_queue(&p1, true, now), "not waiting yet");
+        assert!(matches!(s.dispatch(now), Dispatch::WaitUntil { .. }));
+        assert!(s.must_queue(&p1, true, now + 10), "AS waits for process 1");
+        assert!(!s.must_queue(&p2, true, now + 10), "only for process 1");
+        // Its request ends the wait, and with it the exemption.
+        s.insert(rq(500, 1, (last + 1) * 8, true, now + 10), now + 10);
+        assert!(!s.must_queue(&p1, true, now + 10));
+        // So does the wait's timeout.
+        let mut s = Anticipatory::new();
+        let (now, _) = warm_up(&mut s);
+        assert!(matches!(s.dispatch(now), Dispatch::WaitUntil { .. }));
+        assert!(!s.must_queue(&p1, true, now + 7 * NS_PER_MS));
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub mod noop;
 pub mod trace;
 pub mod tunables;
 
-use elevator_core::{Cgroup, Nanos, Request, RequestId};
+use elevator_core::{Cgroup, Nanos, Owner, Request, RequestId};
 pub use tunables::{TunableError, TunableInfo, TunableSpec};
 
 /// The answer to [`Scheduler::dispatch`].
@@ -71,6 +71,15 @@ pub trait Scheduler: Send {
 
     /// The device finished `rq` (as it was dispatched) at `now_ns`.
     fn completed(&mut self, rq: &Request, now_ns: Nanos);
+
+    /// `elv_may_queue` (`elevator_may_queue_fn`, 2.6): true if a request of `owner`'s (sync or
+    /// not) at `now_ns` must get a request slot even when the pool is full (`ELV_MQUEUE_MUST`; the block
+    /// layer then allows up to half as many again over `nr_requests`). The anticipatory
+    /// scheduler says so for the process it waits on, CFQ once per slice for a queue it idles
+    /// for: otherwise the request it waits for could sit behind a full pool of others'.
+    fn must_queue(&mut self, _owner: &Owner, _sync: bool, _now_ns: Nanos) -> bool {
+        false
+    }
 
     /// True once after an `insert` of the request the scheduler was idling for: it runs
     /// the queue at once, plugged or not (CFQ's `cfq_rq_enqueued` → `blk_start_queueing`,

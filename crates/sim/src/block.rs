@@ -11,7 +11,10 @@
 //!   dm-ioband), so a flood of async writes cannot take a reader's request slots; while the
 //!   scheduler schedules control groups each group has pools of its own (the IO controller
 //!   patches' and blk-cgroup's per-group request lists). A submitter who finds no slot in its
-//!   pool sleeps until one completes, in FIFO order.
+//!   pool sleeps until one completes, in FIFO order — unless the scheduler says its request
+//!   must have one (`elv_may_queue` → `ELV_MQUEUE_MUST`: AS for the process it anticipates,
+//!   CFQ once a slice for the queue it idles for), which may take up to half as many again
+//!   as `nr_requests` and go past the sleepers.
 //! - **Dispatch**: the scheduler is pulled while the device has a free queue slot.
 //! - **Queue plugging** (kernels before 2.6.39, [`BlockQueue::set_queue_plugging`]): a
 //!   page-cache request (readahead, background writeback) entering an empty scheduler queue
@@ -545,8 +548,10 @@ impl BlockQueue {
         let mut blocked = false;
         for pending in plug.iter().copied() {
             let (pool, class) = self.pool(&pending.rq);
-            // Behind anyone already asleep for this pool, and behind its own earlier pieces.
-            if blocked || !self.waiting[pool][class].is_empty() || !self.place(pending, now_ns) {
+            // Behind anyone already asleep for this pool, and behind its own earlier pieces
+            // (unless the scheduler says it must have a slot).
+            let behind_sleepers = !self.waiting[pool][class].is_empty();
+            if blocked || !self.place(pending, now_ns, behind_sleepers) {
                 blocked = true;
                 self.trace(Act::SleepRq, &pending.rq, now_ns);
                 self.waiting[pool][class].push_back((process, pending));
@@ -557,11 +562,12 @@ impl BlockQueue {
         !blocked
     }
 
-    /// Merges or inserts a request; false if no request slot is free.
-    fn place(&mut self, pending: Pending, now_ns: Nanos) -> bool {
+    /// Merges or inserts a request; false if no request slot is free. With `behind_sleepers`
+    /// (others sleep for this pool) it goes only where the scheduler says it must.
+    fn place(&mut self, pending: Pending, now_ns: Nanos, behind_sleepers: bool) -> bool {
         let mut rq = pending.rq;
         rq.submit_ns = now_ns;
-        if rq.op != Op::Flush {
+        if rq.op != Op::Flush && !behind_sleepers {
             if let Some(merged) = self.scheduler.try_merge(&rq, self.max_len_bytes, now_ns) {
                 let into = (merged.into.0 & 0xffff_ffff) as u32;
                 let tail = self.entries.get(into).tail;
@@ -575,7 +581,12 @@ impl BlockQueue {
             }
         }
         let (pool, class) = self.pool(&rq);
-        if self.allocated[pool][class] >= self.nr_requests {
+        // elv_may_queue: the request a scheduler waits for gets a slot past a full pool (or
+        // past the sleepers), up to half as many again as nr_requests (get_request).
+        let must = self.scheduler.must_queue(&rq.owner, rq.sync, now_ns);
+        let allocated = self.allocated[pool][class];
+        let room = if must { self.nr_requests + self.nr_requests / 2 } else { self.nr_requests };
+        if allocated >= room || (behind_sleepers && !must) {
             return false;
         }
         self.allocated[pool][class] += 1;
@@ -744,7 +755,7 @@ impl BlockQueue {
         for pool in 0..self.waiting.len() {
             for class in [1, 0] {
                 while let Some(&(process, pending)) = self.waiting[pool][class].front() {
-                    if !self.place(pending, now_ns) {
+                    if !self.place(pending, now_ns, false) {
                         break;
                     }
                     self.waiting[pool][class].pop_front();

@@ -162,3 +162,53 @@ fn request_pools_are_per_class_and_per_group() {
     assert!(!run("mq-deadline", true, 0), "sync writes fill the sync pool the reader needs");
     assert!(run("cfq", true, 1), "with CFQ groups, another group's flood uses its own pool");
 }
+
+/// `elv_may_queue`: the process the anticipatory scheduler waits on gets a request slot even
+/// when the pool is full and others sleep for it (up to half again `nr_requests`), so the
+/// request AS is waiting for does not sit behind a full pool of others'. Deadline has no
+/// such rule: the same read sleeps.
+#[test]
+fn the_anticipated_process_gets_a_slot_past_a_full_pool() {
+    let run = |scheduler: &str| -> bool {
+        let device = RamDevice::new(RamParams { queue_depth: 1, ..RamParams::default() });
+        let sched = elevator_sched::by_name(scheduler).unwrap();
+        let mut q = BlockQueue::new(sched, Box::new(device), 4, 512);
+        let bio = |q: &mut BlockQueue, process: u32, offset: u64, now: Nanos| {
+            q.plug_bio(
+                process,
+                elevator_sim::stack::NO_NODE,
+                elevator_sim::stack::NO_TAG,
+                Op::Read,
+                offset,
+                4096,
+                true,
+                Owner::process(process),
+                now,
+            );
+        };
+        // Process 1 reads sequentially, one block at a time, thinking 100 us between reads:
+        // AS learns to wait for it.
+        let (mut done, mut unblocked) = (Vec::new(), Vec::new());
+        let mut now = 0;
+        for i in 0..20u64 {
+            bio(&mut q, 1, i * 4096, now);
+            assert!(q.unplug(1, now));
+            q.kick(now);
+            now += 200_000;
+            q.complete(now, &mut done, &mut unblocked);
+            now += 100_000;
+        }
+        assert_eq!(done.len(), 20, "{scheduler}: the reads are done");
+        // Process 2 queues eight reads far away: four get the pool's slots, four sleep.
+        for i in 0..8u64 {
+            bio(&mut q, 2, (1000 + i) << 20, now);
+        }
+        assert!(!q.unplug(2, now));
+        q.kick(now);
+        // Process 1's next read.
+        bio(&mut q, 1, 20 * 4096, now + 10_000);
+        q.unplug(1, now + 10_000)
+    };
+    assert!(run("anticipatory"), "AS lets the process it anticipates past the full pool");
+    assert!(!run("mq-deadline"), "deadline puts it to sleep behind the others");
+}

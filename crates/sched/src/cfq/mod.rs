@@ -686,6 +686,7 @@ impl Cfq {
         qq.slice_end = 0;
         qq.slice_dispatch = 0;
         qq.wait_request = false;
+        qq.must_alloc_slice = false;
         qq.must_dispatch = false;
         qq.fifo_expire = false;
         qq.wait_busy = false;
@@ -1241,6 +1242,23 @@ fn new_slice_decision(cause: &'static str, groups: bool) -> &'static str {
 impl Scheduler for Cfq {
     fn name(&self) -> &'static str {
         "cfq"
+    }
+
+    /// `cfq_may_queue`: a sync queue CFQ is idling for may allocate a request once per slice
+    /// whatever the pool holds (`must_alloc_slice`).
+    fn must_queue(&mut self, owner: &elevator_core::Owner, sync: bool, now_ns: Nanos) -> bool {
+        self.advance(now_ns);
+        if !sync {
+            return false;
+        }
+        let Some(g) = self.group_idx_lookup(owner.cgroup) else { return false };
+        let Some(&q) = self.sync_map.get(&(owner.io_context, g)) else { return false };
+        let qq = &mut self.queues[q];
+        if qq.wait_request && !qq.must_alloc_slice {
+            qq.must_alloc_slice = true;
+            return true;
+        }
+        false
     }
 
     fn try_merge(&mut self, rq: &Request, max_len_bytes: u64, now_ns: Nanos) -> Option<Merged> {

@@ -55,6 +55,8 @@ pub struct Queue {
     pub idle_window: bool,
     pub slice_new: bool,
     pub wait_request: bool,
+    /// `cfq_cfqq_must_alloc_slice`: it was let past a full request pool this slice.
+    pub must_alloc_slice: bool,
     pub must_dispatch: bool,
     pub fifo_expire: bool,
     pub wait_busy: bool,
@@ -95,6 +97,7 @@ impl Queue {
             idle_window: sync && class != IDLE,
             slice_new: false,
             wait_request: false,
+            must_alloc_slice: false,
             must_dispatch: false,
             fifo_expire: false,
             wait_busy: false,

@@ -126,6 +126,22 @@ fn idles_after_last_request_of_sequential_reader() {
 }
 
 #[test]
+fn an_idling_queue_must_get_a_request_slot_once_a_slice() {
+    let mut s = Cfq::new();
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
+    let r = expect_rq(&mut s, 0);
+    let (me, other) = (r.owner, Owner::process(if r.owner.pid == 1 { 2 } else { 1 }));
+    assert!(!s.must_queue(&me, true, 500), "not idling while its request is out");
+    s.completed(&r, 1000);
+    assert!(matches!(s.dispatch(1000), Dispatch::WaitUntil { .. }));
+    assert!(!s.must_queue(&other, true, 1500), "only the queue CFQ idles for");
+    assert!(!s.must_queue(&me, false, 1500), "and only its sync requests");
+    assert!(s.must_queue(&me, true, 1500), "CFQ idles for it: it must get a slot");
+    assert!(!s.must_queue(&me, true, 1600), "once a slice (must_alloc_slice)");
+}
+
+#[test]
 fn sync_request_preempts_async_queue() {
     let mut s = Cfq::new();
     for i in 0..8 {
