@@ -218,6 +218,9 @@ pub struct JobSpec {
     pub io_size_bytes: Option<u64>,
     /// `number_ios=`: stop after this many I/Os.
     pub number_ios: Option<u64>,
+    /// `loops=`: run the job this many times over (at least 1): each pass does `io_size`
+    /// (or `size`) again from the start, as if the files were opened anew.
+    pub loops: u64,
     /// `fsync=N`: an fsync (a device flush for direct I/O) after every N writes (0 = never).
     pub fsync_every: u32,
     /// `write_barrier=N`: every N-th write is a barrier write (sync, then a cache flush: what
@@ -403,6 +406,7 @@ impl JobSpec {
             file_service_type: FileServiceType::RoundRobin,
             io_size_bytes: None,
             number_ios: None,
+            loops: 1,
             fsync_every: 0,
             write_barrier_every: 0,
             fdatasync_every: 0,

@@ -82,6 +82,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("prioclass", "prioclass"),
     ("randrepeat", "randrepeat"),
     ("norandommap", "norandommap"),
+    ("loops", "loops"),
     ("softrandommap", "softrandommap"),
     ("randseed", "randseed"),
     ("uid", "uid"),
@@ -252,7 +253,6 @@ const UNMODELLED: &[&str] = &[
     "log_prio",
     "log_store_compressed",
     "log_unix_epoch",
-    "loops",
     "max_latency",
     "max_open_zones",
     "mem",
@@ -431,6 +431,9 @@ const ENGINES: &[(&str, Option<EngineClass>)] = &[
     ("windowsaio", Some(EngineClass::Async)),
     ("xnvme", Some(EngineClass::Async)),
 ];
+
+/// The most `loops=` a job may run: a million passes.
+pub const MAX_LOOPS: u64 = 1_000_000;
 
 /// The longest `log_avg_msec=` window: a day.
 pub const MAX_LOG_AVG_MSEC: u64 = 86_400_000;
@@ -782,6 +785,7 @@ impl Builder {
                 let n = parse_size(v, kb)?;
                 spec.number_ios = (n > 0).then_some(n);
             }
+            "loops" => spec.loops = int_in(v, kb, 1, MAX_LOOPS)?,
             "fsync" => spec.fsync_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "fdatasync" => spec.fdatasync_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "write_barrier" => spec.write_barrier_every = int_in(v, kb, 0, u32::MAX.into())? as u32,
@@ -1199,8 +1203,8 @@ mod tests {
     #[test]
     fn unmodelled_options_warn() {
         assert_eq!(
-            builder().apply("loops", Some("2")),
-            Ok(Applied::Warn("elevator does not model `loops`; ignored".into()))
+            builder().apply("refill_buffers", None),
+            Ok(Applied::Warn("elevator does not model `refill_buffers`; ignored".into()))
         );
         assert!(matches!(builder().apply("hipri", None), Ok(Applied::Warn(_))));
         assert!(matches!(builder().apply("verify", Some("crc32c")), Ok(Applied::Warn(_))));
@@ -1297,6 +1301,10 @@ mod tests {
         assert!(applied(&[("norandommap", None)]).norandommap);
         assert!(applied(&[("softrandommap", Some("1"))]).softrandommap);
         assert!(!applied(&[]).norandommap);
+        assert_eq!(applied(&[]).loops, 1);
+        assert_eq!(applied(&[("loops", Some("3"))]).loops, 3);
+        assert!(matches!(builder().apply("loops", Some("0")), Err(OptionError::Value(_))));
+        assert!(matches!(builder().apply("loops", Some("2000000")), Err(OptionError::Value(_))));
     }
 
     #[test]

@@ -279,8 +279,14 @@ pub struct Process {
     /// fio's `exitall` / `exit_what`.
     pub exitall: bool,
     pub exit_what: elevator_fio::ExitWhat,
+    /// Per pass (`loops=`): bytes and I/Os before the pass is done.
     io_limit_bytes: Option<u64>,
     number_ios: Option<u64>,
+    /// `loops=`: passes still to run after this one, and the counts when this one began.
+    loops_left: u64,
+    loops_done: u64,
+    loop_start_bytes: u64,
+    loop_start_ios: u64,
     runtime_ns: Option<Nanos>,
     time_based: bool,
     startdelay_ns: Nanos,
@@ -408,6 +414,14 @@ impl Process {
             exit_what: spec.exit_what,
             io_limit_bytes,
             number_ios: spec.number_ios,
+            loops_left: if spec.time_based || spec.iolog.is_some() {
+                0
+            } else {
+                spec.loops.saturating_sub(1)
+            },
+            loops_done: 0,
+            loop_start_bytes: 0,
+            loop_start_ios: 0,
             runtime_ns: spec.runtime_ns,
             time_based: spec.time_based,
             startdelay_ns: spec.startdelay_ns,
@@ -520,10 +534,10 @@ impl Process {
             (self.region.len_bytes / len).max(1)
         };
         if let Some(limit) = self.io_limit_bytes {
-            n = n.min(limit.saturating_sub(self.bytes_issued) / len + 1);
+            n = n.min(limit.saturating_sub(self.loop_bytes()) / len + 1);
         }
         if let Some(limit) = self.number_ios {
-            n = n.min(limit.saturating_sub(self.ios_issued) + 1);
+            n = n.min(limit.saturating_sub(self.loop_ios()) + 1);
         }
         if io.op == Op::Write && self.fsync_every > 0 {
             n = n.min(u64::from(self.fsync_every - self.writes_since_fsync) + 1);
@@ -655,9 +669,20 @@ impl Process {
         if self.state != State::Running {
             return Next::Full;
         }
-        if self.stop_at_ns.is_some_and(|stop| now_ns >= stop) || self.limit_reached() {
+        if self.stop_at_ns.is_some_and(|stop| now_ns >= stop) {
             self.state = State::Draining;
             return Next::Stop;
+        }
+        if self.limit_reached() {
+            if self.loops_left == 0 {
+                self.state = State::Draining;
+                return Next::Stop;
+            }
+            // Another pass (loops=): fio waits for this one's I/O first (cleanup_pending_aio).
+            if self.in_flight > 0 {
+                return Next::Full;
+            }
+            self.next_loop();
         }
         if self.thinking || self.in_flight >= self.max_in_flight {
             return Next::Full;
@@ -951,8 +976,12 @@ impl Process {
             now_ns.saturating_sub(self.ramp_end_ns.saturating_sub(self.ramp_ns)) as f64
                 / (r + self.ramp_ns).max(1) as f64
         });
-        let by_bytes =
-            self.io_limit_bytes.map_or(0.0, |l| self.bytes_issued as f64 / l.max(1) as f64);
+        let by_bytes = self.io_limit_bytes.map_or(0.0, |l| {
+            let l = l.max(1) as f64;
+            let done = (self.loops_done as f64 * l + self.loop_bytes() as f64)
+                .min((self.loops_done + 1) as f64 * l);
+            done / ((self.loops_done + 1 + self.loops_left) as f64 * l)
+        });
         by_time.max(by_bytes).min(1.0)
     }
 
@@ -967,7 +996,8 @@ impl Process {
         let files = self.files.as_mut()?;
         let mut io = files.next(bs, &mut self.rng);
         // Another pass for time-based jobs, and while io_size= is not yet moved (fio wraps).
-        let more = self.io_limit_bytes.is_some_and(|l| self.bytes_issued < l);
+        let more =
+            self.io_limit_bytes.is_some_and(|l| self.bytes_issued - self.loop_start_bytes < l);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
             files.rewind();
             io = files.next(bs, &mut self.rng);
@@ -975,20 +1005,51 @@ impl Process {
         Some(io)
     }
 
+    /// Bytes and I/Os issued in this pass (`loops=`).
+    fn loop_bytes(&self) -> u64 {
+        self.bytes_issued - self.loop_start_bytes
+    }
+
+    fn loop_ios(&self) -> u64 {
+        self.ios_issued - self.loop_start_ios
+    }
+
+    /// `loops=`: this pass is done and another remains; start it as fio's `clear_io_state`
+    /// does: from the start of the region, an empty random map, the file opened again (so
+    /// `invalidate` drops its pages again), `end_fsync`'s flush first.
+    fn next_loop(&mut self) {
+        self.loops_left -= 1;
+        self.loops_done += 1;
+        self.loop_start_bytes = self.bytes_issued;
+        self.loop_start_ios = self.ios_issued;
+        self.next_seq_offset = [self.region.start_bytes; 3];
+        if let Some(map) = self.random_map.as_mut() {
+            map.reset();
+        }
+        if let Some(files) = self.files.as_mut() {
+            files.rewind();
+        }
+        self.wrapped = true;
+        if self.buffered.is_some_and(|b| b.end_fsync) {
+            self.flush_pending = true;
+        }
+    }
+
+    /// This pass has done its bytes or I/Os.
     fn limit_reached(&self) -> bool {
         if let Some(n) = self.number_ios {
-            if self.ios_issued >= n {
+            if self.loop_ios() >= n {
                 return true;
             }
         }
         match self.io_limit_bytes {
-            Some(limit) => self.bytes_issued >= limit,
+            Some(limit) => self.loop_bytes() >= limit,
             None => {
                 // A replayed log ends with the log, however often it rereads its blocks.
                 self.iolog.is_none()
                     && !self.time_based
                     && self.runtime_ns.is_none()
-                    && self.bytes_issued >= self.region.len_bytes
+                    && self.loop_bytes() >= self.region.len_bytes
             }
         }
     }
@@ -1062,7 +1123,9 @@ impl Process {
             match self.random_map.as_mut() {
                 None => (start + rel, len),
                 Some(map) => {
-                    let (rel, len) = take_from_map(map, rel, len);
+                    let (rel, len, new_pass) = take_from_map(map, rel, len);
+                    // A new pass reopens the file, as a sequential job's wrap does.
+                    self.wrapped |= new_pass;
                     (start + rel, len)
                 }
             }
@@ -1090,17 +1153,21 @@ fn random_alignment(bs: &BlockSize) -> u64 {
 
 /// fio's use of its random map for a drawn offset `rel` (region-relative) and length `len`
 /// (`__get_next_rand_offset`, `mark_random_map`): a block already done gives way to the next
-/// free one, a full map starts a new pass, and the I/O is cut to the run of free blocks it
-/// starts.
-fn take_from_map(map: &mut RandomMap, rel: u64, len: u64) -> (u64, u64) {
+/// free one, a full map starts a new pass (`fio_file_reset`; true in the result), and the
+/// I/O is cut to the run of free blocks it starts.
+fn take_from_map(map: &mut RandomMap, rel: u64, len: u64) -> (u64, u64, bool) {
     let unit = map.unit_bytes();
     let mut block = (rel / unit).min(map.blocks() - 1);
+    let mut new_pass = false;
     if map.is_done(block) {
         match map.next_free(block) {
             Some(free) => block = free,
-            None => map.reset(),
+            None => {
+                map.reset();
+                new_pass = true;
+            }
         }
     }
     let marked = map.mark(block, len.div_ceil(unit).max(1));
-    (block * unit, len.min(marked * unit))
+    (block * unit, len.min(marked * unit), new_pass)
 }

@@ -104,3 +104,22 @@ fn a_map_too_large_is_refused_unless_soft() {
         assert_eq!(r.processes[0].stats[0].total_ios, 8, "{extra}");
     }
 }
+
+#[test]
+fn a_time_based_pass_starts_cold_again() {
+    // fio's get_next_rand_block: a time-based job whose map is full resets it and drops the
+    // file's cached pages (loop_cache_invalidate), unless invalidate=0 (or pre_read).
+    let job = "[r]\nfilename=sda\nrw=randread\nbs=4k\nsize=4m\nruntime=200ms\ntime_based\n";
+    let passes = |extra: &str| {
+        let r = run(&format!("{job}{extra}")).unwrap();
+        let reads: u64 = r.processes[0].stats[0].total_ios;
+        let device_pages = r.devices[0].counters.sectors[0] / 8;
+        (reads, device_pages)
+    };
+    let (reads, device) = passes("");
+    assert!(reads > 2 * BLOCKS, "{reads} reads: more than two passes");
+    assert_eq!(device, reads, "every pass cold: every read from the device");
+    let (reads, device) = passes("invalidate=0\n");
+    assert!(reads > 2 * BLOCKS);
+    assert_eq!(device, BLOCKS, "only the first pass reads the device");
+}

@@ -51,8 +51,9 @@ impl Engine {
         let now = self.now_ns;
         let cost = self.vm.config().syscall_cost_ns(io.len_bytes);
         let mut out = std::mem::take(&mut self.vm_out);
-        // fio reopens the file for every pass of a time-based job: `invalidate` drops its
-        // pages again (the read-latency monitor's "dump it from cache and start again").
+        // fio reopens the file for every pass (a time-based job's, `loops=`, `io_size` over
+        // `size`; a random job's when its map is full): `invalidate` drops its pages again
+        // (the read-latency monitor's "dump it from cache and start again").
         if self.procs[pi].take_wrapped() && b.invalidate {
             let len = self.procs[pi].region.len_bytes;
             let call = Syscall::Fadvise { file: b.file, offset: 0, len, advice: Advice::DontNeed };

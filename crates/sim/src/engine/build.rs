@@ -113,7 +113,9 @@ impl PageCacheSetup {
             sync: spec.sync_io != SyncIo::None,
             end_fsync: spec.end_fsync || spec.fsync_on_close,
             datasync: spec.fsync_every == 0 && spec.fdatasync_every > 0,
-            invalidate: spec.invalidate,
+            // fio's fixup_options: pre_read clears invalidate ("pointless to pre-read and
+            // then drop the cache"), at the open and at every later pass alike.
+            invalidate: spec.invalidate && !spec.pre_read,
             advice,
             pre_read: spec.pre_read,
             tree_base,
@@ -379,6 +381,10 @@ pub(super) fn build_processes(
             // large `size` or `io_size` (fio's keep_running asks time_based first).
             let io_limit = if spec.time_based {
                 None
+            } else if spec.loops > 1 && spec.iolog.is_none() {
+                // loops=: each pass does io_size, but no more than size (real fio 3.33 with
+                // loops=2, size=4m, io_size=8m reads 8 MiB); see Process::next_loop.
+                Some(spec.io_size_bytes.unwrap_or(region_len).min(region_len))
             } else if tree {
                 spec.io_size_bytes
             } else {
