@@ -9,13 +9,9 @@ use std::path::Path;
 use elevator_fio::blktrace::{records, TA_QUEUE, TC_NOTIFY, TC_SHIFT};
 use elevator_sim::{simulate, SimOptions, SimResult, Topology};
 
-const TOPOLOGY: &str = r#"
-[[device]]
-name = "sda"
-model = "ram"
-[device.params]
-capacity_bytes = 17179869184
-"#;
+mod common;
+
+use common::RAM_DISK_16G as TOPOLOGY;
 
 fn run(job: &str) -> SimResult {
     let t = Topology::from_str(TOPOLOGY, "t.toml").unwrap();

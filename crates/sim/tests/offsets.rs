@@ -6,13 +6,9 @@ use std::path::Path;
 
 use elevator_sim::{simulate, SimOptions, Topology};
 
-const TOPOLOGY: &str = r#"
-[[device]]
-name = "sda"
-model = "ram"
-[device.params]
-capacity_bytes = 17179869184
-"#;
+mod common;
+
+use common::RAM_DISK_16G as TOPOLOGY;
 
 /// Each process's (start, length) in bytes, in clone order.
 fn regions(job: &str) -> Vec<(u64, u64)> {

@@ -9,21 +9,18 @@ use std::path::Path;
 use elevator_fio::blktrace::{records, TA_QUEUE, TC_NOTIFY, TC_SHIFT};
 use elevator_sim::{simulate, SimOptions, SimResult, Topology};
 
-const TOPOLOGY: &str = r#"
-[[device]]
-name = "sda"
-model = "ram"
-[device.params]
-capacity_bytes = 17179869184
+mod common;
 
-[[device]]
-name = "sdb"
-model = "hdd"
-preset = "sata-7200-2009"
-"#;
+/// The RAM disk `sda`, and a disk `sdb` big enough for a map past the limit.
+fn topology() -> String {
+    format!(
+        "{}\n[[device]]\nname = \"sdb\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n",
+        common::RAM_DISK_16G
+    )
+}
 
 fn run(job: &str) -> Result<SimResult, String> {
-    let t = Topology::from_str(TOPOLOGY, "t.toml").unwrap();
+    let t = Topology::from_str(&topology(), "t.toml").unwrap();
     let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
     simulate(&jobs, &t, &SimOptions { blktrace: true, ..SimOptions::default() })
         .map_err(|e| e.to_string())
