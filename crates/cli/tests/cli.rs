@@ -375,12 +375,32 @@ fn spun_cpu_time_is_reported_as_fio_reports_user_time() {
 /// of range for reasons that are not fio's semantics.
 const REAL_FIO_ATTEMPTS: usize = 3;
 
+/// The longest one run of real fio may take in a timing cross-check. fio 3.33's
+/// `handle_thinktime` sleeps `thinktime - spun` with unsigned arithmetic: when a loaded
+/// machine makes `thinktime_spin` overrun the think time, the difference wraps and the job
+/// sleeps for ever. Such a run is killed and counts as out of range.
+const REAL_FIO_TIMEOUT_S: u32 = 60;
+
 /// Real fio's JSON report of `job`, run again (up to [`REAL_FIO_ATTEMPTS`] times) until
-/// `timing_ok` accepts its first job; the last report if none did.
+/// `timing_ok` accepts its first job.
 fn real_fio_json_timed(job: &Path, timing_ok: impl Fn(&Value) -> Result<(), String>) -> Value {
     let mut errors = Vec::new();
     for _ in 0..REAL_FIO_ATTEMPTS {
-        let v = real_fio_json(job);
+        let real = Command::new("timeout")
+            .args([
+                &format!("{REAL_FIO_TIMEOUT_S}"),
+                "fio",
+                "--output-format=json",
+                job.to_str().unwrap(),
+            ])
+            .output()
+            .expect("fio runs (setup.sh installs it)");
+        if real.status.code() == Some(124) {
+            errors.push(format!("killed after {REAL_FIO_TIMEOUT_S} s"));
+            continue;
+        }
+        assert!(real.status.success(), "{}", String::from_utf8_lossy(&real.stderr));
+        let v = fio_json_of(&real.stdout);
         match timing_ok(&v["jobs"][0]) {
             Ok(()) => return v,
             Err(e) => errors.push(e),
@@ -389,15 +409,9 @@ fn real_fio_json_timed(job: &Path, timing_ok: impl Fn(&Value) -> Result<(), Stri
     panic!("real fio out of range in {REAL_FIO_ATTEMPTS} runs: {errors:?}");
 }
 
-/// Real fio's JSON report of `job` (fio is installed by setup.sh; engines such as cpuio
-/// print a banner before the JSON).
-fn real_fio_json(job: &Path) -> Value {
-    let real = Command::new("fio")
-        .args(["--output-format=json", job.to_str().unwrap()])
-        .output()
-        .expect("fio runs (setup.sh installs it)");
-    assert!(real.status.success(), "{}", String::from_utf8_lossy(&real.stderr));
-    let text = String::from_utf8(real.stdout).unwrap();
+/// The JSON report in real fio's output (engines such as cpuio print a banner before it).
+fn fio_json_of(stdout: &[u8]) -> Value {
+    let text = String::from_utf8(stdout.to_vec()).unwrap();
     serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap()
 }
 
