@@ -167,6 +167,9 @@ pub struct JobSpec {
     pub iodepth: u32,
     /// `iodepth_batch_submit=` / `iodepth_batch=` (default 1).
     pub iodepth_batch: u32,
+    /// `iodepth_low=`: once the queue is full, let it drain to this depth before filling it
+    /// again (0, the default, or more than `iodepth`: keep it full, as fio's fixup_options).
+    pub iodepth_low: u32,
     /// `numjobs=` (default 1).
     pub numjobs: u32,
     /// `runtime=` (fio's unit: seconds), `None` if unlimited.
@@ -378,6 +381,7 @@ impl JobSpec {
             ioengine: IoEngine::Psync,
             iodepth: 1,
             iodepth_batch: 1,
+            iodepth_low: 0,
             numjobs: 1,
             runtime_ns: None,
             time_based: false,

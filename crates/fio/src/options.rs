@@ -83,6 +83,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("randrepeat", "randrepeat"),
     ("norandommap", "norandommap"),
     ("loops", "loops"),
+    ("iodepth_low", "iodepth_low"),
     ("softrandommap", "softrandommap"),
     ("randseed", "randseed"),
     ("uid", "uid"),
@@ -228,7 +229,6 @@ const UNMODELLED: &[&str] = &[
     "iodepth_batch_complete",
     "iodepth_batch_complete_max",
     "iodepth_batch_complete_min",
-    "iodepth_low",
     "iomem",
     "iopsavgtime",
     "ioscheduler",
@@ -711,6 +711,7 @@ impl Builder {
             "ioengine" => spec.ioengine = parse_engine(v)?,
             "iodepth" => spec.iodepth = int_in(v, kb, 1, u32::MAX.into())? as u32,
             "iodepth_batch" => spec.iodepth_batch = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "iodepth_low" => spec.iodepth_low = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "numjobs" => {
                 spec.numjobs = int_in(v, kb, 1, crate::parser::MAX_PROCESSES)? as u32;
             }
@@ -1303,6 +1304,8 @@ mod tests {
         assert!(!applied(&[]).norandommap);
         assert_eq!(applied(&[]).loops, 1);
         assert_eq!(applied(&[("loops", Some("3"))]).loops, 3);
+        assert_eq!(applied(&[("iodepth_low", Some("4"))]).iodepth_low, 4);
+        assert_eq!(applied(&[]).iodepth_low, 0);
         assert!(matches!(builder().apply("loops", Some("0")), Err(OptionError::Value(_))));
         assert!(matches!(builder().apply("loops", Some("2000000")), Err(OptionError::Value(_))));
     }

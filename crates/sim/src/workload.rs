@@ -275,6 +275,10 @@ pub struct Process {
     block_size: [BlockSize; 3],
     sync_writes: bool,
     pub max_in_flight: u32,
+    /// `iodepth_low`: the depth a full queue drains to before the job fills it again
+    /// (`max_in_flight` unless set), and whether it is draining now.
+    depth_low: u32,
+    draining_to_low: bool,
     pub batch: u32,
     /// fio's `exitall` / `exit_what`.
     pub exitall: bool,
@@ -405,6 +409,11 @@ impl Process {
             block_size: spec.block_size.clone(),
             sync_writes: spec.direct,
             max_in_flight: if spec.latency_target_ns.is_some() { 1 } else { max_in_flight },
+            depth_low: match spec.iodepth_low {
+                0 => max_in_flight,
+                low => low.min(max_in_flight),
+            },
+            draining_to_low: false,
             batch: if spec.latency_target_ns.is_some() {
                 1
             } else {
@@ -685,7 +694,17 @@ impl Process {
             self.next_loop();
         }
         if self.thinking || self.in_flight >= self.max_in_flight {
+            // fio's wait_for_completions: a full queue waits until it is down to iodepth_low.
+            if self.in_flight >= self.max_in_flight && self.depth_low < self.max_in_flight {
+                self.draining_to_low = true;
+            }
             return Next::Full;
+        }
+        if self.draining_to_low {
+            if self.in_flight > self.depth_low.min(self.max_in_flight) {
+                return Next::Full;
+            }
+            self.draining_to_low = false;
         }
         if self.flush_pending {
             self.flush_pending = false;
