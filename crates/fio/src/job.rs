@@ -167,6 +167,10 @@ pub struct JobSpec {
     pub iodepth: u32,
     /// `iodepth_batch_submit=` / `iodepth_batch=` (default 1).
     pub iodepth_batch: u32,
+    /// `percentage_random=` per direction (read, write, trim): of a random job's I/Os, the
+    /// percentage at random offsets; the others go on from where the last one ended
+    /// (default 100).
+    pub percentage_random: [u32; 3],
     /// `iodepth_low=`: once the queue is full, let it drain to this depth before filling it
     /// again (0, the default, or more than `iodepth`: keep it full, as fio's fixup_options).
     pub iodepth_low: u32,
@@ -382,6 +386,7 @@ impl JobSpec {
             iodepth: 1,
             iodepth_batch: 1,
             iodepth_low: 0,
+            percentage_random: [100; 3],
             numjobs: 1,
             runtime_ns: None,
             time_based: false,

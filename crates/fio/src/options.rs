@@ -84,6 +84,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("norandommap", "norandommap"),
     ("loops", "loops"),
     ("iodepth_low", "iodepth_low"),
+    ("percentage_random", "percentage_random"),
     ("softrandommap", "softrandommap"),
     ("randseed", "randseed"),
     ("uid", "uid"),
@@ -274,7 +275,6 @@ const UNMODELLED: &[&str] = &[
     "opendir",
     "openfiles",
     "overwrite",
-    "percentage_random",
     "percentile_list",
     "pingpong",
     "pool",
@@ -712,6 +712,13 @@ impl Builder {
             "iodepth" => spec.iodepth = int_in(v, kb, 1, u32::MAX.into())? as u32,
             "iodepth_batch" => spec.iodepth_batch = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "iodepth_low" => spec.iodepth_low = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "percentage_random" => {
+                for (d, part) in split_ddir(v)?.into_iter().enumerate() {
+                    if let Some(part) = part {
+                        spec.percentage_random[d] = int_in(part, kb, 0, 100)? as u32;
+                    }
+                }
+            }
             "numjobs" => {
                 spec.numjobs = int_in(v, kb, 1, crate::parser::MAX_PROCESSES)? as u32;
             }
@@ -1306,6 +1313,16 @@ mod tests {
         assert_eq!(applied(&[("loops", Some("3"))]).loops, 3);
         assert_eq!(applied(&[("iodepth_low", Some("4"))]).iodepth_low, 4);
         assert_eq!(applied(&[]).iodepth_low, 0);
+        assert_eq!(applied(&[]).percentage_random, [100; 3]);
+        assert_eq!(applied(&[("percentage_random", Some("25"))]).percentage_random, [25; 3]);
+        assert_eq!(
+            applied(&[("percentage_random", Some("10,90"))]).percentage_random,
+            [10, 90, 90]
+        );
+        assert!(matches!(
+            builder().apply("percentage_random", Some("101")),
+            Err(OptionError::Value(_))
+        ));
         assert!(matches!(builder().apply("loops", Some("0")), Err(OptionError::Value(_))));
         assert!(matches!(builder().apply("loops", Some("2000000")), Err(OptionError::Value(_))));
     }

@@ -329,6 +329,8 @@ pub struct Process {
     wrapped: bool,
     /// fio's random map of the region, for random jobs without `norandommap`.
     random_map: Option<RandomMap>,
+    /// `percentage_random` per direction.
+    percentage_random: [u32; 3],
     /// The buffered system call in progress, if it is blocked or still on the CPU.
     pub pending_call: Option<PendingCall>,
 }
@@ -466,6 +468,7 @@ impl Process {
             tree_last: None,
             wrapped: false,
             random_map: None,
+            percentage_random: spec.percentage_random,
             pending_call: None,
         }
     }
@@ -1136,10 +1139,16 @@ impl Process {
     fn pick_offset(&mut self, d: usize, len: u64) -> (u64, u64) {
         let start = self.region.start_bytes;
         let end = start + self.region.len_bytes;
-        if self.rw.is_random() {
+        // percentage_random: fio's should_do_random draws only when it is under 100; the
+        // others go on sequentially from the end of the last I/O, outside the random map
+        // (IO_U_F_BUSY_OK).
+        let random = self.rw.is_random()
+            && (self.percentage_random[d] >= 100
+                || self.rng.below(100) < u64::from(self.percentage_random[d]));
+        if random {
             let (align, slots) = self.random_slots(d, len);
             let rel = self.rng.below(slots) * align;
-            match self.random_map.as_mut() {
+            let (offset, len) = match self.random_map.as_mut() {
                 None => (start + rel, len),
                 Some(map) => {
                     let (rel, len, new_pass) = take_from_map(map, rel, len);
@@ -1147,7 +1156,9 @@ impl Process {
                     self.wrapped |= new_pass;
                     (start + rel, len)
                 }
-            }
+            };
+            self.next_seq_offset[d] = offset + len;
+            (offset, len)
         } else {
             let mut offset = self.next_seq_offset[d];
             if offset + len > end {

@@ -120,3 +120,28 @@ fn a_time_based_pass_starts_cold_again() {
     assert!(reads > 2 * BLOCKS);
     assert_eq!(device, BLOCKS, "only the first pass reads the device");
 }
+
+#[test]
+fn percentage_random_mixes_in_sequential_io() {
+    // Of a random job's I/Os, percentage_random go to random offsets; the others go on from
+    // where the last one ended. Count the I/Os that start where the one before ended.
+    let following = |pct: u32| {
+        let job = format!(
+            "[r]\nfilename=sda\ndirect=1\nrw=randread\nbs=4k\nsize=64m\nnumber_ios=2000\npercentage_random={pct}\n"
+        );
+        let r = run(&job).unwrap();
+        let file = r.devices[0].blktrace.as_ref().unwrap();
+        let sectors: Vec<u64> = records(&file.bytes, "sda")
+            .unwrap()
+            .into_iter()
+            .filter(|(t, _)| t.action >> TC_SHIFT & TC_NOTIFY == 0 && t.action & 0xffff == TA_QUEUE)
+            .map(|(t, _)| t.sector)
+            .collect();
+        assert_eq!(sectors.len(), 2000);
+        sectors.windows(2).filter(|w| w[1] == w[0] + 8).count()
+    };
+    assert_eq!(following(0), 1999, "0 %: sequential throughout");
+    assert!(following(100) < 10, "100 %: random throughout");
+    let half = following(50);
+    assert!((900..=1100).contains(&half), "50 %: {half} of 1999 follow on");
+}
