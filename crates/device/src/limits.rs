@@ -14,11 +14,23 @@ pub const MAX_DEVICE_BYTES_PER_SEC: f64 = 1e12;
 /// Checks timing parameter `name` (in milliseconds): finite, at least `floor`, at most
 /// [`MAX_DEVICE_DELAY_MS`].
 pub fn check_delay_ms(name: &str, ms: f64, floor: f64) -> Result<(), String> {
-    if ms.is_finite() && ms >= floor && ms <= MAX_DEVICE_DELAY_MS {
+    check_delay(name, ms, floor, "milliseconds", 1.0)
+}
+
+/// [`check_delay_ms`] for a parameter in microseconds, at least 0.
+pub fn check_delay_us(name: &str, us: f64) -> Result<(), String> {
+    check_delay(name, us, 0.0, "microseconds", 1e3)
+}
+
+/// `value` in `unit`s, of which a millisecond holds `per_ms`: finite, at least `floor`, at
+/// most [`MAX_DEVICE_DELAY_MS`].
+fn check_delay(name: &str, value: f64, floor: f64, unit: &str, per_ms: f64) -> Result<(), String> {
+    let max = MAX_DEVICE_DELAY_MS * per_ms;
+    if value.is_finite() && value >= floor && value <= max {
         Ok(())
     } else {
         Err(format!(
-            "{name} = {ms} must be a finite number of milliseconds in {floor}..={MAX_DEVICE_DELAY_MS} (MAX_DEVICE_DELAY_MS)"
+            "{name} = {value} must be a finite number of {unit} in {floor}..={max} (MAX_DEVICE_DELAY_MS)"
         ))
     }
 }
@@ -48,6 +60,9 @@ mod tests {
         assert!(e.starts_with("head_switch_ms = ") && e.contains("MAX_DEVICE_DELAY_MS"), "{e}");
         assert!(check_delay_ms("x", f64::NAN, 0.0).is_err());
         assert!(check_delay_ms("x", -0.5, -1.0).is_ok() && check_delay_ms("x", -0.5, 0.0).is_err());
+        assert!(check_delay_us("page_read_us", MAX_DEVICE_DELAY_MS * 1e3).is_ok());
+        let e = check_delay_us("page_read_us", 1e30).unwrap_err();
+        assert!(e.contains("microseconds in 0..=60000000"), "{e}");
         assert!(check_bytes_per_sec("bus_bytes_per_sec", 100e6).is_ok());
         assert!(check_bytes_per_sec("bus_bytes_per_sec", 1e-6).is_err());
         assert!(check_bytes_per_sec("bus_bytes_per_sec", f64::INFINITY).is_ok());

@@ -95,7 +95,7 @@ impl RandomMap {
 
     /// The first free block after `block`, else the first free block from the start
     /// (`axmap_next_free`); none when the map is full.
-    pub fn next_free(&mut self, block: u64) -> Option<u64> {
+    pub fn next_free(&self, block: u64) -> Option<u64> {
         if self.is_full() {
             return None;
         }

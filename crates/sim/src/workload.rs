@@ -1015,11 +1015,10 @@ impl Process {
     /// The next step through the file tree, if the process has one; a time-based job, or one
     /// whose `io_size` is larger than its files, starts another pass when it has done them all.
     fn next_in_files(&mut self, bs: u64) -> Option<FileIo> {
+        // Another pass for time-based jobs, and while io_size= is not yet moved (fio wraps).
+        let more = self.io_limit_bytes.is_some_and(|l| self.loop_bytes() < l);
         let files = self.files.as_mut()?;
         let mut io = files.next(bs, &mut self.rng);
-        // Another pass for time-based jobs, and while io_size= is not yet moved (fio wraps).
-        let more =
-            self.io_limit_bytes.is_some_and(|l| self.bytes_issued - self.loop_start_bytes < l);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
             files.rewind();
             io = files.next(bs, &mut self.rng);
@@ -1173,12 +1172,7 @@ impl Process {
 
 /// A random offset's alignment for a block size: its smallest block, at least a sector.
 fn random_alignment(bs: &BlockSize) -> u64 {
-    match bs {
-        BlockSize::Fixed { bytes } => *bytes,
-        BlockSize::Range { min_bytes, .. } => *min_bytes,
-        BlockSize::Split { parts } => parts.iter().map(|&(b, _)| b).min().unwrap_or(512),
-    }
-    .max(512)
+    bs.min_bytes().max(512)
 }
 
 /// fio's use of its random map for a drawn offset `rel` (region-relative) and length `len`

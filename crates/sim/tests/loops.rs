@@ -3,15 +3,13 @@
 //! and the page cache dropped again between passes (`invalidate`). The counts are what real
 //! fio 3.33 does with the same options on a 4 MiB file.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use elevator_fio::blktrace::{records, TA_QUEUE, TC_NOTIFY, TC_SHIFT};
 use elevator_sim::{simulate, SimOptions, SimResult, Topology};
 
 mod common;
 
-use common::RAM_DISK_16G as TOPOLOGY;
+use common::{queued_per_sector, RAM_DISK_16G as TOPOLOGY};
 
 fn run(job: &str) -> SimResult {
     let t = Topology::from_str(TOPOLOGY, "t.toml").unwrap();
@@ -42,13 +40,7 @@ fn passes_count_as_real_fio_counts_them() {
 #[test]
 fn each_pass_starts_from_the_start_of_the_region() {
     let r = run("[j]\nfilename=sda\ndirect=1\nrw=read\nbs=4k\nsize=4m\nnumber_ios=100\nloops=2\n");
-    let file = r.devices[0].blktrace.as_ref().unwrap();
-    let mut per = BTreeMap::new();
-    for (t, _) in records(&file.bytes, "sda").unwrap() {
-        if t.action >> TC_SHIFT & TC_NOTIFY == 0 && t.action & 0xffff == TA_QUEUE {
-            *per.entry(t.sector).or_insert(0) += 1;
-        }
-    }
+    let per = queued_per_sector(&r);
     assert_eq!(per.len(), 100, "the same 100 blocks");
     assert!(per.values().all(|&n| n == 2), "read once a pass: {per:?}");
 }

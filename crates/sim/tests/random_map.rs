@@ -3,13 +3,13 @@
 //! with replacement. Seen where it matters: which blocks reach the device, and how many
 //! reads a cold page cache has to send there.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use elevator_fio::blktrace::{records, TA_QUEUE, TC_NOTIFY, TC_SHIFT};
 use elevator_sim::{simulate, SimOptions, SimResult, Topology};
 
 mod common;
+
+use common::{queued_per_sector, queued_sectors};
 
 /// The RAM disk `sda`, and a disk `sdb` big enough for a map past the limit.
 fn topology() -> String {
@@ -24,18 +24,6 @@ fn run(job: &str) -> Result<SimResult, String> {
     let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
     simulate(&jobs, &t, &SimOptions { blktrace: true, ..SimOptions::default() })
         .map_err(|e| e.to_string())
-}
-
-/// How many bios the jobs queued at each sector of `sda`.
-fn queued_per_sector(r: &SimResult) -> BTreeMap<u64, u32> {
-    let file = r.devices[0].blktrace.as_ref().unwrap();
-    let mut per = BTreeMap::new();
-    for (t, _) in records(&file.bytes, "sda").unwrap() {
-        if t.action >> TC_SHIFT & TC_NOTIFY == 0 && t.action & 0xffff == TA_QUEUE {
-            *per.entry(t.sector).or_insert(0) += 1;
-        }
-    }
-    per
 }
 
 const BLOCKS: u64 = 1024;
@@ -129,14 +117,7 @@ fn percentage_random_mixes_in_sequential_io() {
         let job = format!(
             "[r]\nfilename=sda\ndirect=1\nrw=randread\nbs=4k\nsize=64m\nnumber_ios=2000\npercentage_random={pct}\n"
         );
-        let r = run(&job).unwrap();
-        let file = r.devices[0].blktrace.as_ref().unwrap();
-        let sectors: Vec<u64> = records(&file.bytes, "sda")
-            .unwrap()
-            .into_iter()
-            .filter(|(t, _)| t.action >> TC_SHIFT & TC_NOTIFY == 0 && t.action & 0xffff == TA_QUEUE)
-            .map(|(t, _)| t.sector)
-            .collect();
+        let sectors = queued_sectors(&run(&job).unwrap());
         assert_eq!(sectors.len(), 2000);
         sectors.windows(2).filter(|w| w[1] == w[0] + 8).count()
     };

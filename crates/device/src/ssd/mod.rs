@@ -65,7 +65,7 @@ use std::collections::BinaryHeap;
 use elevator_core::{Nanos, Op, RequestId};
 use serde::{Deserialize, Serialize};
 
-use crate::limits::{check_bytes_per_sec, check_delay_ms, MAX_DEVICE_DELAY_MS};
+use crate::limits::{check_bytes_per_sec, check_delay_ms, check_delay_us};
 use crate::{Command, Completion, Device};
 pub use frontend::Frontend;
 pub use ftl::{Fill, FlashOp, Ftl, FtlStats, Loc};
@@ -290,18 +290,13 @@ fn us(v: f64) -> Nanos {
 
 impl Ssd {
     pub fn new(p: SsdParams) -> Result<Ssd, String> {
-        let max_us = MAX_DEVICE_DELAY_MS * 1e3;
         for (n, v) in [
             ("page_read_us", p.page_read_us),
             ("page_program_us", p.page_program_us),
             ("host_command_overhead_us", p.host_command_overhead_us),
             ("controller_overhead_us", p.controller_overhead_us),
         ] {
-            if !(v.is_finite() && (0.0..=max_us).contains(&v)) {
-                return Err(format!(
-                    "{n} = {v} must be a finite number of microseconds in 0..={max_us} (MAX_DEVICE_DELAY_MS)"
-                ));
-            }
+            check_delay_us(n, v)?;
         }
         check_delay_ms("block_erase_ms", p.block_erase_ms, 0.0)?;
         for (n, v) in [
