@@ -171,6 +171,8 @@ pub struct JobSpec {
     /// percentage at random offsets; the others go on from where the last one ended
     /// (default 100).
     pub percentage_random: [u32; 3],
+    /// `random_distribution=`: how random offsets are drawn (uniform by default).
+    pub random_distribution: crate::RandomDistribution,
     /// `iodepth_low=`: once the queue is full, let it drain to this depth before filling it
     /// again (0, the default, or more than `iodepth`: keep it full, as fio's fixup_options).
     pub iodepth_low: u32,
@@ -387,6 +389,7 @@ impl JobSpec {
             iodepth_batch: 1,
             iodepth_low: 0,
             percentage_random: [100; 3],
+            random_distribution: crate::RandomDistribution::Random,
             numjobs: 1,
             runtime_ns: None,
             time_based: false,

@@ -10,6 +10,7 @@
 //! stays a name; the simulator resolves it against the topology.
 
 pub mod blktrace;
+mod distribution;
 mod expr;
 mod ini;
 pub mod iolog;
@@ -18,6 +19,10 @@ mod options;
 mod parser;
 mod units;
 
+pub use distribution::{
+    parse_random_distribution, DistributionZone, RandomDistribution, DEFAULT_PARETO_H,
+    DEFAULT_ZIPF_THETA, MAX_DISTRIBUTION_ZONES, MAX_ZIPF_THETA,
+};
 pub use expr::{Keywords, MAX_EXPR_BYTES, MAX_EXPR_DEPTH};
 pub use ini::{MAX_INCLUDES, MAX_INCLUDE_DEPTH, MAX_JOB_TEXT_BYTES, MAX_SECTIONS};
 pub use job::*;

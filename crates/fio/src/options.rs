@@ -85,6 +85,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("loops", "loops"),
     ("iodepth_low", "iodepth_low"),
     ("percentage_random", "percentage_random"),
+    ("random_distribution", "random_distribution"),
     ("softrandommap", "softrandommap"),
     ("randseed", "randseed"),
     ("uid", "uid"),
@@ -282,7 +283,6 @@ const UNMODELLED: &[&str] = &[
     "profile",
     "program",
     "protocol",
-    "random_distribution",
     "random_generator",
     "rate_cycle",
     "rate_ignore_thinktime",
@@ -546,6 +546,10 @@ impl Builder {
                 *slot = split;
             }
         }
+        // fio: any distribution but the uniform one turns the random map off.
+        if !self.spec.random_distribution.is_uniform() {
+            self.spec.norandommap = true;
+        }
         // fio: a batch of 0, or one above iodepth, means "iodepth".
         if self.spec.iodepth_batch == 0 || self.spec.iodepth_batch > self.spec.iodepth {
             self.spec.iodepth_batch = self.spec.iodepth;
@@ -718,6 +722,9 @@ impl Builder {
                         spec.percentage_random[d] = int_in(part, kb, 0, 100)? as u32;
                     }
                 }
+            }
+            "random_distribution" => {
+                spec.random_distribution = crate::parse_random_distribution(v, kb)?;
             }
             "numjobs" => {
                 spec.numjobs = int_in(v, kb, 1, crate::parser::MAX_PROCESSES)? as u32;
@@ -1321,6 +1328,18 @@ mod tests {
         );
         assert!(matches!(
             builder().apply("percentage_random", Some("101")),
+            Err(OptionError::Value(_))
+        ));
+        // Any distribution but the uniform one turns fio's random map off.
+        let s = applied(&[("random_distribution", Some("zipf:1.2"))]);
+        assert_eq!(
+            s.random_distribution,
+            crate::RandomDistribution::Zipf { theta: 1.2, center: None }
+        );
+        assert!(s.norandommap);
+        assert!(!applied(&[("random_distribution", Some("random"))]).norandommap);
+        assert!(matches!(
+            builder().apply("random_distribution", Some("zipf:1")),
             Err(OptionError::Value(_))
         ));
         assert!(matches!(builder().apply("loops", Some("0")), Err(OptionError::Value(_))));

@@ -20,6 +20,7 @@ pub mod frontend;
 pub mod intake;
 pub mod iolog_out;
 pub mod machine;
+pub mod offset_distribution;
 pub mod random_map;
 pub mod report;
 mod slab;

@@ -28,6 +28,7 @@ use elevator_fio::{BlockSize, JobSpec, RwMode};
 
 use crate::files::{FileIo, FileTree};
 use crate::iolog_out::JobLogs;
+use crate::offset_distribution::OffsetDistribution;
 use crate::random_map::RandomMap;
 use crate::stats::{DirStats, LatencyBuckets};
 
@@ -331,6 +332,8 @@ pub struct Process {
     random_map: Option<RandomMap>,
     /// `percentage_random` per direction.
     percentage_random: [u32; 3],
+    /// `random_distribution=` other than uniform: where random offsets go instead.
+    offset_distribution: Option<OffsetDistribution>,
     /// The buffered system call in progress, if it is blocked or still on the CPU.
     pub pending_call: Option<PendingCall>,
 }
@@ -469,6 +472,7 @@ impl Process {
             wrapped: false,
             random_map: None,
             percentage_random: spec.percentage_random,
+            offset_distribution: None,
             pending_call: None,
         }
     }
@@ -476,6 +480,20 @@ impl Process {
     /// Gives a random job fio's random map of its region (see [`RandomMap`]).
     pub fn set_random_map(&mut self, map: RandomMap) {
         self.random_map = Some(map);
+    }
+
+    /// Gives a random job fio's non-uniform offsets (`random_distribution=`); nothing for the
+    /// uniform one. The ranges are the job's smallest read or write block (fio's
+    /// `__init_rand_distribution`).
+    pub fn set_offset_distribution(&mut self, spec: &JobSpec) -> Result<(), String> {
+        let range_bytes = spec.block_size[..2].iter().map(random_alignment).min().unwrap_or(512);
+        self.offset_distribution = OffsetDistribution::new(
+            &spec.random_distribution,
+            self.region.len_bytes,
+            range_bytes,
+            &mut self.rng,
+        )?;
+        Ok(())
     }
 
     /// The block a job's random map counts in: its smallest random alignment over the data
@@ -1146,7 +1164,11 @@ impl Process {
                 || self.rng.below(100) < u64::from(self.percentage_random[d]));
         if random {
             let (align, slots) = self.random_slots(d, len);
-            let rel = self.rng.below(slots) * align;
+            let slot = match self.offset_distribution.as_mut() {
+                Some(dist) => dist.next_slot(d, slots, align, &mut self.rng),
+                None => self.rng.below(slots),
+            };
+            let rel = slot * align;
             let (offset, len) = match self.random_map.as_mut() {
                 None => (start + rel, len),
                 Some(map) => {

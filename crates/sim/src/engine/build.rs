@@ -426,6 +426,10 @@ pub(super) fn build_processes(
                     proc.set_random_map(RandomMap::new(unit, blocks));
                 }
             }
+            if spec.rw.is_random() && files.is_none() && spec.iolog.is_none() {
+                proc.set_offset_distribution(spec)
+                    .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
+            }
             if buffered {
                 let b = cache.buffered(spec, region, owner, procs.len() as u32, files.as_ref());
                 proc.set_buffered(b);
