@@ -131,6 +131,15 @@ pub enum FileServiceType {
     Sequential,
 }
 
+/// `rate_process=`: how a rated job spaces its I/Os.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateProcess {
+    /// Each I/O when the bytes (or I/Os) so far are due at the rate: evenly spaced.
+    Linear,
+    /// Exponentially distributed gaps with the rate's mean: a Poisson arrival process.
+    Poisson,
+}
+
 /// One job section, after `[global]` and `numjobs` are applied (clones are *not* expanded:
 /// the simulator creates `numjobs` processes from one spec).
 #[derive(Clone, Debug, PartialEq)]
@@ -195,6 +204,8 @@ pub struct JobSpec {
     pub rate_bytes_per_sec: [Option<u64>; 3],
     /// `rate_iops=` for reads, writes, trims.
     pub rate_iops: [Option<u64>; 3],
+    /// `rate_process=`: how rated I/O is spaced (`linear`, the default, or `poisson`).
+    pub rate_process: RateProcess,
     pub group_reporting: bool,
     pub new_group: bool,
     pub stonewall: bool,
@@ -400,6 +411,7 @@ impl JobSpec {
             thinktime_spin_ns: 0,
             rate_bytes_per_sec: [None; 3],
             rate_iops: [None; 3],
+            rate_process: RateProcess::Linear,
             group_reporting: false,
             new_group: false,
             stonewall: false,

@@ -72,6 +72,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("thinktime_spin", "thinktime_spin"),
     ("rate", "rate"),
     ("rate_iops", "rate_iops"),
+    ("rate_process", "rate_process"),
     ("group_reporting", "group_reporting"),
     ("new_group", "new_group"),
     ("stonewall", "stonewall"),
@@ -288,7 +289,6 @@ const UNMODELLED: &[&str] = &[
     "rate_ignore_thinktime",
     "rate_iops_min",
     "rate_min",
-    "rate_process",
     "ratecycle",
     "ratemin",
     "rbdname",
@@ -772,6 +772,13 @@ impl Builder {
             "thinktime_blocks" => spec.thinktime_blocks = int_in(v, kb, 1, u32::MAX.into())? as u32,
             "rate" => spec.rate_bytes_per_sec = per_ddir_limit(v, kb)?,
             "rate_iops" => spec.rate_iops = per_ddir_limit(v, kb)?,
+            "rate_process" => {
+                spec.rate_process = match v.trim() {
+                    "linear" => crate::RateProcess::Linear,
+                    "poisson" => crate::RateProcess::Poisson,
+                    other => return Err(format!("`{other}`: expected linear or poisson")),
+                }
+            }
             "cgroup" => {
                 if v.is_empty() {
                     return Err("a cgroup path is expected (e.g. groupA or a/b)".into());
@@ -1330,6 +1337,12 @@ mod tests {
             builder().apply("percentage_random", Some("101")),
             Err(OptionError::Value(_))
         ));
+        assert_eq!(applied(&[]).rate_process, crate::RateProcess::Linear);
+        assert_eq!(
+            applied(&[("rate_process", Some("poisson"))]).rate_process,
+            crate::RateProcess::Poisson
+        );
+        assert!(value_err("rate_process", "exponential").contains("linear or poisson"));
         // Any distribution but the uniform one turns fio's random map off.
         let s = applied(&[("random_distribution", Some("zipf:1.2"))]);
         assert_eq!(

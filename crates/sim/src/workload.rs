@@ -24,7 +24,7 @@
 //!   `time_based` do not apply to it (fio applies some of them to replays too).
 
 use elevator_core::{IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_SEC};
-use elevator_fio::{BlockSize, JobSpec, RwMode};
+use elevator_fio::{BlockSize, JobSpec, RateProcess, RwMode};
 
 use crate::files::{FileIo, FileTree};
 use crate::iolog_out::JobLogs;
@@ -301,6 +301,9 @@ pub struct Process {
     thinktime_spin_ns: Nanos,
     rate_bytes_per_sec: [Option<u64>; 3],
     rate_iops: [Option<u64>; 3],
+    /// `rate_process=poisson`: per direction, when the next I/O is due (from the start), each
+    /// I/O moving it on by an exponentially distributed gap.
+    poisson_due_ns: Option<[Nanos; 3]>,
     fsync_every: u32,
     /// `write_barrier=N`: every N-th write is a barrier (a sync write and a cache flush).
     barrier_every: u32,
@@ -445,6 +448,7 @@ impl Process {
             thinktime_spin_ns: spec.thinktime_spin_ns,
             rate_bytes_per_sec: spec.rate_bytes_per_sec,
             rate_iops: spec.rate_iops,
+            poisson_due_ns: (spec.rate_process == RateProcess::Poisson).then_some([0; 3]),
             fsync_every: if spec.fsync_every > 0 { spec.fsync_every } else { spec.fdatasync_every },
             barrier_every: spec.write_barrier_every,
             writes_since_barrier: 0,
@@ -817,6 +821,28 @@ impl Process {
         self.ios_issued += 1;
         self.dir_bytes_issued[d] += len_bytes;
         self.dir_ios_issued[d] += 1;
+        if let Some(mean_ns) = self.poisson_mean_gap_ns(d) {
+            // fio's usec_for_io: the next I/O is due an exponential gap after this one's due
+            // time, -ln(U) times the mean.
+            let gap = mean_ns * -(1.0 - self.rng.unit()).ln();
+            if let Some(due) = self.poisson_due_ns.as_mut() {
+                due[d] = due[d].saturating_add(gap as Nanos);
+            }
+        }
+    }
+
+    /// `rate_process=poisson`: the mean gap between I/Os of direction `d`, if it is rated.
+    /// fio turns the rate into I/Os per second of the direction's smallest block, as its
+    /// `rate_bps / min_bs`.
+    fn poisson_mean_gap_ns(&self, d: usize) -> Option<f64> {
+        self.poisson_due_ns?;
+        let min_bs = self.block_size[d].min_bytes().max(1);
+        let bytes_per_sec = match (self.rate_bytes_per_sec[d], self.rate_iops[d]) {
+            (Some(r), _) if r > 0 => r as f64,
+            (_, Some(iops)) if iops > 0 => iops as f64 * min_bs as f64,
+            _ => return None,
+        };
+        Some(NS_PER_SEC as f64 * min_bs as f64 / bytes_per_sec)
     }
 
     /// The next action of the replayed log, when its delay after the previous one has passed
@@ -1110,6 +1136,10 @@ impl Process {
 
     /// The earliest time the rate limits allow another I/O in direction `d`, if later than now.
     fn rate_wait(&self, d: usize, now_ns: Nanos) -> Option<Nanos> {
+        if let (Some(due), Some(_)) = (self.poisson_due_ns, self.poisson_mean_gap_ns(d)) {
+            let at = self.start_ns.saturating_add(due[d]);
+            return (at > now_ns).then_some(at);
+        }
         let mut at = now_ns;
         if let Some(rate) = self.rate_bytes_per_sec[d].filter(|&r| r > 0) {
             let t = self.start_ns

@@ -31,6 +31,18 @@ pub fn queued_sectors(r: &SimResult) -> Vec<u64> {
         .collect()
 }
 
+/// When (ns) each bio was queued (blktrace's `Q`) on the run's first device, in order.
+pub fn queued_times_ns(r: &SimResult) -> Vec<u64> {
+    let d = &r.devices[0];
+    let file = d.blktrace.as_ref().expect("a traced run");
+    records(&file.bytes, &d.name)
+        .unwrap()
+        .into_iter()
+        .filter(|(t, _)| t.action >> TC_SHIFT & TC_NOTIFY == 0 && t.action & 0xffff == TA_QUEUE)
+        .map(|(t, _)| t.time_ns)
+        .collect()
+}
+
 /// How many bios the run queued at each sector of its first device.
 pub fn queued_per_sector(r: &SimResult) -> BTreeMap<u64, u32> {
     let mut per = BTreeMap::new();
