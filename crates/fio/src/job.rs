@@ -176,6 +176,10 @@ pub struct JobSpec {
     pub iodepth: u32,
     /// `iodepth_batch_submit=` / `iodepth_batch=` (default 1).
     pub iodepth_batch: u32,
+    /// `ba=` / `blockalign=` per direction: where random offsets may start; `None` is the
+    /// direction's smallest block (fio's default). Random jobs only; set, it turns the random
+    /// map off.
+    pub block_align: [Option<u64>; 3],
     /// `percentage_random=` per direction (read, write, trim): of a random job's I/Os, the
     /// percentage at random offsets; the others go on from where the last one ended
     /// (default 100).
@@ -400,6 +404,7 @@ impl JobSpec {
             iodepth_batch: 1,
             iodepth_low: 0,
             percentage_random: [100; 3],
+            block_align: [None; 3],
             random_distribution: crate::RandomDistribution::Random,
             numjobs: 1,
             runtime_ns: None,

@@ -46,6 +46,8 @@ const MODELLED: &[(&str, &str)] = &[
     ("rwmixwrite", "rwmixwrite"),
     ("bs", "bs"),
     ("blocksize", "bs"),
+    ("ba", "ba"),
+    ("blockalign", "ba"),
     ("bsrange", "bsrange"),
     ("blocksize_range", "bsrange"),
     ("bssplit", "bssplit"),
@@ -142,10 +144,8 @@ const UNMODELLED: &[&str] = &[
     "allrandrepeat",
     "arguments",
     "atomic",
-    "ba",
     "bindname",
     "block_error_percentiles",
-    "blockalign",
     "blocksize_unaligned",
     "brick",
     "bs_unaligned",
@@ -546,6 +546,18 @@ impl Builder {
                 *slot = split;
             }
         }
+        // fio: blockalign applies to random jobs only; an alignment other than the smallest
+        // block turns the random map off.
+        let random = self.spec.rw.is_random();
+        for (ba, bs) in self.spec.block_align.iter_mut().zip(&self.spec.block_size) {
+            if !random || *ba == Some(bs.min_bytes()) {
+                *ba = None;
+            }
+        }
+        if self.spec.block_align.iter().any(Option::is_some) && !self.spec.norandommap {
+            self.spec.norandommap = true;
+            warnings.push("any use of blockalign= turns off the random map (as fio)".to_string());
+        }
         // fio: any distribution but the uniform one turns the random map off.
         if !self.spec.random_distribution.is_uniform() {
             self.spec.norandommap = true;
@@ -663,6 +675,13 @@ impl Builder {
                 for (slot, part) in spec.block_size.iter_mut().zip(parts) {
                     if let Some(p) = part {
                         *slot = BlockSize::Fixed { bytes: block_bytes(p, kb)? };
+                    }
+                }
+            }
+            "ba" => {
+                for (slot, part) in spec.block_align.iter_mut().zip(split_ddir(v)?) {
+                    if let Some(p) = part {
+                        *slot = Some(block_bytes(p, kb)?);
                     }
                 }
             }
@@ -1337,6 +1356,17 @@ mod tests {
             builder().apply("percentage_random", Some("101")),
             Err(OptionError::Value(_))
         ));
+        // blockalign: per direction, random jobs only; the random map goes.
+        let s = applied(&[("rw", Some("randread")), ("bs", Some("64k")), ("ba", Some("4k"))]);
+        assert_eq!(s.block_align, [Some(4096); 3]);
+        assert!(s.norandommap);
+        let s =
+            applied(&[("rw", Some("randrw")), ("bs", Some("8k")), ("blockalign", Some("8k,16k"))]);
+        assert_eq!(s.block_align, [None, Some(16384), Some(16384)]);
+        let s = applied(&[("rw", Some("read")), ("ba", Some("4k"))]);
+        assert_eq!(s.block_align, [None; 3]);
+        assert!(!s.norandommap);
+        assert!(value_err("ba", "1000").contains("multiple of 512"));
         assert_eq!(applied(&[]).rate_process, crate::RateProcess::Linear);
         assert_eq!(
             applied(&[("rate_process", Some("poisson"))]).rate_process,

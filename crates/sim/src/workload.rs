@@ -335,6 +335,8 @@ pub struct Process {
     random_map: Option<RandomMap>,
     /// `percentage_random` per direction.
     percentage_random: [u32; 3],
+    /// `blockalign` per direction, where set (random jobs).
+    block_align: [Option<u64>; 3],
     /// `random_distribution=` other than uniform: where random offsets go instead.
     offset_distribution: Option<OffsetDistribution>,
     /// The buffered system call in progress, if it is blocked or still on the CPU.
@@ -476,6 +478,7 @@ impl Process {
             wrapped: false,
             random_map: None,
             percentage_random: spec.percentage_random,
+            block_align: spec.block_align,
             offset_distribution: None,
             pending_call: None,
         }
@@ -1177,7 +1180,7 @@ impl Process {
 
     /// A random offset's alignment and how many aligned places an I/O of `len` has.
     fn random_slots(&self, d: usize, len: u64) -> (u64, u64) {
-        let align = random_alignment(&self.block_size[d]);
+        let align = self.block_align[d].unwrap_or_else(|| random_alignment(&self.block_size[d]));
         (align, (self.region.len_bytes - len) / align + 1)
     }
 
