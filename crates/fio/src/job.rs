@@ -189,6 +189,10 @@ pub struct JobSpec {
     /// `iodepth_low=`: once the queue is full, let it drain to this depth before filling it
     /// again (0, the default, or more than `iodepth`: keep it full, as fio's fixup_options).
     pub iodepth_low: u32,
+    /// `iodepth_batch_complete_min=` (`iodepth_batch_complete=`): a full queue waits for at
+    /// least this many completions before it is filled again (default 1; 0 counts as 1 for
+    /// a full queue, as fio's wait_for_completions).
+    pub iodepth_batch_complete_min: u32,
     /// `numjobs=` (default 1).
     pub numjobs: u32,
     /// `runtime=` (fio's unit: seconds), `None` if unlimited.
@@ -403,6 +407,7 @@ impl JobSpec {
             iodepth: 1,
             iodepth_batch: 1,
             iodepth_low: 0,
+            iodepth_batch_complete_min: 1,
             percentage_random: [100; 3],
             block_align: [None; 3],
             random_distribution: crate::RandomDistribution::Random,

@@ -280,6 +280,8 @@ pub struct Process {
     /// (`max_in_flight` unless set), and whether it is draining now.
     depth_low: u32,
     draining_to_low: bool,
+    /// `iodepth_batch_complete_min`: completions a full queue waits for at least (≥ 1).
+    batch_complete_min: u32,
     pub batch: u32,
     /// fio's `exitall` / `exit_what`.
     pub exitall: bool,
@@ -424,6 +426,7 @@ impl Process {
                 low => low.min(max_in_flight),
             },
             draining_to_low: false,
+            batch_complete_min: spec.iodepth_batch_complete_min.max(1),
             batch: if spec.latency_target_ns.is_some() {
                 1
             } else {
@@ -701,6 +704,18 @@ impl Process {
         }
     }
 
+    /// The depth a full queue must drain to before the job fills it again (fio's
+    /// `wait_for_completions`): it reaps at least `iodepth_batch_complete_min` completions,
+    /// and again as long as more than `iodepth_low` are in flight. By default (a minimum of
+    /// one, `iodepth_low` the queue's depth) one completion is enough.
+    fn refill_depth(&self) -> u32 {
+        let full = self.max_in_flight;
+        let low = self.depth_low.min(full);
+        let m = self.batch_complete_min.min(full).max(1);
+        let rounds = (full - low).div_ceil(m).max(1);
+        full.saturating_sub(rounds.saturating_mul(m))
+    }
+
     /// Decides the next I/O at `now_ns`.
     pub fn next(&mut self, now_ns: Nanos) -> Next {
         if self.state != State::Running {
@@ -722,14 +737,14 @@ impl Process {
             self.next_loop();
         }
         if self.thinking || self.in_flight >= self.max_in_flight {
-            // fio's wait_for_completions: a full queue waits until it is down to iodepth_low.
-            if self.in_flight >= self.max_in_flight && self.depth_low < self.max_in_flight {
+            if self.in_flight >= self.max_in_flight && self.refill_depth() + 1 < self.max_in_flight
+            {
                 self.draining_to_low = true;
             }
             return Next::Full;
         }
         if self.draining_to_low {
-            if self.in_flight > self.depth_low.min(self.max_in_flight) {
+            if self.in_flight > self.refill_depth() {
                 return Next::Full;
             }
             self.draining_to_low = false;

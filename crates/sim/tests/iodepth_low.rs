@@ -1,6 +1,7 @@
 //! fio's `iodepth_low`: once an async job has filled its queue to `iodepth`, it lets the
 //! queue drain to `iodepth_low` before filling it again (`wait_for_completions`); by
-//! default (`iodepth_low` = `iodepth`) it keeps the queue full.
+//! default (`iodepth_low` = `iodepth`) it keeps the queue full. `iodepth_batch_complete_min`
+//! makes a full queue wait for that many completions at least.
 
 use std::path::Path;
 
@@ -37,4 +38,21 @@ fn a_full_queue_drains_to_iodepth_low_before_it_is_filled_again() {
     // iodepth_low of 0 or over iodepth is iodepth (fio's fixup_options).
     assert_eq!(depths("iodepth_low=0").0, full);
     assert_eq!(depths("iodepth_low=64").0, full);
+}
+
+#[test]
+fn a_full_queue_waits_for_a_batch_of_completions() {
+    let (full, full_iops) = depths("");
+    // iodepth_batch_complete_min=8: a full queue reaps 8 before it refills, so each refill
+    // submits at depths 9 to 16: seven in fio's 8-15 bucket for one in 16-31.
+    let (batch, batch_iops) = depths("iodepth_batch_complete_min=8");
+    assert!((6 * batch[4]..=8 * batch[4]).contains(&batch[3]), "{batch:?}");
+    assert_eq!(batch[2], full[2], "none below 8 after the first fill: {batch:?}");
+    assert!(batch_iops < full_iops, "{batch_iops} vs {full_iops} IOPS");
+    // With iodepth_low=4, batches of 4 reap down to 4 (fio goes on reaping while the
+    // depth is above iodepth_low): the same depths as iodepth_low=4 alone.
+    assert_eq!(depths("iodepth_low=4\niodepth_batch_complete_min=4").0, depths("iodepth_low=4").0);
+    // 0 and 1 are the default.
+    assert_eq!(depths("iodepth_batch_complete_min=0").0, full);
+    assert_eq!(depths("iodepth_batch_complete=1").0, full);
 }
