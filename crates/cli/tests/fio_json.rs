@@ -170,3 +170,82 @@ fn terse_lines_have_fio_3_33s_fields() {
     }
     assert_eq!(o[5], "16384", "KiB read");
 }
+
+/// What real fio (installed by setup.sh) and elevator print for `job`, in `format`.
+fn both(job: &str, format: &str) -> (String, String) {
+    let dir = std::env::temp_dir().join(format!("elevator-percentiles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{}.fio", job.len()));
+    std::fs::write(&file, job).unwrap();
+    let run = |program: &str, args: &[&str]| {
+        let out = Command::new(program)
+            .args(args)
+            .arg(format!("--output-format={format}"))
+            .arg(&file)
+            .current_dir(&dir)
+            .output()
+            .expect("runs (setup.sh installs fio)");
+        assert!(out.status.success(), "{program}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let fio = run("fio", &[]);
+    let ours = run(env!("CARGO_BIN_EXE_elevator"), &["run"]);
+    (fio, ours)
+}
+
+/// The percentile keys of each latency object of the first job's reads.
+fn percentile_keys(json: &str) -> Vec<(String, Vec<String>)> {
+    let v: Value = serde_json::from_str(&json[json.find('{').unwrap()..]).unwrap();
+    let read = &v["jobs"][0]["read"];
+    ["slat_ns", "clat_ns", "lat_ns"]
+        .iter()
+        .map(|k| {
+            let keys = read[k]["percentile"]
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
+            (k.to_string(), keys)
+        })
+        .collect()
+}
+
+#[test]
+fn percentile_options_report_as_real_fio_does() {
+    // A custom list, out of order, with total latency percentiles as well.
+    let job = "[r]\nioengine=null\nrw=randread\nbs=4k\nsize=16m\npercentile_list=50:99.9:99:10\nlat_percentiles=1\n";
+    let (fio, ours) = both(job, "json");
+    assert_eq!(percentile_keys(&ours), percentile_keys(&fio));
+    assert_eq!(percentile_keys(&fio)[1].1, ["10.000000", "50.000000", "99.000000", "99.900000"]);
+    // The text report: the same headers, and each percentile with one decimal, as fio.
+    let (fio, ours) = both(job, "normal");
+    let labels = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains("percentiles (") || l.contains("th=["))
+            .flat_map(|l| {
+                if l.contains("percentiles (") {
+                    vec![l.trim().split(" (").next().unwrap().to_string()]
+                } else {
+                    l.split_whitespace()
+                        .filter_map(|t| t.split_once("th=[").map(|(p, _)| p.to_string()))
+                        .collect()
+                }
+            })
+            .collect()
+    };
+    assert_eq!(labels(&ours), labels(&fio), "elevator:\n{ours}\nfio:\n{fio}");
+    assert!(ours.contains("| 10.0th=["), "{ours}");
+    // Terse: the list's labels in the percentile fields, the rest `0%=0`.
+    let (fio, ours) = both(job, "terse");
+    let pct = |line: &str| -> Vec<String> {
+        line.split(';')
+            .filter(|f| f.contains("%="))
+            .map(|f| f.split('=').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(pct(&ours), pct(&fio));
+    // clat_percentiles=0: no percentiles anywhere.
+    let job = "[r]\nioengine=null\nrw=randread\nbs=4k\nsize=16m\nclat_percentiles=0\n";
+    let (fio, ours) = both(job, "json");
+    assert_eq!(percentile_keys(&ours), percentile_keys(&fio));
+    assert!(percentile_keys(&ours).iter().all(|(_, k)| k.is_empty()));
+}

@@ -131,6 +131,12 @@ pub enum FileServiceType {
     Sequential,
 }
 
+/// fio's default `percentile_list`.
+pub const DEFAULT_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
 /// `rate_process=`: how a rated job spaces its I/Os.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RateProcess {
@@ -189,6 +195,14 @@ pub struct JobSpec {
     /// `iodepth_low=`: once the queue is full, let it drain to this depth before filling it
     /// again (0, the default, or more than `iodepth`: keep it full, as fio's fixup_options).
     pub iodepth_low: u32,
+    /// `percentile_list=`: the latency percentiles reported, sorted (fio's default list
+    /// unless set), and the decimals the text report shows them with.
+    pub percentile_list: Vec<f64>,
+    pub percentile_precision: u32,
+    /// `clat_percentiles=` (default on) and `lat_percentiles=` (default off): whether
+    /// completion and total latency percentiles are reported.
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
     /// `iodepth_batch_complete_min=` (`iodepth_batch_complete=`): a full queue waits for at
     /// least this many completions before it is filled again (default 1; 0 counts as 1 for
     /// a full queue, as fio's wait_for_completions).
@@ -408,6 +422,10 @@ impl JobSpec {
             iodepth_batch: 1,
             iodepth_low: 0,
             iodepth_batch_complete_min: 1,
+            percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            percentile_precision: 2,
+            clat_percentiles: true,
+            lat_percentiles: false,
             percentage_random: [100; 3],
             block_align: [None; 3],
             random_distribution: crate::RandomDistribution::Random,

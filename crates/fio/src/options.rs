@@ -87,6 +87,9 @@ const MODELLED: &[(&str, &str)] = &[
     ("norandommap", "norandommap"),
     ("loops", "loops"),
     ("iodepth_low", "iodepth_low"),
+    ("percentile_list", "percentile_list"),
+    ("clat_percentiles", "clat_percentiles"),
+    ("lat_percentiles", "lat_percentiles"),
     ("iodepth_batch_complete_min", "iodepth_batch_complete_min"),
     ("iodepth_batch_complete", "iodepth_batch_complete_min"),
     ("iodepth_batch_complete_max", "iodepth_batch_complete_max"),
@@ -160,7 +163,6 @@ const UNMODELLED: &[&str] = &[
     "bwavgtime",
     "cgroup_nodelete",
     "chunk_size",
-    "clat_percentiles",
     "clientname",
     "clocksource",
     "clustername",
@@ -236,7 +238,6 @@ const UNMODELLED: &[&str] = &[
     "iopsavgtime",
     "ioscheduler",
     "job_max_open_zones",
-    "lat_percentiles",
     "latency_run",
     "librpma_apm_client",
     "librpma_apm_server",
@@ -277,7 +278,6 @@ const UNMODELLED: &[&str] = &[
     "opendir",
     "openfiles",
     "overwrite",
-    "percentile_list",
     "pingpong",
     "pool",
     "port",
@@ -609,6 +609,8 @@ impl Builder {
         match name {
             "time_based" => self.spec.time_based = flag(value)?,
             "group_reporting" => self.spec.group_reporting = flag(value)?,
+            "clat_percentiles" => self.spec.clat_percentiles = flag(value)?,
+            "lat_percentiles" => self.spec.lat_percentiles = flag(value)?,
             "new_group" => self.spec.new_group = flag(value)?,
             "stonewall" => self.spec.stonewall = flag(value)?,
             "exitall" => self.spec.exitall = flag(value)?,
@@ -735,6 +737,11 @@ impl Builder {
             "iodepth" => spec.iodepth = int_in(v, kb, 1, u32::MAX.into())? as u32,
             "iodepth_batch" => spec.iodepth_batch = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "iodepth_low" => spec.iodepth_low = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "percentile_list" => {
+                let (list, precision) = parse_percentile_list(v)?;
+                spec.percentile_list = list;
+                spec.percentile_precision = precision;
+            }
             "iodepth_batch_complete_min" => {
                 spec.iodepth_batch_complete_min = int_in(v, kb, 0, u32::MAX.into())? as u32;
             }
@@ -1048,6 +1055,42 @@ fn think_time_ns(v: &str) -> Result<u64, String> {
         return Err(format!("`{v}` is above a day (MAX_THINKTIME_NS)"));
     }
     Ok(ns)
+}
+
+/// Most percentiles `percentile_list=` takes (fio's `FIO_IO_U_LIST_MAX_LEN`).
+pub const MAX_PERCENTILES: usize = 20;
+
+/// `percentile_list=`: up to [`MAX_PERCENTILES`] percentiles joined by `:`, each 0 to 100; a 0
+/// ends the list (fio counts entries up to the first zero). Sorted, as fio sorts them, with
+/// the most digits any has after its point: the precision fio prints them with.
+fn parse_percentile_list(v: &str) -> Result<(Vec<f64>, u32), String> {
+    let mut list = Vec::new();
+    let mut precision = 0u32;
+    for part in v.split(':').map(str::trim) {
+        if list.len() == MAX_PERCENTILES {
+            return Err(format!(
+                "more than {MAX_PERCENTILES} percentiles (MAX_PERCENTILES, fio's FIO_IO_U_LIST_MAX_LEN)"
+            ));
+        }
+        let p: f64 = part
+            .parse()
+            .ok()
+            .filter(|p: &f64| (0.0..=100.0).contains(p))
+            .ok_or_else(|| format!("`{part}` is not a percentile (0 to 100)"))?;
+        if p == 0.0 {
+            break;
+        }
+        if let Some((_, frac)) = part.split_once('.') {
+            let digits = frac.chars().take_while(char::is_ascii_digit).count() as u32;
+            precision = precision.max(digits);
+        }
+        list.push(p);
+    }
+    if list.is_empty() {
+        return Err("at least one percentile above 0 is expected".into());
+    }
+    list.sort_by(f64::total_cmp);
+    Ok((list, precision))
 }
 
 /// fio's refusal of both ways of choosing which I/Os get a priority.
@@ -1570,6 +1613,25 @@ mod tests {
             Ok(Applied::Warn(_))
         ));
         assert!(value_err("file_service_type", "lru").contains("roundrobin"));
+    }
+
+    #[test]
+    fn percentile_options() {
+        let d = applied(&[]);
+        assert_eq!(d.percentile_list.len(), 17);
+        assert_eq!(
+            (d.percentile_precision, d.clat_percentiles, d.lat_percentiles),
+            (2, true, false)
+        );
+        let s = applied(&[("percentile_list", Some("50:99.9:99:10")), ("lat_percentiles", None)]);
+        assert_eq!(s.percentile_list, [10.0, 50.0, 99.0, 99.9]);
+        assert_eq!(s.percentile_precision, 1);
+        assert!(s.lat_percentiles);
+        assert_eq!(applied(&[("percentile_list", Some("90:0:99"))]).percentile_list, [90.0]);
+        assert!(!applied(&[("clat_percentiles", Some("0"))]).clat_percentiles);
+        assert!(value_err("percentile_list", "101").contains("percentile"));
+        let many = vec!["1"; 21].join(":");
+        assert!(value_err("percentile_list", &many).contains("MAX_PERCENTILES"));
     }
 
     #[test]

@@ -13,11 +13,10 @@ pub const SAMPLE_WINDOW_NS: Nanos = 500 * NS_PER_MS;
 /// buckets, in a fixed 40 KB per histogram.
 pub const CLAT_HIST_MAX_NS: u64 = 1 << 44;
 
-/// fio's default `percentile_list`.
-pub const FIO_PERCENTILES: [f64; 17] = [
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
-    99.99,
-];
+/// An empty latency histogram of the layout above.
+fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, CLAT_HIST_MAX_NS, 2).expect("valid histogram bounds")
+}
 
 /// Upper bounds, in ns, of fio's latency distribution buckets (`latency_ns`, `latency_us`,
 /// `latency_ms`); everything above the last falls into `>=2000` ms.
@@ -111,6 +110,9 @@ pub struct DirStats {
     pub clat_ns: Summary,
     pub lat_ns: Summary,
     pub clat_hist: Histogram<u64>,
+    /// Total latencies (submission + completion), kept only for jobs that report their
+    /// percentiles (`lat_percentiles`): 40 KB more per direction otherwise spent for nothing.
+    pub lat_hist: Option<Box<Histogram<u64>>>,
     /// Per-window bandwidth (KiB/s) and IOPS samples.
     pub bw_kib_samples: Summary,
     pub iops_samples: Summary,
@@ -127,14 +129,19 @@ impl DirStats {
             slat_ns: Summary::default(),
             clat_ns: Summary::default(),
             lat_ns: Summary::default(),
-            clat_hist: Histogram::new_with_bounds(1, CLAT_HIST_MAX_NS, 2)
-                .expect("valid histogram bounds"),
+            clat_hist: latency_histogram(),
+            lat_hist: None,
             bw_kib_samples: Summary::default(),
             iops_samples: Summary::default(),
             window_end_ns: start_ns + SAMPLE_WINDOW_NS,
             window_bytes: 0,
             window_ios: 0,
         }
+    }
+
+    /// Keeps a histogram of total latencies too (`lat_percentiles`).
+    pub fn keep_lat_histogram(&mut self) {
+        self.lat_hist.get_or_insert_with(|| Box::new(latency_histogram()));
     }
 
     /// Records one completed I/O.
@@ -153,6 +160,9 @@ impl DirStats {
         self.clat_ns.add(clat);
         self.lat_ns.add(slat + clat);
         self.clat_hist.saturating_record(clat.max(1));
+        if let Some(h) = self.lat_hist.as_mut() {
+            h.saturating_record((slat + clat).max(1));
+        }
     }
 
     /// Records `n` I/Os of `len_bytes`, each with completion latency `each_ns`, completing
@@ -187,6 +197,9 @@ impl DirStats {
         self.clat_ns.add_n(each_ns, n);
         self.lat_ns.add_n(each_ns, n);
         let _ = self.clat_hist.record_n(each_ns.clamp(1, CLAT_HIST_MAX_NS), n);
+        if let Some(h) = self.lat_hist.as_mut() {
+            let _ = h.record_n(each_ns.clamp(1, CLAT_HIST_MAX_NS), n);
+        }
     }
 
     fn close_window(&mut self) {
@@ -206,8 +219,21 @@ impl DirStats {
         self.clat_ns.merge(&other.clat_ns);
         self.lat_ns.merge(&other.lat_ns);
         self.clat_hist.add(&other.clat_hist).expect("histograms of the same precision merge");
+        if let Some(theirs) = &other.lat_hist {
+            self.keep_lat_histogram();
+            let ours = self.lat_hist.as_mut().expect("just kept");
+            ours.add(theirs.as_ref()).expect("histograms of the same precision merge");
+        }
         self.bw_kib_samples.merge(&other.bw_kib_samples);
         self.iops_samples.merge(&other.iops_samples);
+    }
+
+    /// The total latency at `percentile` (ns); 0 unless the histogram is kept.
+    pub fn lat_percentile_ns(&self, percentile: f64) -> u64 {
+        match &self.lat_hist {
+            Some(h) if self.total_ios > 0 => h.value_at_percentile(percentile),
+            _ => 0,
+        }
     }
 
     /// The completion latency at `percentile`, as fio prints it (ns).
@@ -261,13 +287,23 @@ pub fn fio_plat_idx_to_val(idx: u64) -> u64 {
 impl DirStats {
     /// The completion latencies as fio's json+ `bins`: (bucket value in ns, count), ascending.
     pub fn clat_bins(&self) -> Vec<(u64, u64)> {
-        let mut bins: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
-        for v in self.clat_hist.iter_recorded() {
-            let ns = self.clat_hist.median_equivalent(v.value_iterated_to());
-            *bins.entry(fio_plat_val_to_idx(ns)).or_default() += v.count_at_value();
-        }
-        bins.into_iter().map(|(idx, n)| (fio_plat_idx_to_val(idx), n)).collect()
+        fio_bins(&self.clat_hist)
     }
+
+    /// [`DirStats::clat_bins`] for total latencies, when their histogram is kept.
+    pub fn lat_bins(&self) -> Vec<(u64, u64)> {
+        self.lat_hist.as_deref().map(fio_bins).unwrap_or_default()
+    }
+}
+
+/// A latency histogram regrouped into fio's buckets (json+'s `bins`).
+fn fio_bins(hist: &Histogram<u64>) -> Vec<(u64, u64)> {
+    let mut bins: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    for v in hist.iter_recorded() {
+        let ns = hist.median_equivalent(v.value_iterated_to());
+        *bins.entry(fio_plat_val_to_idx(ns)).or_default() += v.count_at_value();
+    }
+    bins.into_iter().map(|(idx, n)| (fio_plat_idx_to_val(idx), n)).collect()
 }
 
 /// Which of fio's latency buckets each I/O's total latency fell into.

@@ -384,7 +384,7 @@ impl Process {
             start_ns: 0,
             ramp_end_ns: 0,
             end_ns: 0,
-            stats: [DirStats::new(0), DirStats::new(0), DirStats::new(0)],
+            stats: fresh_stats(0, spec.lat_percentiles),
             lat_buckets: LatencyBuckets::default(),
             timeline: crate::timeline::Timeline::default(),
             cmdprio: CmdPrio::from_spec(spec, u64::from(owner.pid), clone),
@@ -685,11 +685,7 @@ impl Process {
         if let Some(logs) = self.logs.as_mut() {
             logs.start(now_ns);
         }
-        self.stats = [
-            DirStats::new(self.ramp_end_ns),
-            DirStats::new(self.ramp_end_ns),
-            DirStats::new(self.ramp_end_ns),
-        ];
+        self.stats = fresh_stats(self.ramp_end_ns, self.keeps_lat_histogram());
         self.stop_at_ns = self.runtime_ns.map(|r| self.ramp_end_ns + r);
         if let Some(r) = self.iolog.as_mut() {
             r.last_issue_ns = now_ns;
@@ -714,6 +710,10 @@ impl Process {
         let m = self.batch_complete_min.min(full).max(1);
         let rounds = (full - low).div_ceil(m).max(1);
         full.saturating_sub(rounds.saturating_mul(m))
+    }
+
+    fn keeps_lat_histogram(&self) -> bool {
+        self.stats[0].lat_hist.is_some()
     }
 
     /// Decides the next I/O at `now_ns`.
@@ -1037,7 +1037,7 @@ impl Process {
         }
         lt.end_run = true;
         // `reset_all_stats`: what is reported is the run at the depth found.
-        self.stats = [DirStats::new(0), DirStats::new(0), DirStats::new(0)];
+        self.stats = fresh_stats(0, self.keeps_lat_histogram());
         self.lat_buckets = LatencyBuckets::default();
         self.depth_hist = [0; 7];
         self.ios_in_runtime = 0;
@@ -1238,6 +1238,16 @@ impl Process {
             (offset, len)
         }
     }
+}
+
+/// Empty statistics for the three directions, from `start_ns`; with a histogram of total
+/// latencies when the job reports their percentiles.
+fn fresh_stats(start_ns: Nanos, lat_hist: bool) -> [DirStats; 3] {
+    let mut stats = [DirStats::new(start_ns), DirStats::new(start_ns), DirStats::new(start_ns)];
+    if lat_hist {
+        stats.iter_mut().for_each(DirStats::keep_lat_histogram);
+    }
+    stats
 }
 
 /// A random offset's alignment for a block size: its smallest block, at least a sector.

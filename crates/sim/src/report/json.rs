@@ -8,9 +8,9 @@
 use serde_json::{json, Map, Value};
 
 use crate::report::{entries, rate, Entry};
-use crate::stats::{DirStats, Summary, FIO_PERCENTILES, LAT_BUCKET_EDGES_NS};
+use crate::stats::{DirStats, Summary, LAT_BUCKET_EDGES_NS};
 use crate::SimResult;
-use elevator_fio::JobFile;
+use elevator_fio::{JobFile, JobSpec};
 
 /// Renders the whole result as fio JSON text.
 pub fn render(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> String {
@@ -177,7 +177,7 @@ fn group_bandwidths(entries: &[Entry]) -> Vec<[f64; 3]> {
 fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Value {
     let spec = &jobs.jobs[e.job];
     let dirs: Vec<Value> =
-        (0..3).map(|d| dir_json(e, d, group_bw[e.group_id as usize][d], plus)).collect();
+        (0..3).map(|d| dir_json(e, spec, d, group_bw[e.group_id as usize][d], plus)).collect();
     let total_ios: u64 = e.depth_hist.iter().sum();
     let depth_pct = |i: usize| {
         round6(if total_ios == 0 { 0.0 } else { e.depth_hist[i] as f64 * 100.0 / total_ios as f64 })
@@ -252,22 +252,35 @@ fn summary_json(s: &Summary) -> Value {
     json!({ "min": s.min, "max": s.max, "mean": round6(s.mean()), "stddev": round6(s.stddev()), "N": s.n })
 }
 
-fn dir_json(e: &Entry, d: usize, group_total_bw: f64, plus: bool) -> Value {
+fn dir_json(e: &Entry, spec: &JobSpec, d: usize, group_total_bw: f64, plus: bool) -> Value {
     let s: &DirStats = &e.stats[d];
     let bw_bytes = e.bw_bytes_per_sec(d);
-    let mut clat = summary_json(&s.clat_ns);
-    if s.total_ios > 0 {
-        let mut pct = Map::new();
-        for p in FIO_PERCENTILES {
-            pct.insert(format!("{p:.6}"), json!(s.clat_percentile_ns(p)));
+    // fio's add_ddir_lat_json: the percentiles of each latency the job reports, and with
+    // json+ the histogram they come from.
+    let with_percentiles = |summary: &Summary, at: &dyn Fn(f64) -> u64, bins: Vec<(u64, u64)>| {
+        let mut v = summary_json(summary);
+        if s.total_ios > 0 {
+            let pct: Map<String, Value> =
+                spec.percentile_list.iter().map(|&p| (format!("{p:.6}"), json!(at(p)))).collect();
+            v["percentile"] = Value::Object(pct);
+            if plus {
+                let bins: Map<String, Value> =
+                    bins.into_iter().map(|(ns, n)| (ns.to_string(), json!(n))).collect();
+                v["bins"] = Value::Object(bins);
+            }
         }
-        clat["percentile"] = Value::Object(pct);
-        if plus {
-            let bins: Map<String, Value> =
-                s.clat_bins().into_iter().map(|(ns, n)| (ns.to_string(), json!(n))).collect();
-            clat["bins"] = Value::Object(bins);
-        }
-    }
+        v
+    };
+    let clat = if spec.clat_percentiles {
+        with_percentiles(&s.clat_ns, &|p| s.clat_percentile_ns(p), s.clat_bins())
+    } else {
+        summary_json(&s.clat_ns)
+    };
+    let lat = if spec.lat_percentiles {
+        with_percentiles(&s.lat_ns, &|p| s.lat_percentile_ns(p), s.lat_bins())
+    } else {
+        summary_json(&s.lat_ns)
+    };
     json!({
         "io_bytes": s.io_bytes,
         "io_kbytes": s.io_bytes / 1024,
@@ -280,7 +293,7 @@ fn dir_json(e: &Entry, d: usize, group_total_bw: f64, plus: bool) -> Value {
         "drop_ios": 0,
         "slat_ns": summary_json(&s.slat_ns),
         "clat_ns": clat,
-        "lat_ns": summary_json(&s.lat_ns),
+        "lat_ns": lat,
         "bw_min": s.bw_kib_samples.min,
         "bw_max": s.bw_kib_samples.max,
         "bw_agg": round6(if group_total_bw > 0.0 { bw_bytes * 100.0 / group_total_bw } else { 0.0 }),

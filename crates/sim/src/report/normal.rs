@@ -6,7 +6,7 @@ use std::fmt::Write;
 use elevator_fio::{BlockSize, IoEngine, JobFile, RwMode};
 
 use crate::report::{entries, rate, Entry};
-use crate::stats::{Summary, FIO_PERCENTILES};
+use crate::stats::Summary;
 use crate::SimResult;
 
 const DIR_NAMES: [&str; 3] = ["read", "write", "trim"];
@@ -45,7 +45,7 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     let _ = writeln!(out, "elevator-{} (simulated)", env!("CARGO_PKG_VERSION"));
     let _ = writeln!(out, "Starting {} processes\n", result.processes.len());
     for e in &entries {
-        job_block(&mut out, e);
+        job_block(&mut out, e, &jobs.jobs[e.job]);
     }
     let groups = entries.iter().map(|e| e.group_id).max().map_or(0, |g| g + 1);
     for g in 0..groups {
@@ -116,7 +116,7 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     out
 }
 
-fn job_block(out: &mut String, e: &Entry) {
+fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
     let _ = writeln!(
         out,
         "{}: (groupid={}, jobs={}): err= 0: pid={}",
@@ -144,14 +144,15 @@ fn job_block(out: &mut String, e: &Entry) {
         lat_line(out, "slat", &s.slat_ns);
         lat_line(out, "clat", &s.clat_ns);
         lat_line(out, " lat", &s.lat_ns);
-        let (unit, div) = unit_for(s.clat_ns.max);
-        let _ = writeln!(out, "    clat percentiles ({unit}):");
-        for row in FIO_PERCENTILES.chunks(4) {
-            let cells: Vec<String> = row
-                .iter()
-                .map(|&p| format!("{:>5.2}th=[{:>5}]", p, s.clat_percentile_ns(p) / div))
-                .collect();
-            let _ = writeln!(out, "     | {},", cells.join(", "));
+        let list = &spec.percentile_list;
+        let precision = spec.percentile_precision as usize;
+        if spec.clat_percentiles {
+            let values: Vec<u64> = list.iter().map(|&p| s.clat_percentile_ns(p)).collect();
+            percentile_block(out, "clat", list, &values, precision);
+        }
+        if spec.lat_percentiles {
+            let values: Vec<u64> = list.iter().map(|&p| s.lat_percentile_ns(p)).collect();
+            percentile_block(out, "lat", list, &values, precision);
         }
         let b = &s.bw_kib_samples;
         let _ = writeln!(
@@ -216,6 +217,49 @@ fn lat_line(out: &mut String, name: &str, s: &Summary) {
 }
 
 /// fio picks the unit from the largest value: nsec, usec or msec.
+/// fio's `show_clat_percentiles`: the unit from the smallest and largest value (msec when
+/// the smallest is over 2 ms and the largest over 100 ms, usec over 2 µs and 100 µs, nsec
+/// otherwise; values rounded up into it), each percentile with `precision` decimals, as
+/// many to a line as fit in 80 columns.
+fn percentile_block(
+    out: &mut String,
+    pre: &str,
+    list: &[f64],
+    values_ns: &[u64],
+    precision: usize,
+) {
+    let (Some(&minv), Some(&maxv)) = (values_ns.iter().min(), values_ns.iter().max()) else {
+        return;
+    };
+    let (unit, scale_down) = if minv > 2_000_000 && maxv > 99_999_999 {
+        ("msec", 2)
+    } else if minv > 2000 && maxv > 99_999 {
+        ("usec", 1)
+    } else {
+        ("nsec", 0)
+    };
+    let divisor = 1000u64.pow(scale_down);
+    let time_width = 5.max((maxv / divisor).max(1).ilog10() as usize + 1);
+    let per_line = (80 - 7) / (precision + 10 + time_width);
+    let _ = write!(out, "    {pre} percentiles ({unit}):\n     |");
+    for (j, (&p, &v)) in list.iter().zip(values_ns).enumerate() {
+        if j != 0 && j % per_line == 0 {
+            out.push_str("     |");
+        }
+        let v = (0..scale_down).fold(v, |v, _| v.div_ceil(1000));
+        let last = j == list.len() - 1;
+        let _ = write!(
+            out,
+            " {p:width$.precision$}th=[{v:time_width$}]{}",
+            if last { '\n' } else { ',' },
+            width = precision + 3
+        );
+        if !last && j % per_line == per_line - 1 {
+            out.push('\n');
+        }
+    }
+}
+
 fn unit_for(max_ns: u64) -> (&'static str, u64) {
     if max_ns >= 10_000_000 {
         ("msec", 1_000_000)

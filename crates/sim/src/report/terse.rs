@@ -12,7 +12,7 @@
 use elevator_fio::JobFile;
 
 use crate::report::{entries, rate, Entry};
-use crate::stats::{DirStats, Summary, FIO_PERCENTILES};
+use crate::stats::{DirStats, Summary};
 use crate::SimResult;
 
 /// Percentile fields per direction in version 3 (fio's `FIO_IO_U_LIST_MAX_LEN`).
@@ -58,7 +58,7 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
             e.group_id
         ));
         for (d, &total) in group_bw[e.group_id as usize].iter().take(2).enumerate() {
-            out.push_str(&ddir(e, d, total));
+            out.push_str(&ddir(e, &jobs.jobs[e.job], d, total));
         }
         out.push_str(";0.000000%;0.000000%;0;0;0");
         let total: u64 = e.depth_hist.iter().sum();
@@ -91,7 +91,7 @@ fn lat_us(s: &Summary) -> String {
     format!(";{};{};{:.6};{:.6}", s.min / 1000, s.max / 1000, s.mean() / 1e3, s.stddev() / 1e3)
 }
 
-fn ddir(e: &Entry, d: usize, group_total_bw: f64) -> String {
+fn ddir(e: &Entry, spec: &elevator_fio::JobSpec, d: usize, group_total_bw: f64) -> String {
     let s: &DirStats = &e.stats[d];
     let bw_bytes = e.bw_bytes_per_sec(d);
     let runtime_ms = if s.total_ios > 0 { e.runtime_ns / 1_000_000 } else { 0 };
@@ -104,10 +104,21 @@ fn ddir(e: &Entry, d: usize, group_total_bw: f64) -> String {
     );
     out.push_str(&lat_us(&s.slat_ns));
     out.push_str(&lat_us(&s.clat_ns));
+    // fio's terse percentiles: of total latency with lat_percentiles, else of completion
+    // latency with clat_percentiles, else none.
+    let at = |p: f64| {
+        if spec.lat_percentiles {
+            s.lat_percentile_ns(p)
+        } else {
+            s.clat_percentile_ns(p)
+        }
+    };
+    let list: &[f64] =
+        if spec.lat_percentiles || spec.clat_percentiles { &spec.percentile_list } else { &[] };
     for i in 0..PERCENTILE_FIELDS {
-        match FIO_PERCENTILES.get(i) {
+        match list.get(i) {
             Some(&p) => {
-                let v = if s.total_ios > 0 { s.clat_percentile_ns(p) / 1000 } else { 0 };
+                let v = if s.total_ios > 0 { at(p) / 1000 } else { 0 };
                 out.push_str(&format!(";{p:.6}%={v}"));
             }
             None => out.push_str(";0%=0"),
