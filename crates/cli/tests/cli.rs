@@ -197,9 +197,10 @@ fn ssd_presets_under_fio() {
 fn iolog_replay_keeps_recorded_timing() {
     let mut log = String::from("fio version 3 iolog\n0 /dev/sda add\n");
     for i in 0..10 {
-        log += &format!("{} /dev/sda read {} 4096\n", i * 100, i * 1_048_576);
+        log += &format!("{} /dev/sda read {} 4096\n", i * 100_000, i * 1_048_576);
     }
-    log += "950 /dev/sda write 0 8192\n960 /dev/sda sync 0 0\n";
+    // Version 3 timestamps are microseconds, as fio 3.31+ writes them.
+    log += "950000 /dev/sda write 0 8192\n960000 /dev/sda sync 0 0\n";
     temp_file("trace.log", &log);
     let timed = temp_file("timed.fio", "[replay]\nread_iolog=trace.log\nioengine=libaio\n");
     let v = json(&["run", timed.to_str().unwrap()]);
@@ -220,6 +221,36 @@ fn iolog_replay_keeps_recorded_timing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("bad.fio:2") && err.contains("bad.log:3: unknown action `jump`"), "{err}");
+}
+
+/// A log real fio (installed by setup.sh) wrote with `write_iolog` replays with fio's own
+/// timing: 40 reads at 100 IOPS take about 390 ms again.
+#[test]
+fn a_log_real_fio_wrote_replays_in_its_time() {
+    let dir = std::env::temp_dir().join(format!("elevator-iolog-rt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("rt.log");
+    let _ = std::fs::remove_file(&log); // fio appends to an existing log
+    let record = dir.join("record.fio");
+    std::fs::write(
+        &record,
+        format!(
+            "[rec]\nioengine=null\nfilename=/dev/sda\nrw=randread\nbs=4k\nsize=64m\n\
+             rate_iops=100\nnumber_ios=40\nwrite_iolog={}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new("fio").args(["--output-format=terse"]).arg(&record).output().unwrap();
+    assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+    let replay = dir.join("replay.fio");
+    std::fs::write(&replay, format!("[replay]\nread_iolog={}\nioengine=libaio\n", log.display()))
+        .unwrap();
+    let v = json(&["run", replay.to_str().unwrap()]);
+    let ms = v["jobs"][0]["read"]["runtime"].as_f64().unwrap();
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 40);
+    assert!((370.0..=450.0).contains(&ms), "40 reads at 100 IOPS replayed in {ms} ms");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A blktrace binary replays like a fio log, once told which device it was taken on.

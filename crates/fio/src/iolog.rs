@@ -14,13 +14,15 @@
 //! Actions: `read`, `write`, `trim` and `sync`/`datasync` (a flush) carry an offset and a
 //! length in bytes; `add`, `open` and `close` manage files; version 2's `wait` delays the next
 //! action by its length field in microseconds; version 3 lines start with a timestamp in
-//! milliseconds. As in fio, each action waits its delay after the previous one was issued
-//! (`replay_no_stall` drops the delays). elevator replays one file per log: a log naming two
+//! microseconds since the run began (fio 3.31 and later write `utime_since_now` there and
+//! replay the differences as microseconds; a timestamp earlier than the one before counts as
+//! no delay, as fio's `delay_since_ttime`). As in fio, each action waits its delay after the
+//! previous one was issued (`replay_no_stall` drops the delays). elevator replays one file per log: a log naming two
 //! files is an error that says so.
 
 use std::path::Path;
 
-use elevator_core::{Nanos, Op, NS_PER_MS, NS_PER_US};
+use elevator_core::{Nanos, Op, NS_PER_US};
 
 /// One replayed action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +90,7 @@ impl IoLog {
         let mut log =
             IoLog { source: source.to_string(), version, file: String::new(), entries: Vec::new() };
         let mut pending_delay_ns: Nanos = 0;
-        let mut last_ms: u64 = 0;
+        let mut last_us: u64 = 0;
         for (i, raw) in lines {
             let line = (i + 1) as u32;
             let at = |msg: String| format!("{source}:{line}: {msg}");
@@ -97,18 +99,12 @@ impl IoLog {
                 continue;
             }
             if version == 3 {
-                let ms: u64 = words
-                    .next()
-                    .and_then(|w| w.parse().ok())
-                    .ok_or_else(|| at("a version 3 line starts with a timestamp in ms".into()))?;
-                if ms < last_ms {
-                    return Err(at(format!(
-                        "timestamp {ms} ms is before the previous {last_ms} ms"
-                    )));
-                }
-                pending_delay_ns =
-                    pending_delay_ns.saturating_add((ms - last_ms).saturating_mul(NS_PER_MS));
-                last_ms = ms;
+                let us: u64 = words.next().and_then(|w| w.parse().ok()).ok_or_else(|| {
+                    at("a version 3 line starts with a timestamp in microseconds".into())
+                })?;
+                pending_delay_ns = pending_delay_ns
+                    .saturating_add(us.saturating_sub(last_us).saturating_mul(NS_PER_US));
+                last_us = us;
             }
             let (Some(file), Some(action)) = (words.next(), words.next()) else {
                 return Err(at("expected `FILE ACTION [OFFSET LENGTH]`".into()));
@@ -229,12 +225,13 @@ mod tests {
     #[test]
     fn version_3_timestamps_become_delays() {
         let log = IoLog::parse(
-            "fio version 3 iolog\n0 sdb add\n0 sdb open\n12 sdb read 0 4096\n15 sdb trim 4096 8192\n",
+            "fio version 3 iolog\n0 sdb add\n0 sdb open\n12000 sdb read 0 4096\n15000 sdb trim 4096 8192\n9000 sdb read 0 512\n9500 sdb read 0 512\n",
             "t.log",
         )
         .unwrap();
         let d: Vec<Nanos> = log.entries.iter().map(|e| e.delay_ns).collect();
-        assert_eq!(d, vec![12_000_000, 3_000_000]);
+        // Microseconds; a step back in time is no delay (fio's delay_since_ttime).
+        assert_eq!(d, vec![12_000_000, 3_000_000, 0, 500_000]);
         assert_eq!(log.entries[1].op, Op::Discard);
     }
 
@@ -246,7 +243,6 @@ mod tests {
             ("fio version 2 iolog\nsdb fly 0 512\n", "t.log:2: unknown action `fly`"),
             ("fio version 2 iolog\nsdb read 0 512\nsdc read 0 512\n", "t.log:3: a second file"),
             ("fio version 2 iolog\nsdb read 100 512\n", "multiples of 512"),
-            ("fio version 3 iolog\n5 sdb read 0 512\n3 sdb read 0 512\n", "t.log:3: timestamp 3"),
             ("fio version 3 iolog\nsdb read 0 512\n", "starts with a timestamp"),
             ("fio version 2 iolog\nsdb open\n", "no read, write, trim or sync"),
         ];
