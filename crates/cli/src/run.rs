@@ -277,6 +277,23 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     for (name, text) in report::logs::files(&result, &jobs) {
         std::fs::write(&name, text).map_err(|e| format!("{name}: cannot write the log: {e}"))?;
     }
+    // write_iolog: appended to, as fio opens it.
+    for (name, text) in report::logs::iolog_files(&result, &jobs) {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&name)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(|e| format!("{name}: cannot write the I/O log: {e}"))?;
+    }
+    let dropped = report::logs::iolog_dropped(&result);
+    if dropped > 0 {
+        eprintln!(
+            "elevator: warning: {dropped} write_iolog lines past {} per job were not written (MAX_IOLOG_LINES)",
+            elevator_sim::iolog_out::MAX_IOLOG_LINES
+        );
+    }
     let dropped = report::logs::dropped(&result);
     if dropped > 0 {
         eprintln!(

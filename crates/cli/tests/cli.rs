@@ -253,6 +253,58 @@ fn a_log_real_fio_wrote_replays_in_its_time() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `write_iolog=` records what a simulated job issued as a fio version 3 log, which elevator
+/// and real fio (installed by setup.sh) replay with the same I/Os and timing.
+#[test]
+fn write_iolog_records_a_log_real_fio_replays() {
+    let dir = std::env::temp_dir().join(format!("elevator-write-iolog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("sim.log");
+    let _ = std::fs::remove_file(&log); // appended to, as fio does
+    let job = dir.join("record.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[rec]\nfilename=/dev/sda\ndirect=1\nrw=randrw\nbs=4k\nsize=64m\nrate_iops=200\n\
+             number_ios=60\nfsync=10\nwrite_iolog={}\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let v = json(&["run", job.to_str().unwrap()]);
+    let ios = |v: &Value, d: &str| v["jobs"][0][d]["total_ios"].as_u64().unwrap();
+    let (reads, writes) = (ios(&v, "read"), ios(&v, "write"));
+    assert_eq!(reads + writes, 60);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "fio version 3 iolog");
+    assert_eq!(&lines[1..3], ["0 /dev/sda add", "0 /dev/sda open"]);
+    assert!(lines.last().unwrap().ends_with(" /dev/sda close"));
+    let count = |a: &str| lines.iter().filter(|l| l.split(' ').nth(2) == Some(a)).count() as u64;
+    assert_eq!((count("read"), count("write")), (reads, writes));
+    assert!(count("sync") >= 2, "an fsync every 10 writes: {text}");
+    // At 200 IOPS the last I/O is issued about 295 ms after the first.
+    let last_us: u64 = lines[lines.len() - 2].split(' ').next().unwrap().parse().unwrap();
+    assert!((280_000..=320_000).contains(&last_us), "{last_us} µs");
+    // Replayed by elevator: the same I/Os in the same time.
+    let replay = dir.join("replay.fio");
+    std::fs::write(&replay, format!("[replay]\nread_iolog={}\nioengine=libaio\n", log.display()))
+        .unwrap();
+    let r = json(&["run", replay.to_str().unwrap()]);
+    assert_eq!((ios(&r, "read"), ios(&r, "write")), (reads, writes));
+    // Replayed by real fio on its null engine: the same counts, and about the same time.
+    let fio_job = dir.join("fio-replay.fio");
+    std::fs::write(&fio_job, format!("[replay]\nioengine=null\nread_iolog={}\n", log.display()))
+        .unwrap();
+    let out = Command::new("fio").arg("--output-format=json").arg(&fio_job).output().unwrap();
+    assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+    let f: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((ios(&f, "read"), ios(&f, "write")), (reads, writes));
+    let ms = f["jobs"][0]["job_runtime"].as_u64().unwrap();
+    assert!((250..=600).contains(&ms), "real fio replayed it in {ms} ms");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A blktrace binary replays like a fio log, once told which device it was taken on.
 #[test]
 fn blktrace_replay_needs_a_device_and_keeps_timing() {

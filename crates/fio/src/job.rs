@@ -195,6 +195,9 @@ pub struct JobSpec {
     /// `iodepth_low=`: once the queue is full, let it drain to this depth before filling it
     /// again (0, the default, or more than `iodepth`: keep it full, as fio's fixup_options).
     pub iodepth_low: u32,
+    /// `write_iolog=`: a fio version 3 I/O log of what the job issued, appended to this file
+    /// (as fio opens it) when the run ends.
+    pub write_iolog: Option<String>,
     /// `percentile_list=`: the latency percentiles reported, sorted (fio's default list
     /// unless set), and the decimals the text report shows them with.
     pub percentile_list: Vec<f64>,
@@ -422,6 +425,7 @@ impl JobSpec {
             iodepth_batch: 1,
             iodepth_low: 0,
             iodepth_batch_complete_min: 1,
+            write_iolog: None,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             percentile_precision: 2,
             clat_percentiles: true,

@@ -128,6 +128,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("replay_no_stall", "replay_no_stall"),
     ("replay_redirect", "replay_redirect"),
     ("write_lat_log", "write_lat_log"),
+    ("write_iolog", "write_iolog"),
     ("write_bw_log", "write_bw_log"),
     ("write_iops_log", "write_iops_log"),
     ("log_avg_msec", "log_avg_msec"),
@@ -361,7 +362,6 @@ const UNMODELLED: &[&str] = &[
     "window_size",
     "write_hint",
     "write_hist_log",
-    "write_iolog",
     "writefua",
     "xnvme_admin",
     "xnvme_async",
@@ -456,6 +456,7 @@ const TEXT_OPTIONS: &[&str] = &[
     "write_lat_log",
     "write_bw_log",
     "write_iops_log",
+    "write_iolog",
 ];
 
 fn canonical(key: &str) -> Option<&'static str> {
@@ -875,6 +876,12 @@ impl Builder {
                 spec.iolog = Some(std::sync::Arc::new(crate::iolog::IoLog::load(&path)?));
             }
             "replay_redirect" => spec.replay_redirect = Some(v.to_string()),
+            "write_iolog" => {
+                if v.trim().is_empty() {
+                    return Err("a file name is expected".into());
+                }
+                spec.write_iolog = Some(v.trim().to_string());
+            }
             "write_lat_log" | "write_bw_log" | "write_iops_log" => {
                 *spec.logs.slot(name) = Some(v.to_string());
             }
@@ -1613,6 +1620,16 @@ mod tests {
             Ok(Applied::Warn(_))
         ));
         assert!(value_err("file_service_type", "lru").contains("roundrobin"));
+    }
+
+    #[test]
+    fn write_iolog_takes_a_file_name() {
+        assert_eq!(applied(&[]).write_iolog, None);
+        assert_eq!(
+            applied(&[("write_iolog", Some("run.log"))]).write_iolog.as_deref(),
+            Some("run.log")
+        );
+        assert!(matches!(builder().apply("write_iolog", None), Err(OptionError::Value(_))));
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! Bounded: at most [`MAX_LOG_SAMPLES`] lines per log per process; past it the log stops and
 //! the run warns.
 
-use elevator_core::{Nanos, NS_PER_MS};
+use elevator_core::{Nanos, Op, NS_PER_MS, NS_PER_US};
 
 /// Lines one log of one process may hold.
 pub const MAX_LOG_SAMPLES: usize = 1 << 22;
@@ -286,5 +286,71 @@ mod tests {
         // Two whole windows of one 4 KiB read; the cut third is not a sample.
         assert_eq!(render(&l.samples[3]), "1000, 4, 0, 0, 0\n2000, 4, 0, 0, 0\n");
         assert_eq!(render(&l.samples[4]), "1000, 1, 0, 0, 0\n2000, 1, 0, 0, 0\n");
+    }
+}
+
+/// Lines one process's `write_iolog` may hold; past it the log stops and the run warns.
+pub const MAX_IOLOG_LINES: usize = MAX_LOG_SAMPLES;
+
+/// `write_iolog=`: what one process issued, as a fio version 3 I/O log (fio's `log_io_u`,
+/// `log_file`): a line per issued I/O, `TIME FILE ACTION OFFSET LENGTH`, the time in
+/// microseconds since the job started, the offset within the job's file (or device), and the
+/// file's `add` and `open` at the start and `close` at the end. Flushes (fsync, fdatasync,
+/// a barrier's flush) are `sync` lines. Real fio, and elevator, replay it with `read_iolog=`.
+#[derive(Clone, Debug)]
+pub struct IssueLog {
+    /// The name the log's lines give the file: the job's `filename`, or fio's name for a
+    /// job's own file (`JOB.CLONE.0`).
+    pub file: String,
+    /// Route offset of the file's byte 0: offsets are logged relative to it, as fio logs
+    /// offsets in the file.
+    base_bytes: u64,
+    start_ns: Nanos,
+    /// `(µs since the start, action, offset, length)`.
+    lines: Vec<(u64, Op, u64, u64)>,
+    /// Lines not kept past [`MAX_IOLOG_LINES`].
+    pub dropped: u64,
+}
+
+impl IssueLog {
+    pub fn new(file: String, base_bytes: u64) -> IssueLog {
+        IssueLog { file, base_bytes, start_ns: 0, lines: Vec::new(), dropped: 0 }
+    }
+
+    /// The job starts: times count from here.
+    pub fn start(&mut self, now_ns: Nanos) {
+        self.start_ns = now_ns;
+    }
+
+    /// The job issued `op` at route offset `offset_bytes`.
+    pub fn issued(&mut self, now_ns: Nanos, op: Op, offset_bytes: u64, len_bytes: u64) {
+        if self.lines.len() >= MAX_IOLOG_LINES {
+            self.dropped += 1;
+            return;
+        }
+        let us = now_ns.saturating_sub(self.start_ns) / NS_PER_US;
+        let (offset, len) = match op {
+            Op::Flush => (0, 0),
+            _ => (offset_bytes.saturating_sub(self.base_bytes), len_bytes),
+        };
+        self.lines.push((us, op, offset, len));
+    }
+
+    /// The log's text, the file closed at `end_ns`.
+    pub fn render(&self, end_ns: Nanos) -> String {
+        let f = &self.file;
+        let mut out = format!("fio version 3 iolog\n0 {f} add\n0 {f} open\n");
+        for &(us, op, offset, len) in &self.lines {
+            let action = match op {
+                Op::Read => "read",
+                Op::Write => "write",
+                Op::Discard => "trim",
+                Op::Flush => "sync",
+            };
+            out.push_str(&format!("{us} {f} {action} {offset} {len}\n"));
+        }
+        let end_us = end_ns.saturating_sub(self.start_ns) / NS_PER_US;
+        out.push_str(&format!("{end_us} {f} close\n"));
+        out
     }
 }

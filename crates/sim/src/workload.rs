@@ -253,6 +253,8 @@ pub struct Process {
     pub timeline: crate::timeline::Timeline,
     /// fio's log files, when the job asks for them.
     pub logs: Option<Box<JobLogs>>,
+    /// `write_iolog=`: what the job issued.
+    pub issue_log: Option<Box<crate::iolog_out::IssueLog>>,
     /// Per-I/O priorities, when the job asks for them.
     pub cmdprio: Option<CmdPrio>,
     /// `latency_target=`'s search for the deepest queue that meets it.
@@ -401,6 +403,7 @@ impl Process {
                 window_failed: 0,
                 end_run: false,
             }),
+            issue_log: None,
             logs: spec.logs.any().then(|| {
                 Box::new(JobLogs::new(
                     spec.logs.lat.is_some(),
@@ -555,6 +558,7 @@ impl Process {
             && self.buffered.is_some_and(|b| !b.sync)
             && self.files.is_none()
             && self.iolog.is_none()
+            && self.issue_log.is_none()
             && self.thinktime_ns == 0
             && self.rate_bytes_per_sec.iter().chain(&self.rate_iops).all(Option::is_none)
             && !self.flush_pending
@@ -684,6 +688,9 @@ impl Process {
         self.ramp_end_ns = now_ns + self.ramp_ns;
         if let Some(logs) = self.logs.as_mut() {
             logs.start(now_ns);
+        }
+        if let Some(log) = self.issue_log.as_mut() {
+            log.start(now_ns);
         }
         self.stats = fresh_stats(self.ramp_end_ns, self.keeps_lat_histogram());
         self.stop_at_ns = self.runtime_ns.map(|r| self.ramp_end_ns + r);
@@ -889,7 +896,10 @@ impl Process {
     }
 
     /// Records that an I/O went into the block layer.
-    pub fn issued(&mut self) {
+    pub fn issued(&mut self, io: &Io, now_ns: Nanos) {
+        if let Some(log) = self.issue_log.as_mut() {
+            log.issued(now_ns, io.op, io.offset_bytes, io.len_bytes);
+        }
         self.in_flight += 1;
         let depth = self.in_flight;
         let bucket = match depth {

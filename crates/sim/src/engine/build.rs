@@ -14,6 +14,7 @@ use super::SimError;
 use crate::files::FileTree;
 use crate::filesystem::JOURNAL_OFFSET_BYTES;
 use crate::intake::{is_regular_path, NULL_DEVICE};
+use crate::iolog_out::IssueLog;
 use crate::random_map::{RandomMap, MAX_RANDOM_MAP_BLOCKS};
 use crate::topology::{Route, Topology};
 use crate::workload::{Buffered, Process, Region};
@@ -275,7 +276,9 @@ pub(super) fn build_processes(
             None => spec.filename.clone(),
         };
         for clone in 0..spec.numjobs.max(1) {
-            let (route, region_start, region_len) = match &filename {
+            // `file_base`: the route offset of byte 0 of the job's file or device, which
+            // write_iolog's offsets count from (fio logs offsets in the file).
+            let (route, file_base, region_start, region_len) = match &filename {
                 Some(name) if spec.iolog.is_some() => {
                     let log = spec.iolog.as_ref().expect("matched");
                     let t = topology.target(name).map_err(|e| {
@@ -292,7 +295,7 @@ pub(super) fn build_processes(
                         )));
                     }
                     *users_of_name.entry(name.clone()).or_default() += 1;
-                    (t.route, t.start_bytes, t.size_bytes)
+                    (t.route, t.start_bytes, t.start_bytes, t.size_bytes)
                 }
                 // A regular file: on the file system of its directory's device, shared by
                 // every job (and clone) that names it; never touched on the real machine.
@@ -316,7 +319,7 @@ pub(super) fn build_processes(
                     };
                     // Each job and clone covers the file from its own offset on.
                     let offset = clone_offset(spec, clone, size).min(size);
-                    (route, start + offset, size - offset)
+                    (route, start, start + offset, size - offset)
                 }
                 Some(name) => {
                     let t = topology
@@ -337,7 +340,7 @@ pub(super) fn build_processes(
                         )));
                     }
                     *users_of_name.entry(name.clone()).or_default() += 1;
-                    (t.route, t.start_bytes + offset, len)
+                    (t.route, t.start_bytes, t.start_bytes + offset, len)
                 }
                 None => {
                     let Some(size) = single_file_bytes(spec) else {
@@ -348,8 +351,10 @@ pub(super) fn build_processes(
                     };
                     let dir = file_system_of(topology, spec.directory.as_deref());
                     let offset = clone_offset(spec, clone, size);
-                    place_file(topology, &mut file_cursors, &dir, size, offset)
-                        .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?
+                    let (route, start, len) =
+                        place_file(topology, &mut file_cursors, &dir, size, offset)
+                            .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
+                    (route, start - offset, start, len)
                 }
             };
             if region_len < 512 {
@@ -425,6 +430,12 @@ pub(super) fn build_processes(
                 if (1..=MAX_RANDOM_MAP_BLOCKS).contains(&blocks) {
                     proc.set_random_map(RandomMap::new(unit, blocks));
                 }
+            }
+            if spec.write_iolog.is_some() {
+                // The file as fio names it in the log: the job's filename, or fio's name for
+                // a job's own file.
+                let name = filename.clone().unwrap_or_else(|| format!("{}.{clone}.0", spec.name));
+                proc.issue_log = Some(Box::new(IssueLog::new(name, file_base)));
             }
             if spec.rw.is_random() && files.is_none() && spec.iolog.is_none() {
                 proc.set_offset_distribution(spec)

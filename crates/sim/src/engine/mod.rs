@@ -539,7 +539,7 @@ impl Engine {
         loop {
             match self.procs[pi].next(now) {
                 Next::Issue(io) if self.procs[pi].buffered.is_some() => {
-                    self.procs[pi].issued();
+                    self.procs[pi].issued(&io, now);
                     self.buffered_call(p, io);
                     break;
                 }
@@ -548,7 +548,7 @@ impl Engine {
                     if let Some(prio) = io.prio {
                         owner.prio = prio;
                     }
-                    self.procs[pi].issued();
+                    self.procs[pi].issued(&io, now);
                     match route {
                         Route::Device(d) => {
                             self.queues[d].plug_bio(
@@ -604,7 +604,7 @@ impl Engine {
                 Next::Stop => {
                     if self.procs[pi].in_flight == 0 && in_batch == 0 {
                         if let Some(io) = self.procs[pi].take_end_fsync() {
-                            self.procs[pi].issued();
+                            self.procs[pi].issued(&io, now);
                             self.buffered_call(p, io);
                             break;
                         }

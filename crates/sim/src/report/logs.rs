@@ -38,3 +38,25 @@ pub fn files(result: &SimResult, jobs: &JobFile) -> Vec<(String, String)> {
 pub fn dropped(result: &SimResult) -> u64 {
     result.processes.iter().filter_map(|p| p.logs.as_ref()).map(|l| l.dropped).sum()
 }
+
+/// `(file name, text)` of every `write_iolog` the jobs asked for, in process order; clones
+/// naming the same file follow each other in it (fio interleaves them line by line).
+pub fn iolog_files(result: &SimResult, jobs: &JobFile) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for p in &result.processes {
+        let (Some(log), Some(name)) = (&p.issue_log, &jobs.jobs[p.job].write_iolog) else {
+            continue;
+        };
+        let text = log.render(p.end_ns);
+        match out.iter_mut().find(|(n, _)| n == name) {
+            Some((_, t)) => t.push_str(&text),
+            None => out.push((name.clone(), text)),
+        }
+    }
+    out
+}
+
+/// `write_iolog` lines dropped past [`crate::iolog_out::MAX_IOLOG_LINES`], over all processes.
+pub fn iolog_dropped(result: &SimResult) -> u64 {
+    result.processes.iter().filter_map(|p| p.issue_log.as_ref()).map(|l| l.dropped).sum()
+}
