@@ -215,6 +215,14 @@ fn iolog_replay_keeps_recorded_timing() {
     );
     let ms = json(&["run", fast.to_str().unwrap()])["jobs"][0]["read"]["runtime"].as_f64().unwrap();
     assert!(ms < 200.0, "no stalls: {ms} ms");
+    // replay_time_scale=200: twice the recorded rate, half the time.
+    let double = temp_file(
+        "double.fio",
+        "[replay]\nreplay_time_scale=200\nread_iolog=trace.log\nioengine=libaio\n",
+    );
+    let ms =
+        json(&["run", double.to_str().unwrap()])["jobs"][0]["read"]["runtime"].as_f64().unwrap();
+    assert!((470.0..560.0).contains(&ms), "the log spans 960 ms, replayed at 200 %: {ms}");
     temp_file("bad.log", "fio version 2 iolog\n/dev/sda read 0 4096\n/dev/sda jump 0 512\n");
     let bad = temp_file("bad.fio", "[r]\nread_iolog=bad.log\n");
     let out = elevator(&["run", bad.to_str().unwrap()]);

@@ -48,6 +48,37 @@ pub struct IoLog {
     pub entries: Vec<IoLogEntry>,
 }
 
+/// How a log is replayed: fio's `replay_time_scale`, `replay_scale`, `replay_align` and
+/// `replay_skip`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replay {
+    /// Recorded gaps run at this percentage of the recorded rate (100: as recorded).
+    pub time_scale_percent: u32,
+    /// Offsets are divided by this (1: as recorded).
+    pub scale: u64,
+    /// Offsets aligned down to this power of two (0 or 1: as recorded).
+    pub align_bytes: u64,
+    /// Directions left out of a blktrace replay: read, write, trim, sync.
+    pub skip: [bool; 4],
+}
+
+impl Default for Replay {
+    fn default() -> Replay {
+        Replay { time_scale_percent: 100, scale: 1, align_bytes: 0, skip: [false; 4] }
+    }
+}
+
+impl Replay {
+    fn skips(&self, op: Op) -> bool {
+        match op {
+            Op::Read => self.skip[0],
+            Op::Write => self.skip[1],
+            Op::Discard => self.skip[2],
+            Op::Flush => self.skip[3],
+        }
+    }
+}
+
 /// The longest stretch of recorded time one replay may span: a simulated day. A delay or a
 /// timestamp of 2^64−1 would otherwise have the simulator run its periodic timers (the
 /// flusher's, throttling's) for centuries of simulated time.
@@ -192,6 +223,41 @@ impl IoLog {
         Ok(())
     }
 
+    /// The log as fio replays it with `replay_time_scale`, `replay_scale`, `replay_align` and
+    /// `replay_skip` (iolog.c's `read_iolog`, blktrace.c's `store_ipo`, `handle_trace`):
+    /// - recorded gaps (version 3 timestamps, blktrace times; not version 2's `wait`s) times
+    ///   100 / `time_scale_percent`;
+    /// - offsets divided by `scale`, then aligned down to `align` (a power of two), and in any
+    ///   case to a sector, which the simulator needs (fio keeps odd offsets);
+    /// - from a blktrace, lengths rounded up to `align`, and the directions in `skip` (read,
+    ///   write, trim, sync) left out with their gaps (fio 3.33 skips only in blktrace replays).
+    ///
+    /// Refuses a result that spans more than [`MAX_REPLAY_SPAN_NS`].
+    pub fn adjusted(&self, replay: &Replay) -> Result<IoLog, String> {
+        let mut log = self.clone();
+        let timed = log.version != 2;
+        let sector = elevator_core::SECTOR_BYTES;
+        let align = replay.align_bytes.max(1);
+        let blktrace = log.from_blktrace();
+        log.entries.retain(|e| !(blktrace && replay.skips(e.op)));
+        for e in &mut log.entries {
+            if timed && replay.time_scale_percent != 100 {
+                let scaled =
+                    e.delay_ns as u128 * 100 / u128::from(replay.time_scale_percent.max(1));
+                e.delay_ns = Nanos::try_from(scaled).unwrap_or(Nanos::MAX);
+            }
+            if e.op != Op::Flush {
+                e.offset_bytes = e.offset_bytes / replay.scale.max(1) / align * align;
+                e.offset_bytes -= e.offset_bytes % sector;
+                if blktrace && replay.align_bytes > 1 {
+                    e.len_bytes = e.len_bytes.div_ceil(align) * align;
+                }
+            }
+        }
+        log.check_span()?;
+        Ok(log)
+    }
+
     /// The highest byte any action touches.
     pub fn end_bytes(&self) -> u64 {
         self.entries.iter().map(|e| e.offset_bytes.saturating_add(e.len_bytes)).max().unwrap_or(0)
@@ -233,6 +299,45 @@ mod tests {
         // Microseconds; a step back in time is no delay (fio's delay_since_ttime).
         assert_eq!(d, vec![12_000_000, 3_000_000, 0, 500_000]);
         assert_eq!(log.entries[1].op, Op::Discard);
+    }
+
+    #[test]
+    fn replay_options_scale_time_and_offsets() {
+        let v3 = IoLog::parse(
+            "fio version 3 iolog\n0 sdb add\n1000 sdb read 1048576 4096\n3000 sdb write 12800 4096\n",
+            "t.log",
+        )
+        .unwrap();
+        let faster = Replay { time_scale_percent: 200, ..Replay::default() };
+        let d: Vec<Nanos> =
+            v3.adjusted(&faster).unwrap().entries.iter().map(|e| e.delay_ns).collect();
+        assert_eq!(d, [500_000, 1_000_000]);
+        // Offsets divided, aligned down (and to a sector in any case); lengths kept.
+        let smaller = Replay { scale: 4, align_bytes: 4096, ..Replay::default() };
+        let e = v3.adjusted(&smaller).unwrap().entries;
+        assert_eq!((e[0].offset_bytes, e[1].offset_bytes, e[1].len_bytes), (262_144, 0, 4096));
+        let e = v3.adjusted(&Replay { scale: 3, ..Replay::default() }).unwrap().entries;
+        assert_eq!(e[0].offset_bytes, 349_184, "1048576 / 3 down to a sector");
+        // Version 2's waits are not recorded times: not scaled.
+        let v2 = IoLog::parse("fio version 2 iolog\nsdb wait 0 1000\nsdb read 0 512\n", "t.log")
+            .unwrap();
+        assert_eq!(v2.adjusted(&faster).unwrap().entries[0].delay_ns, 1_000_000);
+        // A blktrace replay leaves out the skipped directions (and their gaps) and rounds
+        // lengths up to the alignment.
+        let mut bt = v3.clone();
+        bt.version = 0;
+        let skip =
+            Replay { skip: [false, true, false, false], align_bytes: 8192, ..Replay::default() };
+        let e = bt.adjusted(&skip).unwrap().entries;
+        assert_eq!(e.len(), 1);
+        assert_eq!((e[0].op, e[0].len_bytes), (Op::Read, 8192));
+        // Slowed down past a simulated day: refused.
+        let slow = IoLog::parse(
+            "fio version 3 iolog\n0 sdb read 0 512\n86000000000 sdb read 0 512\n",
+            "t.log",
+        )
+        .unwrap();
+        assert!(slow.adjusted(&Replay { time_scale_percent: 50, ..Replay::default() }).is_err());
     }
 
     #[test]

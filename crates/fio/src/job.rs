@@ -309,6 +309,9 @@ pub struct JobSpec {
     pub iolog: Option<std::sync::Arc<crate::iolog::IoLog>>,
     pub replay_no_stall: bool,
     pub replay_redirect: Option<String>,
+    /// `replay_time_scale`, `replay_scale`, `replay_align`, `replay_skip` (applied to `iolog`
+    /// when the job is finished).
+    pub replay: crate::iolog::Replay,
     /// `write_lat_log=`, `write_bw_log=`, `write_iops_log=` and their settings.
     pub logs: LogOptions,
     /// `cmdprio_percentage=` per direction: this share of the I/Os (chosen at random) carry
@@ -482,6 +485,7 @@ impl JobSpec {
             iolog: None,
             replay_no_stall: false,
             replay_redirect: None,
+            replay: crate::iolog::Replay::default(),
             logs: LogOptions { per_job: true, ..LogOptions::default() },
             cmdprio_percentage: [0; 3],
             cmdprio_class: [1; 3],

@@ -127,6 +127,10 @@ const MODELLED: &[(&str, &str)] = &[
     ("read_iolog", "read_iolog"),
     ("replay_no_stall", "replay_no_stall"),
     ("replay_redirect", "replay_redirect"),
+    ("replay_time_scale", "replay_time_scale"),
+    ("replay_scale", "replay_scale"),
+    ("replay_align", "replay_align"),
+    ("replay_skip", "replay_skip"),
     ("write_lat_log", "write_lat_log"),
     ("write_iolog", "write_iolog"),
     ("write_bw_log", "write_bw_log"),
@@ -298,10 +302,6 @@ const UNMODELLED: &[&str] = &[
     "readfua",
     "refill_buffers",
     "registerfiles",
-    "replay_align",
-    "replay_scale",
-    "replay_skip",
-    "replay_time_scale",
     "rw_sequencer",
     "scramble_buffers",
     "serialize_overlap",
@@ -528,23 +528,42 @@ impl Builder {
     /// The finished spec, with the fix-ups fio applies after parsing.
     #[cfg(test)]
     pub fn finish(self) -> JobSpec {
-        self.finish_with_warnings().0
+        self.finish_with_warnings().expect("a finished job").0
     }
 
-    /// [`Builder::finish`], with what was changed said in warnings.
-    pub fn finish_with_warnings(mut self) -> (JobSpec, Vec<String>) {
-        let mut warnings = Vec::new();
+    /// [`Builder::finish`], with what was changed said in warnings, each with the option it
+    /// is about. An error (a replayed log the replay options make too long) names its option.
+    #[allow(clippy::type_complexity)]
+    pub fn finish_with_warnings(
+        mut self,
+    ) -> Result<(JobSpec, Vec<(&'static str, String)>), (&'static str, String)> {
+        let mut warnings: Vec<(&'static str, String)> = Vec::new();
         if self.spec.time_based && self.spec.runtime_ns.is_none() {
             // fio runs such a job until it is stopped; a simulation has to end.
             self.spec.time_based = false;
-            warnings.push(
+            warnings.push((
+                "time_based",
                 "time_based without runtime= runs until stopped in fio; elevator does the job's I/O once (add runtime= for a timed run)"
                     .to_string(),
-            );
+            ));
         }
         for (slot, split) in self.spec.block_size.iter_mut().zip(self.split) {
             if let Some(split) = split {
                 *slot = split;
+            }
+        }
+        // The replayed log as the replay options make it (they may come before read_iolog).
+        if let Some(log) = &self.spec.iolog {
+            if self.spec.replay != crate::iolog::Replay::default() {
+                if self.spec.replay.skip.iter().any(|&s| s) && !log.from_blktrace() {
+                    warnings.push((
+                        "replay_skip",
+                        "replay_skip applies to blktrace replays only; fio 3.33 replays every action of a fio iolog"
+                            .to_string(),
+                    ));
+                }
+                let adjusted = log.adjusted(&self.spec.replay).map_err(|e| ("read_iolog", e))?;
+                self.spec.iolog = Some(std::sync::Arc::new(adjusted));
             }
         }
         // fio: blockalign applies to random jobs only; an alignment other than the smallest
@@ -557,7 +576,10 @@ impl Builder {
         }
         if self.spec.block_align.iter().any(Option::is_some) && !self.spec.norandommap {
             self.spec.norandommap = true;
-            warnings.push("any use of blockalign= turns off the random map (as fio)".to_string());
+            warnings.push((
+                "ba",
+                "any use of blockalign= turns off the random map (as fio)".to_string(),
+            ));
         }
         // fio: any distribution but the uniform one turns the random map off.
         if !self.spec.random_distribution.is_uniform() {
@@ -567,7 +589,7 @@ impl Builder {
         if self.spec.iodepth_batch == 0 || self.spec.iodepth_batch > self.spec.iodepth {
             self.spec.iodepth_batch = self.spec.iodepth;
         }
-        (self.spec, warnings)
+        Ok((self.spec, warnings))
     }
 
     /// Applies one option line. `value` is `None` for a bare flag.
@@ -876,6 +898,29 @@ impl Builder {
                 spec.iolog = Some(std::sync::Arc::new(crate::iolog::IoLog::load(&path)?));
             }
             "replay_redirect" => spec.replay_redirect = Some(v.to_string()),
+            "replay_time_scale" => {
+                spec.replay.time_scale_percent =
+                    int_in(v, kb, 1, MAX_REPLAY_TIME_SCALE_PERCENT.into())? as u32;
+            }
+            "replay_scale" => spec.replay.scale = int_in(v, kb, 0, u32::MAX.into())?.max(1),
+            "replay_align" => {
+                let a = int_in(v, kb, 0, MAX_BLOCK_BYTES)?;
+                if a > 1 && !a.is_power_of_two() {
+                    return Err(format!("{a} is not a power of two"));
+                }
+                spec.replay.align_bytes = a;
+            }
+            "replay_skip" => {
+                for kind in v.split(',').map(str::trim) {
+                    let i = ["read", "write", "trim", "sync"]
+                        .iter()
+                        .position(|k| *k == kind)
+                        .ok_or_else(|| {
+                            format!("unknown skip type `{kind}` (read, write, trim, sync)")
+                        })?;
+                    spec.replay.skip[i] = true;
+                }
+            }
             "write_iolog" => {
                 if v.trim().is_empty() {
                     return Err("a file name is expected".into());
@@ -1063,6 +1108,10 @@ fn think_time_ns(v: &str) -> Result<u64, String> {
     }
     Ok(ns)
 }
+
+/// The fastest `replay_time_scale=`: a trace replayed 10,000 times faster than recorded
+/// (1,000,000 %). fio sets no bound.
+pub const MAX_REPLAY_TIME_SCALE_PERCENT: u32 = 1_000_000;
 
 /// Most percentiles `percentile_list=` takes (fio's `FIO_IO_U_LIST_MAX_LEN`).
 pub const MAX_PERCENTILES: usize = 20;
@@ -1581,9 +1630,9 @@ mod tests {
     fn time_based_without_runtime_warns_and_runs_once() {
         let mut b = builder();
         b.apply("time_based", None).unwrap();
-        let (spec, warnings) = b.finish_with_warnings();
+        let (spec, warnings) = b.finish_with_warnings().unwrap();
         assert!(!spec.time_based);
-        assert!(warnings[0].contains("runtime="));
+        assert!(warnings[0].1.contains("runtime="));
     }
 
     #[test]
@@ -1620,6 +1669,28 @@ mod tests {
             Ok(Applied::Warn(_))
         ));
         assert!(value_err("file_service_type", "lru").contains("roundrobin"));
+    }
+
+    #[test]
+    fn replay_options_parse_as_fio_takes_them() {
+        let s = applied(&[
+            ("replay_time_scale", Some("50")),
+            ("replay_scale", Some("8")),
+            ("replay_align", Some("4k")),
+            ("replay_skip", Some("write,sync")),
+        ]);
+        assert_eq!(
+            s.replay,
+            crate::iolog::Replay {
+                time_scale_percent: 50,
+                scale: 8,
+                align_bytes: 4096,
+                skip: [false, true, false, true]
+            }
+        );
+        assert!(value_err("replay_time_scale", "0").contains("out of range"));
+        assert!(value_err("replay_align", "3000").contains("power of two"));
+        assert!(value_err("replay_skip", "flush").contains("unknown skip type"));
     }
 
     #[test]

@@ -86,7 +86,7 @@ fn build(items: Vec<Item>, file_name: &str, keywords: &Keywords) -> Result<JobFi
     for item in items {
         match item {
             Item::Section { name, location } => {
-                finish(&mut current, &mut out);
+                finish(&mut current, &mut out)?;
                 current = if name == "global" {
                     Current::Global
                 } else {
@@ -153,7 +153,7 @@ fn build(items: Vec<Item>, file_name: &str, keywords: &Keywords) -> Result<JobFi
             }
         }
     }
-    finish(&mut current, &mut out);
+    finish(&mut current, &mut out)?;
     let processes: u64 = out.jobs.iter().map(|j| u64::from(j.numjobs)).sum();
     if processes > MAX_PROCESSES {
         return Err(ParseError {
@@ -177,18 +177,25 @@ fn build(items: Vec<Item>, file_name: &str, keywords: &Keywords) -> Result<JobFi
     Ok(out)
 }
 
-fn finish(current: &mut Current, out: &mut JobFile) {
+fn finish(current: &mut Current, out: &mut JobFile) -> Result<(), ParseError> {
     if let Current::Job(builder) = std::mem::replace(current, Current::None) {
-        let (spec, warnings): (JobSpec, Vec<String>) = builder.finish_with_warnings();
-        for message in warnings {
+        let location = builder.spec.source.clone();
+        let (spec, warnings): (JobSpec, _) =
+            builder.finish_with_warnings().map_err(|(option, message)| ParseError {
+                location,
+                option: Some(option.to_string()),
+                message,
+            })?;
+        for (option, message) in warnings {
             out.warnings.push(Diagnostic {
                 location: spec.source.clone(),
-                option: "time_based".into(),
+                option: option.into(),
                 message,
             });
         }
         out.jobs.push(spec);
     }
+    Ok(())
 }
 
 fn option_error(location: SourceLocation, key: &str, error: OptionError) -> ParseError {
