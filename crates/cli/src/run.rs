@@ -294,6 +294,14 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             elevator_sim::iolog_out::MAX_IOLOG_LINES
         );
     }
+    let unverified: u64 =
+        result.processes.iter().filter_map(|p| p.verify.as_ref()).map(|v| v.dropped).sum();
+    if unverified > 0 {
+        eprintln!(
+            "elevator: warning: {unverified} writes past {} per job were not read back by verify (MAX_VERIFY_PIECES)",
+            elevator_sim::verify::MAX_VERIFY_PIECES
+        );
+    }
     let dropped = report::logs::dropped(&result);
     if dropped > 0 {
         eprintln!(

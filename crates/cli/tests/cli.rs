@@ -313,6 +313,76 @@ fn write_iolog_records_a_log_real_fio_replays() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `verify=`: a job that writes reads its data back when its writes are done, as real fio
+/// (installed by setup.sh) does: every block, in the order written for a random job with its
+/// random map, by offset with rewrites counted once otherwise; reported as reads with their
+/// own runtime.
+#[test]
+fn verify_reads_back_what_was_written_as_real_fio_does() {
+    let dir = std::env::temp_dir().join(format!("elevator-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // (offsets written, offsets read) in each tool's write_iolog.
+    let logged = |tool: &str, extra: &str| -> (Vec<u64>, Vec<u64>) {
+        let log = dir.join(format!("{tool}.log"));
+        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_file(dir.join("data"));
+        let job = dir.join(format!("{tool}.fio"));
+        std::fs::write(
+            &job,
+            format!(
+                "[v]\nfilename={}\nsize=256k\nbs=4k\nverify=crc32c\n{extra}\nwrite_iolog={}\n",
+                dir.join("data").display(),
+                log.display()
+            ),
+        )
+        .unwrap();
+        let out = match tool {
+            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
+            _ => elevator(&["run", job.to_str().unwrap()]),
+        };
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&log).unwrap();
+        let of = |action: &str| -> Vec<u64> {
+            text.lines()
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    (f.len() == 5 && f[2] == action).then(|| f[3].parse().unwrap())
+                })
+                .collect()
+        };
+        (of("write"), of("read"))
+    };
+    for tool in ["fio", "elevator"] {
+        // A random job with its map writes each block once and reads them back in order.
+        let (w, r) = logged(tool, "rw=randwrite");
+        assert_eq!(w.len(), 64, "{tool}");
+        assert_eq!(r, w, "{tool}: read back in the order written");
+        // Without the map, by offset, each rewritten block once.
+        let (w, r) = logged(tool, "rw=randwrite\nnorandommap=1");
+        let mut distinct = w.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(r, distinct, "{tool}: read back by offset");
+        assert!(distinct.len() < 64, "{tool}: some blocks drawn twice");
+        // do_verify=0: no read-back.
+        let (w, r) = logged(tool, "rw=write\ndo_verify=0");
+        assert_eq!((w.len(), r.len()), (64, 0), "{tool}");
+    }
+    // Elevator reports the reads with the verify phase's runtime, the writes with theirs.
+    let job = temp_file(
+        "verify.fio",
+        "[v]\nfilename=sda\ndirect=1\nrw=randwrite\nbs=4k\nsize=1m\nverify=md5\n",
+    );
+    let v = json(&["run", job.to_str().unwrap()]);
+    let j = &v["jobs"][0];
+    assert_eq!(j["read"]["total_ios"], 256);
+    assert_eq!(j["write"]["total_ios"], 256);
+    let (rt, wt) =
+        (j["read"]["runtime"].as_u64().unwrap(), j["write"]["runtime"].as_u64().unwrap());
+    assert!(rt > 0 && wt > 0 && rt + wt <= j["job_runtime"].as_u64().unwrap() + 1, "{j}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A blktrace binary replays like a fio log, once told which device it was taken on.
 #[test]
 fn blktrace_replay_needs_a_device_and_keeps_timing() {

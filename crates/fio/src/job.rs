@@ -28,6 +28,16 @@ impl RwMode {
     pub fn is_random(self) -> bool {
         matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandTrim | RwMode::RandRw)
     }
+
+    /// Whether the job reads (alone or mixed with writes).
+    pub fn reads(self) -> bool {
+        matches!(self, RwMode::Read | RwMode::RandRead | RwMode::ReadWrite | RwMode::RandRw)
+    }
+
+    /// Whether the job writes (alone or mixed with reads).
+    pub fn writes(self) -> bool {
+        matches!(self, RwMode::Write | RwMode::RandWrite | RwMode::ReadWrite | RwMode::RandRw)
+    }
 }
 
 /// Block sizes for one direction: `bs=`, `bsrange=` or `bssplit=`.
@@ -195,6 +205,10 @@ pub struct JobSpec {
     /// `iodepth_low=`: once the queue is full, let it drain to this depth before filling it
     /// again (0, the default, or more than `iodepth`: keep it full, as fio's fixup_options).
     pub iodepth_low: u32,
+    /// `verify=` (anything but `0`): a job that writes reads its data back when the writes
+    /// are done (`do_verify`, default on), as fio's verify phase.
+    pub verify: bool,
+    pub do_verify: bool,
     /// `write_iolog=`: a fio version 3 I/O log of what the job issued, appended to this file
     /// (as fio opens it) when the run ends.
     pub write_iolog: Option<String>,
@@ -429,6 +443,8 @@ impl JobSpec {
             iodepth_low: 0,
             iodepth_batch_complete_min: 1,
             write_iolog: None,
+            verify: false,
+            do_verify: true,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             percentile_precision: 2,
             clat_percentiles: true,

@@ -133,6 +133,8 @@ const MODELLED: &[(&str, &str)] = &[
     ("replay_skip", "replay_skip"),
     ("write_lat_log", "write_lat_log"),
     ("write_iolog", "write_iolog"),
+    ("verify", "verify"),
+    ("do_verify", "do_verify"),
     ("write_bw_log", "write_bw_log"),
     ("write_iops_log", "write_iops_log"),
     ("log_avg_msec", "log_avg_msec"),
@@ -193,7 +195,6 @@ const UNMODELLED: &[&str] = &[
     "disable_lat",
     "disable_slat",
     "disk_util",
-    "do_verify",
     "donorname",
     "engine_name",
     "error_dump",
@@ -345,7 +346,6 @@ const UNMODELLED: &[&str] = &[
     "uri",
     "userspace_reap",
     "verb",
-    "verify",
     "verify_async",
     "verify_backlog",
     "verify_backlog_batch",
@@ -457,6 +457,7 @@ const TEXT_OPTIONS: &[&str] = &[
     "write_bw_log",
     "write_iops_log",
     "write_iolog",
+    "verify",
 ];
 
 fn canonical(key: &str) -> Option<&'static str> {
@@ -632,6 +633,7 @@ impl Builder {
         match name {
             "time_based" => self.spec.time_based = flag(value)?,
             "group_reporting" => self.spec.group_reporting = flag(value)?,
+            "do_verify" => self.spec.do_verify = flag(value)?,
             "clat_percentiles" => self.spec.clat_percentiles = flag(value)?,
             "lat_percentiles" => self.spec.lat_percentiles = flag(value)?,
             "new_group" => self.spec.new_group = flag(value)?,
@@ -921,6 +923,18 @@ impl Builder {
                     spec.replay.skip[i] = true;
                 }
             }
+            "verify" => {
+                spec.verify = match v.trim() {
+                    "0" | "none" => false,
+                    kind if VERIFY_KINDS.contains(&kind) => true,
+                    other => {
+                        return Err(format!(
+                            "`{other}` is not a verify method (fio's: {})",
+                            VERIFY_KINDS.join(", ")
+                        ))
+                    }
+                }
+            }
             "write_iolog" => {
                 if v.trim().is_empty() {
                     return Err("a file name is expected".into());
@@ -1108,6 +1122,29 @@ fn think_time_ns(v: &str) -> Result<u64, String> {
     }
     Ok(ns)
 }
+
+/// fio 3.33's `verify=` methods besides `0` (none). Which one changes what fio computes,
+/// not the I/O it does: all of them read the written data back.
+const VERIFY_KINDS: &[&str] = &[
+    "md5",
+    "crc64",
+    "crc32c",
+    "crc32c-intel",
+    "crc32",
+    "crc16",
+    "crc7",
+    "xxhash",
+    "sha512",
+    "sha256",
+    "sha1",
+    "sha3-224",
+    "sha3-256",
+    "sha3-384",
+    "sha3-512",
+    "meta",
+    "pattern",
+    "null",
+];
 
 /// The fastest `replay_time_scale=`: a trace replayed 10,000 times faster than recorded
 /// (1,000,000 %). fio sets no bound.
@@ -1355,7 +1392,11 @@ mod tests {
             Ok(Applied::Warn("elevator does not model `refill_buffers`; ignored".into()))
         );
         assert!(matches!(builder().apply("hipri", None), Ok(Applied::Warn(_))));
-        assert!(matches!(builder().apply("verify", Some("crc32c")), Ok(Applied::Warn(_))));
+        assert!(applied(&[("verify", Some("crc32c"))]).verify);
+        assert!(!applied(&[("verify", Some("0"))]).verify);
+        assert!(applied(&[]).do_verify);
+        assert!(!applied(&[("verify", Some("md5")), ("do_verify", Some("0"))]).do_verify);
+        assert!(value_err("verify", "crc99").contains("not a verify method"));
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub mod stats;
 pub mod timeline;
 pub mod topology;
 pub mod units;
+pub mod verify;
 pub mod workload;
 
 pub use engine::{simulate, SimError, SimOptions, SimResult};

@@ -339,6 +339,14 @@ pub struct Process {
     random_map: Option<RandomMap>,
     /// `percentage_random` per direction.
     percentage_random: [u32; 3],
+    /// `verify=`: the writes to read back once the write phase is done.
+    pub verify: Option<Box<crate::verify::Verify>>,
+    /// When the write phase ended, if a verify phase followed it, and whether the verify
+    /// phase's sync is still in flight.
+    writes_ended_ns: Option<Nanos>,
+    verify_syncing: bool,
+    /// The next buffered call drops the file's cached pages first, `invalidate` or not.
+    drop_cache: bool,
     /// `blockalign` per direction, where set (random jobs).
     block_align: [Option<u64>; 3],
     /// `random_distribution=` other than uniform: where random offsets go instead.
@@ -484,6 +492,10 @@ impl Process {
             wrapped: false,
             random_map: None,
             percentage_random: spec.percentage_random,
+            verify: None,
+            writes_ended_ns: None,
+            verify_syncing: false,
+            drop_cache: false,
             block_align: spec.block_align,
             offset_distribution: None,
             pending_call: None,
@@ -559,6 +571,7 @@ impl Process {
             && self.files.is_none()
             && self.iolog.is_none()
             && self.issue_log.is_none()
+            && self.verify.is_none()
             && self.thinktime_ns == 0
             && self.rate_bytes_per_sec.iter().chain(&self.rate_iops).all(Option::is_none)
             && !self.flush_pending
@@ -671,6 +684,12 @@ impl Process {
         std::mem::take(&mut self.wrapped)
     }
 
+    /// Whether the next buffered call must drop the file's cached pages whatever
+    /// `invalidate` says (the verify phase's `file_invalidate_cache`).
+    pub fn take_drop_cache(&mut self) -> bool {
+        std::mem::take(&mut self.drop_cache)
+    }
+
     /// Gives the process a tree of files to work through instead of one region.
     pub fn set_files(&mut self, files: FileTree) {
         self.files = Some(files);
@@ -702,7 +721,8 @@ impl Process {
 
     /// The runtime is over: issue nothing more.
     pub fn runtime_expired(&mut self) {
-        if self.state == State::Running {
+        // A verify phase runs to its end, whatever the runtime (fio verifies after do_io).
+        if self.state == State::Running && !self.verify.as_ref().is_some_and(|v| v.reading()) {
             self.state = State::Draining;
         }
     }
@@ -727,6 +747,9 @@ impl Process {
     pub fn next(&mut self, now_ns: Nanos) -> Next {
         if self.state != State::Running {
             return Next::Full;
+        }
+        if self.verify.as_ref().is_some_and(|v| v.reading()) {
+            return self.next_verify_read();
         }
         if self.stop_at_ns.is_some_and(|stop| now_ns >= stop) {
             self.state = State::Draining;
@@ -800,6 +823,11 @@ impl Process {
             }
         };
         self.count_issue(op, len);
+        if op == Op::Write {
+            if let Some(v) = self.verify.as_mut() {
+                v.wrote(offset, len);
+            }
+        }
         if op == Op::Write && self.fsync_every > 0 {
             self.writes_since_fsync += 1;
             if self.writes_since_fsync >= self.fsync_every {
@@ -978,8 +1006,11 @@ impl Process {
             }
             State::Running => Some(Resume::At(now_ns)),
             State::Draining if self.in_flight == 0 && !self.blocked => {
-                self.finish(now_ns);
-                None
+                if self.drained(now_ns) {
+                    None
+                } else {
+                    Some(Resume::At(now_ns))
+                }
             }
             _ => None,
         }
@@ -1055,6 +1086,78 @@ impl Process {
     }
 
     /// Marks the process done.
+    /// The job has drained its I/O. Returns true when it is done; false when its verify
+    /// phase begins instead (it runs again, issuing reads).
+    #[must_use]
+    pub fn drained(&mut self, now_ns: Nanos) -> bool {
+        let verify_pending = self.verify.as_ref().is_some_and(|v| !v.reading());
+        if !verify_pending {
+            self.finish(now_ns);
+            return true;
+        }
+        // fio's do_verify: sync the file and drop it from the cache, then read back.
+        self.writes_ended_ns = Some(now_ns);
+        self.verify.as_mut().expect("pending").begin(now_ns);
+        self.state = State::Running;
+        self.stop_at_ns = None;
+        self.thinking = false;
+        self.draining_to_low = false;
+        if self.buffered.is_some() {
+            // The sync first; the cache is dropped once it is done (next_verify_read).
+            self.flush_pending = true;
+        }
+        false
+    }
+
+    /// The next read of the verify phase: after a buffered job's sync has completed, the
+    /// written pieces at the job's queue depth.
+    fn next_verify_read(&mut self) -> Next {
+        if self.flush_pending {
+            self.flush_pending = false;
+            self.verify_syncing = true;
+            return Next::Issue(Io {
+                op: Op::Flush,
+                offset_bytes: 0,
+                len_bytes: 0,
+                sync: true,
+                prio: None,
+            });
+        }
+        if self.verify_syncing {
+            if self.in_flight > 0 {
+                return Next::Full;
+            }
+            // Synced: the first read drops the file's cached pages (fio's
+            // file_invalidate_cache, whatever `invalidate` says), so the reads reach the disk.
+            self.verify_syncing = false;
+            self.drop_cache = true;
+        }
+        if self.in_flight >= self.max_in_flight {
+            return Next::Full;
+        }
+        match self.verify.as_mut().and_then(|v| v.next_piece()) {
+            Some((offset_bytes, len_bytes)) => {
+                self.count_issue(Op::Read, len_bytes);
+                Next::Issue(Io { op: Op::Read, offset_bytes, len_bytes, sync: true, prio: None })
+            }
+            None => {
+                self.state = State::Draining;
+                Next::Stop
+            }
+        }
+    }
+
+    /// The runtime of direction `d`: with a verify phase, writes ran until it began and a
+    /// job that only wrote read during it (fio's `update_runtime` per direction); else the
+    /// job's runtime.
+    pub fn dir_runtime_ns(&self, d: usize) -> Nanos {
+        match (self.writes_ended_ns, d) {
+            (Some(w), 0) if !self.rw.reads() => self.end_ns.saturating_sub(w),
+            (Some(w), 1) => w.saturating_sub(self.ramp_end_ns),
+            _ => self.runtime_ns(),
+        }
+    }
+
     pub fn finish(&mut self, now_ns: Nanos) {
         self.state = State::Done;
         self.end_ns = now_ns;

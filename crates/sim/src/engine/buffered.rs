@@ -54,7 +54,8 @@ impl Engine {
         // fio reopens the file for every pass (a time-based job's, `loops=`, `io_size` over
         // `size`; a random job's when its map is full): `invalidate` drops its pages again
         // (the read-latency monitor's "dump it from cache and start again").
-        if self.procs[pi].take_wrapped() && b.invalidate {
+        let reopened = self.procs[pi].take_wrapped() && b.invalidate;
+        if self.procs[pi].take_drop_cache() || reopened {
             let len = self.procs[pi].region.len_bytes;
             let call = Syscall::Fadvise { file: b.file, offset: 0, len, advice: Advice::DontNeed };
             self.vm.syscall(b.task, call, now, &mut out);

@@ -17,6 +17,7 @@ use crate::intake::{is_regular_path, NULL_DEVICE};
 use crate::iolog_out::IssueLog;
 use crate::random_map::{RandomMap, MAX_RANDOM_MAP_BLOCKS};
 use crate::topology::{Route, Topology};
+use crate::verify::Verify;
 use crate::workload::{Buffered, Process, Region};
 
 /// The machine's page cache being set up: its devices (the topology's devices, then its
@@ -430,6 +431,17 @@ pub(super) fn build_processes(
                 if (1..=MAX_RANDOM_MAP_BLOCKS).contains(&blocks) {
                     proc.set_random_map(RandomMap::new(unit, blocks));
                 }
+            }
+            // fio's verify phase: what the job wrote, read back when its writes are done.
+            if spec.verify && spec.do_verify && spec.rw.writes() {
+                if files.is_some() || spec.iolog.is_some() {
+                    return Err(SimError(format!(
+                        "{at}: job `{}`: verify= with nrfiles > 1 or read_iolog is not modelled; drop verify= (it only reads the written data back)",
+                        spec.name
+                    )));
+                }
+                let in_written_order = spec.rw.is_random() && !spec.norandommap;
+                proc.verify = Some(Box::new(Verify::new(in_written_order)));
             }
             if spec.write_iolog.is_some() {
                 // The file as fio names it in the log: the job's filename, or fio's name for

@@ -480,8 +480,11 @@ impl Engine {
                     let proc = &mut self.procs[p as usize];
                     proc.runtime_expired();
                     if proc.state == State::Draining && proc.in_flight == 0 && !proc.blocked {
-                        proc.finish(self.now_ns);
-                        self.process_done(p);
+                        if proc.drained(self.now_ns) {
+                            self.process_done(p);
+                        } else {
+                            self.arm_issue(p, self.now_ns);
+                        }
                     }
                 }
                 Event::Device(d) => {
@@ -608,7 +611,9 @@ impl Engine {
                             self.buffered_call(p, io);
                             break;
                         }
-                        self.procs[pi].finish(now);
+                        if !self.procs[pi].drained(now) {
+                            continue; // its verify phase begins
+                        }
                         self.process_done(p);
                     }
                     break;
@@ -741,8 +746,7 @@ impl Engine {
             }
             let proc = &mut self.procs[p as usize];
             proc.blocked = false;
-            if proc.state == State::Draining && proc.in_flight == 0 {
-                proc.finish(now);
+            if proc.state == State::Draining && proc.in_flight == 0 && proc.drained(now) {
                 self.process_done(p);
             } else {
                 self.arm_issue(p, now);

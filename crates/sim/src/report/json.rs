@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::report::{entries, rate, Entry};
+use crate::report::{entries, Entry};
 use crate::stats::{DirStats, Summary, LAT_BUCKET_EDGES_NS};
 use crate::SimResult;
 use elevator_fio::{JobFile, JobSpec};
@@ -286,8 +286,8 @@ fn dir_json(e: &Entry, spec: &JobSpec, d: usize, group_total_bw: f64, plus: bool
         "io_kbytes": s.io_bytes / 1024,
         "bw_bytes": bw_bytes as u64,
         "bw": (bw_bytes / 1024.0) as u64,
-        "iops": round6(rate(s.total_ios, e.runtime_ns)),
-        "runtime": if s.total_ios > 0 { e.runtime_ns / 1_000_000 } else { 0 },
+        "iops": round6(e.iops(d)),
+        "runtime": if s.total_ios > 0 { e.dir_runtime_ns[d] / 1_000_000 } else { 0 },
         "total_ios": s.total_ios,
         "short_ios": 0,
         "drop_ios": 0,

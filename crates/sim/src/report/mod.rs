@@ -27,6 +27,9 @@ pub struct Entry {
     pub depth_hist: [u64; 7],
     /// The longest runtime among the members.
     pub runtime_ns: Nanos,
+    /// Per direction, the longest among the members (differs from `runtime_ns` only for a
+    /// job with a verify phase, whose writes and reads each have their own).
+    pub dir_runtime_ns: [Nanos; 3],
     /// The members' runtimes added up (fio's `job_runtime` under `group_reporting`).
     pub job_runtime_ns: Nanos,
     /// The members' CPU time (spun, `thinktime_spin`) added up.
@@ -47,7 +50,12 @@ impl Entry {
 
     /// Bandwidth of one direction in bytes per second over the entry's runtime.
     pub fn bw_bytes_per_sec(&self, d: usize) -> f64 {
-        rate(self.stats[d].io_bytes, self.runtime_ns)
+        rate(self.stats[d].io_bytes, self.dir_runtime_ns[d])
+    }
+
+    /// I/Os per second of direction `d`, over its runtime.
+    pub fn iops(&self, d: usize) -> f64 {
+        rate(self.stats[d].total_ios, self.dir_runtime_ns[d])
     }
 }
 
@@ -81,6 +89,9 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
                 }
                 e.members.push(i);
                 e.runtime_ns = e.runtime_ns.max(p.runtime_ns());
+                for (d, r) in e.dir_runtime_ns.iter_mut().enumerate() {
+                    *r = (*r).max(p.dir_runtime_ns(d));
+                }
                 e.job_runtime_ns += p.runtime_ns();
                 e.cpu_ns += p.cpu_ns;
                 continue;
@@ -96,6 +107,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
             lat_buckets: p.lat_buckets.clone(),
             depth_hist: p.depth_hist,
             runtime_ns: p.runtime_ns(),
+            dir_runtime_ns: [0, 1, 2].map(|d| p.dir_runtime_ns(d)),
             job_runtime_ns: p.runtime_ns(),
             cpu_ns: p.cpu_ns,
             latency_depth: p.lat_target.map(|l| l.qd),

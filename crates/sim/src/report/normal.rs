@@ -130,7 +130,7 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
         if s.total_ios == 0 {
             continue;
         }
-        let iops = rate(s.total_ios, e.runtime_ns);
+        let iops = e.iops(d);
         let bw = e.bw_bytes_per_sec(d);
         let _ = writeln!(
             out,
@@ -139,7 +139,7 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
             bin_rate(bw),
             dec_rate(bw),
             bin_size(s.io_bytes),
-            e.runtime_ns / 1_000_000
+            e.dir_runtime_ns[d] / 1_000_000
         );
         lat_line(out, "slat", &s.slat_ns);
         lat_line(out, "clat", &s.clat_ns);

@@ -11,7 +11,7 @@
 
 use elevator_fio::JobFile;
 
-use crate::report::{entries, rate, Entry};
+use crate::report::{entries, Entry};
 use crate::stats::{DirStats, Summary};
 use crate::SimResult;
 
@@ -94,12 +94,12 @@ fn lat_us(s: &Summary) -> String {
 fn ddir(e: &Entry, spec: &elevator_fio::JobSpec, d: usize, group_total_bw: f64) -> String {
     let s: &DirStats = &e.stats[d];
     let bw_bytes = e.bw_bytes_per_sec(d);
-    let runtime_ms = if s.total_ios > 0 { e.runtime_ns / 1_000_000 } else { 0 };
+    let runtime_ms = if s.total_ios > 0 { e.dir_runtime_ns[d] / 1_000_000 } else { 0 };
     let mut out = format!(
         ";{};{};{};{}",
         s.io_bytes / 1024,
         (bw_bytes / 1024.0) as u64,
-        rate(s.total_ios, e.runtime_ns) as u64,
+        e.iops(d) as u64,
         runtime_ms
     );
     out.push_str(&lat_us(&s.slat_ns));

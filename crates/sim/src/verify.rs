@@ -1,0 +1,120 @@
+//! fio's verify phase (`verify=`, `do_verify`): a job that writes reads back what it wrote
+//! once its writes are done (fio's `do_verify`, run after `do_io` in `thread_main`), and
+//! reports those reads as its reads.
+//!
+//! Which blocks, in which order, follows fio's `log_io_piece`: a random job with its random
+//! map keeps every write in the order written (each block is written once a pass); any other
+//! job keeps its writes sorted by offset, a rewrite of the same offset replacing the older
+//! one. Before reading, a buffered job syncs its file and drops it from the page cache, so
+//! the reads reach the disk.
+//!
+//! Deviations: fio also replaces an older piece that a new write overlaps at another offset;
+//! here only a write at the same offset does. `verify_backlog` (verifying while writing) and
+//! `verify_only` are not modelled. Bounded: at most [`MAX_VERIFY_PIECES`] writes are kept for
+//! reading back; past that the run warns.
+
+use std::collections::BTreeMap;
+
+use elevator_core::Nanos;
+
+/// Writes one process keeps for its verify phase (fio keeps an `io_piece` per write, 64 MiB
+/// of them here at 16 bytes each).
+pub const MAX_VERIFY_PIECES: usize = 1 << 22;
+
+/// What one process will read back, and how far it is.
+#[derive(Clone, Debug)]
+pub struct Verify {
+    /// `(offset, length)` in the order written, when the job has a random map...
+    written: Vec<(u64, u64)>,
+    /// ... else by offset.
+    by_offset: BTreeMap<u64, u64>,
+    in_written_order: bool,
+    /// Writes not kept past [`MAX_VERIFY_PIECES`].
+    pub dropped: u64,
+    /// Once the read-back has begun: the pieces and the next to read.
+    reading: Option<(Vec<(u64, u64)>, usize)>,
+    /// When the write phase ended and the read-back began.
+    pub began_ns: Option<Nanos>,
+}
+
+impl Verify {
+    pub fn new(in_written_order: bool) -> Verify {
+        Verify {
+            written: Vec::new(),
+            by_offset: BTreeMap::new(),
+            in_written_order,
+            dropped: 0,
+            reading: None,
+            began_ns: None,
+        }
+    }
+
+    /// The job wrote `len` bytes at route offset `offset`.
+    pub fn wrote(&mut self, offset: u64, len: u64) {
+        let kept = if self.in_written_order { self.written.len() } else { self.by_offset.len() };
+        if kept >= MAX_VERIFY_PIECES && !self.by_offset.contains_key(&offset) {
+            self.dropped += 1;
+            return;
+        }
+        if self.in_written_order {
+            self.written.push((offset, len));
+        } else {
+            self.by_offset.insert(offset, len);
+        }
+    }
+
+    /// Whether the read-back has begun.
+    pub fn reading(&self) -> bool {
+        self.reading.is_some()
+    }
+
+    /// Starts the read-back at `now_ns`.
+    pub fn begin(&mut self, now_ns: Nanos) {
+        let pieces = if self.in_written_order {
+            std::mem::take(&mut self.written)
+        } else {
+            std::mem::take(&mut self.by_offset).into_iter().collect()
+        };
+        self.reading = Some((pieces, 0));
+        self.began_ns = Some(now_ns);
+    }
+
+    /// The next piece to read back, if any is left.
+    pub fn next_piece(&mut self) -> Option<(u64, u64)> {
+        let (pieces, next) = self.reading.as_mut()?;
+        let piece = pieces.get(*next).copied()?;
+        *next += 1;
+        Some(piece)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_map_jobs_read_back_in_written_order_others_by_offset() {
+        let mut v = Verify::new(true);
+        for o in [40, 10, 30] {
+            v.wrote(o, 4);
+        }
+        v.begin(7);
+        assert_eq!(
+            (v.next_piece(), v.next_piece(), v.next_piece()),
+            (Some((40, 4)), Some((10, 4)), Some((30, 4)))
+        );
+        assert_eq!(v.next_piece(), None);
+        assert_eq!(v.began_ns, Some(7));
+        // Sorted, a rewrite replacing the older piece at its offset.
+        let mut v = Verify::new(false);
+        for (o, l) in [(40, 4), (10, 4), (40, 8)] {
+            v.wrote(o, l);
+        }
+        assert!(!v.reading());
+        v.begin(0);
+        assert_eq!(
+            (v.next_piece(), v.next_piece(), v.next_piece()),
+            (Some((10, 4)), Some((40, 8)), None)
+        );
+    }
+}
