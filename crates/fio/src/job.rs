@@ -236,6 +236,9 @@ pub struct JobSpec {
     /// `thinktime=` (fio's unit: microseconds): pause after every `thinktime_blocks` I/Os.
     pub thinktime_ns: Nanos,
     pub thinktime_blocks: u32,
+    /// `thinktime_blocks_type=`: count `thinktime_blocks` in completed I/Os (`complete`, the
+    /// default) or in issued ones (`issue`).
+    pub thinktime_blocks_on_issue: bool,
     /// `thinktime_spin=` (microseconds): the first part of each think is spent on a CPU
     /// (fio spins), the rest asleep. Spinning jobs share the machine's CPUs.
     pub thinktime_spin_ns: Nanos,
@@ -459,6 +462,7 @@ impl JobSpec {
             startdelay_ns: 0,
             thinktime_ns: 0,
             thinktime_blocks: 1,
+            thinktime_blocks_on_issue: false,
             thinktime_spin_ns: 0,
             rate_bytes_per_sec: [None; 3],
             rate_iops: [None; 3],

@@ -133,6 +133,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("replay_skip", "replay_skip"),
     ("write_lat_log", "write_lat_log"),
     ("write_iolog", "write_iolog"),
+    ("thinktime_blocks_type", "thinktime_blocks_type"),
     ("verify", "verify"),
     ("do_verify", "do_verify"),
     ("write_bw_log", "write_bw_log"),
@@ -326,7 +327,6 @@ const UNMODELLED: &[&str] = &[
     "stream_id",
     "svcl",
     "sync_file_range",
-    "thinktime_blocks_type",
     "thinktime_iotime",
     "thp",
     "thread",
@@ -458,6 +458,7 @@ const TEXT_OPTIONS: &[&str] = &[
     "write_iops_log",
     "write_iolog",
     "verify",
+    "thinktime_blocks_type",
 ];
 
 fn canonical(key: &str) -> Option<&'static str> {
@@ -829,6 +830,13 @@ impl Builder {
                 }
             }
             "thinktime_blocks" => spec.thinktime_blocks = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "thinktime_blocks_type" => {
+                spec.thinktime_blocks_on_issue = match v.trim() {
+                    "complete" => false,
+                    "issue" => true,
+                    other => return Err(format!("`{other}`: expected complete or issue")),
+                }
+            }
             "rate" => spec.rate_bytes_per_sec = per_ddir_limit(v, kb)?,
             "rate_iops" => spec.rate_iops = per_ddir_limit(v, kb)?,
             "rate_process" => {
@@ -1392,6 +1400,9 @@ mod tests {
             Ok(Applied::Warn("elevator does not model `refill_buffers`; ignored".into()))
         );
         assert!(matches!(builder().apply("hipri", None), Ok(Applied::Warn(_))));
+        assert!(!applied(&[]).thinktime_blocks_on_issue);
+        assert!(applied(&[("thinktime_blocks_type", Some("issue"))]).thinktime_blocks_on_issue);
+        assert!(value_err("thinktime_blocks_type", "both").contains("complete or issue"));
         assert!(applied(&[("verify", Some("crc32c"))]).verify);
         assert!(!applied(&[("verify", Some("0"))]).verify);
         assert!(applied(&[]).do_verify);

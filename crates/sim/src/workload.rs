@@ -163,6 +163,9 @@ pub enum Next {
 pub enum Resume {
     /// It issues again at this time.
     At(Nanos),
+    /// It thinks (asleep) until this time, and issues nothing before, whatever earlier
+    /// wake-up other completions had asked for.
+    ThinkUntil(Nanos),
     /// It thinks: spins for `spin_ns` of CPU time (on the machine's shared CPUs, see
     /// [`crate::cpu`]), then sleeps `sleep_ns`.
     Spin { spin_ns: Nanos, sleep_ns: Nanos },
@@ -302,6 +305,8 @@ pub struct Process {
     ramp_ns: Nanos,
     thinktime_ns: Nanos,
     thinktime_blocks: u32,
+    /// `thinktime_blocks_type=issue`: count issued I/Os, not completed ones.
+    think_on_issue: bool,
     thinktime_spin_ns: Nanos,
     rate_bytes_per_sec: [Option<u64>; 3],
     rate_iops: [Option<u64>; 3],
@@ -461,6 +466,7 @@ impl Process {
             ramp_ns: spec.ramp_time_ns,
             thinktime_ns: spec.thinktime_ns,
             thinktime_blocks: spec.thinktime_blocks.max(1),
+            think_on_issue: spec.thinktime_blocks_on_issue,
             thinktime_spin_ns: spec.thinktime_spin_ns,
             rate_bytes_per_sec: spec.rate_bytes_per_sec,
             rate_iops: spec.rate_iops,
@@ -727,6 +733,16 @@ impl Process {
         }
     }
 
+    /// One more block towards `thinktime_blocks`: the job thinks once its queue is empty
+    /// (fio's handle_thinktime quiesces first).
+    fn count_towards_think(&mut self) {
+        self.since_think += 1;
+        if self.since_think >= self.thinktime_blocks {
+            self.since_think = 0;
+            self.thinking = true;
+        }
+    }
+
     /// The depth a full queue must drain to before the job fills it again (fio's
     /// `wait_for_completions`): it reaps at least `iodepth_batch_complete_min` completions,
     /// and again as long as more than `iodepth_low` are in flight. By default (a minimum of
@@ -847,12 +863,8 @@ impl Process {
         }
         // fio counts I/O units towards `thinktime_blocks`; opening a file (its inode read
         // here) is not one.
-        if self.thinktime_ns > 0 && !opening {
-            self.since_think += 1;
-            if self.since_think >= self.thinktime_blocks {
-                self.since_think = 0;
-                self.thinking = true;
-            }
+        if self.thinktime_ns > 0 && !opening && self.think_on_issue {
+            self.count_towards_think();
         }
         let sync = op != Op::Write || self.sync_writes || barrier;
         let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op), len));
@@ -988,6 +1000,15 @@ impl Process {
             self.record_io(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);
             self.timeline.record(dir_index(op), len_bytes, now_ns);
         }
+        // fio's default thinktime_blocks_type=complete: completed blocks count (io_blocks).
+        if self.thinktime_ns > 0
+            && !self.think_on_issue
+            && op != Op::Flush
+            && self.state == State::Running
+            && !self.verify.as_ref().is_some_and(|v| v.reading())
+        {
+            self.count_towards_think();
+        }
         match self.state {
             State::Running if self.thinking => {
                 if self.in_flight == 0 {
@@ -998,7 +1019,7 @@ impl Process {
                             sleep_ns: self.thinktime_ns.saturating_sub(self.thinktime_spin_ns),
                         }
                     } else {
-                        Resume::At(now_ns + self.thinktime_ns)
+                        Resume::ThinkUntil(now_ns + self.thinktime_ns)
                     })
                 } else {
                     None

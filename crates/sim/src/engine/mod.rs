@@ -770,6 +770,12 @@ impl Engine {
     fn resume(&mut self, p: u32, r: Resume) {
         match r {
             Resume::At(at) => self.arm_issue(p, at),
+            Resume::ThinkUntil(at) => {
+                // Wake-ups armed earlier (by completions before the think began) lapse: an
+                // Issue event fires only at the time armed last.
+                self.issue_armed[p as usize] = Some(at);
+                self.push(at, Event::Issue(p));
+            }
             Resume::Spin { spin_ns, sleep_ns } => {
                 self.cpus.spin(p, spin_ns, sleep_ns, self.now_ns);
                 self.arm_cpus();
