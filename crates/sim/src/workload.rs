@@ -307,6 +307,8 @@ pub struct Process {
     thinktime_blocks: u32,
     /// `thinktime_blocks_type=issue`: count issued I/Os, not completed ones.
     think_on_issue: bool,
+    /// When the file openings in flight were issued: their completions count for no think.
+    opens_in_flight: Vec<Nanos>,
     thinktime_spin_ns: Nanos,
     rate_bytes_per_sec: [Option<u64>; 3],
     rate_iops: [Option<u64>; 3],
@@ -467,6 +469,7 @@ impl Process {
             thinktime_ns: spec.thinktime_ns,
             thinktime_blocks: spec.thinktime_blocks.max(1),
             think_on_issue: spec.thinktime_blocks_on_issue,
+            opens_in_flight: Vec::new(),
             thinktime_spin_ns: spec.thinktime_spin_ns,
             rate_bytes_per_sec: spec.rate_bytes_per_sec,
             rate_iops: spec.rate_iops,
@@ -866,6 +869,10 @@ impl Process {
         if self.thinktime_ns > 0 && !opening && self.think_on_issue {
             self.count_towards_think();
         }
+        if self.thinktime_ns > 0 && opening && !self.think_on_issue {
+            // Its completion is not an I/O unit either (see `completed`).
+            self.opens_in_flight.push(now_ns);
+        }
         let sync = op != Op::Write || self.sync_writes || barrier;
         let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op), len));
         Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync, prio })
@@ -1000,9 +1007,18 @@ impl Process {
             self.record_io(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);
             self.timeline.record(dir_index(op), len_bytes, now_ns);
         }
-        // fio's default thinktime_blocks_type=complete: completed blocks count (io_blocks).
+        // fio's default thinktime_blocks_type=complete: completed blocks count (io_blocks);
+        // a file's opening (its inode read) does not.
+        let opening = match self.opens_in_flight.iter().position(|&t| t == issue_ns) {
+            Some(i) => {
+                self.opens_in_flight.swap_remove(i);
+                true
+            }
+            None => false,
+        };
         if self.thinktime_ns > 0
             && !self.think_on_issue
+            && !opening
             && op != Op::Flush
             && self.state == State::Running
             && !self.verify.as_ref().is_some_and(|v| v.reading())
