@@ -56,6 +56,13 @@ pub struct Io {
     pub prio: Option<IoPrio>,
 }
 
+impl Io {
+    /// A cache flush (fsync, fdatasync, a barrier's flush): no data, sync.
+    pub fn flush() -> Io {
+        Io { op: Op::Flush, offset_bytes: 0, len_bytes: 0, sync: true, prio: None }
+    }
+}
+
 /// `cmdprio_percentage=`, `cmdprio_class=`, `cmdprio=`: which I/Os get another priority.
 #[derive(Clone, Debug)]
 pub struct CmdPrio {
@@ -800,13 +807,7 @@ impl Process {
         }
         if self.flush_pending {
             self.flush_pending = false;
-            return Next::Issue(Io {
-                op: Op::Flush,
-                offset_bytes: 0,
-                len_bytes: 0,
-                sync: true,
-                prio: None,
-            });
+            return Next::Issue(Io::flush());
         }
         if self.iolog.is_some() {
             return self.next_replayed(now_ns);
@@ -883,7 +884,7 @@ impl Process {
     pub fn take_end_fsync(&mut self) -> Option<Io> {
         let b = self.buffered.as_mut().filter(|b| b.end_fsync)?;
         b.end_fsync = false;
-        Some(Io { op: Op::Flush, offset_bytes: 0, len_bytes: 0, sync: true, prio: None })
+        Some(Io::flush())
     }
 
     /// Counts an I/O about to be issued against the job's limits and rates.
@@ -1152,13 +1153,7 @@ impl Process {
         if self.flush_pending {
             self.flush_pending = false;
             self.verify_syncing = true;
-            return Next::Issue(Io {
-                op: Op::Flush,
-                offset_bytes: 0,
-                len_bytes: 0,
-                sync: true,
-                prio: None,
-            });
+            return Next::Issue(Io::flush());
         }
         if self.verify_syncing {
             if self.in_flight > 0 {
