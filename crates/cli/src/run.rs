@@ -80,6 +80,9 @@ pub enum Eta {
 /// shells do (128 + 2).
 pub const EXIT_INTERRUPTED: i32 = 130;
 
+/// The exit status when a simulated job ended in error (`max_latency`), as fio exits 1.
+pub const EXIT_JOB_ERROR: i32 = 1;
+
 /// Wall time between two status lines.
 const STATUS_EVERY: Duration = Duration::from_millis(250);
 
@@ -272,6 +275,22 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             OutputFormat::Table => report::table::render(&result, &jobs),
         });
     }
+    // fio prints a job's error as it happens, and exits 1 when a job failed.
+    let mut failed = false;
+    for p in &result.processes {
+        if let Some(x) = &p.error {
+            eprintln!("elevator: job `{}`: {}", p.name, x.message);
+            eprintln!(
+                "elevator: job `{}` (pid {}): err={}, func={}, error={}",
+                p.name,
+                p.owner.pid,
+                x.errno,
+                x.func,
+                x.strerror()
+            );
+            failed = true;
+        }
+    }
     emit(&text, args.output.as_deref())?;
     // fio's log files, in the current directory as fio writes them.
     for (name, text) in report::logs::files(&result, &jobs) {
@@ -319,6 +338,12 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         use std::io::Write;
         let _ = std::io::stdout().flush();
         std::process::exit(EXIT_INTERRUPTED);
+    }
+    if failed {
+        // As fio's exit status when a job ended in error; the report is complete.
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        std::process::exit(EXIT_JOB_ERROR);
     }
     Ok(())
 }

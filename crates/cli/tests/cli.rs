@@ -383,6 +383,38 @@ fn verify_reads_back_what_was_written_as_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `max_latency=`: an I/O slower than the limit ends the job with ETIMEDOUT (110), reported
+/// as real fio (installed by setup.sh) reports it, and the run exits 1 as fio does.
+#[test]
+fn max_latency_ends_the_job_as_real_fio_does() {
+    let dir = std::env::temp_dir().join(format!("elevator-maxlat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("m.fio");
+    let text = format!(
+        "[m]\nfilename={}\nsize=1m\nbs=4k\nrw=randread\nmax_latency=1\n",
+        dir.join("data").display()
+    );
+    std::fs::write(&job, text).unwrap();
+    let fio = Command::new("fio").arg("--output-format=json").arg(&job).output().unwrap();
+    let ours = elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]);
+    for (tool, out) in [("fio", &fio), ("elevator", &ours)] {
+        assert_eq!(out.status.code(), Some(1), "{tool} exits 1");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("exceeds specified max (1000 nsec)"), "{tool}: {stderr}");
+        let v = fio_json_of(&out.stdout);
+        assert_eq!(v["jobs"][0]["error"], 110, "{tool}");
+        let ios = v["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+        assert!((1..=2).contains(&ios), "{tool}: the job stops at its first slow read: {ios}");
+    }
+    let normal = elevator(&["run", job.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&normal.stdout);
+    assert!(
+        text.contains("err=110 (func=max latency exceeded, error=Connection timed out)"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A blktrace binary replays like a fio log, once told which device it was taken on.
 #[test]
 fn blktrace_replay_needs_a_device_and_keeps_timing() {

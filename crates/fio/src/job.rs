@@ -236,6 +236,9 @@ pub struct JobSpec {
     /// `thinktime=` (fio's unit: microseconds): pause after every `thinktime_blocks` I/Os.
     pub thinktime_ns: Nanos,
     pub thinktime_blocks: u32,
+    /// `max_latency=` per direction (fio's unit: microseconds): an I/O that takes longer,
+    /// issue to completion, ends the job with ETIMEDOUT.
+    pub max_latency_ns: [Option<Nanos>; 3],
     /// `thinktime_blocks_type=`: count `thinktime_blocks` in completed I/Os (`complete`, the
     /// default) or in issued ones (`issue`).
     pub thinktime_blocks_on_issue: bool,
@@ -463,6 +466,7 @@ impl JobSpec {
             thinktime_ns: 0,
             thinktime_blocks: 1,
             thinktime_blocks_on_issue: false,
+            max_latency_ns: [None; 3],
             thinktime_spin_ns: 0,
             rate_bytes_per_sec: [None; 3],
             rate_iops: [None; 3],

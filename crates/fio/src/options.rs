@@ -133,6 +133,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("replay_skip", "replay_skip"),
     ("write_lat_log", "write_lat_log"),
     ("write_iolog", "write_iolog"),
+    ("max_latency", "max_latency"),
     ("thinktime_blocks_type", "thinktime_blocks_type"),
     ("verify", "verify"),
     ("do_verify", "do_verify"),
@@ -264,7 +265,6 @@ const UNMODELLED: &[&str] = &[
     "log_prio",
     "log_store_compressed",
     "log_unix_epoch",
-    "max_latency",
     "max_open_zones",
     "mem",
     "merge_blktrace_file",
@@ -830,6 +830,17 @@ impl Builder {
                 }
             }
             "thinktime_blocks" => spec.thinktime_blocks = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "max_latency" => {
+                for (slot, part) in spec.max_latency_ns.iter_mut().zip(split_ddir(v)?) {
+                    if let Some(p) = part {
+                        let ns = parse_time_ns(p, NS_PER_US)?;
+                        if ns > MAX_LATENCY_TARGET_NS {
+                            return Err(format!("`{p}` is above an hour (MAX_LATENCY_TARGET_NS)"));
+                        }
+                        *slot = (ns > 0).then_some(ns);
+                    }
+                }
+            }
             "thinktime_blocks_type" => {
                 spec.thinktime_blocks_on_issue = match v.trim() {
                     "complete" => false,
@@ -1400,6 +1411,13 @@ mod tests {
             Ok(Applied::Warn("elevator does not model `refill_buffers`; ignored".into()))
         );
         assert!(matches!(builder().apply("hipri", None), Ok(Applied::Warn(_))));
+        assert_eq!(applied(&[]).max_latency_ns, [None; 3]);
+        assert_eq!(applied(&[("max_latency", Some("500"))]).max_latency_ns, [Some(500_000); 3]);
+        assert_eq!(
+            applied(&[("max_latency", Some("10ms,0"))]).max_latency_ns,
+            [Some(10_000_000), None, None]
+        );
+        assert!(value_err("max_latency", "2h").contains("MAX_LATENCY_TARGET_NS"));
         assert!(!applied(&[]).thinktime_blocks_on_issue);
         assert!(applied(&[("thinktime_blocks_type", Some("issue"))]).thinktime_blocks_on_issue);
         assert!(value_err("thinktime_blocks_type", "both").contains("complete or issue"));

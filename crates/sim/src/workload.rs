@@ -56,6 +56,29 @@ pub struct Io {
     pub prio: Option<IoPrio>,
 }
 
+/// Linux's ETIMEDOUT, the error fio gives a job whose I/O exceeds `max_latency`.
+pub const ETIMEDOUT: u32 = 110;
+
+/// An error that ended a job, as fio reports it: `err=110 (func=..., error=...)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobError {
+    pub errno: u32,
+    /// What failed (fio's `func=`).
+    pub func: &'static str,
+    /// The line fio prints on stderr when it happens.
+    pub message: String,
+}
+
+impl JobError {
+    /// `strerror(errno)`, for the errors elevator gives.
+    pub fn strerror(&self) -> &'static str {
+        match self.errno {
+            ETIMEDOUT => "Connection timed out",
+            _ => "Unknown error",
+        }
+    }
+}
+
 impl Io {
     /// A cache flush (fsync, fdatasync, a barrier's flush): no data, sync.
     pub fn flush() -> Io {
@@ -316,6 +339,10 @@ pub struct Process {
     think_on_issue: bool,
     /// When the file openings in flight were issued: their completions count for no think.
     opens_in_flight: Vec<Nanos>,
+    /// `max_latency` per direction.
+    max_latency_ns: [Option<Nanos>; 3],
+    /// The error that ended the job, as fio reports it (errno, what failed, its message).
+    pub error: Option<JobError>,
     thinktime_spin_ns: Nanos,
     rate_bytes_per_sec: [Option<u64>; 3],
     rate_iops: [Option<u64>; 3],
@@ -477,6 +504,8 @@ impl Process {
             thinktime_blocks: spec.thinktime_blocks.max(1),
             think_on_issue: spec.thinktime_blocks_on_issue,
             opens_in_flight: Vec::new(),
+            max_latency_ns: spec.max_latency_ns,
+            error: None,
             thinktime_spin_ns: spec.thinktime_spin_ns,
             rate_bytes_per_sec: spec.rate_bytes_per_sec,
             rate_iops: spec.rate_iops,
@@ -1007,6 +1036,25 @@ impl Process {
         if now_ns >= self.ramp_end_ns && op != Op::Flush && !self.no_io {
             self.record_io(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);
             self.timeline.record(dir_index(op), len_bytes, now_ns);
+        }
+        // fio's max_latency (account_io_completion, lat_fatal): an I/O slower than the limit,
+        // issue to completion, ends the job with ETIMEDOUT; it is still counted.
+        if op != Op::Flush && self.error.is_none() {
+            let d = dir_index(op);
+            let lat = now_ns.saturating_sub(issue_ns);
+            if let Some(max) = self.max_latency_ns[d].filter(|&m| lat > m) {
+                self.error = Some(JobError {
+                    errno: ETIMEDOUT,
+                    func: "max latency exceeded",
+                    message: format!(
+                        "latency of {lat} nsec exceeds specified max ({max} nsec): {} {len_bytes} bytes",
+                        ["read", "write", "trim"][d]
+                    ),
+                });
+                if self.state == State::Running {
+                    self.state = State::Draining;
+                }
+            }
         }
         // fio's default thinktime_blocks_type=complete: completed blocks count (io_blocks);
         // a file's opening (its inode read) does not.

@@ -218,7 +218,7 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
     json!({
         "jobname": e.name,
         "groupid": e.group_id,
-        "error": 0,
+        "error": e.error.as_ref().map_or(0, |x| x.errno),
         "eta": 0,
         "elapsed": e.runtime_ns.div_ceil(1_000_000_000),
         "job options": options_map(&spec.options),

@@ -34,6 +34,8 @@ pub struct Entry {
     pub job_runtime_ns: Nanos,
     /// The members' CPU time (spun, `thinktime_spin`) added up.
     pub cpu_ns: Nanos,
+    /// The error that ended a member, if one did (fio reports the job's first).
+    pub error: Option<crate::workload::JobError>,
     /// The queue depth `latency_target=` settled on (fio's `latency_depth`), if it searched.
     pub latency_depth: Option<u32>,
 }
@@ -94,6 +96,9 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
                 }
                 e.job_runtime_ns += p.runtime_ns();
                 e.cpu_ns += p.cpu_ns;
+                if e.error.is_none() {
+                    e.error.clone_from(&p.error);
+                }
                 continue;
             }
         }
@@ -110,6 +115,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
             dir_runtime_ns: [0, 1, 2].map(|d| p.dir_runtime_ns(d)),
             job_runtime_ns: p.runtime_ns(),
             cpu_ns: p.cpu_ns,
+            error: p.error.clone(),
             latency_depth: p.lat_target.map(|l| l.qd),
         });
     }

@@ -119,10 +119,15 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
 fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
     let _ = writeln!(
         out,
-        "{}: (groupid={}, jobs={}): err= 0: pid={}",
+        "{}: (groupid={}, jobs={}): err={}: pid={}",
         e.name,
         e.group_id,
         e.members.len(),
+        // fio: `err= 0`, or `err=110 (file:..., func=..., error=...)`.
+        e.error.as_ref().map_or_else(
+            || " 0".to_string(),
+            |x| format!("{} (func={}, error={})", x.errno, x.func, x.strerror())
+        ),
         e.first_pid
     );
     for (d, name) in DIR_NAMES.iter().enumerate() {

@@ -52,10 +52,11 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     let mut out = String::new();
     for e in &entries {
         out.push_str(&format!(
-            "3;elevator-{};{};{};0",
+            "3;elevator-{};{};{};{}",
             env!("CARGO_PKG_VERSION"),
             e.name,
-            e.group_id
+            e.group_id,
+            e.error.as_ref().map_or(0, |x| x.errno)
         ));
         for (d, &total) in group_bw[e.group_id as usize].iter().take(2).enumerate() {
             out.push_str(&ddir(e, &jobs.jobs[e.job], d, total));
