@@ -383,8 +383,9 @@ fn verify_reads_back_what_was_written_as_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `max_latency=`: an I/O slower than the limit ends the job with ETIMEDOUT (110), reported
-/// as real fio (installed by setup.sh) reports it, and the run exits 1 as fio does.
+/// `max_latency=` (and `latency_target` at depth 1): an I/O slower than the limit ends the
+/// job with ETIMEDOUT (110), reported as real fio (installed by setup.sh) reports it, and the
+/// run exits 1 as fio does.
 #[test]
 fn max_latency_ends_the_job_as_real_fio_does() {
     let dir = std::env::temp_dir().join(format!("elevator-maxlat-{}", std::process::id()));
@@ -412,6 +413,19 @@ fn max_latency_ends_the_job_as_real_fio_does() {
         text.contains("err=110 (func=max latency exceeded, error=Connection timed out)"),
         "{text}"
     );
+    // latency_target at percentile 100: an I/O over the target at depth 1 ends the job the
+    // same way (fio's lat_target_failed).
+    let text = format!(
+        "[t]\nfilename={}\nsize=1m\nbs=4k\nrw=randread\nlatency_target=1\nlatency_window=1s\n",
+        dir.join("data").display()
+    );
+    std::fs::write(&job, text).unwrap();
+    let fio = Command::new("fio").arg("--output-format=json").arg(&job).output().unwrap();
+    let ours = elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]);
+    for (tool, out) in [("fio", &fio), ("elevator", &ours)] {
+        assert_eq!(out.status.code(), Some(1), "{tool} exits 1");
+        assert_eq!(fio_json_of(&out.stdout)["jobs"][0]["error"], 110, "{tool}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

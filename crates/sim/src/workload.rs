@@ -1031,7 +1031,7 @@ impl Process {
         debug_assert!(self.in_flight > 0);
         self.in_flight -= 1;
         if op != Op::Flush && self.state == State::Running {
-            self.latency_target_check(now_ns - issue_ns, now_ns);
+            self.latency_target_check(op, len_bytes, now_ns - issue_ns, now_ns);
         }
         if now_ns >= self.ramp_end_ns && op != Op::Flush && !self.no_io {
             self.record_io(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);
@@ -1039,21 +1039,10 @@ impl Process {
         }
         // fio's max_latency (account_io_completion, lat_fatal): an I/O slower than the limit,
         // issue to completion, ends the job with ETIMEDOUT; it is still counted.
-        if op != Op::Flush && self.error.is_none() {
-            let d = dir_index(op);
+        if op != Op::Flush {
             let lat = now_ns.saturating_sub(issue_ns);
-            if let Some(max) = self.max_latency_ns[d].filter(|&m| lat > m) {
-                self.error = Some(JobError {
-                    errno: ETIMEDOUT,
-                    func: "max latency exceeded",
-                    message: format!(
-                        "latency of {lat} nsec exceeds specified max ({max} nsec): {} {len_bytes} bytes",
-                        ["read", "write", "trim"][d]
-                    ),
-                });
-                if self.state == State::Running {
-                    self.state = State::Draining;
-                }
+            if let Some(max) = self.max_latency_ns[dir_index(op)].filter(|&m| lat > m) {
+                self.latency_fatal(op, len_bytes, lat, max);
             }
         }
         // fio's default thinktime_blocks_type=complete: completed blocks count (io_blocks);
@@ -1109,11 +1098,18 @@ impl Process {
     /// towards the last good one; when the depth stops moving the statistics restart and
     /// the job runs one more window at that depth, then ends. Deviation: fio quiesces the
     /// queue when it ramps down; here the deeper I/Os in flight simply drain.
-    fn latency_target_check(&mut self, latency_ns: Nanos, now_ns: Nanos) {
+    fn latency_target_check(&mut self, op: Op, len_bytes: u64, latency_ns: Nanos, now_ns: Nanos) {
         let Some(lt) = self.lat_target.as_mut() else { return };
         lt.window_ios += 1;
         if latency_ns > lt.target_ns {
             if lt.percentile >= 100.0 {
+                // fio's lat_target_failed: at depth 1 there is nowhere left to go, and the
+                // job fails (lat_fatal).
+                if lt.qd == 1 {
+                    let target = lt.target_ns;
+                    self.latency_fatal(op, len_bytes, latency_ns, target);
+                    return;
+                }
                 self.latency_target_failed(now_ns);
                 return;
             }
@@ -1130,7 +1126,27 @@ impl Process {
         }
     }
 
-    /// `__lat_target_failed`: bisect down (a failure at depth 1 keeps depth 1).
+    /// fio's `lat_fatal`: an I/O of `op` took `lat` ns, over `limit`; the job ends with
+    /// ETIMEDOUT (the first such error counts).
+    fn latency_fatal(&mut self, op: Op, len_bytes: u64, lat: Nanos, limit: Nanos) {
+        if self.error.is_some() {
+            return;
+        }
+        self.error = Some(JobError {
+            errno: ETIMEDOUT,
+            func: "max latency exceeded",
+            message: format!(
+                "latency of {lat} nsec exceeds specified max ({limit} nsec): {} {len_bytes} bytes",
+                ["read", "write", "trim"][dir_index(op)]
+            ),
+        });
+        if self.state == State::Running {
+            self.state = State::Draining;
+        }
+    }
+
+    /// `__lat_target_failed`: bisect down (at depth 1 a window's failure keeps depth 1; an
+    /// I/O's, with percentile 100, ends the job in `latency_target_check`).
     fn latency_target_failed(&mut self, now_ns: Nanos) {
         let Some(lt) = self.lat_target.as_mut() else { return };
         if lt.qd > 1 {
