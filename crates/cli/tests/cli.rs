@@ -429,6 +429,32 @@ fn max_latency_ends_the_job_as_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `rate_min=`: a job below it over a rate cycle, once 2 s have passed, ends with EIO (5),
+/// as under real fio (installed by setup.sh): both stop after about 3 s.
+#[test]
+fn rate_min_ends_a_slow_job_as_real_fio_does() {
+    let dir = std::env::temp_dir().join(format!("elevator-ratemin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("r.fio");
+    let text = format!(
+        "[r]\nfilename={}\nsize=16m\nbs=4k\nrw=randread\nrate_min=100g\nruntime=20\ntime_based\n",
+        dir.join("data").display()
+    );
+    std::fs::write(&job, text).unwrap();
+    let fio = Command::new("fio").arg("--output-format=json").arg(&job).output().unwrap();
+    let ours = elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]);
+    for (tool, out) in [("fio", &fio), ("elevator", &ours)] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("rate_min=107374182400B/s not met"), "{tool}: {stderr}");
+        let v = fio_json_of(&out.stdout);
+        assert_eq!(v["jobs"][0]["error"], 5, "{tool}");
+        let ms = v["jobs"][0]["read"]["runtime"].as_u64().unwrap();
+        assert!((2900..=6000).contains(&ms), "{tool} stopped after {ms} ms");
+    }
+    assert_eq!(ours.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A blktrace binary replays like a fio log, once told which device it was taken on.
 #[test]
 fn blktrace_replay_needs_a_device_and_keeps_timing() {

@@ -249,6 +249,13 @@ pub struct JobSpec {
     pub rate_bytes_per_sec: [Option<u64>; 3],
     /// `rate_iops=` for reads, writes, trims.
     pub rate_iops: [Option<u64>; 3],
+    /// `rate_min=` (`ratemin`) in bytes per second and `rate_iops_min=`, per direction: a job
+    /// below them over a `rate_cycle` (after 2 s to settle) ends with EIO, as fio's
+    /// check_min_rate.
+    pub rate_min_bytes_per_sec: [Option<u64>; 3],
+    pub rate_iops_min: [Option<u64>; 3],
+    /// `rate_cycle=` (`ratecycle`, fio's unit: milliseconds; default 1000).
+    pub rate_cycle_ns: Nanos,
     /// `rate_process=`: how rated I/O is spaced (`linear`, the default, or `poisson`).
     pub rate_process: RateProcess,
     pub group_reporting: bool,
@@ -471,6 +478,9 @@ impl JobSpec {
             rate_bytes_per_sec: [None; 3],
             rate_iops: [None; 3],
             rate_process: RateProcess::Linear,
+            rate_min_bytes_per_sec: [None; 3],
+            rate_iops_min: [None; 3],
+            rate_cycle_ns: 1_000_000_000,
             group_reporting: false,
             new_group: false,
             stonewall: false,

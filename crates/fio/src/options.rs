@@ -6,7 +6,7 @@
 //! engines elevator supports (`fio --enghelp=io_uring|libaio|pvsync2`), so a job file that runs
 //! on real fio never fails here just because elevator ignores part of it.
 
-use elevator_core::{NS_PER_SEC, NS_PER_US, SECTOR_BYTES};
+use elevator_core::{NS_PER_MS, NS_PER_SEC, NS_PER_US, SECTOR_BYTES};
 
 use crate::expr::{self, Keywords};
 use crate::job::{
@@ -75,6 +75,11 @@ const MODELLED: &[(&str, &str)] = &[
     ("rate", "rate"),
     ("rate_iops", "rate_iops"),
     ("rate_process", "rate_process"),
+    ("rate_min", "rate_min"),
+    ("ratemin", "rate_min"),
+    ("rate_iops_min", "rate_iops_min"),
+    ("rate_cycle", "rate_cycle"),
+    ("ratecycle", "rate_cycle"),
     ("group_reporting", "group_reporting"),
     ("new_group", "new_group"),
     ("stonewall", "stonewall"),
@@ -292,12 +297,7 @@ const UNMODELLED: &[&str] = &[
     "program",
     "protocol",
     "random_generator",
-    "rate_cycle",
     "rate_ignore_thinktime",
-    "rate_iops_min",
-    "rate_min",
-    "ratecycle",
-    "ratemin",
     "rbdname",
     "read_beyond_wp",
     "read_iolog_chunked",
@@ -850,6 +850,17 @@ impl Builder {
             }
             "rate" => spec.rate_bytes_per_sec = per_ddir_limit(v, kb)?,
             "rate_iops" => spec.rate_iops = per_ddir_limit(v, kb)?,
+            "rate_min" => spec.rate_min_bytes_per_sec = per_ddir_limit(v, kb)?,
+            "rate_iops_min" => spec.rate_iops_min = per_ddir_limit(v, kb)?,
+            "rate_cycle" => {
+                let ns = parse_time_ns(v, NS_PER_MS)?;
+                if ns == 0 || ns > MAX_THINKTIME_NS {
+                    return Err(format!(
+                        "`{v}`: a cycle above 0 and at most a day (MAX_THINKTIME_NS)"
+                    ));
+                }
+                spec.rate_cycle_ns = ns;
+            }
             "rate_process" => {
                 spec.rate_process = match v.trim() {
                     "linear" => crate::RateProcess::Linear,
@@ -1411,6 +1422,16 @@ mod tests {
             Ok(Applied::Warn("elevator does not model `refill_buffers`; ignored".into()))
         );
         assert!(matches!(builder().apply("hipri", None), Ok(Applied::Warn(_))));
+        let s = applied(&[
+            ("ratemin", Some("1m")),
+            ("rate_iops_min", Some("10,20")),
+            ("ratecycle", Some("500")),
+        ]);
+        assert_eq!(s.rate_min_bytes_per_sec, [Some(1 << 20); 3]);
+        assert_eq!(s.rate_iops_min, [Some(10), Some(20), Some(20)]);
+        assert_eq!(s.rate_cycle_ns, 500_000_000);
+        assert_eq!(applied(&[]).rate_cycle_ns, 1_000_000_000);
+        assert!(value_err("rate_cycle", "0").contains("above 0"));
         assert_eq!(applied(&[]).max_latency_ns, [None; 3]);
         assert_eq!(applied(&[("max_latency", Some("500"))]).max_latency_ns, [Some(500_000); 3]);
         assert_eq!(

@@ -23,7 +23,7 @@
 //!   after the previous one, up to `iodepth` at once; `rate`, `thinktime`, `fsync` and
 //!   `time_based` do not apply to it (fio applies some of them to replays too).
 
-use elevator_core::{IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_SEC};
+use elevator_core::{IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_MS, NS_PER_SEC};
 use elevator_fio::{BlockSize, JobSpec, RateProcess, RwMode};
 
 use crate::files::{FileIo, FileTree};
@@ -58,6 +58,8 @@ pub struct Io {
 
 /// Linux's ETIMEDOUT, the error fio gives a job whose I/O exceeds `max_latency`.
 pub const ETIMEDOUT: u32 = 110;
+/// Linux's EIO, the error fio gives a job below its `rate_min` or `rate_iops_min`.
+pub const EIO: u32 = 5;
 
 /// An error that ended a job, as fio reports it: `err=110 (func=..., error=...)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,6 +76,7 @@ impl JobError {
     pub fn strerror(&self) -> &'static str {
         match self.errno {
             ETIMEDOUT => "Connection timed out",
+            EIO => "Input/output error",
             _ => "Unknown error",
         }
     }
@@ -341,6 +344,13 @@ pub struct Process {
     opens_in_flight: Vec<Nanos>,
     /// `max_latency` per direction.
     max_latency_ns: [Option<Nanos>; 3],
+    /// `rate_min` (bytes/s) and `rate_iops_min` per direction, the `rate_cycle`, and per
+    /// direction the bytes and I/Os done at the last check and when (fio's
+    /// `last_rate_check_*`).
+    rate_min: [Option<u64>; 3],
+    rate_iops_min: [Option<u64>; 3],
+    rate_cycle_ns: Nanos,
+    rate_checked: [(u64, u64, Nanos); 3],
     /// The error that ended the job, as fio reports it (errno, what failed, its message).
     pub error: Option<JobError>,
     thinktime_spin_ns: Nanos,
@@ -505,6 +515,10 @@ impl Process {
             think_on_issue: spec.thinktime_blocks_on_issue,
             opens_in_flight: Vec::new(),
             max_latency_ns: spec.max_latency_ns,
+            rate_min: spec.rate_min_bytes_per_sec,
+            rate_iops_min: spec.rate_iops_min,
+            rate_cycle_ns: spec.rate_cycle_ns.max(1),
+            rate_checked: [(0, 0, 0); 3],
             error: None,
             thinktime_spin_ns: spec.thinktime_spin_ns,
             rate_bytes_per_sec: spec.rate_bytes_per_sec,
@@ -1045,6 +1059,9 @@ impl Process {
                 self.latency_fatal(op, len_bytes, lat, max);
             }
         }
+        if now_ns >= self.ramp_end_ns && self.state == State::Running {
+            self.check_min_rate(now_ns);
+        }
         // fio's default thinktime_blocks_type=complete: completed blocks count (io_blocks);
         // a file's opening (its inode read) does not.
         let opening = match self.opens_in_flight.iter().position(|&t| t == issue_ns) {
@@ -1123,6 +1140,47 @@ impl Process {
             self.latency_target_success(now_ns);
         } else {
             self.latency_target_failed(now_ns);
+        }
+    }
+
+    /// fio's `check_min_rate`, after each completion: past 2 s from the start, once a
+    /// direction has a check to compare with and a `rate_cycle` has gone by, its bytes (with
+    /// `rate_min`, else I/Os with `rate_iops_min`) per second since then must reach the
+    /// minimum, or the job ends with EIO.
+    fn check_min_rate(&mut self, now_ns: Nanos) {
+        if self.error.is_some() || now_ns.saturating_sub(self.start_ns) < 2 * NS_PER_SEC {
+            return;
+        }
+        for d in 0..3 {
+            let (min_bytes, min_iops) = (self.rate_min[d], self.rate_iops_min[d]);
+            if min_bytes.is_none() && min_iops.is_none() || self.stats[d].io_bytes == 0 {
+                continue;
+            }
+            let (bytes, ios) = (self.stats[d].io_bytes, self.stats[d].total_ios);
+            let (last_bytes, last_ios, last_ns) = self.rate_checked[d];
+            if last_bytes != 0 || last_ios != 0 {
+                let spent_ms = now_ns.saturating_sub(last_ns) / NS_PER_MS;
+                if spent_ms == 0 || spent_ms * NS_PER_MS < self.rate_cycle_ns {
+                    continue;
+                }
+                let failed = match min_bytes {
+                    Some(min) => {
+                        let got = (bytes - last_bytes) * 1000 / spent_ms;
+                        (got < min).then(|| format!("rate_min={min}B/s not met, got {got}B/s"))
+                    }
+                    None => {
+                        let min = min_iops.unwrap_or(0);
+                        let got = (ios - last_ios) * 1000 / spent_ms;
+                        (got < min).then(|| format!("rate_iops_min={min} not met, got {got} IOPS"))
+                    }
+                };
+                if let Some(message) = failed {
+                    self.error = Some(JobError { errno: EIO, func: "check_min_rate", message });
+                    self.state = State::Draining;
+                    return;
+                }
+            }
+            self.rate_checked[d] = (bytes, ios, now_ns);
         }
     }
 
