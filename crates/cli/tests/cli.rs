@@ -383,6 +383,13 @@ fn verify_reads_back_what_was_written_as_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The JSON runs of one job file by real fio (installed by setup.sh) and by elevator.
+fn fio_and_elevator_json(job: &Path) -> [Output; 2] {
+    let fio = Command::new("fio").arg("--output-format=json").arg(job).output().unwrap();
+    let ours = elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]);
+    [fio, ours]
+}
+
 /// `max_latency=` (and `latency_target` at depth 1): an I/O slower than the limit ends the
 /// job with ETIMEDOUT (110), reported as real fio (installed by setup.sh) reports it, and the
 /// run exits 1 as fio does.
@@ -396,8 +403,7 @@ fn max_latency_ends_the_job_as_real_fio_does() {
         dir.join("data").display()
     );
     std::fs::write(&job, text).unwrap();
-    let fio = Command::new("fio").arg("--output-format=json").arg(&job).output().unwrap();
-    let ours = elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]);
+    let [fio, ours] = fio_and_elevator_json(&job);
     for (tool, out) in [("fio", &fio), ("elevator", &ours)] {
         assert_eq!(out.status.code(), Some(1), "{tool} exits 1");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -420,8 +426,7 @@ fn max_latency_ends_the_job_as_real_fio_does() {
         dir.join("data").display()
     );
     std::fs::write(&job, text).unwrap();
-    let fio = Command::new("fio").arg("--output-format=json").arg(&job).output().unwrap();
-    let ours = elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]);
+    let [fio, ours] = fio_and_elevator_json(&job);
     for (tool, out) in [("fio", &fio), ("elevator", &ours)] {
         assert_eq!(out.status.code(), Some(1), "{tool} exits 1");
         assert_eq!(fio_json_of(&out.stdout)["jobs"][0]["error"], 110, "{tool}");
@@ -441,8 +446,7 @@ fn rate_min_ends_a_slow_job_as_real_fio_does() {
         dir.join("data").display()
     );
     std::fs::write(&job, text).unwrap();
-    let fio = Command::new("fio").arg("--output-format=json").arg(&job).output().unwrap();
-    let ours = elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]);
+    let [fio, ours] = fio_and_elevator_json(&job);
     for (tool, out) in [("fio", &fio), ("elevator", &ours)] {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("rate_min=107374182400B/s not met"), "{tool}: {stderr}");

@@ -289,6 +289,16 @@ mod tests {
     }
 }
 
+/// fio's name for an I/O's direction (`io_ddir_name`), as its logs and messages print it.
+pub fn fio_ddir_name(op: Op) -> &'static str {
+    match op {
+        Op::Read => "read",
+        Op::Write => "write",
+        Op::Discard => "trim",
+        Op::Flush => "sync",
+    }
+}
+
 /// Lines one process's `write_iolog` may hold; past it the log stops and the run warns.
 pub const MAX_IOLOG_LINES: usize = MAX_LOG_SAMPLES;
 
@@ -341,12 +351,7 @@ impl IssueLog {
         let f = &self.file;
         let mut out = format!("fio version 3 iolog\n0 {f} add\n0 {f} open\n");
         for &(us, op, offset, len) in &self.lines {
-            let action = match op {
-                Op::Read => "read",
-                Op::Write => "write",
-                Op::Discard => "trim",
-                Op::Flush => "sync",
-            };
+            let action = fio_ddir_name(op);
             out.push_str(&format!("{us} {f} {action} {offset} {len}\n"));
         }
         let end_us = end_ns.saturating_sub(self.start_ns) / NS_PER_US;

@@ -781,7 +781,7 @@ impl Process {
     /// The runtime is over: issue nothing more.
     pub fn runtime_expired(&mut self) {
         // A verify phase runs to its end, whatever the runtime (fio verifies after do_io).
-        if self.state == State::Running && !self.verify.as_ref().is_some_and(|v| v.reading()) {
+        if self.state == State::Running && !self.verifying() {
             self.state = State::Draining;
         }
     }
@@ -808,6 +808,11 @@ impl Process {
         full.saturating_sub(rounds.saturating_mul(m))
     }
 
+    /// Whether the job is in its verify phase, reading back what it wrote.
+    fn verifying(&self) -> bool {
+        self.verify.as_ref().is_some_and(|v| v.reading())
+    }
+
     fn keeps_lat_histogram(&self) -> bool {
         self.stats[0].lat_hist.is_some()
     }
@@ -817,7 +822,7 @@ impl Process {
         if self.state != State::Running {
             return Next::Full;
         }
-        if self.verify.as_ref().is_some_and(|v| v.reading()) {
+        if self.verifying() {
             return self.next_verify_read();
         }
         if self.stop_at_ns.is_some_and(|stop| now_ns >= stop) {
@@ -1076,7 +1081,7 @@ impl Process {
             && !opening
             && op != Op::Flush
             && self.state == State::Running
-            && !self.verify.as_ref().is_some_and(|v| v.reading())
+            && !self.verifying()
         {
             self.count_towards_think();
         }
@@ -1195,7 +1200,7 @@ impl Process {
             func: "max latency exceeded",
             message: format!(
                 "latency of {lat} nsec exceeds specified max ({limit} nsec): {} {len_bytes} bytes",
-                ["read", "write", "trim"][dir_index(op)]
+                crate::iolog_out::fio_ddir_name(op)
             ),
         });
         if self.state == State::Running {
