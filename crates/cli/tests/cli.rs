@@ -313,6 +313,75 @@ fn write_iolog_records_a_log_real_fio_replays() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `rw=read:SIZE` and `rw=randread:N` (with `rw_sequencer=`): the offsets real fio (installed
+/// by setup.sh) logs on its null engine, quirks included (a hole that wraps to the region's
+/// offset counted twice, a step back that sticks at one block, a pass that ends short).
+#[test]
+fn rw_modifiers_place_ios_as_real_fio_does() {
+    let dir = std::env::temp_dir().join(format!("elevator-rw-seq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // (direction, 4 KiB block) of each I/O in each tool's write_iolog.
+    let logged = |tool: &str, extra: &str| -> Vec<(char, u64)> {
+        let log = dir.join(format!("{tool}.log"));
+        let _ = std::fs::remove_file(&log);
+        let job = dir.join(format!("{tool}.fio"));
+        std::fs::write(
+            &job,
+            format!(
+                "[j]\nioengine=null\nfilename={}\nbs=4k\nsize=64k\n{extra}\nwrite_iolog={}\n",
+                dir.join("nullf").display(),
+                log.display()
+            ),
+        )
+        .unwrap();
+        let out = match tool {
+            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
+            _ => elevator(&["run", job.to_str().unwrap()]),
+        };
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = std::fs::read_to_string(&log).unwrap();
+        text.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (f.len() == 5 && (f[2] == "read" || f[2] == "write"))
+                    .then(|| (f[2].chars().next().unwrap(), f[3].parse::<u64>().unwrap() / 4096))
+            })
+            .collect()
+    };
+    for extra in [
+        "rw=read:4k",
+        "rw=read:8k",
+        "rw=read:-4k",
+        "rw=read:-4k\noffset=16k\nsize=48k",
+        "rw=read:4k\noffset=16k\nsize=48k",
+        "rw=write:12k\noffset=8k\nsize=40k",
+        "rw=read:-8k\noffset=8k\nsize=56k",
+        "rw=read:4k\nloops=2",
+        "rw=read:4k\nbs=8k\nsize=128k",
+        "rw=read:4k\nio_size=200k",
+    ] {
+        let (fio, ours) = (logged("fio", extra), logged("elevator", extra));
+        assert!(!fio.is_empty(), "{extra}");
+        assert_eq!(ours, fio, "{extra:?}");
+    }
+    // Random offsets differ between the tools; what happens between them does not.
+    for tool in ["fio", "elevator"] {
+        // A new offset every 4th I/O (the first among them), the next block in between,
+        // one drawn at random where the file's end stops a run.
+        let ios = logged(tool, "rw=randread:4\nnorandommap");
+        assert_eq!(ios.len(), 16, "{tool}");
+        for (i, w) in ios.windows(2).enumerate() {
+            let (prev, this) = (w[0].1, w[1].1);
+            assert!((i + 1) % 4 == 0 || this == prev + 1 || prev == 15, "{tool}: {ios:?}");
+        }
+        // rw_sequencer=identical: the drawn offset four times.
+        let ios = logged(tool, "rw=randread:4\nnorandommap\nrw_sequencer=identical");
+        assert_eq!(ios.len(), 16, "{tool}");
+        assert!(ios.chunks(4).all(|c| c.iter().all(|io| io == &c[0])), "{tool}: {ios:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `verify=`: a job that writes reads its data back when its writes are done, as real fio
 /// (installed by setup.sh) does: every block, in the order written for a random job with its
 /// random map, by offset with rewrites counted once otherwise; reported as reads with their

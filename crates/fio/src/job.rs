@@ -3,6 +3,15 @@
 
 use elevator_core::Nanos;
 
+/// fio's `rw_sequencer=`: where the I/Os of `rw=randread:N` between two random offsets go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwSequencer {
+    /// On from where the last I/O in that direction ended (the default).
+    Sequential,
+    /// The last I/O's offset again.
+    Identical,
+}
+
 /// Data direction and pattern, fio's `rw=` (alias `readwrite=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RwMode {
@@ -200,6 +209,14 @@ pub struct JobSpec {
     /// percentage at random offsets; the others go on from where the last one ended
     /// (default 100).
     pub percentage_random: [u32; 3],
+    /// `rw=randread:N` (fio's `ddir_seq_nr`): a random job draws a new offset only every
+    /// N-th I/O; in between it goes on as `rw_sequencer` says (default 1: every I/O).
+    pub rw_seq_nr: u32,
+    /// `rw=read:SIZE` (fio's `ddir_seq_add`): a sequential job skips SIZE bytes (steps back,
+    /// if negative) after each I/O (default 0).
+    pub rw_seq_add_bytes: i64,
+    /// `rw_sequencer=`: what the I/Os between two random offsets of `rw=randread:N` do.
+    pub rw_sequencer: RwSequencer,
     /// `random_distribution=`: how random offsets are drawn (uniform by default).
     pub random_distribution: crate::RandomDistribution,
     /// `iodepth_low=`: once the queue is full, let it drain to this depth before filling it
@@ -463,6 +480,9 @@ impl JobSpec {
             clat_percentiles: true,
             lat_percentiles: false,
             percentage_random: [100; 3],
+            rw_seq_nr: 1,
+            rw_seq_add_bytes: 0,
+            rw_sequencer: RwSequencer::Sequential,
             block_align: [None; 3],
             random_distribution: crate::RandomDistribution::Random,
             numjobs: 1,

@@ -11,7 +11,7 @@ use elevator_core::{NS_PER_MS, NS_PER_SEC, NS_PER_US, SECTOR_BYTES};
 use crate::expr::{self, Keywords};
 use crate::job::{
     Amount, BlockSize, EngineClass, ExitWhat, FileServiceType, IoEngine, JobSpec, RwMode,
-    SourceLocation,
+    RwSequencer, SourceLocation,
 };
 use crate::units::{
     parse_bool, parse_size, parse_size_or_percent, parse_time_ns, split_ddir, split_range,
@@ -99,6 +99,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("iodepth_batch_complete", "iodepth_batch_complete_min"),
     ("iodepth_batch_complete_max", "iodepth_batch_complete_max"),
     ("percentage_random", "percentage_random"),
+    ("rw_sequencer", "rw_sequencer"),
     ("random_distribution", "random_distribution"),
     ("softrandommap", "softrandommap"),
     ("randseed", "randseed"),
@@ -304,7 +305,6 @@ const UNMODELLED: &[&str] = &[
     "readfua",
     "refill_buffers",
     "registerfiles",
-    "rw_sequencer",
     "scramble_buffers",
     "serialize_overlap",
     "serverip",
@@ -435,6 +435,9 @@ const ENGINES: &[(&str, Option<EngineClass>)] = &[
 /// The most `loops=` a job may run: a million passes.
 pub const MAX_LOOPS: u64 = 1_000_000;
 
+/// The largest hole (or step back) of `rw=read:SIZE`: 1 PiB, past any device.
+pub const MAX_RW_SEQ_ADD_BYTES: u64 = 1 << 50;
+
 /// The longest `log_avg_msec=` window: a day.
 pub const MAX_LOG_AVG_MSEC: u64 = 86_400_000;
 
@@ -451,6 +454,7 @@ const TEXT_OPTIONS: &[&str] = &[
     "sync",
     "fadvise_hint",
     "exit_what",
+    "rw_sequencer",
     "read_iolog",
     "replay_redirect",
     "write_lat_log",
@@ -1008,6 +1012,13 @@ impl Builder {
             "log_avg_msec" => {
                 spec.logs.avg_msec = int_in(v, kb, 0, MAX_LOG_AVG_MSEC)?;
             }
+            "rw_sequencer" => {
+                spec.rw_sequencer = match v.trim() {
+                    "sequential" => RwSequencer::Sequential,
+                    "identical" => RwSequencer::Identical,
+                    _ => return Err(format!("`{v}` is not one of sequential, identical")),
+                }
+            }
             "exit_what" => {
                 spec.exit_what = match v {
                     "group" => ExitWhat::Group,
@@ -1057,16 +1068,35 @@ impl Builder {
                 )
             }
         };
-        match modifier {
-            None => Ok(Applied::Done),
-            Some(n) => {
-                // `read:-8k` steps backwards; fio takes a signed size here.
-                parse_size(n.strip_prefix('-').unwrap_or(n), self.kb_base)?;
-                Ok(Applied::Warn(format!(
-                    "elevator does not model the `:{n}` sequencer modifier of `rw={v}`; ignored"
-                )))
+        // fio's str_rw_cb: every rw= starts from one I/O per offset and no holes.
+        self.spec.rw_seq_nr = 1;
+        self.spec.rw_seq_add_bytes = 0;
+        let Some(n) = modifier else { return Ok(Applied::Done) };
+        if self.spec.rw.is_random() {
+            // `randread:8`: a new random offset every 8 I/Os (fio: 1 to UINT_MAX).
+            let nr = parse_size(n, self.kb_base)?;
+            if nr == 0 || nr > u64::from(u32::MAX) {
+                return Err(format!(
+                    "`{n}`: the I/Os per random offset run from 1 to {}",
+                    u32::MAX
+                ));
             }
+            self.spec.rw_seq_nr = nr as u32;
+        } else {
+            // `read:4k` leaves a 4 KiB hole after each I/O; `read:-8k` steps back.
+            let (negative, size) = match n.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, n),
+            };
+            let bytes = parse_size(size, self.kb_base)?;
+            if bytes > MAX_RW_SEQ_ADD_BYTES {
+                return Err(format!(
+                    "`{n}`: a step of more than {MAX_RW_SEQ_ADD_BYTES} bytes (MAX_RW_SEQ_ADD_BYTES)"
+                ));
+            }
+            self.spec.rw_seq_add_bytes = if negative { -(bytes as i64) } else { bytes as i64 };
         }
+        Ok(Applied::Done)
     }
 
     fn apply_file_service_type(&mut self, v: &str) -> Result<Applied, String> {
@@ -1554,6 +1584,21 @@ mod tests {
             builder().apply("percentage_random", Some("101")),
             Err(OptionError::Value(_))
         ));
+        // rw=...:N: I/Os per random offset for random jobs, a signed step for the others;
+        // each rw= starts afresh (fio's str_rw_cb).
+        let s = applied(&[("rw", Some("randread:8"))]);
+        assert_eq!((s.rw_seq_nr, s.rw_seq_add_bytes), (8, 0));
+        let s = applied(&[("rw", Some("read:-8k"))]);
+        assert_eq!((s.rw_seq_nr, s.rw_seq_add_bytes), (1, -8192));
+        let s = applied(&[("rw", Some("write:4k")), ("rw", Some("randrw"))]);
+        assert_eq!((s.rw_seq_nr, s.rw_seq_add_bytes), (1, 0));
+        assert!(value_err("rw", "randread:0").contains("from 1 to"));
+        assert!(value_err("rw", "randread:5000000000").contains("from 1 to"));
+        assert!(value_err("rw", "read:2p").contains("MAX_RW_SEQ_ADD_BYTES"));
+        assert_eq!(applied(&[]).rw_sequencer, RwSequencer::Sequential);
+        let s = applied(&[("rw_sequencer", Some("identical"))]);
+        assert_eq!(s.rw_sequencer, RwSequencer::Identical);
+        assert!(value_err("rw_sequencer", "random").contains("sequential, identical"));
         // blockalign: per direction, random jobs only; the random map goes.
         let s = applied(&[("rw", Some("randread")), ("bs", Some("64k")), ("ba", Some("4k"))]);
         assert_eq!(s.block_align, [Some(4096); 3]);
@@ -1609,13 +1654,11 @@ mod tests {
     fn rw_modes_and_modifier() {
         assert_eq!(applied(&[("rw", Some("randtrim"))]).rw, RwMode::RandTrim);
         assert_eq!(applied(&[("rw", Some("readwrite"))]).rw, RwMode::ReadWrite);
-        assert!(
-            matches!(builder().apply("rw", Some("randread:8")), Ok(Applied::Warn(m)) if m.contains(":8"))
-        );
+        assert!(matches!(builder().apply("rw", Some("randread:8")), Ok(Applied::Done)));
         assert!(value_err("rw", "READ").contains("expected read"));
         assert!(matches!(builder().apply("rw", Some("trimwrite")), Ok(Applied::Warn(_))));
         assert_eq!(applied(&[("rw", Some("trimwrite"))]).rw, RwMode::Write);
-        assert!(matches!(builder().apply("rw", Some("read:-8k")), Ok(Applied::Warn(_))));
+        assert!(matches!(builder().apply("rw", Some("read:-8k")), Ok(Applied::Done)));
         assert!(value_err("rw", "randread:x").contains("not a number"));
     }
 

@@ -24,7 +24,7 @@
 //!   `time_based` do not apply to it (fio applies some of them to replays too).
 
 use elevator_core::{IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_MS, NS_PER_SEC};
-use elevator_fio::{BlockSize, JobSpec, RateProcess, RwMode};
+use elevator_fio::{BlockSize, JobSpec, RateProcess, RwMode, RwSequencer};
 
 use crate::files::{FileIo, FileTree};
 use crate::iolog_out::JobLogs;
@@ -330,6 +330,9 @@ pub struct Process {
     /// `loops=`: passes still to run after this one, and the counts when this one began.
     loops_left: u64,
     loops_done: u64,
+    /// fio found no offset for the next I/O (`rw=...:N` past the file's end): this pass is
+    /// over, however many bytes it did.
+    pass_ended: bool,
     loop_start_bytes: u64,
     loop_start_ios: u64,
     runtime_ns: Option<Nanos>,
@@ -402,6 +405,8 @@ pub struct Process {
     block_align: [Option<u64>; 3],
     /// `random_distribution=` other than uniform: where random offsets go instead.
     offset_distribution: Option<OffsetDistribution>,
+    /// `rw=...:N` and `rw_sequencer=` (see [`Process::pick_offset_sequenced`]).
+    sequencer: Option<Box<Sequencer>>,
     /// The buffered system call in progress, if it is blocked or still on the CPU.
     pub pending_call: Option<PendingCall>,
 }
@@ -414,6 +419,26 @@ struct Replay {
     /// fio's `replay_no_stall`: issue as fast as the queue depth allows.
     no_stall: bool,
     last_issue_ns: Nanos,
+}
+
+/// fio's `rw=...:N` sequencer state (`ddir_seq_nr`, `ddir_seq_add`, `rw_sequencer`), with
+/// the file the job's region lies in: fio's arithmetic mixes offsets in the file and in the
+/// region (`get_next_seq_offset`), and it is followed here as written.
+#[derive(Debug)]
+struct Sequencer {
+    /// A random offset every `nr`-th I/O (random jobs).
+    nr: u32,
+    /// I/Os until the next random one (fio's `td->ddir_seq_nr`, shared by the directions).
+    nr_left: u32,
+    /// Bytes skipped (negative: stepped back) after each I/O (sequential jobs).
+    add_bytes: i64,
+    /// `rw_sequencer=identical`: the I/Os between random ones repeat the last offset.
+    identical: bool,
+    /// Per direction, where the last I/O started in the file (fio's `last_start`).
+    last_start: [Option<u64>; 3],
+    /// Route offset of the file's byte 0, and the file's size (fio's `real_file_size`).
+    file_base: u64,
+    file_bytes: u64,
 }
 
 impl Process {
@@ -504,6 +529,7 @@ impl Process {
                 spec.loops.saturating_sub(1)
             },
             loops_done: 0,
+            pass_ended: false,
             loop_start_bytes: 0,
             loop_start_ios: 0,
             runtime_ns: spec.runtime_ns,
@@ -557,6 +583,18 @@ impl Process {
             drop_cache: false,
             block_align: spec.block_align,
             offset_distribution: None,
+            sequencer: (spec.rw_seq_nr > 1 || spec.rw_seq_add_bytes != 0).then(|| {
+                Box::new(Sequencer {
+                    nr: spec.rw_seq_nr.max(1),
+                    // fio's first I/O takes a random offset.
+                    nr_left: 1,
+                    add_bytes: spec.rw_seq_add_bytes,
+                    identical: spec.rw_sequencer == RwSequencer::Identical,
+                    last_start: [None; 3],
+                    file_base: region.start_bytes,
+                    file_bytes: region.len_bytes,
+                })
+            }),
             pending_call: None,
         }
     }
@@ -631,6 +669,7 @@ impl Process {
             && self.iolog.is_none()
             && self.issue_log.is_none()
             && self.verify.is_none()
+            && self.sequencer.is_none()
             && self.thinktime_ns == 0
             && self.rate_bytes_per_sec.iter().chain(&self.rate_iops).all(Option::is_none)
             && !self.flush_pending
@@ -684,7 +723,7 @@ impl Process {
         if self.rw.is_random() {
             // The offsets the job would have drawn for those calls (and marked in its map).
             for _ in 0..extra {
-                self.pick_offset(d, io.len_bytes);
+                let _ = self.pick_offset(d, io.len_bytes);
             }
         } else {
             self.next_seq_offset[d] = io.offset_bytes + io.len_bytes + bytes;
@@ -830,7 +869,11 @@ impl Process {
             return Next::Stop;
         }
         if self.limit_reached() {
-            if self.loops_left == 0 {
+            // A pass whose offsets ran out: a time-based job starts another (fio's
+            // keep_running), unless the pass did nothing (fio's `td->done`).
+            let restart = self.pass_ended && self.time_based;
+            let empty = self.pass_ended && self.loop_ios() == 0;
+            if empty || (self.loops_left == 0 && !restart) {
                 self.state = State::Draining;
                 return Next::Stop;
             }
@@ -885,10 +928,14 @@ impl Process {
                 self.state = State::Draining;
                 return Next::Stop;
             }
-            None => {
-                let (offset, len) = self.pick_offset(d, bs);
-                (op, offset, len, false)
-            }
+            None => match self.pick_offset(d, bs) {
+                Some((offset, len)) => (op, offset, len, false),
+                None => {
+                    // The pass is over (at most twice: an empty pass stops the job).
+                    self.pass_ended = true;
+                    return self.next(now_ns);
+                }
+            },
         };
         self.count_issue(op, len);
         if op == Op::Write {
@@ -1373,8 +1420,14 @@ impl Process {
     /// does: from the start of the region, an empty random map, the file opened again (so
     /// `invalidate` drops its pages again), `end_fsync`'s flush first.
     fn next_loop(&mut self) {
-        self.loops_left -= 1;
-        self.loops_done += 1;
+        if self.loops_left > 0 {
+            self.loops_left -= 1;
+            self.loops_done += 1;
+        }
+        self.pass_ended = false;
+        if let Some(seq) = self.sequencer.as_mut() {
+            seq.last_start = [None; 3];
+        }
         self.loop_start_bytes = self.bytes_issued;
         self.loop_start_ios = self.ios_issued;
         self.next_seq_offset = [self.region.start_bytes; 3];
@@ -1392,6 +1445,9 @@ impl Process {
 
     /// This pass has done its bytes or I/Os.
     fn limit_reached(&self) -> bool {
+        if self.pass_ended {
+            return true;
+        }
         if let Some(n) = self.number_ios {
             if self.loop_ios() >= n {
                 return true;
@@ -1472,42 +1528,150 @@ impl Process {
     }
 
     /// The next I/O's offset in direction `d` and its length (`len`, unless the random map
-    /// cuts it to the free blocks at that offset).
-    fn pick_offset(&mut self, d: usize, len: u64) -> (u64, u64) {
-        let start = self.region.start_bytes;
-        let end = start + self.region.len_bytes;
+    /// cuts it to the free blocks at that offset); `None` when fio would find no offset and
+    /// end the pass (only with `rw=...:N`, see [`Process::pick_offset_sequenced`]).
+    fn pick_offset(&mut self, d: usize, len: u64) -> Option<(u64, u64)> {
+        if self.sequencer.is_some() {
+            return self.pick_offset_sequenced(d, len);
+        }
         // percentage_random: fio's should_do_random draws only when it is under 100; the
         // others go on sequentially from the end of the last I/O, outside the random map
         // (IO_U_F_BUSY_OK).
-        let random = self.rw.is_random()
-            && (self.percentage_random[d] >= 100
-                || self.rng.below(100) < u64::from(self.percentage_random[d]));
-        if random {
-            let (align, slots) = self.random_slots(d, len);
-            let slot = match self.offset_distribution.as_mut() {
-                Some(dist) => dist.next_slot(d, slots, align, &mut self.rng),
-                None => self.rng.below(slots),
-            };
-            let rel = slot * align;
-            let (offset, len) = match self.random_map.as_mut() {
-                None => (start + rel, len),
-                Some(map) => {
-                    let (rel, len, new_pass) = take_from_map(map, rel, len);
-                    // A new pass reopens the file, as a sequential job's wrap does.
-                    self.wrapped |= new_pass;
-                    (start + rel, len)
-                }
-            };
-            self.next_seq_offset[d] = offset + len;
-            (offset, len)
-        } else {
-            let mut offset = self.next_seq_offset[d];
-            if offset + len > end {
-                offset = start;
-                self.wrapped = true;
+        if self.rw.is_random() && self.should_do_random(d) {
+            return Some(self.random_offset(d, len));
+        }
+        let start = self.region.start_bytes;
+        let end = start + self.region.len_bytes;
+        let mut offset = self.next_seq_offset[d];
+        if offset + len > end {
+            offset = start;
+            self.wrapped = true;
+        }
+        self.next_seq_offset[d] = offset + len;
+        Some((offset, len))
+    }
+
+    /// fio's `should_do_random`: whether a random job's I/O in direction `d` goes to a random
+    /// offset (`percentage_random`; a draw only under 100).
+    fn should_do_random(&mut self, d: usize) -> bool {
+        self.percentage_random[d] >= 100
+            || self.rng.below(100) < u64::from(self.percentage_random[d])
+    }
+
+    /// A random offset in direction `d` for an I/O of `len` (cut by the random map).
+    fn random_offset(&mut self, d: usize, len: u64) -> (u64, u64) {
+        let start = self.region.start_bytes;
+        let (align, slots) = self.random_slots(d, len);
+        let slot = match self.offset_distribution.as_mut() {
+            Some(dist) => dist.next_slot(d, slots, align, &mut self.rng),
+            None => self.rng.below(slots),
+        };
+        let rel = slot * align;
+        let (offset, len) = match self.random_map.as_mut() {
+            None => (start + rel, len),
+            Some(map) => {
+                let (rel, len, new_pass) = take_from_map(map, rel, len);
+                // A new pass reopens the file, as a sequential job's wrap does.
+                self.wrapped |= new_pass;
+                (start + rel, len)
             }
-            self.next_seq_offset[d] = offset + len;
-            (offset, len)
+        };
+        self.next_seq_offset[d] = offset + len;
+        (offset, len)
+    }
+
+    /// fio 3.33's `get_next_offset` with `rw=...:N` (`get_next_block`, `fill_io_u`): a random
+    /// job takes a random offset every N-th I/O (the first among them) and in between goes
+    /// on from the last I/O (or repeats its offset, `rw_sequencer=identical`), drawing one
+    /// at random when the file's end stops it; a sequential job leaves holes of SIZE (or
+    /// steps back). `None` where fio finds no offset: past `size` or the file's end, fio
+    /// closes the file and the pass ends.
+    fn pick_offset_sequenced(&mut self, d: usize, len: u64) -> Option<(u64, u64)> {
+        let seq = self.sequencer.as_mut().expect("a sequencer");
+        seq.nr_left -= 1;
+        let hit = seq.nr_left == 0;
+        if hit {
+            seq.nr_left = seq.nr;
+        }
+        let identical = seq.identical;
+        let (base, file_bytes) = (seq.file_base, seq.file_bytes);
+        let file_offset = self.region.start_bytes - base;
+        let io_size = self.region.len_bytes;
+        // Where in the file, counted from `file_offset` as fio counts (`None`: at random).
+        let pos = if hit {
+            if !self.rw.is_random() {
+                Some(self.next_seq_pos(d)?)
+            } else if self.should_do_random(d) {
+                None
+            } else {
+                self.next_seq_pos(d)
+            }
+        } else if identical {
+            let last = self.sequencer.as_ref().expect("a sequencer").last_start[d];
+            Some(last.map_or(0, |s| s.wrapping_sub(file_offset)))
+        } else {
+            self.next_seq_pos(d)
+        };
+        let (at, len) = match pos {
+            None => {
+                let (offset, len) = self.random_offset(d, len);
+                (offset - base, len)
+            }
+            Some(p) => {
+                if p >= io_size {
+                    return None;
+                }
+                (p + file_offset, len)
+            }
+        };
+        if at >= file_bytes || at + len > file_bytes {
+            return None;
+        }
+        self.sequencer.as_mut().expect("a sequencer").last_start[d] = Some(at);
+        self.next_seq_offset[d] = base + at + len;
+        Some((base + at, len))
+    }
+
+    /// fio 3.33's `get_next_seq_offset` for direction `d`, with its arithmetic: the position
+    /// after the last I/O, less `file_offset`, plus the `rw=` step, wrapping at the file's
+    /// size; `None` once the last I/O reached the file's end.
+    fn next_seq_pos(&mut self, d: usize) -> Option<u64> {
+        let seq = self.sequencer.as_ref().expect("a sequencer");
+        let (base, file_bytes, add) = (seq.file_base, seq.file_bytes, seq.add_bytes);
+        let file_offset = self.region.start_bytes - base;
+        let io_size = self.region.len_bytes;
+        let mut last = self.next_seq_offset[d] - base;
+        // A time-based job starts over at the end (and drops the file's cached pages).
+        if last >= io_size + file_offset && self.time_based {
+            last = file_offset;
+            self.wrapped = true;
+        }
+        if last >= file_bytes {
+            self.next_seq_offset[d] = base + last;
+            return None;
+        }
+        let end = if file_bytes > io_size { io_size } else { file_bytes };
+        // Only rewind if we already hit the end (fio's comment).
+        if last == file_offset && file_offset != 0 && add < 0 {
+            last = end;
+        }
+        self.next_seq_offset[d] = base + last;
+        let mut pos = last.wrapping_sub(file_offset);
+        if pos != 0 && add != 0 {
+            pos = pos.wrapping_add(add as u64);
+            if pos >= file_bytes {
+                pos = if add > 0 { file_offset } else { end.wrapping_add(add as u64) };
+            }
+        }
+        Some(pos)
+    }
+
+    /// Where the job's file lies: byte 0 at route offset `base_bytes`, `len_bytes` long (for
+    /// `rw=...:N`, whose arithmetic counts in the file).
+    pub fn set_file_extent(&mut self, base_bytes: u64, len_bytes: u64) {
+        if let Some(seq) = self.sequencer.as_mut() {
+            seq.file_base = base_bytes;
+            seq.file_bytes = len_bytes;
         }
     }
 }

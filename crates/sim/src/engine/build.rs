@@ -278,8 +278,9 @@ pub(super) fn build_processes(
         };
         for clone in 0..spec.numjobs.max(1) {
             // `file_base`: the route offset of byte 0 of the job's file or device, which
-            // write_iolog's offsets count from (fio logs offsets in the file).
-            let (route, file_base, region_start, region_len) = match &filename {
+            // write_iolog's offsets count from (fio logs offsets in the file); `file_bytes`:
+            // its size (fio's `real_file_size`).
+            let (route, file_base, file_bytes, region_start, region_len) = match &filename {
                 Some(name) if spec.iolog.is_some() => {
                     let log = spec.iolog.as_ref().expect("matched");
                     let t = topology.target(name).map_err(|e| {
@@ -296,7 +297,7 @@ pub(super) fn build_processes(
                         )));
                     }
                     *users_of_name.entry(name.clone()).or_default() += 1;
-                    (t.route, t.start_bytes, t.start_bytes, t.size_bytes)
+                    (t.route, t.start_bytes, t.size_bytes, t.start_bytes, t.size_bytes)
                 }
                 // A regular file: on the file system of its directory's device, shared by
                 // every job (and clone) that names it; never touched on the real machine.
@@ -320,7 +321,7 @@ pub(super) fn build_processes(
                     };
                     // Each job and clone covers the file from its own offset on.
                     let offset = clone_offset(spec, clone, size).min(size);
-                    (route, start, start + offset, size - offset)
+                    (route, start, size, start + offset, size - offset)
                 }
                 Some(name) => {
                     let t = topology
@@ -341,7 +342,7 @@ pub(super) fn build_processes(
                         )));
                     }
                     *users_of_name.entry(name.clone()).or_default() += 1;
-                    (t.route, t.start_bytes, t.start_bytes + offset, len)
+                    (t.route, t.start_bytes, t.size_bytes, t.start_bytes + offset, len)
                 }
                 None => {
                     let Some(size) = single_file_bytes(spec) else {
@@ -355,7 +356,7 @@ pub(super) fn build_processes(
                     let (route, start, len) =
                         place_file(topology, &mut file_cursors, &dir, size, offset)
                             .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
-                    (route, start - offset, start, len)
+                    (route, start - offset, offset + len, start, len)
                 }
             };
             if region_len < 512 {
@@ -418,6 +419,13 @@ pub(super) fn build_processes(
             let buffered = !spec.direct && spec.iolog.is_none() && !spec.ioengine.is_null();
             let mut proc =
                 Process::new(spec, j, clone, group_id, phase, owner, region, io_limit, rng);
+            // fio's null engine makes its file as large as the job's offset and size.
+            let file_bytes = if spec.ioengine.is_null() {
+                region_start - file_base + region_len
+            } else {
+                file_bytes
+            };
+            proc.set_file_extent(file_base, file_bytes);
             // fio's random map: each block once per pass (filesetup.c's init_random_map).
             if spec.rw.is_random() && !spec.norandommap && files.is_none() && spec.iolog.is_none() {
                 let unit = Process::random_map_unit_bytes(spec);
