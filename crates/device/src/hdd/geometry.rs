@@ -184,11 +184,12 @@ pub struct Zone {
     pub first_block_offset_sectors: u64,
     /// Logical blocks the zone holds.
     pub blocks: u64,
-    /// `sectors_per_track`, a cylinder's sectors, and the blocks a cylinder holds under
-    /// per-cylinder sparing, as divisors.
+    /// `sectors_per_track`, a cylinder's sectors, the blocks a cylinder holds under
+    /// per-cylinder sparing and a range's under per-range sparing, as divisors.
     div_track: Divisor,
     div_cylinder: Divisor,
     div_cylinder_blocks: Divisor,
+    div_range_blocks: Divisor,
 }
 
 /// Division by one of a zone's constants as a multiply and a shift (Lemire, Kaser and
@@ -385,6 +386,12 @@ impl Geometry {
                 div_track: Divisor::new(s.sectors_per_track),
                 div_cylinder,
                 div_cylinder_blocks: Divisor::new(bpc.saturating_sub(spares).max(1)),
+                div_range_blocks: Divisor::new(match sparing {
+                    Sparing::SectorsPerRange { cylinders } => {
+                        (bpc * cylinders).saturating_sub(s.spares).max(1)
+                    }
+                    _ => 1,
+                }),
                 first_lbn: lbn,
                 first_cylinder: s.first_cylinder,
                 last_cylinder: s.last_cylinder,
@@ -594,13 +601,12 @@ impl Geometry {
                 (c, head, sector)
             }
             SectorsPerRange { cylinders } => {
-                let bpr = bpc * cylinders;
-                let per = bpr.saturating_sub(z.spares).max(1);
-                let range = rel / per;
-                let mut off = rel % per;
-                let first = range * bpr;
+                let (range, mut off) = z.div_range_blocks.divmod(rel);
+                let first = range * bpc * cylinders;
                 off += slips.slipped_past(slips.count_before(first), first + off);
-                (range * cylinders + off / bpc, (off % bpc) / bpt, off % bpt)
+                let (c, in_cylinder) = z.div_cylinder.divmod(off);
+                let (head, sector) = z.div_track.divmod(in_cylinder);
+                (range * cylinders + c, head, sector)
             }
             SectorsPerZone | SectorsPerZoneSlipToEnd => {
                 rel += slips.slipped_past(0, rel);
