@@ -382,6 +382,62 @@ fn rw_modifiers_place_ios_as_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `sync_file_range=FLAGS:N`: after every N writes a buffered job calls sync_file_range on
+/// what it wrote since, as real fio (installed by setup.sh) does: the same calls at the
+/// same places in both tools' write_iolog; and the page cache writes that span back (with
+/// `wait_after` the writer waits for it), so the writer runs near the disk's speed instead
+/// of memory's.
+#[test]
+fn sync_file_range_writes_back_what_real_fio_syncs() {
+    let dir = std::env::temp_dir().join(format!("elevator-sfr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let logged = |tool: &str, sfr: &str| -> Vec<(String, u64)> {
+        let log = dir.join(format!("{tool}.log"));
+        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_file(dir.join("data"));
+        let job = dir.join(format!("{tool}.fio"));
+        std::fs::write(
+            &job,
+            format!(
+                "[w]\nfilename={}\nrw=write\nbs=4k\nsize=1m\nsync_file_range={sfr}\nwrite_iolog={}\n",
+                dir.join("data").display(),
+                log.display()
+            ),
+        )
+        .unwrap();
+        let out = match tool {
+            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
+            _ => elevator(&["run", job.to_str().unwrap()]),
+        };
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (f.len() == 5 && f[2] != "write").then(|| (f[2].to_string(), f[3].parse().unwrap()))
+            })
+            .collect()
+    };
+    for sfr in ["write:32", "wait_before,write,wait_after:100", "wait_after"] {
+        let (fio, ours) = (logged("fio", sfr), logged("elevator", sfr));
+        assert!(!fio.is_empty() && fio.iter().all(|(a, _)| a == "sync_file_range"), "{fio:?}");
+        assert_eq!(ours, fio, "{sfr}");
+    }
+    // What it does to a 64 MiB buffered writer on the built-in disk.
+    let bw = |sfr: &str| {
+        let job = temp_file(
+            "sfr-bw.fio",
+            &format!("[w]\nfilename=/tmp/sfr-data\nrw=write\nbs=4k\nsize=64m\n{sfr}\n"),
+        );
+        json(&["run", job.to_str().unwrap()])["jobs"][0]["write"]["bw"].as_f64().unwrap()
+    };
+    let (free, synced) = (bw(""), bw("sync_file_range=write,wait_after:32"));
+    assert!(free > 500_000.0, "{free} KiB/s into the page cache");
+    assert!((50_000.0..250_000.0).contains(&synced), "{synced} KiB/s at the disk's pace");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `verify=`: a job that writes reads its data back when its writes are done, as real fio
 /// (installed by setup.sh) does: every block, in the order written for a random job with its
 /// random map, by offset with rewrites counted once otherwise; reported as reads with their

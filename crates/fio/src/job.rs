@@ -12,6 +12,17 @@ pub enum RwSequencer {
     Identical,
 }
 
+/// fio's `sync_file_range=`: which of `SYNC_FILE_RANGE_WAIT_BEFORE`, `_WRITE` and
+/// `_WAIT_AFTER`, every how many writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncFileRange {
+    pub wait_before: bool,
+    pub write: bool,
+    pub wait_after: bool,
+    /// After every this many writes (fio's `sync_file_range_nr`; 0: never).
+    pub every: u32,
+}
+
 /// Data direction and pattern, fio's `rw=` (alias `readwrite=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RwMode {
@@ -317,6 +328,9 @@ pub struct JobSpec {
     pub write_barrier_every: u32,
     /// `fdatasync=N`: the same with fdatasync; `fsync` wins if both are set.
     pub fdatasync_every: u32,
+    /// `sync_file_range=FLAGS:N`: `sync_file_range()` over the range written since the
+    /// last sync, after every N writes (`fsync` and `fdatasync` win where they fall).
+    pub sync_file_range: Option<SyncFileRange>,
     /// `end_fsync`: fsync the file when the job's writes are done (counted in its runtime).
     pub end_fsync: bool,
     /// `fsync_on_close`: fsync when the file is closed (at the end, as elevator opens each
@@ -523,6 +537,7 @@ impl JobSpec {
             fsync_every: 0,
             write_barrier_every: 0,
             fdatasync_every: 0,
+            sync_file_range: None,
             end_fsync: false,
             fsync_on_close: false,
             sync_io: SyncIo::None,

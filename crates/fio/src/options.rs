@@ -11,7 +11,7 @@ use elevator_core::{NS_PER_MS, NS_PER_SEC, NS_PER_US, SECTOR_BYTES};
 use crate::expr::{self, Keywords};
 use crate::job::{
     Amount, BlockSize, EngineClass, ExitWhat, FileServiceType, IoEngine, JobSpec, RwMode,
-    RwSequencer, SourceLocation,
+    RwSequencer, SourceLocation, SyncFileRange,
 };
 use crate::units::{
     parse_bool, parse_size, parse_size_or_percent, parse_time_ns, split_ddir, split_range,
@@ -114,6 +114,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("number_ios", "number_ios"),
     ("fsync", "fsync"),
     ("fdatasync", "fdatasync"),
+    ("sync_file_range", "sync_file_range"),
     ("write_barrier", "write_barrier"),
     ("end_fsync", "end_fsync"),
     ("fsync_on_close", "fsync_on_close"),
@@ -326,7 +327,6 @@ const UNMODELLED: &[&str] = &[
     "steadystate_ramp_time",
     "stream_id",
     "svcl",
-    "sync_file_range",
     "thinktime_iotime",
     "thp",
     "thread",
@@ -455,6 +455,7 @@ const TEXT_OPTIONS: &[&str] = &[
     "fadvise_hint",
     "exit_what",
     "rw_sequencer",
+    "sync_file_range",
     "read_iolog",
     "replay_redirect",
     "write_lat_log",
@@ -544,6 +545,13 @@ impl Builder {
         mut self,
     ) -> Result<(JobSpec, Vec<(&'static str, String)>), (&'static str, String)> {
         let mut warnings: Vec<(&'static str, String)> = Vec::new();
+        if self.spec.direct && self.spec.sync_file_range.take().is_some() {
+            warnings.push((
+                "sync_file_range",
+                "a direct (O_DIRECT) job leaves no dirty pages for sync_file_range to write back; not simulated"
+                    .to_string(),
+            ));
+        }
         if self.spec.time_based && self.spec.runtime_ns.is_none() {
             // fio runs such a job until it is stopped; a simulation has to end.
             self.spec.time_based = false;
@@ -1011,6 +1019,33 @@ impl Builder {
             }
             "log_avg_msec" => {
                 spec.logs.avg_msec = int_in(v, kb, 0, MAX_LOG_AVG_MSEC)?;
+            }
+            "sync_file_range" => {
+                // fio's str_sfr_cb: flags, then `:N` (default 1).
+                let (flags, nr) = match v.split_once(':') {
+                    Some((f, n)) => (f, Some(n.trim())),
+                    None => (v, None),
+                };
+                let mut sfr =
+                    SyncFileRange { wait_before: false, write: false, wait_after: false, every: 1 };
+                for flag in flags.split(',').map(str::trim) {
+                    match flag {
+                        "wait_before" => sfr.wait_before = true,
+                        "write" => sfr.write = true,
+                        "wait_after" => sfr.wait_after = true,
+                        _ => {
+                            return Err(format!(
+                                "`{flag}` is not one of wait_before, write, wait_after"
+                            ))
+                        }
+                    }
+                }
+                if let Some(n) = nr {
+                    sfr.every = n.parse().map_err(|_| {
+                        format!("`{n}`: the writes between calls are a count (0 to {})", u32::MAX)
+                    })?;
+                }
+                spec.sync_file_range = Some(sfr);
             }
             "rw_sequencer" => {
                 spec.rw_sequencer = match v.trim() {
@@ -1595,6 +1630,17 @@ mod tests {
         assert!(value_err("rw", "randread:0").contains("from 1 to"));
         assert!(value_err("rw", "randread:5000000000").contains("from 1 to"));
         assert!(value_err("rw", "read:2p").contains("MAX_RW_SEQ_ADD_BYTES"));
+        assert_eq!(applied(&[]).sync_file_range, None);
+        assert_eq!(
+            applied(&[("sync_file_range", Some("wait_before,write:8"))]).sync_file_range,
+            Some(SyncFileRange { wait_before: true, write: true, wait_after: false, every: 8 })
+        );
+        assert_eq!(
+            applied(&[("sync_file_range", Some("wait_after"))]).sync_file_range,
+            Some(SyncFileRange { wait_before: false, write: false, wait_after: true, every: 1 })
+        );
+        assert!(value_err("sync_file_range", "bogus:3").contains("wait_before, write"));
+        assert!(value_err("sync_file_range", "write:x").contains("a count"));
         assert_eq!(applied(&[]).rw_sequencer, RwSequencer::Sequential);
         let s = applied(&[("rw_sequencer", Some("identical"))]);
         assert_eq!(s.rw_sequencer, RwSequencer::Identical);

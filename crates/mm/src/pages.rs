@@ -465,6 +465,9 @@ impl Pages {
         limit: u64,
         max_len: u64,
     ) -> Option<(u64, u64)> {
+        if from >= limit {
+            return None;
+        }
         let file = &self.files[f as usize];
         // The dirty extent holding `from`, or the first one after it.
         let start = match file.exts.range(..=from).next_back() {

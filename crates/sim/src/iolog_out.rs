@@ -317,7 +317,7 @@ pub struct IssueLog {
     base_bytes: u64,
     start_ns: Nanos,
     /// `(µs since the start, action, offset, length)`.
-    lines: Vec<(u64, Op, u64, u64)>,
+    lines: Vec<(u64, &'static str, u64, u64)>,
     /// Lines not kept past [`MAX_IOLOG_LINES`].
     pub dropped: u64,
 }
@@ -343,15 +343,25 @@ impl IssueLog {
             Op::Flush => (0, 0),
             _ => (offset_bytes.saturating_sub(self.base_bytes), len_bytes),
         };
-        self.lines.push((us, op, offset, len));
+        self.lines.push((us, fio_ddir_name(op), offset, len));
+    }
+
+    /// The job issued `action` (`sync_file_range`) logged at route offset `offset_bytes`
+    /// with no length.
+    pub fn issued_action(&mut self, now_ns: Nanos, action: &'static str, offset_bytes: u64) {
+        if self.lines.len() >= MAX_IOLOG_LINES {
+            self.dropped += 1;
+            return;
+        }
+        let us = now_ns.saturating_sub(self.start_ns) / NS_PER_US;
+        self.lines.push((us, action, offset_bytes.saturating_sub(self.base_bytes), 0));
     }
 
     /// The log's text, the file closed at `end_ns`.
     pub fn render(&self, end_ns: Nanos) -> String {
         let f = &self.file;
         let mut out = format!("fio version 3 iolog\n0 {f} add\n0 {f} open\n");
-        for &(us, op, offset, len) in &self.lines {
-            let action = fio_ddir_name(op);
+        for &(us, action, offset, len) in &self.lines {
             out.push_str(&format!("{us} {f} {action} {offset} {len}\n"));
         }
         let end_us = end_ns.saturating_sub(self.start_ns) / NS_PER_US;

@@ -24,7 +24,8 @@
 //!   `time_based` do not apply to it (fio applies some of them to replays too).
 
 use elevator_core::{IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_MS, NS_PER_SEC};
-use elevator_fio::{BlockSize, JobSpec, RateProcess, RwMode, RwSequencer};
+use elevator_fio::{BlockSize, JobSpec, RateProcess, RwMode, RwSequencer, SyncFileRange};
+use elevator_mm::SyncRangeFlags;
 
 use crate::files::{FileIo, FileTree};
 use crate::iolog_out::JobLogs;
@@ -54,6 +55,9 @@ pub struct Io {
     pub sync: bool,
     /// This I/O's own priority (`cmdprio_*`), instead of the process's.
     pub prio: Option<IoPrio>,
+    /// A flush that is a `sync_file_range` of `[offset_bytes, + len_bytes)` with these
+    /// flags (buffered jobs only), not an fsync.
+    pub sync_range: Option<SyncRangeFlags>,
 }
 
 /// Linux's ETIMEDOUT, the error fio gives a job whose I/O exceeds `max_latency`.
@@ -85,7 +89,14 @@ impl JobError {
 impl Io {
     /// A cache flush (fsync, fdatasync, a barrier's flush): no data, sync.
     pub fn flush() -> Io {
-        Io { op: Op::Flush, offset_bytes: 0, len_bytes: 0, sync: true, prio: None }
+        Io {
+            op: Op::Flush,
+            offset_bytes: 0,
+            len_bytes: 0,
+            sync: true,
+            prio: None,
+            sync_range: None,
+        }
     }
 }
 
@@ -363,6 +374,15 @@ pub struct Process {
     /// I/O moving it on by an exponentially distributed gap.
     poisson_due_ns: Option<[Nanos; 3]>,
     fsync_every: u32,
+    /// `sync_file_range=`: its flags and every how many writes; the writes since the last
+    /// one, whether it is due, and the span of route offsets written since the last sync
+    /// (fio's `first_write`, `last_write`; taken at issue, which is completion for the
+    /// buffered psync jobs it matters to) and where the last write started.
+    sync_file_range: Option<SyncFileRange>,
+    writes_since_sfr: u32,
+    sfr_pending: bool,
+    written_span: Option<(u64, u64)>,
+    last_write_start: u64,
     /// `write_barrier=N`: every N-th write is a barrier (a sync write and a cache flush).
     barrier_every: u32,
     writes_since_barrier: u32,
@@ -552,6 +572,11 @@ impl Process {
             poisson_due_ns: (spec.rate_process == RateProcess::Poisson).then_some([0; 3]),
             fsync_every: if spec.fsync_every > 0 { spec.fsync_every } else { spec.fdatasync_every },
             barrier_every: spec.write_barrier_every,
+            sync_file_range: spec.sync_file_range.filter(|s| s.every > 0),
+            writes_since_sfr: 0,
+            sfr_pending: false,
+            written_span: None,
+            last_write_start: 0,
             writes_since_barrier: 0,
             rng,
             next_seq_offset: [region.start_bytes; 3],
@@ -625,6 +650,13 @@ impl Process {
     }
 
     /// Makes the job's I/O go through the page cache: one system call at a time.
+    /// `sync_file_range` is not simulated for this job: its I/O does not go through a page
+    /// cache (direct, the null engine, a replay: no dirty pages to write back), or it works
+    /// in a tree of files (deviation: fio syncs the span in the file last written).
+    pub fn drop_sync_file_range(&mut self) {
+        self.sync_file_range = None;
+    }
+
     pub fn set_buffered(&mut self, b: Buffered) {
         self.buffered = Some(b);
         self.max_in_flight = 1;
@@ -700,6 +732,11 @@ impl Process {
         if io.op == Op::Write && self.barrier_every > 0 {
             n = n.min(u64::from(self.barrier_every - self.writes_since_barrier));
         }
+        if let Some(sfr) = self.sync_file_range.filter(|_| io.op == Op::Write) {
+            // The first call was counted when it was issued (the counter may have wrapped).
+            let since = if self.sfr_pending { sfr.every } else { self.writes_since_sfr };
+            n = n.min(u64::from(sfr.every - since) + 1);
+        }
         if let Some(stop) = self.stop_at_ns {
             n = n.min(stop.saturating_sub(now_ns) / cost_ns.max(1) + 1);
         }
@@ -739,6 +776,10 @@ impl Process {
         if io.op == Op::Write && self.barrier_every > 0 {
             // run_len stops a run before the barrier write, so no barrier falls inside it.
             self.writes_since_barrier += extra as u32;
+        }
+        if io.op == Op::Write {
+            // run_len stops a run at the write a sync_file_range follows.
+            self.wrote(io.offset_bytes + io.len_bytes, io.len_bytes, extra);
         }
     }
 
@@ -898,7 +939,13 @@ impl Process {
         }
         if self.flush_pending {
             self.flush_pending = false;
+            // Any sync ends the span a sync_file_range covers (fio's io_completed).
+            self.written_span = None;
             return Next::Issue(Io::flush());
+        }
+        if self.sfr_pending {
+            self.sfr_pending = false;
+            return Next::Issue(self.sync_range_io());
         }
         if self.iolog.is_some() {
             return self.next_replayed(now_ns);
@@ -950,6 +997,9 @@ impl Process {
                 self.flush_pending = true;
             }
         }
+        if op == Op::Write {
+            self.wrote(offset, len, 1);
+        }
         let mut barrier = false;
         if op == Op::Write && self.barrier_every > 0 {
             self.writes_since_barrier += 1;
@@ -971,7 +1021,7 @@ impl Process {
         }
         let sync = op != Op::Write || self.sync_writes || barrier;
         let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op), len));
-        Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync, prio })
+        Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync, prio, sync_range: None })
     }
 
     /// The job has done its I/O: a buffered job with `end_fsync`/`fsync_on_close` still
@@ -1035,13 +1085,62 @@ impl Process {
             len_bytes: e.len_bytes,
             sync,
             prio: None,
+            sync_range: None,
         })
+    }
+
+    /// `n` writes of `len` from route offset `offset`, one after another, were issued:
+    /// the span a `sync_file_range` covers grows, and one falls due every N writes unless
+    /// an fsync falls there too (fio's get_rw_ddir asks fsync and fdatasync first).
+    fn wrote(&mut self, offset: u64, len: u64, n: u64) {
+        let end = offset + n * len;
+        self.written_span = Some(match self.written_span {
+            Some((a, b)) => (a.min(offset), b.max(end)),
+            None => (offset, end),
+        });
+        self.last_write_start = end - len;
+        let Some(sfr) = self.sync_file_range else { return };
+        self.writes_since_sfr += n as u32;
+        if self.writes_since_sfr >= sfr.every {
+            self.writes_since_sfr = 0;
+            if !self.flush_pending {
+                self.sfr_pending = true;
+            }
+        }
+    }
+
+    /// The due `sync_file_range`, over what was written since the last sync.
+    fn sync_range_io(&mut self) -> Io {
+        let sfr = self.sync_file_range.expect("sync_file_range");
+        let (a, b) =
+            self.written_span.take().unwrap_or((self.last_write_start, self.last_write_start));
+        Io {
+            op: Op::Flush,
+            offset_bytes: a,
+            len_bytes: b - a,
+            sync: true,
+            prio: None,
+            sync_range: Some(SyncRangeFlags {
+                wait_before: sfr.wait_before,
+                write: sfr.write,
+                wait_after: sfr.wait_after,
+            }),
+        }
+    }
+
+    /// Where the last write started (what fio's iolog gives a `sync_file_range` line).
+    pub fn last_write_start(&self) -> u64 {
+        self.last_write_start
     }
 
     /// Records that an I/O went into the block layer.
     pub fn issued(&mut self, io: &Io, now_ns: Nanos) {
         if let Some(log) = self.issue_log.as_mut() {
-            log.issued(now_ns, io.op, io.offset_bytes, io.len_bytes);
+            match io.sync_range {
+                // fio logs the io_u it reused: the last write's offset, no length.
+                Some(_) => log.issued_action(now_ns, "sync_file_range", self.last_write_start),
+                None => log.issued(now_ns, io.op, io.offset_bytes, io.len_bytes),
+            }
         }
         self.in_flight += 1;
         let depth = self.in_flight;
@@ -1344,7 +1443,14 @@ impl Process {
         match self.verify.as_mut().and_then(|v| v.next_piece()) {
             Some((offset_bytes, len_bytes)) => {
                 self.count_issue(Op::Read, len_bytes);
-                Next::Issue(Io { op: Op::Read, offset_bytes, len_bytes, sync: true, prio: None })
+                Next::Issue(Io {
+                    op: Op::Read,
+                    offset_bytes,
+                    len_bytes,
+                    sync: true,
+                    prio: None,
+                    sync_range: None,
+                })
             }
             None => {
                 self.state = State::Draining;

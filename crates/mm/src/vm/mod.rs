@@ -99,6 +99,17 @@ pub enum Advice {
     DontNeed,
 }
 
+/// `sync_file_range` flags (`SYNC_FILE_RANGE_WAIT_BEFORE`, `_WRITE`, `_WAIT_AFTER`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncRangeFlags {
+    /// Wait for the writeback already under way in the range first.
+    pub wait_before: bool,
+    /// Start writeback of the range's dirty pages (`WB_SYNC_NONE`: async writes).
+    pub write: bool,
+    /// Then wait for all writeback in the range.
+    pub wait_after: bool,
+}
+
 /// A system call, or `count` identical sequential ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Syscall {
@@ -127,6 +138,14 @@ pub enum Syscall {
         offset: u64,
         len: u64,
         advice: Advice,
+    },
+    /// `sync_file_range(fd, offset, len, flags)` (`len` 0: to the end of the file). No
+    /// journal commit and no cache flush: only the range's data pages.
+    SyncFileRange {
+        file: FileId,
+        offset: u64,
+        len: u64,
+        flags: SyncRangeFlags,
     },
     /// `creat()`: on ext3, the file's inode and directory entry are made (metadata read if
     /// not cached, then journaled); the file starts empty.
@@ -237,6 +256,30 @@ enum Busy {
     Create { file: FileId, create: bool },
     /// `fsync` on ext3 waits for the commit of transaction `tid`.
     Commit { tid: u64 },
+    /// `sync_file_range` of pages `[a, b)` of `file` waits for `pending` I/Os (`stage`:
+    /// before or after its own writeback), or for a request slot to issue it.
+    RangeSync {
+        stage: RangeStage,
+        pending: u32,
+        file: FileId,
+        a: u64,
+        b: u64,
+        flags: SyncRangeFlags,
+    },
+}
+
+/// What a `sync_file_range` does next (a blocked one, once its wait is over).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RangeStage {
+    /// `WAIT_BEFORE`: wait for the writeback already under way.
+    Before,
+    /// `WRITE`: issue the dirty pages from page `from` on (`reserved`: after waiting for
+    /// the request slot it was granted).
+    Write { from: u64, reserved: bool },
+    /// `WAIT_AFTER`: wait for all writeback in the range.
+    After,
+    /// Return to the caller.
+    Done,
 }
 
 struct Task {
@@ -605,6 +648,10 @@ impl Vm {
                 self.fadvise(task, file, offset, len, advice, now, out);
                 SyscallResult::Done { count: 1, at_ns: now + self.cfg.syscall_ns }
             }
+            Syscall::SyncFileRange { file, offset, len, flags } => {
+                self.tasks[task as usize].cpu_ns = self.cfg.syscall_ns;
+                self.sync_file_range(task, file, offset, len, flags, now, out)
+            }
             Syscall::Create { file } => self.create(task, file, now, out),
             Syscall::Unlink { file } => self.unlink(file, now, out),
             Syscall::Open { file } => self.open_file(task, file, now, out),
@@ -647,6 +694,14 @@ impl Vm {
                 let pending = pending - 1;
                 self.tasks[t as usize].busy =
                     Some(Busy::Sync { pending, flushed, bdi, file, range });
+                if pending == 0 {
+                    out.runnable.push(t);
+                }
+            }
+            Some(Busy::RangeSync { stage, pending, file, a, b, flags }) => {
+                let pending = pending - 1;
+                self.tasks[t as usize].busy =
+                    Some(Busy::RangeSync { stage, pending, file, a, b, flags });
                 if pending == 0 {
                     out.runnable.push(t);
                 }
@@ -694,6 +749,10 @@ impl Vm {
                 SyscallResult::Blocked { .. } => {}
             },
             Busy::Commit { tid } => self.tasks[t as usize].busy = Some(Busy::Commit { tid }),
+            Busy::RangeSync { stage, pending, file, a, b, flags } => {
+                debug_assert_eq!(pending, 0);
+                self.range_sync_step(t, stage, file, a, b, flags, now, out);
+            }
             Busy::Sync { pending, flushed, bdi, file, range } => {
                 debug_assert_eq!(pending, 0);
                 // WB_SYNC_ALL waits for pages under writeback and then writes those that

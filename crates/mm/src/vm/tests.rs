@@ -310,6 +310,85 @@ fn before_3_2_every_page_written_counts_toward_the_cpu_s_throttle_check() {
     }
 }
 
+/// Pages of `f` in each state: (dirty, writeback).
+fn dirty_and_writeback(h: &Harness, f: FileId, a: u64, b: u64) -> (u64, u64) {
+    let mut n = (0, 0);
+    for (s, e) in h.vm.pages().overlapping(f, a, b).iter() {
+        let pages = e.end.min(b) - (*s).max(a);
+        match e.state {
+            PageState::Dirty => n.0 += pages,
+            PageState::Writeback { .. } => n.1 += pages,
+            _ => {}
+        }
+    }
+    n
+}
+
+const SFR_WRITE: SyncRangeFlags =
+    SyncRangeFlags { wait_before: false, write: true, wait_after: false };
+
+/// `sync_file_range(WRITE)` starts async writeback of just the range and returns at once;
+/// with `WAIT_AFTER` it returns once the range is on the device. No cache flush either way.
+#[test]
+fn sync_file_range_writes_back_only_its_range() {
+    let mut h = Harness::new(machine("2.6.32", 1024));
+    let f = file(&mut h, 64, false);
+    let t = h.vm.add_task(Owner::process(1));
+    stream_write(&mut h, t, f, 4, 4096); // pages 0..1024 dirty
+    assert_eq!(dirty_and_writeback(&h, f, 0, 1024), (1024, 0));
+    let before = h.ios.len();
+    let mut out = Output::default();
+    let call = Syscall::SyncFileRange { file: f, offset: 0, len: 1 << 20, flags: SFR_WRITE };
+    let r = h.vm.syscall(t, call, h.now, &mut out);
+    assert!(matches!(r, SyscallResult::Done { count: 1, .. }), "{r:?}");
+    h.take(out);
+    let written: u64 = h.ios[before..].iter().map(|io| io.len_bytes / 4096).sum();
+    assert_eq!(written, 256, "the first MiB only");
+    assert!(h.ios[before..].iter().all(|io| io.op == Op::Write && !io.sync));
+    assert_eq!(dirty_and_writeback(&h, f, 0, 256), (0, 256));
+    assert_eq!(dirty_and_writeback(&h, f, 256, 1024), (768, 0));
+    // WAIT_BEFORE | WRITE | WAIT_AFTER on the second MiB: back once it is all written.
+    let flags = SyncRangeFlags { wait_before: true, write: true, wait_after: true };
+    let start = h.now;
+    let (_, at) =
+        h.call(t, Syscall::SyncFileRange { file: f, offset: 1 << 20, len: 1 << 20, flags });
+    // 1 MiB at 100 MB/s: at least 10 ms on the toy device.
+    assert!(at - start >= 10 * NS_PER_MS, "{} ns", at - start);
+    assert_eq!(dirty_and_writeback(&h, f, 256, 512), (0, 0), "on the device");
+    assert_eq!(dirty_and_writeback(&h, f, 512, 1024), (512, 0), "the rest untouched");
+    assert!(h.flushes.is_empty(), "no cache flush");
+    // len 0: to the end of the file.
+    h.call(t, Syscall::SyncFileRange { file: f, offset: 2 << 20, len: 0, flags });
+    assert_eq!(dirty_and_writeback(&h, f, 0, 1024), (0, 0));
+}
+
+/// `WRITE` of a range larger than the request pool sleeps for request slots until all of it
+/// is issued (as `get_request_wait` does), then returns; `WAIT_BEFORE` alone waits for what
+/// is under writeback and issues nothing.
+#[test]
+fn sync_file_range_sleeps_for_request_slots_and_waits_before() {
+    let small = BdiSpec { nr_requests: 4, max_sectors_kb: 128, ..BDI };
+    let mut h = Harness {
+        vm: Vm::new(machine("2.6.32", 1024), &[small]),
+        ..Harness::new(machine("2.6.32", 1024))
+    };
+    let f = file(&mut h, 64, false);
+    let t = h.vm.add_task(Owner::process(1));
+    stream_write(&mut h, t, f, 8, 65536);
+    let dirty = dirty_and_writeback(&h, f, 0, 2048).0;
+    assert!(dirty > 1024, "{dirty} dirty pages");
+    let (_, at) =
+        h.call(t, Syscall::SyncFileRange { file: f, offset: 0, len: 8 << 20, flags: SFR_WRITE });
+    assert!(at > 0);
+    assert_eq!(dirty_and_writeback(&h, f, 0, 2048).0, 0, "every dirty page issued");
+    // The last requests are still in flight: WAIT_BEFORE waits for them, writes nothing.
+    let before = h.ios.len();
+    let wait = SyncRangeFlags { wait_before: true, ..SyncRangeFlags::default() };
+    h.call(t, Syscall::SyncFileRange { file: f, offset: 0, len: 0, flags: wait });
+    assert_eq!(dirty_and_writeback(&h, f, 0, 2048), (0, 0));
+    assert_eq!(h.ios.len(), before);
+}
+
 #[test]
 fn fsync_puts_everything_on_the_device_then_flushes() {
     let mut h = Harness::new(machine("2.6.32", 512));

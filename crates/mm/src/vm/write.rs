@@ -2,7 +2,10 @@
 
 use elevator_core::{Nanos, Op};
 
-use super::{page_range, BlockIo, Busy, IoKind, Output, SyscallResult, TaskId, Vm};
+use super::{
+    page_range, BlockIo, Busy, IoKind, Output, RangeStage, SlotWaiter, SyncRangeFlags,
+    SyscallResult, TaskId, Vm, Wake,
+};
 use crate::pages::{Extent, FileId, IoTag, PageState};
 use crate::readahead::PAGE_BYTES;
 
@@ -452,6 +455,115 @@ impl Vm {
             }
         }
         SyscallResult::Blocked { count: 0 }
+    }
+
+    /// `sync_file_range` of `[offset, offset + len)` (`len` 0: to the end of the file), as
+    /// `mm/sync.c`: with `WAIT_BEFORE` it waits for the range's writeback under way, with
+    /// `WRITE` it starts writeback of the range's dirty pages (`WB_SYNC_NONE`: async
+    /// requests, the caller sleeping for a request slot when the pool is full), with
+    /// `WAIT_AFTER` it waits for all of the range's writeback. Unlike `fsync` it commits
+    /// no journal and flushes no cache.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn sync_file_range(
+        &mut self,
+        task: TaskId,
+        file: FileId,
+        offset: u64,
+        len: u64,
+        flags: SyncRangeFlags,
+        now: Nanos,
+        out: &mut Output,
+    ) -> SyscallResult {
+        let end = if len == 0 { u64::MAX } else { offset.saturating_add(len) };
+        let a = offset / PAGE_BYTES;
+        let b = end.div_ceil(PAGE_BYTES).min(self.file_pages(file)).max(a);
+        self.range_sync_step(task, RangeStage::Before, file, a, b, flags, now, out);
+        if self.tasks[task as usize].busy.is_none() {
+            if let Some(w) = out.wakes.iter().rposition(|w| w.task == task) {
+                let at = out.wakes.remove(w).at_ns;
+                return SyscallResult::Done { count: 1, at_ns: at };
+            }
+        }
+        SyscallResult::Blocked { count: 0 }
+    }
+
+    /// Goes on with `sync_file_range` of pages `[a, b)` from `stage` until it must wait
+    /// (the task is left busy) or is done (a wake is queued).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn range_sync_step(
+        &mut self,
+        task: TaskId,
+        mut stage: RangeStage,
+        file: FileId,
+        a: u64,
+        b: u64,
+        flags: SyncRangeFlags,
+        now: Nanos,
+        out: &mut Output,
+    ) {
+        loop {
+            let (wait, next) = match stage {
+                RangeStage::Before => {
+                    let next = RangeStage::Write { from: a, reserved: false };
+                    (flags.wait_before, next)
+                }
+                RangeStage::Write { from, reserved } => {
+                    let bdi = self.files[file as usize].spec.bdi;
+                    if reserved {
+                        let r = &mut self.bdis[bdi as usize].reserved;
+                        *r = r.saturating_sub(1);
+                    }
+                    if flags.write && from < b {
+                        self.writeback_pages(file, from, b, u64::MAX, false, Some(task), out);
+                        // Stopped by a full pool with dirty pages left: sleep for a slot
+                        // (they are found again from `from`: the others are under I/O).
+                        let left = self
+                            .pages
+                            .overlapping(file, from, b)
+                            .iter()
+                            .any(|(_, e)| e.state == PageState::Dirty);
+                        if left && self.bdis[bdi as usize].pool_full() {
+                            let stage = RangeStage::Write { from, reserved: true };
+                            self.tasks[task as usize].busy =
+                                Some(Busy::RangeSync { stage, pending: 0, file, a, b, flags });
+                            self.bdis[bdi as usize].slot_waiters.push_back(SlotWaiter::Task(task));
+                            return;
+                        }
+                    }
+                    stage = RangeStage::After;
+                    continue;
+                }
+                RangeStage::After => (flags.wait_after, RangeStage::Done),
+                RangeStage::Done => {
+                    let cpu = self.tasks[task as usize].cpu_ns;
+                    out.wakes.push(Wake { task, at_ns: now + cpu });
+                    return;
+                }
+            };
+            if wait {
+                let mut tags: Vec<IoTag> = self
+                    .pages
+                    .overlapping(file, a, b)
+                    .iter()
+                    .filter_map(|(_, e)| match e.state {
+                        PageState::Writeback { io, .. } => Some(io),
+                        _ => None,
+                    })
+                    .collect();
+                tags.sort_unstable();
+                tags.dedup();
+                if !tags.is_empty() {
+                    for &t in &tags {
+                        self.wait_on_io(t, task, out);
+                    }
+                    let pending = tags.len() as u32;
+                    self.tasks[task as usize].busy =
+                        Some(Busy::RangeSync { stage: next, pending, file, a, b, flags });
+                    return;
+                }
+            }
+            stage = next;
+        }
     }
 
     /// A writeback I/O finished.

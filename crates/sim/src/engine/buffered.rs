@@ -102,7 +102,20 @@ impl Engine {
                     Syscall::Write { file, offset, len: io.len_bytes, count, sync: b.sync }
                 }
             }
-            Op::Flush => Syscall::Fsync { file, data_only: b.datasync },
+            Op::Flush => match io.sync_range {
+                // fio makes no call for an empty span (do_sync_file_range); flags of none
+                // do nothing either.
+                Some(flags) if io.len_bytes > 0 => {
+                    Syscall::SyncFileRange { file, offset, len: io.len_bytes, flags }
+                }
+                Some(_) => Syscall::SyncFileRange {
+                    file,
+                    offset,
+                    len: 1,
+                    flags: elevator_mm::SyncRangeFlags::default(),
+                },
+                None => Syscall::Fsync { file, data_only: b.datasync },
+            },
             Op::Discard => {
                 // Trimming a file punches a hole: its pages go, nothing is written.
                 Syscall::Fadvise { file, offset, len: io.len_bytes, advice: Advice::DontNeed }

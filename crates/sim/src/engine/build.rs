@@ -465,6 +465,9 @@ pub(super) fn build_processes(
                 let b = cache.buffered(spec, region, owner, procs.len() as u32, files.as_ref());
                 proc.set_buffered(b);
             }
+            if !buffered || files.is_some() {
+                proc.drop_sync_file_range();
+            }
             if let Some(mut files) = files {
                 if buffered {
                     files.announce_opens();
