@@ -515,6 +515,48 @@ fn fio_and_elevator_json(job: &Path) -> [Output; 2] {
     [fio, ours]
 }
 
+/// The `sync` statistics: real fio (installed by setup.sh) times every `fsync=`,
+/// `fdatasync=` and `sync_file_range=` call and counts the fsyncs (`total_ios`, the fourth
+/// `issued rwts`); `end_fsync`, `fsync_on_close` and the verify phase's sync are not
+/// accounted. Elevator reports the same counts, and the text block when there are any.
+#[test]
+fn sync_statistics_count_what_real_fio_counts() {
+    let dir = std::env::temp_dir().join(format!("elevator-sync-stats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for extra in [
+        "fsync=32",
+        "fdatasync=32",
+        "sync_file_range=write:32",
+        "end_fsync=1",
+        "fsync_on_close=1",
+        "verify=crc32c",
+        "direct=1\nfsync=32\nnumjobs=2\ngroup_reporting",
+    ] {
+        let _ = std::fs::remove_file(dir.join("data"));
+        let job = dir.join("s.fio");
+        let text = format!(
+            "[w]\nfilename={}\nrw=write\nbs=4k\nsize=1m\n{extra}\n",
+            dir.join("data").display()
+        );
+        std::fs::write(&job, text).unwrap();
+        let counts = |out: &Output| {
+            assert!(out.status.success(), "{extra}: {}", String::from_utf8_lossy(&out.stderr));
+            let v = fio_json_of(&out.stdout);
+            let s = &v["jobs"][0]["sync"];
+            (s["total_ios"].as_u64().unwrap(), s["lat_ns"]["N"].as_u64().unwrap())
+        };
+        let [fio, ours] = fio_and_elevator_json(&job);
+        let (theirs, mine) = (counts(&fio), counts(&ours));
+        assert_eq!(mine, theirs, "{extra}: (fsyncs, syncs timed)");
+        let text =
+            String::from_utf8_lossy(&elevator(&["run", job.to_str().unwrap()]).stdout).into_owned();
+        assert_eq!(text.contains("fsync/fdatasync/sync_file_range:"), mine.1 > 0, "{extra}");
+        let issued = text.split("issued rwts: total=").nth(1).and_then(|t| t.split(' ').next());
+        assert_eq!(issued.and_then(|t| t.split(',').nth(3)), Some(&*mine.0.to_string()), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `max_latency=` (and `latency_target` at depth 1): an I/O slower than the limit ends the
 /// job with ETIMEDOUT (110), reported as real fio (installed by setup.sh) reports it, and the
 /// run exits 1 as fio does.

@@ -246,6 +246,47 @@ impl DirStats {
     }
 }
 
+/// fio's sync statistics (`sync_stat`, `io_u_sync_plat`, `total_io_u[DDIR_SYNC]`): the
+/// latency, issue to completion, of the job's `fsync=`, `fdatasync=` and `sync_file_range=`
+/// calls, and how many were fsyncs (fio counts only those). `end_fsync`, `fsync_on_close`,
+/// the verify phase's sync and a barrier's flush are not accounted, as in fio.
+#[derive(Clone, Debug, Default)]
+pub struct SyncStats {
+    pub fsyncs: u64,
+    pub lat_ns: Summary,
+    /// Made on the first sync: most jobs never sync.
+    hist: Option<Box<Histogram<u64>>>,
+}
+
+impl SyncStats {
+    /// A sync of `lat_ns` completed (`fsync`: an fsync, not fdatasync or sync_file_range).
+    pub fn add(&mut self, lat_ns: Nanos, fsync: bool) {
+        self.fsyncs += u64::from(fsync);
+        self.lat_ns.add(lat_ns);
+        let h = self.hist.get_or_insert_with(|| Box::new(latency_histogram()));
+        let _ = h.record(lat_ns.clamp(1, CLAT_HIST_MAX_NS));
+    }
+
+    pub fn merge(&mut self, other: &SyncStats) {
+        self.fsyncs += other.fsyncs;
+        self.lat_ns.merge(&other.lat_ns);
+        if let Some(theirs) = &other.hist {
+            let ours = self.hist.get_or_insert_with(|| Box::new(latency_histogram()));
+            ours.add(theirs.as_ref()).expect("histograms of the same precision merge");
+        }
+    }
+
+    /// The sync latency at `percentile` (ns), 0 without syncs.
+    pub fn percentile_ns(&self, percentile: f64) -> u64 {
+        self.hist.as_ref().map_or(0, |h| h.value_at_percentile(percentile))
+    }
+
+    /// The latencies as json+'s `bins`.
+    pub fn bins(&self) -> Vec<(u64, u64)> {
+        self.hist.as_deref().map(fio_bins).unwrap_or_default()
+    }
+}
+
 /// fio's latency histogram layout (`stat.h`): values below 2 × [`FIO_PLAT_VAL`] have a bucket
 /// each; above, every power of two is cut into [`FIO_PLAT_VAL`] equal buckets, so a bucket is
 /// at most 1/64 (1.6 %) of its value wide. json+'s `bins` are keyed by each bucket's

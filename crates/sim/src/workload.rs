@@ -55,9 +55,23 @@ pub struct Io {
     pub sync: bool,
     /// This I/O's own priority (`cmdprio_*`), instead of the process's.
     pub prio: Option<IoPrio>,
-    /// A flush that is a `sync_file_range` of `[offset_bytes, + len_bytes)` with these
-    /// flags (buffered jobs only), not an fsync.
-    pub sync_range: Option<SyncRangeFlags>,
+    /// For a flush: which call it is, as fio accounts it.
+    pub flush: Option<FlushCall>,
+}
+
+/// What a flush I/O stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushCall {
+    /// `fsync=N`: fio counts and times it (`total_io_u[DDIR_SYNC]`, `sync_stat`).
+    Fsync,
+    /// `fdatasync=N`: timed, not counted.
+    Fdatasync,
+    /// `sync_file_range=`: a sync of `[offset_bytes, + len_bytes)` with these flags (buffered
+    /// jobs only); timed, not counted.
+    Range(SyncRangeFlags),
+    /// `end_fsync`, `fsync_on_close`, the verify phase's sync, a barrier's flush: not
+    /// accounted, as in fio.
+    Unaccounted,
 }
 
 /// Linux's ETIMEDOUT, the error fio gives a job whose I/O exceeds `max_latency`.
@@ -88,14 +102,14 @@ impl JobError {
 
 impl Io {
     /// A cache flush (fsync, fdatasync, a barrier's flush): no data, sync.
-    pub fn flush() -> Io {
+    pub fn flush(call: FlushCall) -> Io {
         Io {
             op: Op::Flush,
             offset_bytes: 0,
             len_bytes: 0,
             sync: true,
             prio: None,
-            sync_range: None,
+            flush: Some(call),
         }
     }
 }
@@ -374,6 +388,14 @@ pub struct Process {
     /// I/O moving it on by an exponentially distributed gap.
     poisson_due_ns: Option<[Nanos; 3]>,
     fsync_every: u32,
+    /// What `fsync_every`'s flushes are (`fsync=` or `fdatasync=`).
+    fsync_call: FlushCall,
+    /// What the pending flush (`flush_pending`) is.
+    pending_flush: FlushCall,
+    /// Flushes in flight that fio accounts: (issue time, an fsync).
+    syncs_in_flight: Vec<(Nanos, bool)>,
+    /// fio's sync statistics.
+    pub sync_stats: crate::stats::SyncStats,
     /// `sync_file_range=`: its flags and every how many writes; the writes since the last
     /// one, whether it is due, and the span of route offsets written since the last sync
     /// (fio's `first_write`, `last_write`; taken at issue, which is completion for the
@@ -572,6 +594,10 @@ impl Process {
             poisson_due_ns: (spec.rate_process == RateProcess::Poisson).then_some([0; 3]),
             fsync_every: if spec.fsync_every > 0 { spec.fsync_every } else { spec.fdatasync_every },
             barrier_every: spec.write_barrier_every,
+            fsync_call: if spec.fsync_every > 0 { FlushCall::Fsync } else { FlushCall::Fdatasync },
+            pending_flush: FlushCall::Unaccounted,
+            syncs_in_flight: Vec::new(),
+            sync_stats: crate::stats::SyncStats::default(),
             sync_file_range: spec.sync_file_range.filter(|s| s.every > 0),
             writes_since_sfr: 0,
             sfr_pending: false,
@@ -770,7 +796,7 @@ impl Process {
             self.writes_since_fsync += extra as u32;
             if self.writes_since_fsync >= self.fsync_every {
                 self.writes_since_fsync = 0;
-                self.flush_pending = true;
+                self.want_flush(self.fsync_call);
             }
         }
         if io.op == Op::Write && self.barrier_every > 0 {
@@ -941,7 +967,7 @@ impl Process {
             self.flush_pending = false;
             // Any sync ends the span a sync_file_range covers (fio's io_completed).
             self.written_span = None;
-            return Next::Issue(Io::flush());
+            return Next::Issue(Io::flush(self.pending_flush));
         }
         if self.sfr_pending {
             self.sfr_pending = false;
@@ -994,7 +1020,7 @@ impl Process {
             self.writes_since_fsync += 1;
             if self.writes_since_fsync >= self.fsync_every {
                 self.writes_since_fsync = 0;
-                self.flush_pending = true;
+                self.want_flush(self.fsync_call);
             }
         }
         if op == Op::Write {
@@ -1006,7 +1032,7 @@ impl Process {
             if self.writes_since_barrier >= self.barrier_every {
                 // A barrier write: on the media before anything after it (FUA + flush).
                 self.writes_since_barrier = 0;
-                self.flush_pending = true;
+                self.want_flush(FlushCall::Unaccounted);
                 barrier = true;
             }
         }
@@ -1021,7 +1047,7 @@ impl Process {
         }
         let sync = op != Op::Write || self.sync_writes || barrier;
         let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op), len));
-        Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync, prio, sync_range: None })
+        Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync, prio, flush: None })
     }
 
     /// The job has done its I/O: a buffered job with `end_fsync`/`fsync_on_close` still
@@ -1029,7 +1055,7 @@ impl Process {
     pub fn take_end_fsync(&mut self) -> Option<Io> {
         let b = self.buffered.as_mut().filter(|b| b.end_fsync)?;
         b.end_fsync = false;
-        Some(Io::flush())
+        Some(Io::flush(FlushCall::Unaccounted))
     }
 
     /// Counts an I/O about to be issued against the job's limits and rates.
@@ -1085,8 +1111,17 @@ impl Process {
             len_bytes: e.len_bytes,
             sync,
             prio: None,
-            sync_range: None,
+            flush: None,
         })
+    }
+
+    /// A flush is due: `call` (one fio accounts wins over one it does not, where both fall
+    /// on the same write).
+    fn want_flush(&mut self, call: FlushCall) {
+        if !self.flush_pending || call != FlushCall::Unaccounted {
+            self.pending_flush = call;
+        }
+        self.flush_pending = true;
     }
 
     /// `n` writes of `len` from route offset `offset`, one after another, were issued:
@@ -1120,11 +1155,11 @@ impl Process {
             len_bytes: b - a,
             sync: true,
             prio: None,
-            sync_range: Some(SyncRangeFlags {
+            flush: Some(FlushCall::Range(SyncRangeFlags {
                 wait_before: sfr.wait_before,
                 write: sfr.write,
                 wait_after: sfr.wait_after,
-            }),
+            })),
         }
     }
 
@@ -1136,11 +1171,20 @@ impl Process {
     /// Records that an I/O went into the block layer.
     pub fn issued(&mut self, io: &Io, now_ns: Nanos) {
         if let Some(log) = self.issue_log.as_mut() {
-            match io.sync_range {
+            match io.flush {
                 // fio logs the io_u it reused: the last write's offset, no length.
-                Some(_) => log.issued_action(now_ns, "sync_file_range", self.last_write_start),
-                None => log.issued(now_ns, io.op, io.offset_bytes, io.len_bytes),
+                Some(FlushCall::Range(_)) => {
+                    log.issued_action(now_ns, "sync_file_range", self.last_write_start)
+                }
+                _ => log.issued(now_ns, io.op, io.offset_bytes, io.len_bytes),
             }
+        }
+        match io.flush {
+            Some(FlushCall::Fsync) => self.syncs_in_flight.push((now_ns, true)),
+            Some(FlushCall::Fdatasync | FlushCall::Range(_)) => {
+                self.syncs_in_flight.push((now_ns, false))
+            }
+            _ => {}
         }
         self.in_flight += 1;
         let depth = self.in_flight;
@@ -1195,6 +1239,15 @@ impl Process {
     ) -> Option<Resume> {
         debug_assert!(self.in_flight > 0);
         self.in_flight -= 1;
+        if op == Op::Flush {
+            if let Some(i) = self.syncs_in_flight.iter().position(|&(t, _)| t == issue_ns) {
+                let (_, fsync) = self.syncs_in_flight.swap_remove(i);
+                // fio's should_account: past the ramp, while running.
+                if now_ns >= self.ramp_end_ns && self.state == State::Running {
+                    self.sync_stats.add(now_ns - issue_ns, fsync);
+                }
+            }
+        }
         if op != Op::Flush && self.state == State::Running {
             self.latency_target_check(op, len_bytes, now_ns - issue_ns, now_ns);
         }
@@ -1415,7 +1468,7 @@ impl Process {
         self.draining_to_low = false;
         if self.buffered.is_some() {
             // The sync first; the cache is dropped once it is done (next_verify_read).
-            self.flush_pending = true;
+            self.want_flush(FlushCall::Unaccounted);
         }
         false
     }
@@ -1426,7 +1479,7 @@ impl Process {
         if self.flush_pending {
             self.flush_pending = false;
             self.verify_syncing = true;
-            return Next::Issue(Io::flush());
+            return Next::Issue(Io::flush(FlushCall::Unaccounted));
         }
         if self.verify_syncing {
             if self.in_flight > 0 {
@@ -1449,7 +1502,7 @@ impl Process {
                     len_bytes,
                     sync: true,
                     prio: None,
-                    sync_range: None,
+                    flush: None,
                 })
             }
             None => {
@@ -1545,7 +1598,7 @@ impl Process {
         }
         self.wrapped = true;
         if self.buffered.is_some_and(|b| b.end_fsync) {
-            self.flush_pending = true;
+            self.want_flush(FlushCall::Unaccounted);
         }
     }
 

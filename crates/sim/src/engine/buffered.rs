@@ -7,7 +7,7 @@ use elevator_mm::{Output, Syscall, SyscallResult};
 
 use super::{Engine, Event};
 use crate::stack::NO_NODE;
-use crate::workload::{Io, PendingCall, State, TreeIo};
+use crate::workload::{FlushCall, Io, PendingCall, State, TreeIo};
 
 impl Engine {
     /// The page-cache device number of a route (devices first, then volumes).
@@ -102,19 +102,19 @@ impl Engine {
                     Syscall::Write { file, offset, len: io.len_bytes, count, sync: b.sync }
                 }
             }
-            Op::Flush => match io.sync_range {
+            Op::Flush => match io.flush {
                 // fio makes no call for an empty span (do_sync_file_range); flags of none
                 // do nothing either.
-                Some(flags) if io.len_bytes > 0 => {
+                Some(FlushCall::Range(flags)) if io.len_bytes > 0 => {
                     Syscall::SyncFileRange { file, offset, len: io.len_bytes, flags }
                 }
-                Some(_) => Syscall::SyncFileRange {
+                Some(FlushCall::Range(_)) => Syscall::SyncFileRange {
                     file,
                     offset,
                     len: 1,
                     flags: elevator_mm::SyncRangeFlags::default(),
                 },
-                None => Syscall::Fsync { file, data_only: b.datasync },
+                _ => Syscall::Fsync { file, data_only: b.datasync },
             },
             Op::Discard => {
                 // Trimming a file punches a hole: its pages go, nothing is written.

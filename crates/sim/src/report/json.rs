@@ -225,7 +225,7 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         "read": dirs[0],
         "write": dirs[1],
         "trim": dirs[2],
-        "sync": { "total_ios": 0, "lat_ns": summary_json(&Summary::default()) },
+        "sync": sync_json(e, spec, plus),
         "job_runtime": e.job_runtime_ns / 1_000_000,
         "usr_cpu": e.usr_cpu_percent(),
         "sys_cpu": 0.0,
@@ -246,6 +246,27 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         "latency_percentile": spec.latency_percentile,
         "latency_window": spec.latency_window_ns / 1000,
     })
+}
+
+/// fio's `sync` object: the fsyncs counted, and the latency of every accounted sync with
+/// its percentiles when the job reports clat or lat percentiles (json+: and its bins).
+fn sync_json(e: &Entry, spec: &JobSpec, plus: bool) -> Value {
+    let s = &e.sync;
+    let mut lat = summary_json(&s.lat_ns);
+    if (spec.clat_percentiles || spec.lat_percentiles) && s.lat_ns.n > 0 {
+        let pct: Map<String, Value> = spec
+            .percentile_list
+            .iter()
+            .map(|&p| (format!("{p:.6}"), json!(s.percentile_ns(p))))
+            .collect();
+        lat["percentile"] = Value::Object(pct);
+        if plus {
+            let bins: Map<String, Value> =
+                s.bins().into_iter().map(|(ns, n)| (ns.to_string(), json!(n))).collect();
+            lat["bins"] = Value::Object(bins);
+        }
+    }
+    json!({ "total_ios": s.fsyncs, "lat_ns": lat })
 }
 
 fn summary_json(s: &Summary) -> Value {

@@ -23,6 +23,8 @@ pub struct Entry {
     pub members: Vec<usize>,
     pub first_pid: u32,
     pub stats: [DirStats; 3],
+    /// fio's `fsync/fdatasync/sync_file_range` statistics.
+    pub sync: crate::stats::SyncStats,
     pub lat_buckets: LatencyBuckets,
     pub depth_hist: [u64; 7],
     /// The longest runtime among the members.
@@ -85,6 +87,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
                 for (mine, theirs) in e.stats.iter_mut().zip(stats.iter()) {
                     mine.merge(theirs);
                 }
+                e.sync.merge(&p.sync_stats);
                 e.lat_buckets.merge(&p.lat_buckets);
                 for (a, b) in e.depth_hist.iter_mut().zip(p.depth_hist.iter()) {
                     *a += b;
@@ -109,6 +112,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
             members: vec![i],
             first_pid: p.owner.pid,
             stats: stats_as_fio_reports(p, jobs),
+            sync: p.sync_stats.clone(),
             lat_buckets: p.lat_buckets.clone(),
             depth_hist: p.depth_hist,
             runtime_ns: p.runtime_ns(),

@@ -180,6 +180,14 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
             i.n
         );
     }
+    // fio's sync block (show_ddir_status for DDIR_SYNC): latencies and their percentiles.
+    if e.sync.lat_ns.n > 0 {
+        out.push_str("  fsync/fdatasync/sync_file_range:\n");
+        lat_line(out, "sync", &e.sync.lat_ns);
+        let list = &spec.percentile_list;
+        let values: Vec<u64> = list.iter().map(|&p| e.sync.percentile_ns(p)).collect();
+        percentile_block(out, "sync", list, &values, spec.percentile_precision as usize);
+    }
     // fio's cpu line: user time is what the job spun (`thinktime_spin`); the simulator
     // keeps no system time, context switches or faults.
     let usr = e.usr_cpu_percent();
@@ -200,8 +208,8 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
     );
     let _ = writeln!(
         out,
-        "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0\n",
-        e.stats[0].total_ios, e.stats[1].total_ios, e.stats[2].total_ios
+        "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0\n",
+        e.stats[0].total_ios, e.stats[1].total_ios, e.stats[2].total_ios, e.sync.fsyncs
     );
 }
 
