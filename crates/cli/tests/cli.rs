@@ -557,6 +557,59 @@ fn sync_statistics_count_what_real_fio_counts() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `unified_rw_reporting=`: `mixed` reports a job's directions summed as one `mixed`
+/// direction (JSON `mixed` in place of read, write, trim and sync; a `mixed:` block; a MIXED
+/// group line; one direction's terse fields), `both` adds it to the others, as real fio
+/// (installed by setup.sh) does.
+#[test]
+fn unified_rw_reporting_sums_directions_as_real_fio_does() {
+    let dir = std::env::temp_dir().join(format!("elevator-unified-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = |mode: &str| {
+        let path = dir.join(format!("{mode}.fio"));
+        let text = format!(
+            "[m]\nfilename={}\nrw=randrw\nbs=4k\nsize=1m\nunified_rw_reporting={mode}\n",
+            dir.join("data").display()
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let terse_fields = |tool: &str, path: &Path| {
+        let out = match tool {
+            "fio" => Command::new("fio").arg("--output-format=terse").arg(path).output().unwrap(),
+            _ => elevator(&["run", path.to_str().unwrap(), "--output-format", "terse"]),
+        };
+        String::from_utf8_lossy(&out.stdout).lines().next().unwrap().split(';').count()
+    };
+    for mode in ["none", "mixed", "both"] {
+        let path = job(mode);
+        let [fio, ours] = fio_and_elevator_json(&path);
+        let keys = |out: &Output| -> Vec<String> {
+            let v = fio_json_of(&out.stdout);
+            let j = v["jobs"][0].as_object().unwrap().clone();
+            let dirs = ["read", "write", "trim", "sync", "mixed"];
+            j.keys().filter(|k| dirs.contains(&k.as_str())).cloned().collect()
+        };
+        assert_eq!(keys(&ours), keys(&fio), "{mode}");
+        if mode != "none" {
+            let v = fio_json_of(&ours.stdout);
+            assert_eq!(v["jobs"][0]["mixed"]["total_ios"], 256, "{mode}: 1 MiB of 4 KiB I/Os");
+            let text = String::from_utf8_lossy(&elevator(&["run", path.to_str().unwrap()]).stdout)
+                .into_owned();
+            assert!(text.contains("  mixed: IOPS=") && text.contains("  MIXED: bw="), "{text}");
+        }
+    }
+    // mixed drops the writes' terse fields, both adds none: as many as fio drops and adds.
+    let split = (terse_fields("fio", &job("none")), terse_fields("elevator", &job("none")));
+    for mode in ["mixed", "both"] {
+        let p = job(mode);
+        let fio = split.0 as i64 - terse_fields("fio", &p) as i64;
+        let ours = split.1 as i64 - terse_fields("elevator", &p) as i64;
+        assert_eq!(ours, fio, "{mode}: terse fields left out");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `max_latency=` (and `latency_target` at depth 1): an I/O slower than the limit ends the
 /// job with ETIMEDOUT (110), reported as real fio (installed by setup.sh) reports it, and the
 /// run exits 1 as fio does.

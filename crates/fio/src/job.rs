@@ -12,6 +12,17 @@ pub enum RwSequencer {
     Identical,
 }
 
+/// fio's `unified_rw_reporting=`: how a job's directions are reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnifiedRw {
+    /// `none` / `0`: read, write and trim apart (the default).
+    Split,
+    /// `mixed` / `1`: all directions summed, as one `mixed` direction.
+    Mixed,
+    /// `both` / `2`: apart, and summed besides.
+    Both,
+}
+
 /// fio's `sync_file_range=`: which of `SYNC_FILE_RANGE_WAIT_BEFORE`, `_WRITE` and
 /// `_WAIT_AFTER`, every how many writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -331,6 +342,8 @@ pub struct JobSpec {
     /// `sync_file_range=FLAGS:N`: `sync_file_range()` over the range written since the
     /// last sync, after every N writes (`fsync` and `fdatasync` win where they fall).
     pub sync_file_range: Option<SyncFileRange>,
+    /// `unified_rw_reporting=`.
+    pub unified_rw_reporting: UnifiedRw,
     /// `end_fsync`: fsync the file when the job's writes are done (counted in its runtime).
     pub end_fsync: bool,
     /// `fsync_on_close`: fsync when the file is closed (at the end, as elevator opens each
@@ -538,6 +551,7 @@ impl JobSpec {
             write_barrier_every: 0,
             fdatasync_every: 0,
             sync_file_range: None,
+            unified_rw_reporting: UnifiedRw::Split,
             end_fsync: false,
             fsync_on_close: false,
             sync_io: SyncIo::None,

@@ -11,7 +11,7 @@ use elevator_core::{NS_PER_MS, NS_PER_SEC, NS_PER_US, SECTOR_BYTES};
 use crate::expr::{self, Keywords};
 use crate::job::{
     Amount, BlockSize, EngineClass, ExitWhat, FileServiceType, IoEngine, JobSpec, RwMode,
-    RwSequencer, SourceLocation, SyncFileRange,
+    RwSequencer, SourceLocation, SyncFileRange, UnifiedRw,
 };
 use crate::units::{
     parse_bool, parse_size, parse_size_or_percent, parse_time_ns, split_ddir, split_range,
@@ -115,6 +115,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("fsync", "fsync"),
     ("fdatasync", "fdatasync"),
     ("sync_file_range", "sync_file_range"),
+    ("unified_rw_reporting", "unified_rw_reporting"),
     ("write_barrier", "write_barrier"),
     ("end_fsync", "end_fsync"),
     ("fsync_on_close", "fsync_on_close"),
@@ -338,7 +339,6 @@ const UNMODELLED: &[&str] = &[
     "trim_verify_zero",
     "ttl",
     "uncached",
-    "unified_rw_reporting",
     "unique_filename",
     "unit_base",
     "unlink",
@@ -456,6 +456,7 @@ const TEXT_OPTIONS: &[&str] = &[
     "exit_what",
     "rw_sequencer",
     "sync_file_range",
+    "unified_rw_reporting",
     "read_iolog",
     "replay_redirect",
     "write_lat_log",
@@ -1046,6 +1047,14 @@ impl Builder {
                     })?;
                 }
                 spec.sync_file_range = Some(sfr);
+            }
+            "unified_rw_reporting" => {
+                spec.unified_rw_reporting = match v.trim() {
+                    "none" | "0" => UnifiedRw::Split,
+                    "mixed" | "1" => UnifiedRw::Mixed,
+                    "both" | "2" => UnifiedRw::Both,
+                    _ => return Err(format!("`{v}` is not one of none, mixed, both, 0, 1, 2")),
+                }
             }
             "rw_sequencer" => {
                 spec.rw_sequencer = match v.trim() {
@@ -1641,6 +1650,16 @@ mod tests {
         );
         assert!(value_err("sync_file_range", "bogus:3").contains("wait_before, write"));
         assert!(value_err("sync_file_range", "write:x").contains("a count"));
+        assert_eq!(applied(&[]).unified_rw_reporting, UnifiedRw::Split);
+        assert_eq!(
+            applied(&[("unified_rw_reporting", Some("1"))]).unified_rw_reporting,
+            UnifiedRw::Mixed
+        );
+        assert_eq!(
+            applied(&[("unified_rw_reporting", Some("both"))]).unified_rw_reporting,
+            UnifiedRw::Both
+        );
+        assert!(value_err("unified_rw_reporting", "yes").contains("none, mixed, both"));
         assert_eq!(applied(&[]).rw_sequencer, RwSequencer::Sequential);
         let s = applied(&[("rw_sequencer", Some("identical"))]);
         assert_eq!(s.rw_sequencer, RwSequencer::Identical);

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use crate::report::{entries, Entry};
 use crate::stats::{DirStats, Summary, LAT_BUCKET_EDGES_NS};
 use crate::SimResult;
-use elevator_fio::{JobFile, JobSpec};
+use elevator_fio::{JobFile, JobSpec, UnifiedRw};
 
 /// Renders the whole result as fio JSON text.
 pub fn render(result: &SimResult, jobs: &JobFile, seed: u64, topology: &str) -> String {
@@ -215,7 +215,7 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
     };
     let batch = if spec.ioengine.is_async() { spec.iodepth_batch.max(1) } else { 1 };
     let busy = total_ios > 0;
-    json!({
+    let mut v = json!({
         "jobname": e.name,
         "groupid": e.group_id,
         "error": e.error.as_ref().map_or(0, |x| x.errno),
@@ -245,7 +245,26 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         "latency_target": spec.latency_target_ns.map_or(0, |t| t / 1000),
         "latency_percentile": spec.latency_percentile,
         "latency_window": spec.latency_window_ns / 1000,
-    })
+    });
+    // unified_rw_reporting (fio's add_ddir_status_json): `mixed` has the summed directions
+    // in place of read, write, trim and sync; `both` adds them after sync.
+    let obj = v.as_object_mut().expect("an object");
+    match spec.unified_rw_reporting {
+        UnifiedRw::Split => {}
+        UnifiedRw::Mixed => {
+            let mixed = obj.shift_remove("read").expect("read");
+            for key in ["write", "trim", "sync"] {
+                obj.shift_remove(key);
+            }
+            obj.shift_insert(6, "mixed".to_string(), mixed);
+        }
+        UnifiedRw::Both => {
+            let total: f64 = group_bw[e.group_id as usize].iter().sum();
+            let mixed = dir_json(&e.mixed(), spec, 0, total, plus);
+            obj.shift_insert(10, "mixed".to_string(), mixed);
+        }
+    }
+    v
 }
 
 /// fio's `sync` object: the fsyncs counted, and the latency of every accounted sync with

@@ -8,12 +8,13 @@ pub mod table;
 pub mod terse;
 
 use elevator_core::Nanos;
-use elevator_fio::JobFile;
+use elevator_fio::{JobFile, UnifiedRw};
 
 use crate::stats::{DirStats, LatencyBuckets};
 use crate::SimResult;
 
 /// One reported job: a single process, or a whole reporting group under `group_reporting`.
+#[derive(Clone)]
 pub struct Entry {
     pub name: String,
     pub group_id: u32,
@@ -43,6 +44,20 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The entry with its directions summed into the first, as fio's `sum_thread_stats` does
+    /// for `unified_rw_reporting=mixed`: latencies, samples, bytes and I/Os added up, the
+    /// longest direction's runtime.
+    pub fn mixed(&self) -> Entry {
+        let mut m = self.clone();
+        let [first, rest @ ..] = &mut m.stats;
+        for other in rest.iter_mut() {
+            first.merge(other);
+            *other = DirStats::new(0);
+        }
+        m.dir_runtime_ns = [self.dir_runtime_ns.iter().copied().max().unwrap_or(0), 0, 0];
+        m
+    }
+
     /// fio's `usr_cpu`: the members' user time (what they spun) over their runtimes, %.
     pub fn usr_cpu_percent(&self) -> f64 {
         if self.job_runtime_ns == 0 {
@@ -122,6 +137,12 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
             error: p.error.clone(),
             latency_depth: p.lat_target.map(|l| l.qd),
         });
+    }
+    // unified_rw_reporting=mixed: each job's directions reported as one.
+    for e in &mut out {
+        if jobs.jobs[e.job].unified_rw_reporting == UnifiedRw::Mixed {
+            *e = e.mixed();
+        }
     }
     out
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use elevator_fio::{BlockSize, IoEngine, JobFile, RwMode};
+use elevator_fio::{BlockSize, IoEngine, JobFile, RwMode, UnifiedRw};
 
 use crate::report::{entries, rate, Entry};
 use crate::stats::Summary;
@@ -51,30 +51,38 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     for g in 0..groups {
         let members: Vec<&Entry> = entries.iter().filter(|e| e.group_id == g).collect();
         let _ = writeln!(out, "\nRun status group {g} (all jobs):");
+        // unified_rw_reporting: MIXED for summed directions (the entries are summed
+        // already); `both` adds a MIXED line over the directions' lines (fio's
+        // show_mixed_group_stats).
+        let unified =
+            |u: UnifiedRw| members.iter().any(|e| jobs.jobs[e.job].unified_rw_reporting == u);
+        let mut both: Option<GroupLine> = None;
         for (d, name) in ["READ", "WRITE", "TRIM"].iter().enumerate() {
             let io: u64 = members.iter().map(|e| e.stats[d].io_bytes).sum();
             if io == 0 {
                 continue;
             }
             let run_max = members.iter().map(|e| e.runtime_ns).max().unwrap_or(0);
-            let run_min = members.iter().map(|e| e.runtime_ns).min().unwrap_or(0);
+            let run = (members.iter().map(|e| e.runtime_ns).min().unwrap_or(0), run_max);
             let bws: Vec<f64> = members.iter().map(|e| e.bw_bytes_per_sec(d)).collect();
             let lo = bws.iter().cloned().fold(f64::INFINITY, f64::min);
             let hi = bws.iter().cloned().fold(0.0, f64::max);
-            let _ = writeln!(
-                out,
-                "{name:>7}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
-                bin_rate(rate(io, run_max)),
-                dec_rate(rate(io, run_max)),
-                bin_rate(lo),
-                bin_rate(hi),
-                dec_rate(lo),
-                dec_rate(hi),
-                bin_size(io),
-                dec_size(io),
-                run_min / 1_000_000,
-                run_max / 1_000_000
-            );
+            let line = GroupLine { agg: rate(io, run_max), lo, hi, io, run };
+            let name = if unified(UnifiedRw::Mixed) && d == 0 { "MIXED" } else { name };
+            group_line(&mut out, name, &line);
+            both = Some(match both {
+                None => line,
+                Some(b) => GroupLine {
+                    agg: b.agg + line.agg,
+                    lo: b.lo.min(line.lo),
+                    hi: b.hi.max(line.hi),
+                    io: b.io + line.io,
+                    run: (b.run.0.min(line.run.0), b.run.1.max(line.run.1)),
+                },
+            });
+        }
+        if let Some(b) = both.filter(|_| unified(UnifiedRw::Both)) {
+            group_line(&mut out, "MIXED", &b);
         }
     }
     let _ = writeln!(out, "\nDisk stats (read/write):");
@@ -116,6 +124,33 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     out
 }
 
+/// One line of a group's run status: aggregate, slowest and fastest job, bytes, runtimes.
+#[derive(Clone, Copy)]
+struct GroupLine {
+    agg: f64,
+    lo: f64,
+    hi: f64,
+    io: u64,
+    run: (u64, u64),
+}
+
+fn group_line(out: &mut String, name: &str, l: &GroupLine) {
+    let _ = writeln!(
+        out,
+        "{name:>7}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
+        bin_rate(l.agg),
+        dec_rate(l.agg),
+        bin_rate(l.lo),
+        bin_rate(l.hi),
+        dec_rate(l.lo),
+        dec_rate(l.hi),
+        bin_size(l.io),
+        dec_size(l.io),
+        l.run.0 / 1_000_000,
+        l.run.1 / 1_000_000
+    );
+}
+
 fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
     let _ = writeln!(
         out,
@@ -130,55 +165,20 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
         ),
         e.first_pid
     );
+    let unified = spec.unified_rw_reporting;
     for (d, name) in DIR_NAMES.iter().enumerate() {
-        let s = &e.stats[d];
-        if s.total_ios == 0 {
+        if e.stats[d].total_ios == 0 {
             continue;
         }
-        let iops = e.iops(d);
-        let bw = e.bw_bytes_per_sec(d);
-        let _ = writeln!(
-            out,
-            "  {name}: IOPS={}, BW={} ({})({}/{}msec)",
-            short_count(iops),
-            bin_rate(bw),
-            dec_rate(bw),
-            bin_size(s.io_bytes),
-            e.dir_runtime_ns[d] / 1_000_000
-        );
-        lat_line(out, "slat", &s.slat_ns);
-        lat_line(out, "clat", &s.clat_ns);
-        lat_line(out, " lat", &s.lat_ns);
-        let list = &spec.percentile_list;
-        let precision = spec.percentile_precision as usize;
-        if spec.clat_percentiles {
-            let values: Vec<u64> = list.iter().map(|&p| s.clat_percentile_ns(p)).collect();
-            percentile_block(out, "clat", list, &values, precision);
+        let name = if unified == UnifiedRw::Mixed { "mixed" } else { name };
+        dir_block(out, e, d, name, spec);
+    }
+    // unified_rw_reporting=both: the directions summed besides (fio's show_mixed_ddir_status).
+    if unified == UnifiedRw::Both {
+        let m = e.mixed();
+        if m.stats[0].total_ios > 0 {
+            dir_block(out, &m, 0, "mixed", spec);
         }
-        if spec.lat_percentiles {
-            let values: Vec<u64> = list.iter().map(|&p| s.lat_percentile_ns(p)).collect();
-            percentile_block(out, "lat", list, &values, precision);
-        }
-        let b = &s.bw_kib_samples;
-        let _ = writeln!(
-            out,
-            "   bw (  KiB/s): min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
-            b.min,
-            b.max,
-            b.mean(),
-            b.stddev(),
-            b.n
-        );
-        let i = &s.iops_samples;
-        let _ = writeln!(
-            out,
-            "   iops        : min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
-            i.min,
-            i.max,
-            i.mean(),
-            i.stddev(),
-            i.n
-        );
     }
     // fio's sync block (show_ddir_status for DDIR_SYNC): latencies and their percentiles.
     if e.sync.lat_ns.n > 0 {
@@ -210,6 +210,55 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
         out,
         "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0\n",
         e.stats[0].total_ios, e.stats[1].total_ios, e.stats[2].total_ios, e.sync.fsyncs
+    );
+}
+
+/// One direction's block of a job's report: rates, latencies, percentiles, samples.
+fn dir_block(out: &mut String, e: &Entry, d: usize, name: &str, spec: &elevator_fio::JobSpec) {
+    let s = &e.stats[d];
+    let iops = e.iops(d);
+    let bw = e.bw_bytes_per_sec(d);
+    let _ = writeln!(
+        out,
+        "  {name}: IOPS={}, BW={} ({})({}/{}msec)",
+        short_count(iops),
+        bin_rate(bw),
+        dec_rate(bw),
+        bin_size(s.io_bytes),
+        e.dir_runtime_ns[d] / 1_000_000
+    );
+    lat_line(out, "slat", &s.slat_ns);
+    lat_line(out, "clat", &s.clat_ns);
+    lat_line(out, " lat", &s.lat_ns);
+    let list = &spec.percentile_list;
+    let precision = spec.percentile_precision as usize;
+    if spec.clat_percentiles {
+        let values: Vec<u64> = list.iter().map(|&p| s.clat_percentile_ns(p)).collect();
+        percentile_block(out, "clat", list, &values, precision);
+    }
+    if spec.lat_percentiles {
+        let values: Vec<u64> = list.iter().map(|&p| s.lat_percentile_ns(p)).collect();
+        percentile_block(out, "lat", list, &values, precision);
+    }
+    let b = &s.bw_kib_samples;
+    let _ = writeln!(
+        out,
+        "   bw (  KiB/s): min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
+        b.min,
+        b.max,
+        b.mean(),
+        b.stddev(),
+        b.n
+    );
+    let i = &s.iops_samples;
+    let _ = writeln!(
+        out,
+        "   iops        : min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
+        i.min,
+        i.max,
+        i.mean(),
+        i.stddev(),
+        i.n
     );
 }
 

@@ -8,8 +8,10 @@
 //! `min;max;agg%;mean;stddev`; `usr%;sys%;ctx;majf;minf` (zeros: no host CPU is simulated);
 //! I/O depths 1..>=64; latency buckets 2..1000 µs and 2..>=2000 ms; then per device
 //! `name;read_ios;write_ios;read_merges;write_merges;read_ticks;write_ticks;in_queue;util%`.
+//! With `unified_rw_reporting=mixed` one summed direction stands for reads and writes; with
+//! `both` it follows them.
 
-use elevator_fio::JobFile;
+use elevator_fio::{JobFile, UnifiedRw};
 
 use crate::report::{entries, Entry};
 use crate::stats::{DirStats, Summary};
@@ -58,8 +60,15 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
             e.group_id,
             e.error.as_ref().map_or(0, |x| x.errno)
         ));
-        for (d, &total) in group_bw[e.group_id as usize].iter().take(2).enumerate() {
+        // unified_rw_reporting=mixed: the summed directions only, in the reads' place.
+        let dirs = if jobs.jobs[e.job].unified_rw_reporting == UnifiedRw::Mixed { 1 } else { 2 };
+        for (d, &total) in group_bw[e.group_id as usize].iter().take(dirs).enumerate() {
             out.push_str(&ddir(e, &jobs.jobs[e.job], d, total));
+        }
+        // `both`: the summed directions after them (fio's show_mixed_ddir_status_terse).
+        if jobs.jobs[e.job].unified_rw_reporting == UnifiedRw::Both {
+            let total: f64 = group_bw[e.group_id as usize].iter().sum();
+            out.push_str(&ddir(&e.mixed(), &jobs.jobs[e.job], 0, total));
         }
         out.push_str(";0.000000%;0.000000%;0;0;0");
         let total: u64 = e.depth_hist.iter().sum();
