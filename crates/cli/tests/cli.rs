@@ -610,6 +610,59 @@ fn unified_rw_reporting_sums_directions_as_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `thinktime_iotime=`: a job thinks once it has issued I/O for that long (counted, as fio
+/// 3.33 counts it, from its last think's start), or after `thinktime_blocks` if that is
+/// given, whichever first. Real fio (installed by setup.sh) and elevator pause at the same
+/// instants in their write_iolog.
+#[test]
+fn thinktime_iotime_pauses_where_real_fio_does() {
+    let dir = std::env::temp_dir().join(format!("elevator-iotime-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // (ms of each pause's start, its length in ms) from a tool's log.
+    let pauses = |tool: &str, extra: &str| -> Vec<(u64, u64)> {
+        let log = dir.join(format!("{tool}.log"));
+        let _ = std::fs::remove_file(&log);
+        let job = dir.join(format!("{tool}.fio"));
+        std::fs::write(
+            &job,
+            format!(
+                "[t]\nioengine=null\nfilename={}\nrw=randread\nbs=4k\nsize=64m\ntime_based\n\
+                 runtime=1\nrate_iops=1000\nthinktime=100ms\nthinktime_iotime=200ms\n{extra}\n\
+                 write_iolog={}\n",
+                dir.join("x").display(),
+                log.display()
+            ),
+        )
+        .unwrap();
+        let out = match tool {
+            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
+            _ => elevator(&["run", job.to_str().unwrap()]),
+        };
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        let us: Vec<u64> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(" read "))
+            .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        us.windows(2)
+            .filter(|w| w[1] - w[0] >= 50_000)
+            .map(|w| ((w[0] + 500) / 1000, (w[1] - w[0] + 500) / 1000))
+            .collect()
+    };
+    for extra in ["", "thinktime_blocks=50"] {
+        let (fio, ours) = (pauses("fio", extra), pauses("elevator", extra));
+        assert!(!fio.is_empty(), "{extra}");
+        assert_eq!(ours.len(), fio.len(), "{extra}: {ours:?} against fio's {fio:?}");
+        for (a, b) in ours.iter().zip(&fio) {
+            assert!(a.0.abs_diff(b.0) <= 5 && a.1.abs_diff(b.1) <= 5, "{ours:?} against {fio:?}");
+        }
+    }
+    // iotime alone: a 100 ms think every 300 ms (iotime plus the think), at 300 and 600 ms.
+    assert_eq!(pauses("elevator", "").iter().map(|p| p.0).collect::<Vec<_>>(), [300, 600]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `max_latency=` (and `latency_target` at depth 1): an I/O slower than the limit ends the
 /// job with ETIMEDOUT (110), reported as real fio (installed by setup.sh) reports it, and the
 /// run exits 1 as fio does.

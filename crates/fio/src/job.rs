@@ -275,6 +275,12 @@ pub struct JobSpec {
     /// `thinktime=` (fio's unit: microseconds): pause after every `thinktime_blocks` I/Os.
     pub thinktime_ns: Nanos,
     pub thinktime_blocks: u32,
+    /// `thinktime_blocks=` was given (fio's `fio_option_is_set`: with `thinktime_iotime`,
+    /// the default of 1 does not apply).
+    pub thinktime_blocks_set: bool,
+    /// `thinktime_iotime=` (fio's unit: seconds): think after this long issuing I/O (or
+    /// after `thinktime_blocks`, if given, whichever first); 0 when unset.
+    pub thinktime_iotime_ns: Nanos,
     /// `max_latency=` per direction (fio's unit: microseconds): an I/O that takes longer,
     /// issue to completion, ends the job with ETIMEDOUT.
     pub max_latency_ns: [Option<Nanos>; 3],
@@ -519,6 +525,8 @@ impl JobSpec {
             startdelay_ns: 0,
             thinktime_ns: 0,
             thinktime_blocks: 1,
+            thinktime_blocks_set: false,
+            thinktime_iotime_ns: 0,
             thinktime_blocks_on_issue: false,
             max_latency_ns: [None; 3],
             thinktime_spin_ns: 0,

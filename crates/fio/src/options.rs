@@ -71,6 +71,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("startdelay", "startdelay"),
     ("thinktime", "thinktime"),
     ("thinktime_blocks", "thinktime_blocks"),
+    ("thinktime_iotime", "thinktime_iotime"),
     ("thinktime_spin", "thinktime_spin"),
     ("rate", "rate"),
     ("rate_iops", "rate_iops"),
@@ -328,7 +329,6 @@ const UNMODELLED: &[&str] = &[
     "steadystate_ramp_time",
     "stream_id",
     "svcl",
-    "thinktime_iotime",
     "thp",
     "thread",
     "threads",
@@ -842,7 +842,17 @@ impl Builder {
                     return Err(format!("`{v}` is not a cpumode (noop, qsort)"));
                 }
             }
-            "thinktime_blocks" => spec.thinktime_blocks = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "thinktime_blocks" => {
+                spec.thinktime_blocks = int_in(v, kb, 1, u32::MAX.into())? as u32;
+                spec.thinktime_blocks_set = true;
+            }
+            "thinktime_iotime" => {
+                let ns = parse_time_ns(v, NS_PER_SEC)?;
+                if ns > MAX_THINKTIME_NS {
+                    return Err(format!("more than a day (MAX_THINKTIME_NS): `{v}`"));
+                }
+                spec.thinktime_iotime_ns = ns;
+            }
             "max_latency" => {
                 for (slot, part) in spec.max_latency_ns.iter_mut().zip(split_ddir(v)?) {
                     if let Some(p) = part {
@@ -1650,6 +1660,14 @@ mod tests {
         );
         assert!(value_err("sync_file_range", "bogus:3").contains("wait_before, write"));
         assert!(value_err("sync_file_range", "write:x").contains("a count"));
+        let s = applied(&[("thinktime_iotime", Some("9"))]);
+        assert_eq!((s.thinktime_iotime_ns, s.thinktime_blocks_set), (9 * NS_PER_SEC, false));
+        assert_eq!(
+            applied(&[("thinktime_iotime", Some("250ms"))]).thinktime_iotime_ns,
+            250 * NS_PER_MS
+        );
+        assert!(applied(&[("thinktime_blocks", Some("4"))]).thinktime_blocks_set);
+        assert!(value_err("thinktime_iotime", "2d").contains("MAX_THINKTIME_NS"));
         assert_eq!(applied(&[]).unified_rw_reporting, UnifiedRw::Split);
         assert_eq!(
             applied(&[("unified_rw_reporting", Some("1"))]).unified_rw_reporting,

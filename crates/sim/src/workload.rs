@@ -368,6 +368,11 @@ pub struct Process {
     thinktime_blocks: u32,
     /// `thinktime_blocks_type=issue`: count issued I/Os, not completed ones.
     think_on_issue: bool,
+    /// `thinktime_iotime` (0: unset), whether `thinktime_blocks` was given, and when the
+    /// job last decided to think (its start, first).
+    thinktime_iotime_ns: Nanos,
+    thinktime_blocks_set: bool,
+    last_think_ns: Nanos,
     /// When the file openings in flight were issued: their completions count for no think.
     opens_in_flight: Vec<Nanos>,
     /// `max_latency` per direction.
@@ -581,6 +586,9 @@ impl Process {
             thinktime_ns: spec.thinktime_ns,
             thinktime_blocks: spec.thinktime_blocks.max(1),
             think_on_issue: spec.thinktime_blocks_on_issue,
+            thinktime_iotime_ns: spec.thinktime_iotime_ns,
+            thinktime_blocks_set: spec.thinktime_blocks_set,
+            last_think_ns: 0,
             opens_in_flight: Vec::new(),
             max_latency_ns: spec.max_latency_ns,
             rate_min: spec.rate_min_bytes_per_sec,
@@ -869,6 +877,7 @@ impl Process {
     pub fn start(&mut self, now_ns: Nanos) -> Option<Nanos> {
         self.state = State::Running;
         self.start_ns = now_ns;
+        self.last_think_ns = now_ns;
         self.ramp_end_ns = now_ns + self.ramp_ns;
         if let Some(logs) = self.logs.as_mut() {
             logs.start(now_ns);
@@ -894,11 +903,24 @@ impl Process {
 
     /// One more block towards `thinktime_blocks`: the job thinks once its queue is empty
     /// (fio's handle_thinktime quiesces first).
-    fn count_towards_think(&mut self) {
+    fn count_towards_think(&mut self, now_ns: Nanos) {
         self.since_think += 1;
-        if self.since_think >= self.thinktime_blocks {
+        // fio's handle_thinktime: with thinktime_iotime, think once that long (and the last
+        // think) has gone by since the last think; the blocks count only if given.
+        let mut stall = false;
+        if self.thinktime_iotime_ns > 0 {
+            if now_ns.saturating_sub(self.last_think_ns)
+                >= self.thinktime_iotime_ns + self.thinktime_ns
+            {
+                stall = true;
+            } else if !self.thinktime_blocks_set {
+                return;
+            }
+        }
+        if stall || self.since_think >= self.thinktime_blocks {
             self.since_think = 0;
             self.thinking = true;
+            self.last_think_ns = now_ns;
         }
     }
 
@@ -1039,7 +1061,7 @@ impl Process {
         // fio counts I/O units towards `thinktime_blocks`; opening a file (its inode read
         // here) is not one.
         if self.thinktime_ns > 0 && !opening && self.think_on_issue {
-            self.count_towards_think();
+            self.count_towards_think(now_ns);
         }
         if self.thinktime_ns > 0 && opening && !self.think_on_issue {
             // Its completion is not an I/O unit either (see `completed`).
@@ -1282,7 +1304,7 @@ impl Process {
             && self.state == State::Running
             && !self.verifying()
         {
-            self.count_towards_think();
+            self.count_towards_think(now_ns);
         }
         match self.state {
             State::Running if self.thinking => {
