@@ -323,29 +323,15 @@ fn rw_modifiers_place_ios_as_real_fio_does() {
     // (direction, 4 KiB block) of each I/O in each tool's write_iolog.
     let logged = |tool: &str, extra: &str| -> Vec<(char, u64)> {
         let log = dir.join(format!("{tool}.log"));
-        let _ = std::fs::remove_file(&log);
-        let job = dir.join(format!("{tool}.fio"));
-        std::fs::write(
-            &job,
-            format!(
-                "[j]\nioengine=null\nfilename={}\nbs=4k\nsize=64k\n{extra}\nwrite_iolog={}\n",
-                dir.join("nullf").display(),
-                log.display()
-            ),
-        )
-        .unwrap();
-        let out = match tool {
-            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
-            _ => elevator(&["run", job.to_str().unwrap()]),
-        };
-        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-        let text = std::fs::read_to_string(&log).unwrap();
-        text.lines()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split(' ').collect();
-                (f.len() == 5 && (f[2] == "read" || f[2] == "write"))
-                    .then(|| (f[2].chars().next().unwrap(), f[3].parse::<u64>().unwrap() / 4096))
-            })
+        let text = format!(
+            "[j]\nioengine=null\nfilename={}\nbs=4k\nsize=64k\n{extra}\nwrite_iolog={}\n",
+            dir.join("nullf").display(),
+            log.display()
+        );
+        let ios = iolog_of(tool, &dir.join(format!("{tool}.fio")), &text, &log);
+        ios.iter()
+            .filter(|(_, a, _)| a == "read" || a == "write")
+            .map(|(_, a, offset)| (a.chars().next().unwrap(), offset / 4096))
             .collect()
     };
     for extra in [
@@ -393,31 +379,14 @@ fn sync_file_range_writes_back_what_real_fio_syncs() {
     std::fs::create_dir_all(&dir).unwrap();
     let logged = |tool: &str, sfr: &str| -> Vec<(String, u64)> {
         let log = dir.join(format!("{tool}.log"));
-        let _ = std::fs::remove_file(&log);
         let _ = std::fs::remove_file(dir.join("data"));
-        let job = dir.join(format!("{tool}.fio"));
-        std::fs::write(
-            &job,
-            format!(
-                "[w]\nfilename={}\nrw=write\nbs=4k\nsize=1m\nsync_file_range={sfr}\nwrite_iolog={}\n",
-                dir.join("data").display(),
-                log.display()
-            ),
-        )
-        .unwrap();
-        let out = match tool {
-            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
-            _ => elevator(&["run", job.to_str().unwrap()]),
-        };
-        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-        std::fs::read_to_string(&log)
-            .unwrap()
-            .lines()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split(' ').collect();
-                (f.len() == 5 && f[2] != "write").then(|| (f[2].to_string(), f[3].parse().unwrap()))
-            })
-            .collect()
+        let text = format!(
+            "[w]\nfilename={}\nrw=write\nbs=4k\nsize=1m\nsync_file_range={sfr}\nwrite_iolog={}\n",
+            dir.join("data").display(),
+            log.display()
+        );
+        let ios = iolog_of(tool, &dir.join(format!("{tool}.fio")), &text, &log);
+        ios.into_iter().filter(|(_, a, _)| a != "write").map(|(_, a, offset)| (a, offset)).collect()
     };
     for sfr in ["write:32", "wait_before,write,wait_after:100", "wait_after"] {
         let (fio, ours) = (logged("fio", sfr), logged("elevator", sfr));
@@ -449,31 +418,15 @@ fn verify_reads_back_what_was_written_as_real_fio_does() {
     // (offsets written, offsets read) in each tool's write_iolog.
     let logged = |tool: &str, extra: &str| -> (Vec<u64>, Vec<u64>) {
         let log = dir.join(format!("{tool}.log"));
-        let _ = std::fs::remove_file(&log);
         let _ = std::fs::remove_file(dir.join("data"));
-        let job = dir.join(format!("{tool}.fio"));
-        std::fs::write(
-            &job,
-            format!(
-                "[v]\nfilename={}\nsize=256k\nbs=4k\nverify=crc32c\n{extra}\nwrite_iolog={}\n",
-                dir.join("data").display(),
-                log.display()
-            ),
-        )
-        .unwrap();
-        let out = match tool {
-            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
-            _ => elevator(&["run", job.to_str().unwrap()]),
-        };
-        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-        let text = std::fs::read_to_string(&log).unwrap();
+        let text = format!(
+            "[v]\nfilename={}\nsize=256k\nbs=4k\nverify=crc32c\n{extra}\nwrite_iolog={}\n",
+            dir.join("data").display(),
+            log.display()
+        );
+        let ios = iolog_of(tool, &dir.join(format!("{tool}.fio")), &text, &log);
         let of = |action: &str| -> Vec<u64> {
-            text.lines()
-                .filter_map(|l| {
-                    let f: Vec<&str> = l.split(' ').collect();
-                    (f.len() == 5 && f[2] == action).then(|| f[3].parse().unwrap())
-                })
-                .collect()
+            ios.iter().filter(|(_, a, _)| a == action).map(|&(_, _, offset)| offset).collect()
         };
         (of("write"), of("read"))
     };
@@ -506,6 +459,29 @@ fn verify_reads_back_what_was_written_as_real_fio_does() {
         (j["read"]["runtime"].as_u64().unwrap(), j["write"]["runtime"].as_u64().unwrap());
     assert!(rt > 0 && wt > 0 && rt + wt <= j["job_runtime"].as_u64().unwrap() + 1, "{j}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One I/O line of a fio version 3 iolog: µs since the start, action, offset.
+type LoggedIo = (u64, String, u64);
+
+/// Writes job file `job` with `text` (whose `write_iolog=` is `log`), runs it under `tool`
+/// (real fio, installed by setup.sh, or elevator) and returns the log's I/O lines.
+fn iolog_of(tool: &str, job: &Path, text: &str, log: &Path) -> Vec<LoggedIo> {
+    let _ = std::fs::remove_file(log); // appended to, as fio does
+    std::fs::write(job, text).unwrap();
+    let out = match tool {
+        "fio" => Command::new("fio").arg("--output-format=terse").arg(job).output().unwrap(),
+        _ => elevator(&["run", job.to_str().unwrap()]),
+    };
+    assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() == 5).then(|| (f[0].parse().unwrap(), f[2].to_string(), f[3].parse().unwrap()))
+        })
+        .collect()
 }
 
 /// The JSON runs of one job file by real fio (installed by setup.sh) and by elevator.
@@ -621,30 +597,16 @@ fn thinktime_iotime_pauses_where_real_fio_does() {
     // (ms of each pause's start, its length in ms) from a tool's log.
     let pauses = |tool: &str, extra: &str| -> Vec<(u64, u64)> {
         let log = dir.join(format!("{tool}.log"));
-        let _ = std::fs::remove_file(&log);
-        let job = dir.join(format!("{tool}.fio"));
-        std::fs::write(
-            &job,
-            format!(
-                "[t]\nioengine=null\nfilename={}\nrw=randread\nbs=4k\nsize=64m\ntime_based\n\
-                 runtime=1\nrate_iops=1000\nthinktime=100ms\nthinktime_iotime=200ms\n{extra}\n\
-                 write_iolog={}\n",
-                dir.join("x").display(),
-                log.display()
-            ),
-        )
-        .unwrap();
-        let out = match tool {
-            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
-            _ => elevator(&["run", job.to_str().unwrap()]),
-        };
-        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-        let us: Vec<u64> = std::fs::read_to_string(&log)
-            .unwrap()
-            .lines()
-            .filter(|l| l.contains(" read "))
-            .map(|l| l.split(' ').next().unwrap().parse().unwrap())
-            .collect();
+        let text = format!(
+            "[t]\nioengine=null\nfilename={}\nrw=randread\nbs=4k\nsize=64m\ntime_based\n\
+             runtime=1\nrate_iops=1000\nthinktime=100ms\nthinktime_iotime=200ms\n{extra}\n\
+             write_iolog={}\n",
+            dir.join("x").display(),
+            log.display()
+        );
+        let ios = iolog_of(tool, &dir.join(format!("{tool}.fio")), &text, &log);
+        let us: Vec<u64> =
+            ios.iter().filter(|(_, a, _)| a == "read").map(|&(us, _, _)| us).collect();
         us.windows(2)
             .filter(|w| w[1] - w[0] >= 50_000)
             .map(|w| ((w[0] + 500) / 1000, (w[1] - w[0] + 500) / 1000))

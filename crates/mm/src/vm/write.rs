@@ -421,15 +421,7 @@ impl Vm {
         let last = self.file_pages(file);
         let a = start / PAGE_BYTES;
         let b = end.div_ceil(PAGE_BYTES).min(last);
-        let mut tags: Vec<IoTag> = self
-            .pages
-            .overlapping(file, a, b)
-            .iter()
-            .filter_map(|(_, e)| match e.state {
-                PageState::Writeback { io, .. } => Some(io),
-                _ => None,
-            })
-            .collect();
+        let mut tags = self.writeback_tags(file, a, b);
         tags.extend(self.writeback_range(file, a, b, true, Some(task), now, out));
         tags.sort_unstable();
         tags.dedup();
@@ -445,16 +437,38 @@ impl Vm {
             range: (a, b),
         });
         if tags.is_empty() {
+            // With barriers off and nothing to write, resume wakes the task at once.
             self.resume(task, now, out);
-            // With barriers off and nothing to write, resume woke the task at once.
-            if self.tasks[task as usize].busy.is_none() {
-                if let Some(w) = out.wakes.iter().rposition(|w| w.task == task) {
-                    let at = out.wakes.remove(w).at_ns;
-                    return SyscallResult::Done { count: 1, at_ns: at };
-                }
+        }
+        self.returned_at_once(task, out)
+    }
+
+    /// `Done` if the call left `task` free with its wake queued in `out` (taken back: the
+    /// caller returns at once), else `Blocked`.
+    fn returned_at_once(&mut self, task: TaskId, out: &mut Output) -> SyscallResult {
+        if self.tasks[task as usize].busy.is_none() {
+            if let Some(w) = out.wakes.iter().rposition(|w| w.task == task) {
+                let at = out.wakes.remove(w).at_ns;
+                return SyscallResult::Done { count: 1, at_ns: at };
             }
         }
         SyscallResult::Blocked { count: 0 }
+    }
+
+    /// The I/Os writing back pages of `file` in `[a, b)`, each once.
+    fn writeback_tags(&self, file: FileId, a: u64, b: u64) -> Vec<IoTag> {
+        let mut tags: Vec<IoTag> = self
+            .pages
+            .overlapping(file, a, b)
+            .iter()
+            .filter_map(|(_, e)| match e.state {
+                PageState::Writeback { io, .. } => Some(io),
+                _ => None,
+            })
+            .collect();
+        tags.sort_unstable();
+        tags.dedup();
+        tags
     }
 
     /// `sync_file_range` of `[offset, offset + len)` (`len` 0: to the end of the file), as
@@ -478,13 +492,7 @@ impl Vm {
         let a = offset / PAGE_BYTES;
         let b = end.div_ceil(PAGE_BYTES).min(self.file_pages(file)).max(a);
         self.range_sync_step(task, RangeStage::Before, file, a, b, flags, now, out);
-        if self.tasks[task as usize].busy.is_none() {
-            if let Some(w) = out.wakes.iter().rposition(|w| w.task == task) {
-                let at = out.wakes.remove(w).at_ns;
-                return SyscallResult::Done { count: 1, at_ns: at };
-            }
-        }
-        SyscallResult::Blocked { count: 0 }
+        self.returned_at_once(task, out)
     }
 
     /// Goes on with `sync_file_range` of pages `[a, b)` from `stage` until it must wait
@@ -541,17 +549,7 @@ impl Vm {
                 }
             };
             if wait {
-                let mut tags: Vec<IoTag> = self
-                    .pages
-                    .overlapping(file, a, b)
-                    .iter()
-                    .filter_map(|(_, e)| match e.state {
-                        PageState::Writeback { io, .. } => Some(io),
-                        _ => None,
-                    })
-                    .collect();
-                tags.sort_unstable();
-                tags.dedup();
+                let tags = self.writeback_tags(file, a, b);
                 if !tags.is_empty() {
                     for &t in &tags {
                         self.wait_on_io(t, task, out);

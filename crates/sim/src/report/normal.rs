@@ -240,25 +240,20 @@ fn dir_block(out: &mut String, e: &Entry, d: usize, name: &str, spec: &elevator_
         let values: Vec<u64> = list.iter().map(|&p| s.lat_percentile_ns(p)).collect();
         percentile_block(out, "lat", list, &values, precision);
     }
-    let b = &s.bw_kib_samples;
+    samples_line(out, "bw (  KiB/s)", &s.bw_kib_samples);
+    samples_line(out, "iops        ", &s.iops_samples);
+}
+
+/// fio's per-window sample line (`bw (  KiB/s)`, `iops`).
+fn samples_line(out: &mut String, label: &str, s: &Summary) {
     let _ = writeln!(
         out,
-        "   bw (  KiB/s): min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
-        b.min,
-        b.max,
-        b.mean(),
-        b.stddev(),
-        b.n
-    );
-    let i = &s.iops_samples;
-    let _ = writeln!(
-        out,
-        "   iops        : min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
-        i.min,
-        i.max,
-        i.mean(),
-        i.stddev(),
-        i.n
+        "   {label}: min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
+        s.min,
+        s.max,
+        s.mean(),
+        s.stddev(),
+        s.n
     );
 }
 
