@@ -5,7 +5,14 @@
 # libddbg/) and pass its binary as DISKSIM. On x86_64 a 4.0 tree built without 64-bit fixes
 # crashes at once: `disksim_ioqueue_loadparams` and `dm_disk_loadparams` are called without
 # prototypes, so their pointers are cut to 32 bits (declare them in src/disksim_global.h).
-# Build its directories one after another (its Makefiles race under make -j). Usage:
+# With gcc 12 on Debian 12 (2026-11-28, the untouched 4.0 import `fetch
+# github:artorhem/disksim-4.0` at 6d95f29) it also needed: `-O2 -fcommon -std=gnu89` in those
+# Makefiles and memsmodel/ (src links it); DISKSIM_EVENT_SIZE 256 in disksim_global.h (its
+# event-size check fails on 64-bit); in libparam/util.c's lp_add_param, `bzero(&((*b)[*plen])`
+# for `bzero((int *)(*b) + *plen` (it cleared 8-byte pointers in 4-byte steps); `-lm` last in
+# src/Makefile's LDFLAGS. Order: libddbg, libparam, diskmodel, memsmodel, src. That build
+# matches DiskSim's published demerits on all ten drives. Build its directories one after
+# another (its Makefiles race under make -j). Usage:
 #   DISKSIM=/path/to/disksim bench/disksim-speed.sh [DRIVE_DIR] [RUNS]
 # DRIVE_DIR defaults to ../shared/data/disksim/barracuda. Wall and CPU time per run, each
 # program RUNS times (default 20) back to back.
