@@ -334,27 +334,26 @@ impl IssueLog {
 
     /// The job issued `op` at route offset `offset_bytes`.
     pub fn issued(&mut self, now_ns: Nanos, op: Op, offset_bytes: u64, len_bytes: u64) {
-        if self.lines.len() >= MAX_IOLOG_LINES {
-            self.dropped += 1;
-            return;
-        }
-        let us = now_ns.saturating_sub(self.start_ns) / NS_PER_US;
-        let (offset, len) = match op {
-            Op::Flush => (0, 0),
-            _ => (offset_bytes.saturating_sub(self.base_bytes), len_bytes),
-        };
-        self.lines.push((us, fio_ddir_name(op), offset, len));
+        // A flush carries no offset or length.
+        let (offset, len) = if op == Op::Flush { (0, 0) } else { (offset_bytes, len_bytes) };
+        self.issued_action(now_ns, fio_ddir_name(op), offset, len);
     }
 
-    /// The job issued `action` (`sync_file_range`) logged at route offset `offset_bytes`
-    /// with no length.
-    pub fn issued_action(&mut self, now_ns: Nanos, action: &'static str, offset_bytes: u64) {
+    /// The job issued `action` (fio's name for it) at route offset `offset_bytes` (0 for
+    /// none), `len_bytes` long.
+    pub fn issued_action(
+        &mut self,
+        now_ns: Nanos,
+        action: &'static str,
+        offset_bytes: u64,
+        len_bytes: u64,
+    ) {
         if self.lines.len() >= MAX_IOLOG_LINES {
             self.dropped += 1;
             return;
         }
         let us = now_ns.saturating_sub(self.start_ns) / NS_PER_US;
-        self.lines.push((us, action, offset_bytes.saturating_sub(self.base_bytes), 0));
+        self.lines.push((us, action, offset_bytes.saturating_sub(self.base_bytes), len_bytes));
     }
 
     /// The log's text, the file closed at `end_ns`.

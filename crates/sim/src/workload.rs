@@ -683,7 +683,6 @@ impl Process {
         spec.block_size.iter().map(random_alignment).min().unwrap_or(512)
     }
 
-    /// Makes the job's I/O go through the page cache: one system call at a time.
     /// `sync_file_range` is not simulated for this job: its I/O does not go through a page
     /// cache (direct, the null engine, a replay: no dirty pages to write back), or it works
     /// in a tree of files (deviation: fio syncs the span in the file last written).
@@ -691,6 +690,7 @@ impl Process {
         self.sync_file_range = None;
     }
 
+    /// Makes the job's I/O go through the page cache: one system call at a time.
     pub fn set_buffered(&mut self, b: Buffered) {
         self.buffered = Some(b);
         self.max_in_flight = 1;
@@ -1150,13 +1150,13 @@ impl Process {
     /// the span a `sync_file_range` covers grows, and one falls due every N writes unless
     /// an fsync falls there too (fio's get_rw_ddir asks fsync and fdatasync first).
     fn wrote(&mut self, offset: u64, len: u64, n: u64) {
+        let Some(sfr) = self.sync_file_range else { return };
         let end = offset + n * len;
         self.written_span = Some(match self.written_span {
             Some((a, b)) => (a.min(offset), b.max(end)),
             None => (offset, end),
         });
         self.last_write_start = end - len;
-        let Some(sfr) = self.sync_file_range else { return };
         self.writes_since_sfr += n as u32;
         if self.writes_since_sfr >= sfr.every {
             self.writes_since_sfr = 0;
@@ -1185,18 +1185,13 @@ impl Process {
         }
     }
 
-    /// Where the last write started (what fio's iolog gives a `sync_file_range` line).
-    pub fn last_write_start(&self) -> u64 {
-        self.last_write_start
-    }
-
     /// Records that an I/O went into the block layer.
     pub fn issued(&mut self, io: &Io, now_ns: Nanos) {
         if let Some(log) = self.issue_log.as_mut() {
             match io.flush {
                 // fio logs the io_u it reused: the last write's offset, no length.
                 Some(FlushCall::Range(_)) => {
-                    log.issued_action(now_ns, "sync_file_range", self.last_write_start)
+                    log.issued_action(now_ns, "sync_file_range", self.last_write_start, 0)
                 }
                 _ => log.issued(now_ns, io.op, io.offset_bytes, io.len_bytes),
             }
@@ -1805,7 +1800,7 @@ impl Process {
                 (p + file_offset, len)
             }
         };
-        if at >= file_bytes || at + len > file_bytes {
+        if at.saturating_add(len) > file_bytes {
             return None;
         }
         self.sequencer.as_mut().expect("a sequencer").last_start[d] = Some(at);
@@ -1831,7 +1826,7 @@ impl Process {
             self.next_seq_offset[d] = base + last;
             return None;
         }
-        let end = if file_bytes > io_size { io_size } else { file_bytes };
+        let end = io_size.min(file_bytes);
         // Only rewind if we already hit the end (fio's comment).
         if last == file_offset && file_offset != 0 && add < 0 {
             last = end;

@@ -103,16 +103,12 @@ impl Engine {
                 }
             }
             Op::Flush => match io.flush {
-                // fio makes no call for an empty span (do_sync_file_range); flags of none
-                // do nothing either.
-                Some(FlushCall::Range(flags)) if io.len_bytes > 0 => {
-                    Syscall::SyncFileRange { file, offset, len: io.len_bytes, flags }
-                }
-                Some(FlushCall::Range(_)) => Syscall::SyncFileRange {
+                // fio makes no call for an empty span (do_sync_file_range): no flags, no work.
+                Some(FlushCall::Range(flags)) => Syscall::SyncFileRange {
                     file,
                     offset,
-                    len: 1,
-                    flags: elevator_mm::SyncRangeFlags::default(),
+                    len: io.len_bytes,
+                    flags: if io.len_bytes > 0 { flags } else { Default::default() },
                 },
                 _ => Syscall::Fsync { file, data_only: b.datasync },
             },

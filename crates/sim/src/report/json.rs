@@ -252,16 +252,18 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
     match spec.unified_rw_reporting {
         UnifiedRw::Split => {}
         UnifiedRw::Mixed => {
+            let at = obj.keys().position(|k| k == "read").expect("read");
             let mixed = obj.shift_remove("read").expect("read");
             for key in ["write", "trim", "sync"] {
                 obj.shift_remove(key);
             }
-            obj.shift_insert(6, "mixed".to_string(), mixed);
+            obj.shift_insert(at, "mixed".to_string(), mixed);
         }
         UnifiedRw::Both => {
+            let at = obj.keys().position(|k| k == "sync").expect("sync") + 1;
             let total: f64 = group_bw[e.group_id as usize].iter().sum();
             let mixed = dir_json(&e.mixed(), spec, 0, total, plus);
-            obj.shift_insert(10, "mixed".to_string(), mixed);
+            obj.shift_insert(at, "mixed".to_string(), mixed);
         }
     }
     v
