@@ -625,6 +625,77 @@ fn thinktime_iotime_pauses_where_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `steadystate=`: once a second the job's (or group's) IOPS and bandwidth go into a ring of
+/// `ss_dur` samples, and the job stops when the ring meets the criterion. Real fio
+/// (installed by setup.sh) and elevator stop at the same tick (fio's a little before the
+/// whole second: its ticks start before the job), attain alike, report the same
+/// `steadystate` object, and both refuse a reporting group whose jobs disagree.
+#[test]
+fn steadystate_stops_jobs_where_real_fio_does() {
+    let dir = std::env::temp_dir().join(format!("elevator-ss-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("ss.fio");
+    // (options, attained, runtime in ms, IOPS mean)
+    for (extra, attained, runtime_ms, iops) in [
+        ("ss=iops:2%\nss_dur=2", 1, 2000, 1000),
+        ("ss=bw_slope:1%\nss_dur=2\nss_ramp=2\nruntime=8", 1, 5000, 1000),
+        ("ss=iops:2%\nss_dur=2\nnumjobs=2\ngroup_reporting", 1, 2000, 2000),
+        ("ss=iops:0%\nss_dur=2", 0, 3000, 1000),
+    ] {
+        let text = format!(
+            "[s]\nioengine=null\nfilename={}\nrw=randread\nbs=4k\nsize=1g\nrate_iops=1000\n\
+             time_based\nruntime=3\n{extra}\n",
+            dir.join("x").display()
+        );
+        std::fs::write(&job, text).unwrap();
+        let [fio, ours] = fio_and_elevator_json(&job);
+        for (tool, out) in [("fio", &fio), ("elevator", &ours)] {
+            assert!(
+                out.status.success(),
+                "{tool} {extra}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v = fio_json_of(&out.stdout);
+            let jobs = v["jobs"].as_array().unwrap();
+            assert_eq!(jobs.len(), 1, "{tool} {extra}");
+            let ss = &jobs[0]["steadystate"];
+            let keys: Vec<&str> = ss.as_object().unwrap().keys().map(String::as_str).collect();
+            let want =
+                ["ss", "duration", "attained", "criterion", "max_deviation", "slope", "data"];
+            assert_eq!(keys, want, "{tool} {extra}");
+            assert_eq!(ss["attained"], attained, "{tool} {extra}");
+            assert_eq!(ss["duration"], 2, "{tool} {extra}");
+            assert_eq!(ss["data"]["iops"].as_array().unwrap().len(), 2, "{tool} {extra}");
+            let mean = ss["data"]["iops_mean"].as_u64().unwrap();
+            assert!(mean.abs_diff(iops) <= iops / 50, "{tool} {extra}: IOPS mean {mean}");
+            let ran = jobs[0]["read"]["runtime"].as_u64().unwrap();
+            assert!(ran.abs_diff(runtime_ms) <= 300, "{tool} {extra}: ran {ran} ms");
+        }
+        let spec = |out: &Output| fio_json_of(&out.stdout)["jobs"][0]["steadystate"]["ss"].clone();
+        assert_eq!(spec(&ours), spec(&fio), "{extra}");
+    }
+    assert_eq!(
+        fio_json_of(&elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]).stdout)
+            ["jobs"][0]["read"]["runtime"],
+        3000,
+        "never attained: the whole runtime, exactly"
+    );
+    let text = elevator(&["run", job.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("steadystate  : attained=no, "), "{text}");
+    // A job with steadystate beside one without, in one reporting group: both refuse.
+    std::fs::write(
+        &job,
+        "[global]\nioengine=null\nsize=1g\nruntime=1\n[a]\n[b]\nss=iops:2%\nss_dur=5\n",
+    )
+    .unwrap();
+    let [fio, ours] = fio_and_elevator_json(&job);
+    assert!(!fio.status.success() && !ours.status.success());
+    let err = String::from_utf8_lossy(&ours.stderr);
+    assert!(err.contains("ss.fio") && err.contains("steadystate"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `max_latency=` (and `latency_target` at depth 1): an I/O slower than the limit ends the
 /// job with ETIMEDOUT (110), reported as real fio (installed by setup.sh) reports it, and the
 /// run exits 1 as fio does.

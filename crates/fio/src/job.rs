@@ -34,6 +34,46 @@ pub struct SyncFileRange {
     pub every: u32,
 }
 
+/// fio's steady-state detection (`steadystate=`, `steadystate_duration=`,
+/// `steadystate_ramp_time=`): once a second fio samples the job's (or its reporting group's)
+/// IOPS and bandwidth, and when the last `duration_s` samples meet the criterion the job
+/// stops, as if its runtime were over.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SteadyState {
+    /// Judge IOPS (`iops`, `iops_slope`) rather than bandwidth in bytes/s (`bw`, `bw_slope`).
+    pub iops: bool,
+    /// Judge the least-squares slope of the window (`*_slope`) rather than its largest
+    /// deviation from its mean.
+    pub slope: bool,
+    /// The limit is a percentage of the window's mean (`iops:2%`), not an absolute value.
+    pub percent: bool,
+    pub limit: f64,
+    /// `steadystate_duration=` in whole seconds (fio keeps `ss_dur / 1000000`); 0: off.
+    pub duration_s: u64,
+    /// `steadystate_ramp_time=`: sampling starts a second after this much of the job.
+    pub ramp_ns: Nanos,
+}
+
+impl SteadyState {
+    /// fio's default criterion, `iops_slope:0.01%`, off until a duration is given.
+    pub const DEFAULT: SteadyState = SteadyState {
+        iops: true,
+        slope: true,
+        percent: true,
+        limit: 0.01,
+        duration_s: 0,
+        ramp_ns: 0,
+    };
+
+    pub fn enabled(&self) -> bool {
+        self.duration_s > 0
+    }
+}
+
+/// The longest `steadystate_duration=`: a day of one-second samples (fio keeps two arrays
+/// of that many; elevator as well).
+pub const MAX_SS_DURATION_S: u64 = 86_400;
+
 /// Data direction and pattern, fio's `rw=` (alias `readwrite=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RwMode {
@@ -407,6 +447,8 @@ pub struct JobSpec {
     pub latency_target_ns: Option<u64>,
     pub latency_window_ns: u64,
     pub latency_percentile: f64,
+    /// `steadystate=` and its duration and ramp.
+    pub steadystate: SteadyState,
 }
 
 /// One `cmdprio_bssplit=` entry: `blocksize/percentage[/class/level[/hint]]` (the hint dropped).
@@ -585,6 +627,7 @@ impl JobSpec {
             latency_target_ns: None,
             latency_window_ns: 0,
             latency_percentile: 100.0,
+            steadystate: SteadyState::DEFAULT,
         }
     }
 }

@@ -11,7 +11,7 @@ use elevator_core::{NS_PER_MS, NS_PER_SEC, NS_PER_US, SECTOR_BYTES};
 use crate::expr::{self, Keywords};
 use crate::job::{
     Amount, BlockSize, EngineClass, ExitWhat, FileServiceType, IoEngine, JobSpec, RwMode,
-    RwSequencer, SourceLocation, SyncFileRange, UnifiedRw,
+    RwSequencer, SourceLocation, SteadyState, SyncFileRange, UnifiedRw, MAX_SS_DURATION_S,
 };
 use crate::units::{
     parse_bool, parse_size, parse_size_or_percent, parse_time_ns, split_ddir, split_range,
@@ -158,6 +158,12 @@ const MODELLED: &[(&str, &str)] = &[
     ("latency_target", "latency_target"),
     ("latency_window", "latency_window"),
     ("latency_percentile", "latency_percentile"),
+    ("steadystate", "steadystate"),
+    ("ss", "steadystate"),
+    ("steadystate_duration", "steadystate_duration"),
+    ("ss_dur", "steadystate_duration"),
+    ("steadystate_ramp_time", "steadystate_ramp_time"),
+    ("ss_ramp", "steadystate_ramp_time"),
 ];
 
 /// fio options (and aliases) elevator accepts but does not model, the options of every fio
@@ -318,15 +324,9 @@ const UNMODELLED: &[&str] = &[
     "slat_percentiles",
     "sqthread_poll",
     "sqthread_poll_cpu",
-    "ss",
-    "ss_dur",
-    "ss_ramp",
     "stat_type",
     "stats",
     "std_redirect",
-    "steadystate",
-    "steadystate_duration",
-    "steadystate_ramp_time",
     "stream_id",
     "svcl",
     "thp",
@@ -828,6 +828,19 @@ impl Builder {
                 spec.latency_percentile = p;
             }
             "startdelay" => spec.startdelay_ns = parse_time_ns(v, NS_PER_SEC)?,
+            "steadystate" => steadystate_criterion(&mut spec.steadystate, v, kb)?,
+            "steadystate_duration" | "steadystate_ramp_time" => {
+                let ns = parse_time_ns(v, NS_PER_SEC)?;
+                if ns > MAX_SS_DURATION_S * NS_PER_SEC {
+                    return Err(format!("`{v}` is more than a day (MAX_SS_DURATION_S)"));
+                }
+                if name == "steadystate_duration" {
+                    // fio keeps whole seconds (`ss_dur /= 1000000`): under a second is off.
+                    spec.steadystate.duration_s = ns / NS_PER_SEC;
+                } else {
+                    spec.steadystate.ramp_ns = ns;
+                }
+            }
             "thinktime" => spec.thinktime_ns = think_time_ns(v)?,
             "thinktime_spin" => spec.thinktime_spin_ns = think_time_ns(v)?,
             // fio's cpuio engine: a load above 100 % is 100 %.
@@ -1194,6 +1207,35 @@ fn flag(value: Option<&str>) -> Result<bool, OptionError> {
 }
 
 /// An integer (fio allows size suffixes on any integer) within `min..=max`.
+/// fio's `str_steadystate_cb`: `iops|iops_slope|bw|bw_slope:LIMIT`, the limit a percentage
+/// of the mean (`2%`), else IOPS (a float) or bytes/s (a size, `kb_base` for its suffix).
+fn steadystate_criterion(ss: &mut SteadyState, v: &str, kb: u64) -> Result<(), String> {
+    let Some((kind, limit)) = v.split_once(':') else {
+        return Err("a limit is expected after the criterion (`iops:2%`, `bw_slope:1M`)".into());
+    };
+    (ss.iops, ss.slope) = match kind.trim() {
+        "iops" => (true, false),
+        "iops_slope" => (true, true),
+        "bw" => (false, false),
+        "bw_slope" => (false, true),
+        k => return Err(format!("`{k}` is not a criterion (iops, iops_slope, bw, bw_slope)")),
+    };
+    let limit = limit.trim();
+    let number = |t: &str| {
+        t.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| format!("`{t}` is not a non-negative number"))
+    };
+    (ss.limit, ss.percent) = match limit.strip_suffix('%') {
+        Some(pct) => (number(pct)?, true),
+        None if ss.iops => (number(limit)?, false),
+        None => (parse_size(limit, kb)? as f64, false),
+    };
+    Ok(())
+}
+
 fn int_in(v: &str, kb_base: u64, min: u64, max: u64) -> Result<u64, String> {
     let n = parse_size(v, kb_base)?;
     if n < min || n > max {
@@ -1865,6 +1907,33 @@ mod tests {
         assert!(s.exitall);
         assert_eq!(s.exit_what, ExitWhat::All);
         assert!(value_err("exit_what", "some").contains("group, stonewall, all"));
+    }
+
+    #[test]
+    fn steadystate_options() {
+        let s =
+            applied(&[("ss", Some("iops:2%")), ("ss_dur", Some("30")), ("ss_ramp", Some("5s"))]);
+        let want = SteadyState {
+            iops: true,
+            slope: false,
+            percent: true,
+            limit: 2.0,
+            duration_s: 30,
+            ramp_ns: 5 * NS_PER_SEC,
+        };
+        assert_eq!(s.steadystate, want);
+        assert!(s.steadystate.enabled());
+        let s = applied(&[("steadystate", Some("bw_slope:1M"))]).steadystate;
+        assert_eq!((s.iops, s.slope, s.percent, s.limit), (false, true, false, 1048576.0));
+        assert!(!s.enabled(), "no duration: off, as in fio");
+        let s = applied(&[("ss", Some("iops_slope:0.5")), ("ss_dur", Some("900ms"))]);
+        assert_eq!((s.steadystate.limit, s.steadystate.percent), (0.5, false));
+        assert!(!s.steadystate.enabled(), "under a second is 0 whole seconds");
+        assert_eq!(applied(&[]).steadystate, SteadyState::DEFAULT);
+        for bad in ["iops", "speed:1%", "iops:x%", "bw:-3", "iops:-1"] {
+            assert!(value_err("ss", bad).contains(bad.split(':').next_back().unwrap()), "{bad}");
+        }
+        assert!(value_err("ss_dur", "2d").contains("MAX_SS_DURATION_S"));
     }
 
     #[test]

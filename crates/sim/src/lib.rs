@@ -26,6 +26,7 @@ pub mod report;
 mod slab;
 pub mod stack;
 pub mod stats;
+pub mod steadystate;
 pub mod timeline;
 pub mod topology;
 pub mod units;

@@ -401,6 +401,8 @@ pub struct Process {
     syncs_in_flight: Vec<(Nanos, bool)>,
     /// fio's sync statistics.
     pub sync_stats: crate::stats::SyncStats,
+    /// `steadystate=`: the job's sampling and maybe its group's ring (set after the build).
+    pub ss: Option<Box<crate::steadystate::SteadyStateJob>>,
     /// `sync_file_range=`: its flags and every how many writes; the writes since the last
     /// one, whether it is due, and the span of route offsets written since the last sync
     /// (fio's `first_write`, `last_write`; taken at issue, which is completion for the
@@ -606,6 +608,7 @@ impl Process {
             pending_flush: FlushCall::Unaccounted,
             syncs_in_flight: Vec::new(),
             sync_stats: crate::stats::SyncStats::default(),
+            ss: None,
             sync_file_range: spec.sync_file_range.filter(|s| s.every > 0),
             writes_since_sfr: 0,
             sfr_pending: false,

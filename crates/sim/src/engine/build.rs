@@ -16,6 +16,7 @@ use crate::filesystem::JOURNAL_OFFSET_BYTES;
 use crate::intake::{is_regular_path, NULL_DEVICE};
 use crate::iolog_out::IssueLog;
 use crate::random_map::{RandomMap, MAX_RANDOM_MAP_BLOCKS};
+use crate::steadystate::{SteadyStateJob, SteadyStateWindow};
 use crate::topology::{Route, Topology};
 use crate::verify::Verify;
 use crate::workload::{Buffered, Process, Region};
@@ -481,7 +482,45 @@ pub(super) fn build_processes(
     if procs.is_empty() {
         return Err(SimError("the job file defines no jobs".to_string()));
     }
+    setup_steadystate(jobs, &mut procs)?;
     Ok((procs, cache.vm, cache.task_proc))
+}
+
+/// fio's `td_steadystate_init` and `steadystate_setup`: the jobs of a reporting group must
+/// agree on their criterion, and the ring goes to each job, or under `group_reporting` to
+/// the last job of its group, which judges the group's summed samples.
+fn setup_steadystate(jobs: &JobFile, procs: &mut [Process]) -> Result<(), SimError> {
+    // fio compares its `td->ss`, all zeros for a job without a duration.
+    let effective = |p: &Process| {
+        let ss = jobs.jobs[p.job].steadystate;
+        ss.enabled().then_some(ss)
+    };
+    for i in 0..procs.len() {
+        let spec = &jobs.jobs[procs[i].job];
+        let ss = spec.steadystate;
+        if let Some(other) = procs[..i]
+            .iter()
+            .find(|o| o.group_id == procs[i].group_id && effective(o) != effective(&procs[i]))
+        {
+            return Err(SimError(format!(
+                "{}: job `{}`: its steadystate options differ from job `{}`'s in the same reporting group (fio: \"steadystate options must be consistent within reporting groups\")",
+                spec.source, spec.name, other.name
+            )));
+        }
+        if ss.enabled() {
+            procs[i].ss = Some(Box::new(SteadyStateJob::new(ss, spec.group_reporting)));
+        }
+    }
+    for i in 0..procs.len() {
+        let Some(ss) = procs[i].ss.as_deref() else { continue };
+        let last_of_group =
+            !procs[i + 1..].iter().any(|o| o.group_id == procs[i].group_id && o.ss.is_some());
+        if !ss.group_reporting || last_of_group {
+            let window = SteadyStateWindow::new(ss.spec);
+            procs[i].ss.as_mut().expect("checked").window = Some(window);
+        }
+    }
+    Ok(())
 }
 
 /// The size of a job's one regular file: `filesize=` when given (a range's lower end: fio

@@ -194,6 +194,8 @@ enum Event {
     TargetReadOn(u32),
     /// A spinning process may have had its CPU time (see [`crate::cpu`]).
     CpuDone,
+    /// fio's once-a-second steady-state check (`steadystate=`).
+    SteadyState,
 }
 
 struct Engine {
@@ -325,6 +327,9 @@ pub fn simulate(
         spins_done: Vec::new(),
     };
     engine.start_phase(0);
+    if engine.procs.iter().any(|p| p.ss.is_some()) {
+        engine.push(STEADYSTATE_TICK_NS, Event::SteadyState);
+    }
     let stopped = engine.run(options);
     let end_ns = engine.now_ns;
     if stopped {
@@ -372,7 +377,82 @@ pub fn simulate(
     })
 }
 
+/// fio's `STEADYSTATE_MSEC`: how often the helper thread samples the jobs.
+const STEADYSTATE_TICK_NS: Nanos = 1_000_000_000;
+
 impl Engine {
+    /// Some job with `steadystate=` has not ended and not reached its steady state.
+    fn steadystate_pending(&self) -> bool {
+        self.procs
+            .iter()
+            .any(|p| p.ss.as_ref().is_some_and(|s| !s.attained) && p.state != State::Done)
+    }
+
+    /// fio's `steadystate_check`: each running job's IOPS and bandwidth since the last tick
+    /// (summed over a reporting group, judged by the group's last job) go into its ring; a
+    /// job (or group) whose ring meets its criterion stops as if its runtime were over.
+    fn steadystate_tick(&mut self) {
+        let now = self.now_ns;
+        let (mut group_bw, mut group_iops, mut group_ramp_over) = (0u64, 0u64, 0u32);
+        let mut prev_group = None;
+        let mut attained = Vec::new();
+        for (i, p) in self.procs.iter_mut().enumerate() {
+            let (start_ns, group_id) = (p.start_ns, p.group_id);
+            let running = matches!(p.state, State::Running | State::Draining) && now > start_ns;
+            let ios: u64 = p.stats.iter().map(|s| s.total_ios).sum();
+            let bytes: u64 = p.stats.iter().map(|s| s.io_bytes).sum();
+            let Some(ss) = p.ss.as_deref_mut() else { continue };
+            if !running || ss.attained {
+                continue;
+            }
+            if !ss.group_reporting || prev_group != Some(group_id) {
+                (group_bw, group_iops, group_ramp_over) = (0, 0, 0);
+            }
+            prev_group = Some(group_id);
+            // fio's ticks fall just before each whole second of a job's time (its helper thread
+            // starts before the jobs), so its `>=` holds one tick after the second it names;
+            // here ticks fall on the second, and `>` keeps fio's tick.
+            if !ss.ramp_over && now - start_ns > ss.spec.ramp_ns + STEADYSTATE_TICK_NS {
+                ss.ramp_over = true;
+            }
+            // fio's mtime_since: whole milliseconds.
+            let rate_ms = (now - ss.prev_ns.unwrap_or(start_ns)) / 1_000_000;
+            ss.prev_ns = Some(now);
+            if ss.ramp_over && rate_ms > 0 {
+                group_bw += 1000 * bytes.saturating_sub(ss.prev_bytes) / rate_ms;
+                group_iops += 1000 * ios.saturating_sub(ss.prev_ios) / rate_ms;
+                group_ramp_over += 1;
+            }
+            (ss.prev_ios, ss.prev_bytes) = (ios, bytes);
+            let Some(window) = ss.window.as_mut() else { continue };
+            if group_ramp_over == 0 {
+                continue;
+            }
+            if window.add(group_iops, group_bw) {
+                window.attained = true;
+                attained.push((i, ss.group_reporting, group_id));
+            }
+        }
+        // fio_mark_td_terminate for the job, or for every job of its group.
+        for (i, grouped, group_id) in attained {
+            for j in 0..self.procs.len() {
+                let p = &mut self.procs[j];
+                if j != i && !(grouped && p.group_id == group_id) {
+                    continue;
+                }
+                if let Some(ss) = p.ss.as_deref_mut().filter(|s| !s.attained) {
+                    ss.attained = true;
+                    if p.state == State::Running {
+                        self.push(now, Event::RuntimeEnd(j as u32));
+                    }
+                }
+            }
+        }
+        if self.steadystate_pending() {
+            self.push(now + STEADYSTATE_TICK_NS, Event::SteadyState);
+        }
+    }
+
     fn push(&mut self, at_ns: Nanos, event: Event) {
         self.seq += 1;
         self.heap.push(Reverse((at_ns, self.seq, event)));
@@ -430,6 +510,11 @@ impl Engine {
                     return true;
                 }
             }
+            // A steady-state tick with no job left to judge is no event: it must not move the
+            // end of the run.
+            if matches!(event, Event::SteadyState) && !self.steadystate_pending() {
+                continue;
+            }
             self.now_ns = at_ns;
             match event {
                 Event::Start(p) => {
@@ -452,6 +537,7 @@ impl Engine {
                         self.kick_touched();
                     }
                 }
+                Event::SteadyState => self.steadystate_tick(),
                 Event::CpuDone => {
                     if self.armed_cpu_ns == Some(self.now_ns) {
                         self.armed_cpu_ns = None;

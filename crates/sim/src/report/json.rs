@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::report::{entries, Entry};
 use crate::stats::{DirStats, Summary, LAT_BUCKET_EDGES_NS};
+use crate::steadystate::SteadyStateWindow;
 use crate::SimResult;
 use elevator_fio::{JobFile, JobSpec, UnifiedRw};
 
@@ -246,6 +247,9 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         "latency_percentile": spec.latency_percentile,
         "latency_window": spec.latency_window_ns / 1000,
     });
+    if let Some(w) = &e.steadystate {
+        v.as_object_mut().expect("an object").insert("steadystate".into(), steadystate_json(w));
+    }
     // unified_rw_reporting (fio's add_ddir_status_json): `mixed` has the summed directions
     // in place of read, write, trim and sync; `both` adds them after sync.
     let obj = v.as_object_mut().expect("an object");
@@ -267,6 +271,31 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         }
     }
     v
+}
+
+/// fio's `steadystate` object (`show_thread_status_json`): the criterion as given, whether
+/// it was met, the last judgement, and the ring oldest first with its means.
+fn steadystate_json(w: &SteadyStateWindow) -> Value {
+    let ss = &w.spec;
+    let pct = if ss.percent { "%" } else { "" };
+    // fio prints the limit through a C float.
+    let spec = format!(
+        "{}{}:{:.6}{pct}",
+        if ss.iops { "iops" } else { "bw" },
+        if ss.slope { "_slope" } else { "" },
+        ss.limit as f32
+    );
+    let (bw, iops): (Vec<u64>, Vec<u64>) = w.ordered().unzip();
+    let (bw_mean, iops_mean) = w.means();
+    json!({
+        "ss": spec,
+        "duration": ss.duration_s,
+        "attained": u32::from(w.attained),
+        "criterion": format!("{:.6}{pct}", w.criterion as f32),
+        "max_deviation": round6(w.deviation),
+        "slope": round6(w.slope),
+        "data": { "bw_mean": bw_mean, "iops_mean": iops_mean, "iops": iops, "bw": bw },
+    })
 }
 
 /// fio's `sync` object: the fsyncs counted, and the latency of every accounted sync with

@@ -41,6 +41,9 @@ pub struct Entry {
     pub error: Option<crate::workload::JobError>,
     /// The queue depth `latency_target=` settled on (fio's `latency_depth`), if it searched.
     pub latency_depth: Option<u32>,
+    /// `steadystate=`: the ring of the member that holds it (fio's `ts->ss_*`, taken from
+    /// the group's last job).
+    pub steadystate: Option<crate::steadystate::SteadyStateWindow>,
 }
 
 impl Entry {
@@ -117,6 +120,9 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
                 if e.error.is_none() {
                     e.error.clone_from(&p.error);
                 }
+                if let Some(w) = p.ss.as_ref().and_then(|s| s.window.as_ref()) {
+                    e.steadystate = Some(w.clone());
+                }
                 continue;
             }
         }
@@ -136,6 +142,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
             cpu_ns: p.cpu_ns,
             error: p.error.clone(),
             latency_depth: p.lat_target.map(|l| l.qd),
+            steadystate: p.ss.as_ref().and_then(|s| s.window.clone()),
         });
     }
     // unified_rw_reporting=mixed: each job's directions reported as one.

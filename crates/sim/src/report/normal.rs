@@ -208,9 +208,26 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
     );
     let _ = writeln!(
         out,
-        "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0\n",
+        "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
         e.stats[0].total_ios, e.stats[1].total_ios, e.stats[2].total_ios, e.sync.fsyncs
     );
+    // fio's show_ss_normal.
+    if let Some(w) = &e.steadystate {
+        let (bw, iops) = w.means();
+        let _ = writeln!(
+            out,
+            "  steadystate  : attained={}, bw={} ({}), iops={}, {}{}={:.3}{}",
+            if w.attained { "yes" } else { "no" },
+            bin_rate(bw as f64),
+            dec_rate(bw as f64),
+            short_count(iops as f64),
+            if w.spec.iops { "iops" } else { "bw" },
+            if w.spec.slope { " slope" } else { " mean dev" },
+            w.criterion,
+            if w.spec.percent { "%" } else { "" }
+        );
+    }
+    out.push('\n');
 }
 
 /// One direction's block of a job's report: rates, latencies, percentiles, samples.
