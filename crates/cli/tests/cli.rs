@@ -625,6 +625,57 @@ fn thinktime_iotime_pauses_where_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `file_service_type=` (with `:N`): which of a job's files each I/O goes to. Real fio
+/// (installed by setup.sh) names the file in its write_iolog; elevator lays the files out one
+/// after another on its null device (4 files of 64 KiB in one directory, after their inode
+/// block), so the offset names it. Both serve them in the same order.
+#[test]
+fn file_service_type_serves_files_in_real_fio_s_order() {
+    let dir = std::env::temp_dir().join(format!("elevator-fst-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (job, log) = (dir.join("fst.fio"), dir.join("fst.log"));
+    let files = |tool: &str, fst: &str| -> String {
+        let _ = std::fs::remove_file(&log);
+        let text = format!(
+            "[t]\nioengine=null\ndirectory={}\nnrfiles=4\nfilesize=64k\nrw=read\nbs=4k\n\
+             file_service_type={fst}\nwrite_iolog={}\n",
+            dir.display(),
+            log.display()
+        );
+        std::fs::write(&job, text).unwrap();
+        let out = match tool {
+            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
+            _ => elevator(&["run", job.to_str().unwrap()]),
+        };
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        let reads: Vec<(String, u64)> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                (f.len() == 5 && f[2] == "read").then(|| (f[1].to_string(), f[3].parse().unwrap()))
+            })
+            .collect();
+        if tool == "fio" {
+            return reads.iter().map(|(name, _)| name.rsplit('.').next().unwrap()).collect();
+        }
+        // elevator: the first read is the directory's inode block; the files follow it.
+        let data = &reads[1..];
+        let first = data.iter().map(|&(_, o)| o).min().unwrap();
+        data.iter().map(|&(_, o)| ((o - first) / 65536).to_string()).collect()
+    };
+    for fst in ["roundrobin", "roundrobin:3", "sequential", "roundrobin:5"] {
+        let (fio, ours) = (files("fio", fst), files("elevator", fst));
+        assert_eq!(fio.len(), 64, "{fst}: {fio}");
+        assert_eq!(ours, fio, "{fst}");
+    }
+    // Random: not fio's generator, but the same runs of N.
+    let ours = files("elevator", "random:4");
+    let runs: Vec<usize> = ours.as_bytes().chunk_by(|a, b| a == b).map(<[u8]>::len).collect();
+    assert!(runs.iter().filter(|&&r| r % 4 != 0).count() <= 4, "{ours}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `steadystate=`: once a second the job's (or group's) IOPS and bandwidth go into a ring of
 /// `ss_dur` samples, and the job stops when the ring meets the criterion. Real fio
 /// (installed by setup.sh) and elevator stop at the same tick (fio's a little before the

@@ -371,6 +371,9 @@ pub struct JobSpec {
     pub nrfiles: u32,
     pub filesize: Option<(u64, u64)>,
     pub file_service_type: FileServiceType,
+    /// `file_service_type=…:N`: a chosen file serves N I/Os before the next is chosen
+    /// (fio's `file_service_nr`, 1 by default; 0 never switches, as fio's unsigned count).
+    pub file_service_nr: u32,
     /// `io_size=` / `io_limit=`: total bytes to transfer, if different from `size`.
     pub io_size_bytes: Option<u64>,
     /// `number_ios=`: stop after this many I/Os.
@@ -594,6 +597,7 @@ impl JobSpec {
             nrfiles: 1,
             filesize: None,
             file_service_type: FileServiceType::RoundRobin,
+            file_service_nr: 1,
             io_size_bytes: None,
             number_ios: None,
             loops: 1,

@@ -1184,14 +1184,16 @@ impl Builder {
             }
             _ => return Err("expected random, roundrobin or sequential (optionally `:N`)".into()),
         };
+        // fio's str_fst_cb: the number after the colon (atoi) for the three plain kinds, a
+        // float for the distributions.
+        self.spec.file_service_nr = 1;
         if let Some(a) = arg {
             if kind == "zipf" || kind == "pareto" || kind == "normal" || kind == "gauss" {
                 a.parse::<f64>().map_err(|_| format!("`{a}` is not a number"))?;
             } else {
-                parse_size(a, self.kb_base)?;
-                warning = Some(format!(
-                    "elevator does not model switching files every `{a}` I/Os; ignored"
-                ));
+                self.spec.file_service_nr = a
+                    .parse::<u32>()
+                    .map_err(|_| format!("`{a}` is not a count of I/Os per file"))?;
             }
         }
         Ok(warning.map_or(Applied::Done, Applied::Warn))
@@ -1946,10 +1948,11 @@ mod tests {
             applied(&[("file_service_type", Some("sequential"))]).file_service_type,
             FileServiceType::Sequential
         );
-        assert!(matches!(
-            builder().apply("file_service_type", Some("random:4")),
-            Ok(Applied::Warn(_))
-        ));
+        let s = applied(&[("file_service_type", Some("random:4"))]);
+        assert_eq!((s.file_service_type, s.file_service_nr), (FileServiceType::Random, 4));
+        assert_eq!(applied(&[("file_service_type", Some("roundrobin:0"))]).file_service_nr, 0);
+        assert_eq!(applied(&[]).file_service_nr, 1);
+        assert!(value_err("file_service_type", "roundrobin:x").contains("count"));
         assert!(matches!(
             builder().apply("file_service_type", Some("zipf:1.2")),
             Ok(Applied::Warn(_))

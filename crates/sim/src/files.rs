@@ -44,6 +44,17 @@ pub struct FileTree {
     pub files: Vec<FileExtent>,
     service: FileServiceType,
     current: usize,
+    /// fio's `file_service_nr` (`file_service_type=…:N`): a chosen file serves this many I/Os
+    /// before the next is chosen.
+    service_nr: u32,
+    /// I/Os the current file still serves before the next choice (`file_service_left`);
+    /// `None` before the first choice.
+    service_left: Option<u32>,
+    /// The next file round-robin serves (fio's `next_file`).
+    next_rr: usize,
+    /// The last call opened the current file: the next serves it without a new choice (an
+    /// open is not one of fio's I/Os).
+    hold: bool,
     /// Bytes of each file already issued.
     pos: Vec<u64>,
     opened: Vec<bool>,
@@ -131,12 +142,56 @@ impl FileTree {
             files,
             service,
             current: 0,
+            service_nr: 1,
+            service_left: None,
+            next_rr: 0,
+            hold: false,
             pos: vec![0; n],
             opened: vec![false; n],
             finished: 0,
             cached_meta: None,
             announce_opens: false,
         })
+    }
+
+    /// `file_service_type=…:N`: each chosen file serves `n` I/Os (fio keeps `n - 1` in an
+    /// unsigned count, so 0 never switches).
+    pub fn set_service_nr(&mut self, n: u32) {
+        self.service_nr = n;
+    }
+
+    /// Chooses the file to serve (fio's `__get_next_file`): the current one while it has
+    /// data left and I/Os of its service left (for `sequential`, until it has no data left),
+    /// else the next round-robin file with data left or a random one (drawn again until it
+    /// has some, as `get_next_file_rand` skips done files). Some file has data left.
+    fn choose(&mut self, rng: &mut RandomStream) {
+        let live = |t: &FileTree, i: usize| t.pos[i] < t.files[i].len_bytes;
+        if self.service_left.is_some() && live(self, self.current) {
+            if self.service == FileServiceType::Sequential {
+                return;
+            }
+            if let Some(left) = self.service_left.filter(|&l| l > 0) {
+                self.service_left = Some(left - 1);
+                return;
+            }
+        }
+        let n = self.files.len();
+        self.current = match self.service {
+            FileServiceType::Random => loop {
+                let f = rng.below(n as u64) as usize;
+                if live(self, f) {
+                    break f;
+                }
+            },
+            _ => loop {
+                let f = self.next_rr;
+                self.next_rr = (f + 1) % n;
+                if live(self, f) {
+                    break f;
+                }
+            },
+        };
+        self.service_left = Some(self.service_nr.wrapping_sub(1));
     }
 
     /// Reports first opens as [`FileIo::Open`] rather than inode-block reads.
@@ -154,24 +209,20 @@ impl FileTree {
         if self.finished == self.files.len() {
             return FileIo::Done;
         }
-        // Choose the file to serve (fio's `get_next_file`).
-        match self.service {
-            FileServiceType::Sequential => {}
-            FileServiceType::RoundRobin => self.current = (self.current + 1) % self.files.len(),
-            FileServiceType::Random => self.current = rng.below(self.files.len() as u64) as usize,
-        }
-        while self.pos[self.current] >= self.files[self.current].len_bytes {
-            self.current = (self.current + 1) % self.files.len();
+        if !std::mem::take(&mut self.hold) {
+            self.choose(rng);
         }
         let i = self.current;
         let f = self.files[i];
         if !self.opened[i] {
             self.opened[i] = true;
             if self.announce_opens {
+                self.hold = true;
                 return FileIo::Open { file: i };
             }
             if self.cached_meta != Some(f.meta_offset_bytes) {
                 self.cached_meta = Some(f.meta_offset_bytes);
+                self.hold = true;
                 return FileIo::Meta { offset_bytes: f.meta_offset_bytes, file: i };
             }
         }
@@ -189,6 +240,9 @@ impl FileTree {
         self.pos.iter_mut().for_each(|p| *p = 0);
         self.finished = 0;
         self.current = 0;
+        self.next_rr = 0;
+        self.service_left = None;
+        self.hold = false;
     }
 }
 
@@ -237,6 +291,42 @@ mod tests {
             matches!(t.next(16384, &mut rng), FileIo::Data { .. }),
             "files stay open across passes"
         );
+    }
+
+    /// The files served, one digit per data I/O, for 4 files of 16 KiB read 4 KiB at a time.
+    fn order(service: FileServiceType, nr: u32) -> String {
+        let mut rng = RandomStream::new(1, 0);
+        let mut t =
+            FileTree::lay_out(0, 64 << 20, 4, Some((16384, 16384)), service, &mut rng).unwrap();
+        t.set_service_nr(nr);
+        let mut out = String::new();
+        loop {
+            match t.next(4096, &mut rng) {
+                FileIo::Data { file, .. } => out.push(char::from(b'0' + file as u8)),
+                FileIo::Meta { .. } => {}
+                FileIo::Open { .. } => unreachable!(),
+                FileIo::Done => return out,
+            }
+        }
+    }
+
+    #[test]
+    fn files_are_served_in_fio_s_order() {
+        // As real fio 3.33 logs them (write_iolog, null engine): the open does not take the
+        // file's turn, and a done file gives its remaining service to the next.
+        assert_eq!(order(FileServiceType::RoundRobin, 1), "0123012301230123");
+        assert_eq!(order(FileServiceType::RoundRobin, 3), "0001112223330123");
+        assert_eq!(order(FileServiceType::Sequential, 3), "0000111122223333");
+        assert_eq!(order(FileServiceType::RoundRobin, 0), "0000111122223333", "0: never switch");
+        let random = order(FileServiceType::Random, 2);
+        assert_eq!(random.len(), 16);
+        for f in ['0', '1', '2', '3'] {
+            assert_eq!(random.matches(f).count(), 4, "{random}: each file read once");
+        }
+        // Served two at a time, but for a file that runs out inside its pair.
+        let b = random.as_bytes();
+        let switches = b.windows(2).filter(|w| w[0] != w[1]).count();
+        assert!(switches <= 8, "{random}");
     }
 
     #[test]

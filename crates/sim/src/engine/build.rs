@@ -412,6 +412,8 @@ pub(super) fn build_processes(
                     &mut rng,
                 )
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
+                let mut files = files;
+                files.set_service_nr(spec.file_service_nr);
                 Some(files)
             } else {
                 None
