@@ -676,6 +676,41 @@ fn file_service_type_serves_files_in_real_fio_s_order() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A file tree as large as its `size=` (fio's `size=4m nrfiles=16 filesize=256k`), or smaller
+/// than a block group's metadata: elevator lays its metadata beside the files, past the
+/// region if need be, and reads what real fio (installed by setup.sh) reads.
+#[test]
+fn file_trees_of_any_size_run_as_under_real_fio() {
+    let dir = std::env::temp_dir().join(format!("elevator-tree-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join("tree.fio");
+    for tree in ["nrfiles=16\nfilesize=256k\nsize=4m", "nrfiles=100\nfilesize=4k\nsize=400k"] {
+        let d = dir.display();
+        let text = format!(
+            "[t]\ndirectory={d}\n{tree}\nrw=read\nbs=4k\n\
+             [u]\nstonewall\ndirectory={d}\n{tree}\nrw=read\nbs=2k\n"
+        );
+        std::fs::write(&job, text).unwrap();
+        let [fio, ours] = fio_and_elevator_json(&job);
+        let read = |tool: &str, out: &Output| -> Vec<u64> {
+            assert!(
+                out.status.success(),
+                "{tool} {tree}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v = fio_json_of(&out.stdout);
+            v["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["read"]["io_bytes"].as_u64().unwrap())
+                .collect()
+        };
+        assert_eq!(read("elevator", &ours), read("fio", &fio), "{tree}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `steadystate=`: once a second the job's (or group's) IOPS and bandwidth go into a ring of
 /// `ss_dur` samples, and the job stops when the ring meets the criterion. Real fio
 /// (installed by setup.sh) and elevator stop at the same tick (fio's a little before the

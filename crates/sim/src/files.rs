@@ -14,7 +14,10 @@
 //! directory walk reads each directory's inode block once.
 //!
 //! Sizes: each file's size is drawn uniformly from `filesize=min-max` in 4 KiB steps (or is
-//! `size / nrfiles` without `filesize`).
+//! `size / nrfiles` without `filesize`). A region smaller than a group's metadata holds its
+//! inode blocks, then its files; files that find no room in the region's groups (fio's
+//! `size=` counts only the files) go to whole groups after it, and the job reserves that room
+//! ([`FileTree::footprint_bytes`]).
 
 use elevator_core::RandomStream;
 use elevator_fio::FileServiceType;
@@ -28,6 +31,9 @@ pub const FILES_PER_DIR: usize = 16;
 pub const DIRS_PER_TOP_LEVEL: usize = 50;
 /// Where a group's data blocks start: after its bitmaps and inode table.
 const GROUP_DATA_OFFSET_BYTES: u64 = 4 << 20;
+/// The most block groups a tree may take (8 TiB of them): a bound on what an oversized
+/// `nrfiles` × `filesize` lays out.
+pub const MAX_TREE_GROUPS: u64 = 1 << 16;
 const BLOCK_BYTES: u64 = 4096;
 
 /// One file: where its inode lives and where its data lies.
@@ -42,6 +48,9 @@ pub struct FileExtent {
 #[derive(Clone, Debug)]
 pub struct FileTree {
     pub files: Vec<FileExtent>,
+    /// Bytes from the region's start to the end of the last block group used: the region's
+    /// length, or more when files went to groups after it.
+    pub footprint_bytes: u64,
     service: FileServiceType,
     current: usize,
     /// fio's `file_service_nr` (`file_service_type=…:N`): a chosen file serves this many I/Os
@@ -88,7 +97,10 @@ pub enum FileIo {
 }
 
 impl FileTree {
-    /// Lays out `nrfiles` files over `[start, start + len)`.
+    /// Lays out `nrfiles` files over `[start, start + len)`. A region smaller than a block
+    /// group's metadata holds its directories' inode blocks and then its files; files that
+    /// do not fit in the region's groups go to whole block groups after it, as the file
+    /// system would allocate them elsewhere ([`FileTree::footprint_bytes`] says how far).
     pub fn lay_out(
         start_bytes: u64,
         len_bytes: u64,
@@ -98,17 +110,27 @@ impl FileTree {
         rng: &mut RandomStream,
     ) -> Result<FileTree, String> {
         let groups = (len_bytes / GROUP_BYTES).max(1);
-        let group_len = len_bytes.min(GROUP_BYTES);
-        if group_len <= GROUP_DATA_OFFSET_BYTES + BLOCK_BYTES {
-            return Err(format!(
-                "size {len_bytes} is too small for a file tree: give at least 8 MiB"
-            ));
-        }
+        let mut group_len = len_bytes.min(GROUP_BYTES);
+        let dirs = u64::from(nrfiles).div_ceil(FILES_PER_DIR as u64);
+        let data_offset = if group_len <= GROUP_DATA_OFFSET_BYTES + BLOCK_BYTES {
+            // Its inode blocks before the region's bytes of files.
+            let inodes = BLOCK_BYTES * (1 + dirs.min(256));
+            group_len += inodes;
+            inodes
+        } else {
+            GROUP_DATA_OFFSET_BYTES
+        };
+        // Groups past the region (`groups` on) are whole block groups laid after it.
+        let group_start = |g: u64| match g.checked_sub(groups) {
+            None => start_bytes + g * GROUP_BYTES,
+            Some(past) => start_bytes + groups * group_len + past * GROUP_BYTES,
+        };
+        let capacity = |g: u64| if g < groups { group_len } else { GROUP_BYTES };
         let (min, max) = filesize.unwrap_or_else(|| {
             let each = (len_bytes / 2 / u64::from(nrfiles)).max(BLOCK_BYTES);
             (each, each)
         });
-        let mut cursor = vec![GROUP_DATA_OFFSET_BYTES; groups as usize];
+        let mut cursor = vec![data_offset; groups as usize];
         let mut files = Vec::with_capacity(nrfiles as usize);
         let mut group = 0u64;
         for i in 0..nrfiles as usize {
@@ -117,29 +139,46 @@ impl FileTree {
             }
             let steps = (max - min) / BLOCK_BYTES;
             let size = (min + rng.below(steps + 1) * BLOCK_BYTES).max(512) / 512 * 512;
-            // A full group overflows into the next one, as ext3 would allocate elsewhere.
+            if size + data_offset > GROUP_BYTES {
+                return Err(format!(
+                    "a file of {size} bytes does not fit in a block group ({GROUP_BYTES} bytes with its metadata); lower filesize="
+                ));
+            }
+            // A full group overflows into the next one, as ext3 would allocate elsewhere;
+            // with every group full, into a new one after them.
             let mut tries = 0;
-            while cursor[group as usize] + size > group_len {
-                group = (group + 1) % groups;
+            while cursor[group as usize] + size > capacity(group) {
+                let known = cursor.len() as u64;
+                group = (group + 1) % known;
                 tries += 1;
-                if tries > groups {
-                    return Err(format!(
-                        "{nrfiles} files of up to {max} bytes do not fit in {len_bytes} bytes; raise size= or lower nrfiles=/filesize="
-                    ));
+                if tries > known {
+                    if known >= MAX_TREE_GROUPS {
+                        return Err(format!(
+                            "{nrfiles} files of up to {max} bytes need more than {MAX_TREE_GROUPS} block groups (MAX_TREE_GROUPS); lower nrfiles=/filesize="
+                        ));
+                    }
+                    cursor.push(data_offset);
+                    group = known;
+                    break;
                 }
             }
-            let group_start = start_bytes + group * GROUP_BYTES;
             let dir = (i / FILES_PER_DIR) as u64;
             files.push(FileExtent {
-                meta_offset_bytes: group_start + BLOCK_BYTES * (1 + dir % 256),
-                data_offset_bytes: group_start + cursor[group as usize],
+                meta_offset_bytes: group_start(group) + BLOCK_BYTES * (1 + dir % 256),
+                data_offset_bytes: group_start(group) + cursor[group as usize],
                 len_bytes: size,
             });
             cursor[group as usize] += size.div_ceil(BLOCK_BYTES) * BLOCK_BYTES;
         }
+        let footprint_bytes = files
+            .iter()
+            .map(|f| f.data_offset_bytes + f.len_bytes - start_bytes)
+            .max()
+            .map_or(len_bytes, |end| (end.div_ceil(BLOCK_BYTES) * BLOCK_BYTES).max(len_bytes));
         let n = files.len();
         Ok(FileTree {
             files,
+            footprint_bytes,
             service,
             current: 0,
             service_nr: 1,
@@ -330,17 +369,43 @@ mod tests {
     }
 
     #[test]
-    fn too_many_files_is_an_error_not_a_panic() {
+    fn files_past_the_region_go_to_block_groups_after_it() {
         let mut rng = RandomStream::new(1, 0);
-        let e = FileTree::lay_out(
+        let lay = |len: u64, n: u32, size: u64, rng: &mut RandomStream| {
+            FileTree::lay_out(0, len, n, Some((size, size)), FileServiceType::Sequential, rng)
+        };
+        // fio's size=64m nrfiles=16 filesize=4m: the files fill the region, the metadata does
+        // not fit beside them; the last go to a group after it.
+        let t = lay(64 << 20, 16, 4 << 20, &mut rng).unwrap();
+        assert!(t.footprint_bytes > 64 << 20 && t.footprint_bytes <= (64 << 20) + GROUP_BYTES);
+        assert!(t.files.iter().all(|f| f.data_offset_bytes + f.len_bytes <= t.footprint_bytes));
+        // A tree smaller than a group's metadata: its inode block, then its files.
+        let t = lay(256 << 10, 4, 64 << 10, &mut rng).unwrap();
+        assert_eq!(t.files[0].meta_offset_bytes, BLOCK_BYTES);
+        assert_eq!(t.files[0].data_offset_bytes, 2 * BLOCK_BYTES);
+        assert_eq!(t.footprint_bytes, 2 * BLOCK_BYTES + (256 << 10));
+        // No file overlaps another, however far they spill.
+        let t = lay(16 << 20, 10_000, 1 << 20, &mut rng).unwrap();
+        let mut spans: Vec<(u64, u64)> =
+            t.files.iter().map(|f| (f.data_offset_bytes, f.len_bytes)).collect();
+        spans.sort_unstable();
+        assert!(spans.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0));
+        assert!(t.footprint_bytes >= 10_000 << 20);
+    }
+
+    #[test]
+    fn a_file_larger_than_a_block_group_is_an_error_not_a_panic() {
+        let mut rng = RandomStream::new(1, 0);
+        let laid = FileTree::lay_out(
             0,
-            16 << 20,
-            10_000,
-            Some((1 << 20, 1 << 20)),
+            1 << 30,
+            4,
+            Some((200 << 20, 200 << 20)),
             FileServiceType::Sequential,
             &mut rng,
-        )
-        .unwrap_err();
-        assert!(e.contains("do not fit"), "{e}");
+        );
+        // (Not expect_err: a tree's Debug is long.)
+        let Err(e) = laid else { panic!("laid out") };
+        assert!(e.contains("block group"), "{e}");
     }
 }

@@ -414,6 +414,29 @@ pub(super) fn build_processes(
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
                 let mut files = files;
                 files.set_service_nr(spec.file_service_nr);
+                // Files that spilled past the region (its metadata beside `size=` bytes of
+                // files) take the room after it: the job's own file grows on its file
+                // system, a device or file named by filename= must have the room.
+                let end = region_start + files.footprint_bytes;
+                if end > file_base + file_bytes {
+                    let grown = filename.is_none()
+                        && grow_file(
+                            topology,
+                            &mut file_cursors,
+                            &file_system_of(topology, spec.directory.as_deref()),
+                            file_base + file_bytes,
+                            end,
+                        );
+                    if !grown {
+                        return Err(SimError(format!(
+                            "{at}: job `{}`: its {} files and their metadata need {} bytes from offset {}, past the end of where they go; lower nrfiles=/filesize= or raise size=",
+                            spec.name,
+                            spec.nrfiles,
+                            files.footprint_bytes,
+                            region_start - file_base
+                        )));
+                    }
+                }
                 Some(files)
             } else {
                 None
@@ -574,6 +597,27 @@ fn place_file(
     }
     *cursor = start + size;
     Ok((t.route, t.start_bytes + start, size))
+}
+
+/// Moves the end of the file that ends at `old_end` on `dir` (the last placed there) to
+/// `new_end`, if the file system has the room: false otherwise.
+fn grow_file(
+    topology: &Topology,
+    file_cursors: &mut BTreeMap<String, u64>,
+    dir: &str,
+    old_end: u64,
+    new_end: u64,
+) -> bool {
+    let Ok(t) = topology.target(dir) else { return false };
+    match file_cursors.get_mut(dir) {
+        Some(cursor)
+            if t.start_bytes + *cursor == old_end && new_end - t.start_bytes <= t.size_bytes =>
+        {
+            *cursor = new_end - t.start_bytes;
+            true
+        }
+        _ => false,
+    }
 }
 
 /// fio seeds a job's generators from `randseed` (default 0x89) when `randrepeat` is set. The
