@@ -711,6 +711,47 @@ fn file_trees_of_any_size_run_as_under_real_fio() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `verify_backlog=` (and `verify_backlog_batch=`): a writing job verifies while it writes,
+/// reading back the oldest (or lowest) pieces once the pieces kept reach a multiple of the
+/// backlog, the rest after its writes. Real fio (installed by setup.sh) and elevator log the
+/// same reads and writes at the same offsets (the random job's offsets aside: not fio's
+/// generator), and neither logs the verify phase's sync.
+#[test]
+fn verify_backlog_reads_back_while_writing_as_real_fio_does() {
+    let dir = std::env::temp_dir().join(format!("elevator-vbacklog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (rw, extra) in [
+        ("write", "verify_backlog=8"),
+        ("write", "verify_backlog=8\nverify_backlog_batch=4"),
+        ("write", "verify_backlog=5\nverify_backlog_batch=7"),
+        ("randwrite", "verify_backlog=8\nverify_backlog_batch=4"),
+    ] {
+        let run = |tool: &str| -> Vec<(String, u64)> {
+            let _ = std::fs::remove_file(dir.join("data"));
+            let log = dir.join(format!("{tool}.log"));
+            let text = format!(
+                "[v]\nfilename={}\nrw={rw}\nbs=4k\nsize=128k\nverify=crc32c\n{extra}\n\
+                 write_iolog={}\n",
+                dir.join("data").display(),
+                log.display()
+            );
+            let ios = iolog_of(tool, &dir.join(format!("{tool}.fio")), &text, &log);
+            ios.into_iter().map(|(_, action, offset)| (action, offset)).collect()
+        };
+        let (fio, ours) = (run("fio"), run("elevator"));
+        assert_eq!(fio.len(), 64, "{rw} {extra}: {fio:?}");
+        if rw == "write" {
+            assert_eq!(ours, fio, "{rw} {extra}");
+        } else {
+            let actions = |ios: &[(String, u64)]| -> Vec<String> {
+                ios.iter().map(|(a, _)| a.clone()).collect()
+            };
+            assert_eq!(actions(&ours), actions(&fio), "{rw} {extra}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `steadystate=`: once a second the job's (or group's) IOPS and bandwidth go into a ring of
 /// `ss_dur` samples, and the job stops when the ring meets the criterion. Real fio
 /// (installed by setup.sh) and elevator stop at the same tick (fio's a little before the

@@ -288,6 +288,11 @@ pub struct JobSpec {
     /// are done (`do_verify`, default on), as fio's verify phase.
     pub verify: bool,
     pub do_verify: bool,
+    /// `verify_backlog=N`: verify while writing, once every N writes kept for verifying
+    /// (0: only after the writes); `verify_backlog_batch=`: how many of them each time (0:
+    /// N).
+    pub verify_backlog: u64,
+    pub verify_backlog_batch: u64,
     /// `write_iolog=`: a fio version 3 I/O log of what the job issued, appended to this file
     /// (as fio opens it) when the run ends.
     pub write_iolog: Option<String>,
@@ -553,6 +558,8 @@ impl JobSpec {
             write_iolog: None,
             verify: false,
             do_verify: true,
+            verify_backlog: 0,
+            verify_backlog_batch: 0,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             percentile_precision: 2,
             clat_percentiles: true,

@@ -146,6 +146,8 @@ const MODELLED: &[(&str, &str)] = &[
     ("thinktime_blocks_type", "thinktime_blocks_type"),
     ("verify", "verify"),
     ("do_verify", "do_verify"),
+    ("verify_backlog", "verify_backlog"),
+    ("verify_backlog_batch", "verify_backlog_batch"),
     ("write_bw_log", "write_bw_log"),
     ("write_iops_log", "write_iops_log"),
     ("log_avg_msec", "log_avg_msec"),
@@ -347,8 +349,6 @@ const UNMODELLED: &[&str] = &[
     "userspace_reap",
     "verb",
     "verify_async",
-    "verify_backlog",
-    "verify_backlog_batch",
     "verify_dump",
     "verify_fatal",
     "verify_interval",
@@ -828,6 +828,10 @@ impl Builder {
                 spec.latency_percentile = p;
             }
             "startdelay" => spec.startdelay_ns = parse_time_ns(v, NS_PER_SEC)?,
+            "verify_backlog" => spec.verify_backlog = int_in(v, kb, 0, u32::MAX.into())?,
+            "verify_backlog_batch" => {
+                spec.verify_backlog_batch = int_in(v, kb, 0, u32::MAX.into())?;
+            }
             "steadystate" => steadystate_criterion(&mut spec.steadystate, v, kb)?,
             "steadystate_duration" | "steadystate_ramp_time" => {
                 let ns = parse_time_ns(v, NS_PER_SEC)?;
@@ -1574,6 +1578,9 @@ mod tests {
         assert!(!applied(&[("verify", Some("0"))]).verify);
         assert!(applied(&[]).do_verify);
         assert!(!applied(&[("verify", Some("md5")), ("do_verify", Some("0"))]).do_verify);
+        let s = applied(&[("verify_backlog", Some("8")), ("verify_backlog_batch", Some("4"))]);
+        assert_eq!((s.verify_backlog, s.verify_backlog_batch), (8, 4));
+        assert!(value_err("verify_backlog", "-1").contains("-1"));
         assert!(value_err("verify", "crc99").contains("not a verify method"));
     }
 

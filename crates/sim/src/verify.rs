@@ -8,12 +8,16 @@
 //! one. Before reading, a buffered job syncs its file and drops it from the page cache, so
 //! the reads reach the disk.
 //!
+//! With `verify_backlog=N` the job also verifies while it writes (fio's `check_get_verify`):
+//! whenever the pieces kept reach a multiple of N after a write, it reads back
+//! `verify_backlog_batch` of them (N by default), the oldest (or lowest) first, each read
+//! taking its piece off the list, before it writes on.
+//!
 //! Deviations: fio also replaces an older piece that a new write overlaps at another offset;
-//! here only a write at the same offset does. `verify_backlog` (verifying while writing) and
-//! `verify_only` are not modelled. Bounded: at most [`MAX_VERIFY_PIECES`] writes are kept for
+//! here only a write at the same offset does. `verify_only` is not modelled. Bounded: at most [`MAX_VERIFY_PIECES`] writes are kept for
 //! reading back; past that the run warns.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use elevator_core::Nanos;
 
@@ -25,7 +29,7 @@ pub const MAX_VERIFY_PIECES: usize = 1 << 22;
 #[derive(Clone, Debug)]
 pub struct Verify {
     /// `(offset, length)` in the order written, when the job has a random map...
-    written: Vec<(u64, u64)>,
+    written: VecDeque<(u64, u64)>,
     /// ... else by offset.
     by_offset: BTreeMap<u64, u64>,
     in_written_order: bool,
@@ -40,7 +44,7 @@ pub struct Verify {
 impl Verify {
     pub fn new(in_written_order: bool) -> Verify {
         Verify {
-            written: Vec::new(),
+            written: VecDeque::new(),
             by_offset: BTreeMap::new(),
             in_written_order,
             dropped: 0,
@@ -57,9 +61,28 @@ impl Verify {
             return;
         }
         if self.in_written_order {
-            self.written.push((offset, len));
+            self.written.push_back((offset, len));
         } else {
             self.by_offset.insert(offset, len);
+        }
+    }
+
+    /// Pieces kept and not yet read back (fio's `io_hist_len`).
+    pub fn kept(&self) -> usize {
+        if self.in_written_order {
+            self.written.len()
+        } else {
+            self.by_offset.len()
+        }
+    }
+
+    /// Takes the next piece to read back while writing (`get_next_verify`): the oldest, or
+    /// the lowest offset.
+    pub fn take_next(&mut self) -> Option<(u64, u64)> {
+        if self.in_written_order {
+            self.written.pop_front()
+        } else {
+            self.by_offset.pop_first()
         }
     }
 
@@ -71,7 +94,7 @@ impl Verify {
     /// Starts the read-back at `now_ns`.
     pub fn begin(&mut self, now_ns: Nanos) {
         let pieces = if self.in_written_order {
-            std::mem::take(&mut self.written)
+            std::mem::take(&mut self.written).into()
         } else {
             std::mem::take(&mut self.by_offset).into_iter().collect()
         };
@@ -91,6 +114,25 @@ impl Verify {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backlog_takes_the_oldest_or_lowest_pieces_off_the_list() {
+        let mut v = Verify::new(true);
+        for o in [40, 10, 30] {
+            v.wrote(o, 4);
+        }
+        assert_eq!((v.kept(), v.take_next(), v.kept()), (3, Some((40, 4)), 2));
+        v.begin(0);
+        assert_eq!(
+            (v.next_piece(), v.next_piece(), v.next_piece()),
+            (Some((10, 4)), Some((30, 4)), None)
+        );
+        let mut v = Verify::new(false);
+        for o in [40, 10, 30] {
+            v.wrote(o, 4);
+        }
+        assert_eq!((v.take_next(), v.take_next(), v.kept()), (Some((10, 4)), Some((30, 4)), 1));
+    }
 
     #[test]
     fn random_map_jobs_read_back_in_written_order_others_by_offset() {

@@ -444,6 +444,13 @@ pub struct Process {
     percentage_random: [u32; 3],
     /// `verify=`: the writes to read back once the write phase is done.
     pub verify: Option<Box<crate::verify::Verify>>,
+    /// `verify_backlog=` and `verify_backlog_batch=` (0: off, and N), the reads left of the
+    /// backlog batch under way (fio's `verify_batch`), and whether the last I/O issued was a
+    /// read (fio's `last_ddir`).
+    verify_backlog: u64,
+    verify_backlog_batch: u64,
+    verify_batch_left: u64,
+    last_issued_read: bool,
     /// When the write phase ended, if a verify phase followed it, and whether the verify
     /// phase's sync is still in flight.
     writes_ended_ns: Option<Nanos>,
@@ -640,6 +647,10 @@ impl Process {
             random_map: None,
             percentage_random: spec.percentage_random,
             verify: None,
+            verify_backlog: spec.verify_backlog,
+            verify_backlog_batch: spec.verify_backlog_batch,
+            verify_batch_left: 0,
+            last_issued_read: false,
             writes_ended_ns: None,
             verify_syncing: false,
             drop_cache: false,
@@ -1001,6 +1012,9 @@ impl Process {
         if self.iolog.is_some() {
             return self.next_replayed(now_ns);
         }
+        if let Some(read) = self.backlog_verify_read() {
+            return read;
+        }
         let op = self.pick_direction();
         let d = dir_index(op);
         if let Some(at) = self.rate_wait(d, now_ns) {
@@ -1086,6 +1100,7 @@ impl Process {
     /// Counts an I/O about to be issued against the job's limits and rates.
     fn count_issue(&mut self, op: Op, len_bytes: u64) {
         let d = dir_index(op);
+        self.last_issued_read = op == Op::Read;
         self.bytes_issued += len_bytes;
         self.ios_issued += 1;
         self.dir_bytes_issued[d] += len_bytes;
@@ -1196,6 +1211,9 @@ impl Process {
                 Some(FlushCall::Range(_)) => {
                     log.issued_action(now_ns, "sync_file_range", self.last_write_start, 0)
                 }
+                // The verify phase's sync: fio's do_verify calls fio_io_sync, which the log
+                // does not see.
+                Some(_) if self.verify.as_ref().is_some_and(|v| v.reading()) => {}
                 _ => log.issued(now_ns, io.op, io.offset_bytes, io.len_bytes),
             }
         }
@@ -1491,6 +1509,44 @@ impl Process {
             self.want_flush(FlushCall::Unaccounted);
         }
         false
+    }
+
+    /// fio's `check_get_verify` (`verify_backlog=N`): once the pieces kept for verifying reach
+    /// a multiple of N after a write, read back `verify_backlog_batch` of them (N by default)
+    /// before writing on.
+    fn backlog_verify_read(&mut self) -> Option<Next> {
+        if self.verify_backlog == 0 {
+            return None;
+        }
+        let v = self.verify.as_mut()?;
+        let kept = v.kept() as u64;
+        if kept == 0 {
+            return None;
+        }
+        if self.verify_batch_left == 0 {
+            if !kept.is_multiple_of(self.verify_backlog) || self.last_issued_read {
+                return None;
+            }
+            self.verify_batch_left = match self.verify_backlog_batch {
+                0 => self.verify_backlog,
+                n => n,
+            };
+        }
+        let (offset_bytes, len_bytes) = v.take_next()?;
+        self.verify_batch_left -= 1;
+        // Issued, but not towards the job's size or number_ios: fio's io_issue_bytes_exceeded
+        // leaves verify reads out.
+        self.dir_bytes_issued[0] += len_bytes;
+        self.dir_ios_issued[0] += 1;
+        self.last_issued_read = true;
+        Some(Next::Issue(Io {
+            op: Op::Read,
+            offset_bytes,
+            len_bytes,
+            sync: true,
+            prio: None,
+            flush: None,
+        }))
     }
 
     /// The next read of the verify phase: after a buffered job's sync has completed, the
