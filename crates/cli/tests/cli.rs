@@ -752,6 +752,39 @@ fn verify_backlog_reads_back_while_writing_as_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A percentage `offset=` (or `offset_increment=`) is rounded up to `offset_align=`, else to
+/// the job's smallest block (fio's `get_start_offset`, in its integer arithmetic). Real fio
+/// (installed by setup.sh) reads a file that already has the job's size, so both take the
+/// percentage of the same length; both start at the same offset.
+#[test]
+fn percentage_offsets_align_as_real_fio_aligns_them() {
+    let dir = std::env::temp_dir().join(format!("elevator-oalign-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = dir.join("data");
+    for extra in [
+        "offset=33%",
+        "offset=33%\noffset_align=64k",
+        "offset=10%\noffset_increment=7%",
+        "offset=4k\noffset_increment=13%\nbs=8k",
+        "offset=1m",
+    ] {
+        let first = |tool: &str| -> u64 {
+            std::fs::write(&data, vec![0u8; 10 << 20]).unwrap();
+            let log = dir.join(format!("{tool}.log"));
+            let text = format!(
+                "[o]\nfilename={}\nsize=10m\nrw=read\nbs=4k\nio_size=8k\n{extra}\n\
+                 write_iolog={}\n",
+                data.display(),
+                log.display()
+            );
+            let ios = iolog_of(tool, &dir.join(format!("{tool}.fio")), &text, &log);
+            ios.iter().filter(|(_, a, _)| a == "read").map(|&(_, _, o)| o).min().unwrap()
+        };
+        assert_eq!(first("elevator"), first("fio"), "{extra}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `steadystate=`: once a second the job's (or group's) IOPS and bandwidth go into a ring of
 /// `ss_dur` samples, and the job stops when the ring meets the criterion. Real fio
 /// (installed by setup.sh) and elevator stop at the same tick (fio's a little before the

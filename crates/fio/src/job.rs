@@ -250,6 +250,9 @@ pub struct JobSpec {
     /// `offset_increment=`: clone `k` of the job (`numjobs`) starts `k` times this further on
     /// (fio's `offset + offset_increment * subjob_number`).
     pub offset_increment: Amount,
+    /// `offset_align=`: what an offset computed from a percentage is rounded up to (`None`,
+    /// or 0 given: the job's smallest block size).
+    pub offset_align: Option<u64>,
     /// `filename=`: a device or partition name of the topology; `None` = the default device.
     pub filename: Option<String>,
     /// `directory=`: where the job's own files live when it has no `filename=`. In elevator a
@@ -547,6 +550,7 @@ impl JobSpec {
             size: None,
             offset: Amount::Bytes(0),
             offset_increment: Amount::Bytes(0),
+            offset_align: None,
             filename: None,
             directory: None,
             direct: false,

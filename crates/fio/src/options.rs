@@ -55,6 +55,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("offset", "offset"),
     ("fileoffset", "offset"),
     ("offset_increment", "offset_increment"),
+    ("offset_align", "offset_align"),
     ("filename", "filename"),
     ("directory", "directory"),
     ("direct", "direct"),
@@ -298,7 +299,6 @@ const UNMODELLED: &[&str] = &[
     "numa_cpu_nodes",
     "numa_mem_policy",
     "object_class",
-    "offset_align",
     "opendir",
     "openfiles",
     "overwrite",
@@ -758,6 +758,15 @@ impl Builder {
             }
             "offset" => spec.offset = parse_size_or_percent(v, kb)?,
             "offset_increment" => spec.offset_increment = parse_size_or_percent(v, kb)?,
+            "offset_align" => {
+                let align = parse_size(v, kb)?;
+                if align % SECTOR_BYTES != 0 || align > MAX_BLOCK_BYTES {
+                    return Err(format!(
+                        "{align} is not a multiple of {SECTOR_BYTES} up to {MAX_BLOCK_BYTES} (MAX_BLOCK_BYTES): elevator simulates {SECTOR_BYTES}-byte sectors"
+                    ));
+                }
+                spec.offset_align = (align > 0).then_some(align);
+            }
             "filename" => {
                 if v.is_empty() {
                     return Err("a device or file name is expected".into());
@@ -1578,6 +1587,9 @@ mod tests {
         assert!(!applied(&[("verify", Some("0"))]).verify);
         assert!(applied(&[]).do_verify);
         assert!(!applied(&[("verify", Some("md5")), ("do_verify", Some("0"))]).do_verify);
+        assert_eq!(applied(&[("offset_align", Some("64k"))]).offset_align, Some(65536));
+        assert_eq!(applied(&[("offset_align", Some("0"))]).offset_align, None, "0: the block");
+        assert!(value_err("offset_align", "100").contains("512"));
         let s = applied(&[("verify_backlog", Some("8")), ("verify_backlog_batch", Some("4"))]);
         assert_eq!((s.verify_backlog, s.verify_backlog_batch), (8, 4));
         assert!(value_err("verify_backlog", "-1").contains("-1"));

@@ -199,12 +199,40 @@ fn amount_bytes(amount: Amount, of_bytes: u64) -> u64 {
     }
 }
 
-/// Where clone `clone` of `spec` starts in a target or file of `of_bytes`: `offset=` plus
-/// `offset_increment=` once per earlier clone (fio's `get_start_offset`, which counts the
-/// job's sub-jobs from 0); percentages are of `of_bytes`, in whole sectors.
+/// `percent` % of `of_bytes`, in fio's integer arithmetic for a whole percentage.
+fn percent_of(percent: f64, of_bytes: u64) -> u64 {
+    if percent.fract() == 0.0 && (0.0..=100.0).contains(&percent) {
+        (u128::from(of_bytes) * percent as u128 / 100) as u64
+    } else {
+        (of_bytes as f64 * percent / 100.0) as u64
+    }
+}
+
+/// Where clone `clone` of `spec` starts in a target or file of `of_bytes` (fio's
+/// `get_start_offset`, which counts the job's sub-jobs from 0): `offset=` plus
+/// `offset_increment=` once per earlier clone. Where either is a percentage of `of_bytes`
+/// the sum is rounded up to `offset_align=`, else to the job's smallest block size; byte
+/// offsets are taken as given.
 fn clone_offset(spec: &JobSpec, clone: u32, of_bytes: u64) -> u64 {
-    let step = amount_bytes(spec.offset_increment, of_bytes);
-    amount_bytes(spec.offset, of_bytes).saturating_add(u64::from(clone).saturating_mul(step))
+    let (step, mut align) = match spec.offset_increment {
+        Amount::Percent(p) => (percent_of(p, of_bytes), true),
+        Amount::Bytes(b) => (b, false),
+    };
+    let base = match spec.offset {
+        Amount::Percent(p) if p > 0.0 => {
+            align = true;
+            percent_of(p, of_bytes)
+        }
+        Amount::Percent(_) => 0,
+        Amount::Bytes(b) => b,
+    };
+    let offset = base.saturating_add(u64::from(clone).saturating_mul(step));
+    if !align {
+        return offset;
+    }
+    let min_bs = spec.block_size.iter().map(|b| b.min_bytes()).min().unwrap_or(512);
+    let unit = spec.offset_align.unwrap_or(min_bs).max(512);
+    offset.div_ceil(unit).saturating_mul(unit)
 }
 
 /// Creates every job clone, lays out the files of jobs without `filename`, and assigns
