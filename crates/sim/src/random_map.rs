@@ -235,6 +235,33 @@ mod tests {
         assert!(m.chunks.is_empty() && !m.is_done(blocks - 1));
     }
 
+    /// Marks `marks` (block, count) on a map of `blocks` blocks and on a plain list, then
+    /// checks every mark's count, `next_free` from `from` against a scan, and `is_full`.
+    fn check_against_a_scan(
+        unit: u64,
+        blocks: u64,
+        marks: Vec<(u64, u64)>,
+        from: u64,
+    ) -> Result<(), TestCaseError> {
+        let mut m = RandomMap::new(unit, blocks);
+        let mut done = vec![false; blocks as usize];
+        for (b, n) in marks {
+            let b = b % blocks;
+            let marked = m.mark(b, n);
+            let mut expect = 0;
+            while expect < n && b + expect < blocks && !done[(b + expect) as usize] {
+                done[(b + expect) as usize] = true;
+                expect += 1;
+            }
+            prop_assert_eq!(marked, expect);
+        }
+        let from = from % blocks;
+        let scan = (from + 1..blocks).chain(0..blocks).find(|&i| !done[i as usize]);
+        prop_assert_eq!(m.next_free(from), scan);
+        prop_assert_eq!(m.is_full(), done.iter().all(|&d| d));
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         /// The same over maps of several chunks, with runs that cross them.
@@ -244,22 +271,7 @@ mod tests {
             marks in proptest::collection::vec((0u64..200_000, 1u64..70_000), 0..12),
             from in 0u64..200_000,
         ) {
-            let mut m = RandomMap::new(512, blocks);
-            let mut done = vec![false; blocks as usize];
-            for (b, n) in marks {
-                let b = b % blocks;
-                let marked = m.mark(b, n);
-                let mut expect = 0;
-                while expect < n && b + expect < blocks && !done[(b + expect) as usize] {
-                    done[(b + expect) as usize] = true;
-                    expect += 1;
-                }
-                prop_assert_eq!(marked, expect);
-            }
-            let from = from % blocks;
-            let scan = (from + 1..blocks).chain(0..blocks).find(|&i| !done[i as usize]);
-            prop_assert_eq!(m.next_free(from), scan);
-            prop_assert_eq!(m.is_full(), done.iter().all(|&d| d));
+            check_against_a_scan(512, blocks, marks, from)?;
         }
     }
 
@@ -272,22 +284,7 @@ mod tests {
             marks in proptest::collection::vec((0u64..9000, 1u64..300), 0..60),
             from in 0u64..9000,
         ) {
-            let mut m = RandomMap::new(4096, blocks);
-            let mut done = vec![false; blocks as usize];
-            for (b, n) in marks {
-                let b = b % blocks;
-                let marked = m.mark(b, n);
-                let mut expect = 0;
-                while expect < n && b + expect < blocks && !done[(b + expect) as usize] {
-                    done[(b + expect) as usize] = true;
-                    expect += 1;
-                }
-                prop_assert_eq!(marked, expect);
-            }
-            let from = from % blocks;
-            let scan = (from + 1..blocks).chain(0..blocks).find(|&i| !done[i as usize]);
-            prop_assert_eq!(m.next_free(from), scan);
-            prop_assert_eq!(m.is_full(), done.iter().all(|&d| d));
+            check_against_a_scan(4096, blocks, marks, from)?;
         }
     }
 }

@@ -112,6 +112,11 @@ impl Io {
             flush: Some(call),
         }
     }
+
+    /// A verify read: what the job wrote at `offset_bytes`, read back (sync, as reads are).
+    fn verify_read(offset_bytes: u64, len_bytes: u64) -> Io {
+        Io { op: Op::Read, offset_bytes, len_bytes, sync: true, prio: None, flush: None }
+    }
 }
 
 /// `cmdprio_percentage=`, `cmdprio_class=`, `cmdprio=`: which I/Os get another priority.
@@ -1539,14 +1544,7 @@ impl Process {
         self.dir_bytes_issued[0] += len_bytes;
         self.dir_ios_issued[0] += 1;
         self.last_issued_read = true;
-        Some(Next::Issue(Io {
-            op: Op::Read,
-            offset_bytes,
-            len_bytes,
-            sync: true,
-            prio: None,
-            flush: None,
-        }))
+        Some(Next::Issue(Io::verify_read(offset_bytes, len_bytes)))
     }
 
     /// The next read of the verify phase: after a buffered job's sync has completed, the
@@ -1572,14 +1570,7 @@ impl Process {
         match self.verify.as_mut().and_then(|v| v.next_piece()) {
             Some((offset_bytes, len_bytes)) => {
                 self.count_issue(Op::Read, len_bytes);
-                Next::Issue(Io {
-                    op: Op::Read,
-                    offset_bytes,
-                    len_bytes,
-                    sync: true,
-                    prio: None,
-                    flush: None,
-                })
+                Next::Issue(Io::verify_read(offset_bytes, len_bytes))
             }
             None => {
                 self.state = State::Draining;
