@@ -785,6 +785,71 @@ fn percentage_offsets_align_as_real_fio_aligns_them() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `verify_only=1`: the job goes through its writes without I/O (fio's `do_dry_run`) and
+/// reads back what they would have written. Real fio (installed by setup.sh) and elevator
+/// log the same reads and no writes, and report the writes as done in no time.
+#[test]
+fn verify_only_reads_back_without_writing_as_real_fio_does() {
+    let dir = std::env::temp_dir().join(format!("elevator-vonly-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = dir.join("data");
+    for rw in ["write", "randwrite"] {
+        let run = |tool: &str| -> (Vec<(String, u64)>, Value) {
+            // Real fio checks what it reads: the same job writes it first, unverified.
+            let _ = std::fs::remove_file(&data);
+            let write = dir.join("write.fio");
+            std::fs::write(
+                &write,
+                format!(
+                    "[v]\nfilename={}\nrw={rw}\nbs=4k\nsize=64k\nverify=crc32c\ndo_verify=0\n",
+                    data.display()
+                ),
+            )
+            .unwrap();
+            let out =
+                Command::new("fio").arg("--output-format=terse").arg(&write).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let log = dir.join(format!("{tool}.log"));
+            let job = dir.join(format!("{tool}.fio"));
+            let text = format!(
+                "[v]\nfilename={}\nrw={rw}\nbs=4k\nsize=64k\nverify=crc32c\nverify_only=1\n\
+                 write_iolog={}\n",
+                data.display(),
+                log.display()
+            );
+            let ios = iolog_of(tool, &job, &text, &log);
+            let out = match tool {
+                "fio" => {
+                    Command::new("fio").arg("--output-format=json").arg(&job).output().unwrap()
+                }
+                _ => elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]),
+            };
+            let v = fio_json_of(&out.stdout)["jobs"][0].clone();
+            (ios.into_iter().map(|(_, a, o)| (a, o)).collect(), v)
+        };
+        let (fio, ours) = (run("fio"), run("elevator"));
+        assert_eq!(fio.0.len(), 16, "{rw}: {:?}", fio.0);
+        assert!(fio.0.iter().all(|(a, _)| a == "read"), "{rw}: {:?}", fio.0);
+        if rw == "write" {
+            assert_eq!(ours.0, fio.0, "{rw}");
+        } else {
+            assert_eq!(ours.0.len(), 16, "{rw}: {:?}", ours.0);
+            assert!(ours.0.iter().all(|(a, _)| a == "read"), "{rw}: {:?}", ours.0);
+        }
+        for (tool, v) in [("fio", &fio.1), ("elevator", &ours.1)] {
+            let w = &v["write"];
+            assert_eq!(
+                (w["io_bytes"].as_u64(), w["total_ios"].as_u64()),
+                (Some(65536), Some(16)),
+                "{tool} {rw}"
+            );
+            assert_eq!(w["runtime"], 0, "{tool} {rw}: the dry run takes no time");
+            assert_eq!(v["read"]["io_bytes"], 65536, "{tool} {rw}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `steadystate=`: once a second the job's (or group's) IOPS and bandwidth go into a ring of
 /// `ss_dur` samples, and the job stops when the ring meets the criterion. Real fio
 /// (installed by setup.sh) and elevator stop at the same tick (fio's a little before the

@@ -296,6 +296,9 @@ pub struct JobSpec {
     /// N).
     pub verify_backlog: u64,
     pub verify_backlog_batch: u64,
+    /// `verify_only=1`: a writing job does not write; it goes through its writes without
+    /// I/O and reads back what they would have written (fio's `do_dry_run`).
+    pub verify_only: bool,
     /// `write_iolog=`: a fio version 3 I/O log of what the job issued, appended to this file
     /// (as fio opens it) when the run ends.
     pub write_iolog: Option<String>,
@@ -564,6 +567,7 @@ impl JobSpec {
             do_verify: true,
             verify_backlog: 0,
             verify_backlog_batch: 0,
+            verify_only: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             percentile_precision: 2,
             clat_percentiles: true,

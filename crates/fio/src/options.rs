@@ -149,6 +149,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("do_verify", "do_verify"),
     ("verify_backlog", "verify_backlog"),
     ("verify_backlog_batch", "verify_backlog_batch"),
+    ("verify_only", "verify_only"),
     ("write_bw_log", "write_bw_log"),
     ("write_iops_log", "write_iops_log"),
     ("log_avg_msec", "log_avg_msec"),
@@ -353,7 +354,6 @@ const UNMODELLED: &[&str] = &[
     "verify_fatal",
     "verify_interval",
     "verify_offset",
-    "verify_only",
     "verify_pattern",
     "verify_state_load",
     "verify_state_save",
@@ -648,6 +648,7 @@ impl Builder {
             "time_based" => self.spec.time_based = flag(value)?,
             "group_reporting" => self.spec.group_reporting = flag(value)?,
             "do_verify" => self.spec.do_verify = flag(value)?,
+            "verify_only" => self.spec.verify_only = flag(value)?,
             "clat_percentiles" => self.spec.clat_percentiles = flag(value)?,
             "lat_percentiles" => self.spec.lat_percentiles = flag(value)?,
             "new_group" => self.spec.new_group = flag(value)?,
@@ -1592,6 +1593,7 @@ mod tests {
         assert!(value_err("offset_align", "100").contains("512"));
         let s = applied(&[("verify_backlog", Some("8")), ("verify_backlog_batch", Some("4"))]);
         assert_eq!((s.verify_backlog, s.verify_backlog_batch), (8, 4));
+        assert!(applied(&[("verify_only", None)]).verify_only);
         assert!(value_err("verify_backlog", "-1").contains("-1"));
         assert!(value_err("verify", "crc99").contains("not a verify method"));
     }

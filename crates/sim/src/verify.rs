@@ -14,7 +14,10 @@
 //! taking its piece off the list, before it writes on.
 //!
 //! Deviations: fio also replaces an older piece that a new write overlaps at another offset;
-//! here only a write at the same offset does. `verify_only` is not modelled. Bounded: at most [`MAX_VERIFY_PIECES`] writes are kept for
+//! here only a write at the same offset does.
+//!
+//! `verify_only` (the job's dry run of its writes, then this read-back) is the process's:
+//! see `Process::next`. Bounded: at most [`MAX_VERIFY_PIECES`] writes are kept for
 //! reading back; past that the run warns.
 
 use std::collections::{BTreeMap, VecDeque};

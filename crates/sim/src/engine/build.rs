@@ -496,6 +496,14 @@ pub(super) fn build_processes(
             }
             // fio's verify phase: what the job wrote, read back when its writes are done.
             if spec.verify && spec.do_verify && spec.rw.writes() {
+                // The dry run takes no time: a time-based one would never end (fio's
+                // documentation: verify_only does not support time_based).
+                if spec.verify_only && spec.time_based {
+                    return Err(SimError(format!(
+                        "{at}: job `{}`: verify_only does not support time_based (fio's documentation says so): its writes are gone through without I/O, in no time; drop time_based",
+                        spec.name
+                    )));
+                }
                 if files.is_some() || spec.iolog.is_some() {
                     return Err(SimError(format!(
                         "{at}: job `{}`: verify= with nrfiles > 1 or read_iolog is not modelled; drop verify= (it only reads the written data back)",
