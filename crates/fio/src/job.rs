@@ -205,11 +205,15 @@ pub enum Amount {
 }
 
 /// `file_service_type=`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum FileServiceType {
     Random,
     RoundRobin,
     Sequential,
+    /// `zipf:THETA` (1.1 by default), `pareto:H` (0.2), `normal` or `gauss:DEV` (0): each
+    /// file drawn from fio's non-uniform generator over `nrfiles << 10` ranges, a range's file
+    /// being its number `>> 10` (`__get_next_fileno_rand`).
+    Distribution(crate::RandomDistribution),
 }
 
 /// fio's default `percentile_list`.

@@ -16,6 +16,7 @@ use crate::job::{
 use crate::units::{
     parse_bool, parse_size, parse_size_or_percent, parse_time_ns, split_ddir, split_range,
 };
+use crate::RandomDistribution;
 
 /// Why an option line was not applied.
 #[derive(Debug, PartialEq)]
@@ -1185,32 +1186,54 @@ impl Builder {
             Some((k, a)) => (k.trim(), Some(a.trim())),
             None => (v.trim(), None),
         };
-        let mut warning = None;
+        // fio's str_fst_cb: a count of I/Os per file after the three plain kinds (atoi), a
+        // parameter after the distributions (their defaults otherwise).
+        let value = |default: f64| -> Result<f64, String> {
+            arg.map_or(Ok(default), |a| {
+                a.parse::<f64>().map_err(|_| format!("`{a}` is not a number"))
+            })
+        };
+        self.spec.file_service_nr = 1;
         self.spec.file_service_type = match kind {
             "random" => FileServiceType::Random,
             "roundrobin" => FileServiceType::RoundRobin,
             "sequential" => FileServiceType::Sequential,
-            "zipf" | "pareto" | "normal" | "gauss" => {
-                warning = Some(format!(
-                    "elevator does not model the `{kind}` file distribution; using uniform random"
-                ));
-                FileServiceType::Random
+            "zipf" => {
+                let theta = value(1.1)?;
+                if theta == 1.0 || !theta.is_finite() || theta <= 0.0 {
+                    return Err("zipf theta must be above 0 and different from 1.0".into());
+                }
+                FileServiceType::Distribution(RandomDistribution::Zipf { theta, center: None })
             }
-            _ => return Err("expected random, roundrobin or sequential (optionally `:N`)".into()),
+            "pareto" => {
+                let h = value(0.2)?;
+                if !(h > 0.0 && h < 1.0) {
+                    return Err("pareto input out of range (0 < input < 1.0)".into());
+                }
+                FileServiceType::Distribution(RandomDistribution::Pareto { h, center: None })
+            }
+            "normal" | "gauss" => {
+                let deviation_percent = value(0.0)?;
+                if !(0.0..100.0).contains(&deviation_percent) {
+                    return Err("normal deviation out of range (0 <= input < 100.0)".into());
+                }
+                FileServiceType::Distribution(RandomDistribution::Normal {
+                    deviation_percent,
+                    center: None,
+                })
+            }
+            _ => {
+                return Err(
+                    "expected random, roundrobin, sequential (optionally `:N`), zipf, pareto, normal or gauss (optionally `:VALUE`)"
+                        .into(),
+                )
+            }
         };
-        // fio's str_fst_cb: the number after the colon (atoi) for the three plain kinds, a
-        // float for the distributions.
-        self.spec.file_service_nr = 1;
-        if let Some(a) = arg {
-            if kind == "zipf" || kind == "pareto" || kind == "normal" || kind == "gauss" {
-                a.parse::<f64>().map_err(|_| format!("`{a}` is not a number"))?;
-            } else {
-                self.spec.file_service_nr = a
-                    .parse::<u32>()
-                    .map_err(|_| format!("`{a}` is not a count of I/Os per file"))?;
-            }
+        if let (Some(a), "random" | "roundrobin" | "sequential") = (arg, kind) {
+            self.spec.file_service_nr =
+                a.parse::<u32>().map_err(|_| format!("`{a}` is not a count of I/Os per file"))?;
         }
-        Ok(warning.map_or(Applied::Done, Applied::Warn))
+        Ok(Applied::Done)
     }
 }
 
@@ -1974,10 +1997,17 @@ mod tests {
         assert_eq!(applied(&[("file_service_type", Some("roundrobin:0"))]).file_service_nr, 0);
         assert_eq!(applied(&[]).file_service_nr, 1);
         assert!(value_err("file_service_type", "roundrobin:x").contains("count"));
-        assert!(matches!(
-            builder().apply("file_service_type", Some("zipf:1.2")),
-            Ok(Applied::Warn(_))
-        ));
+        assert_eq!(
+            applied(&[("file_service_type", Some("zipf:1.2"))]).file_service_type,
+            FileServiceType::Distribution(RandomDistribution::Zipf { theta: 1.2, center: None })
+        );
+        assert_eq!(
+            applied(&[("file_service_type", Some("pareto"))]).file_service_type,
+            FileServiceType::Distribution(RandomDistribution::Pareto { h: 0.2, center: None })
+        );
+        for bad in ["zipf:1", "pareto:1.5", "gauss:100", "normal:x"] {
+            assert!(builder().apply("file_service_type", Some(bad)).is_err(), "{bad}");
+        }
         assert!(value_err("file_service_type", "lru").contains("roundrobin"));
     }
 

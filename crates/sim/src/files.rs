@@ -22,6 +22,11 @@
 use elevator_core::RandomStream;
 use elevator_fio::FileServiceType;
 
+use crate::offset_distribution::OffsetDistribution;
+
+/// Ranges per file of a non-uniform file choice (fio's `FIO_FSERVICE_SHIFT`).
+const FSERVICE_SHIFT: u32 = 10;
+
 /// ext3's block group size with 4 KiB blocks.
 pub const GROUP_BYTES: u64 = 128 << 20;
 /// How many files share a directory (and so an inode block and a block group).
@@ -61,6 +66,9 @@ pub struct FileTree {
     service_left: Option<u32>,
     /// The next file round-robin serves (fio's `next_file`).
     next_rr: usize,
+    /// A non-uniform file choice (`zipf`, `pareto`, `normal`): fio's generator over
+    /// `files << FSERVICE_SHIFT` ranges.
+    distribution: Option<OffsetDistribution>,
     /// The last call opened the current file: the next serves it without a new choice (an
     /// open is not one of fio's I/Os).
     hold: bool,
@@ -176,6 +184,17 @@ impl FileTree {
             .max()
             .map_or(len_bytes, |end| (end.div_ceil(BLOCK_BYTES) * BLOCK_BYTES).max(len_bytes));
         let n = files.len();
+        let distribution = match &service {
+            FileServiceType::Distribution(d) => {
+                let mut d = OffsetDistribution::new(d, (n as u64) << FSERVICE_SHIFT, 1, rng)?;
+                // fio's init_rand_file_service: ranks in order, the hottest files together.
+                if let Some(d) = d.as_mut() {
+                    d.disable_hash();
+                }
+                d
+            }
+            _ => None,
+        };
         Ok(FileTree {
             files,
             footprint_bytes,
@@ -184,6 +203,7 @@ impl FileTree {
             service_nr: 1,
             service_left: None,
             next_rr: 0,
+            distribution,
             hold: false,
             pos: vec![0; n],
             opened: vec![false; n],
@@ -222,6 +242,14 @@ impl FileTree {
                     break f;
                 }
             },
+            FileServiceType::Distribution(_) => loop {
+                let ranges = (n as u64) << FSERVICE_SHIFT;
+                let d = self.distribution.as_mut().expect("made with the tree");
+                let f = (d.next_slot(0, ranges, 1, rng) >> FSERVICE_SHIFT) as usize;
+                if live(self, f) {
+                    break f;
+                }
+            },
             _ => loop {
                 let f = self.next_rr;
                 self.next_rr = (f + 1) % n;
@@ -236,6 +264,11 @@ impl FileTree {
     /// Reports first opens as [`FileIo::Open`] rather than inode-block reads.
     pub fn announce_opens(&mut self) {
         self.announce_opens = true;
+    }
+
+    /// Whether files are chosen by a non-uniform distribution (and so never run out).
+    pub fn non_uniform(&self) -> bool {
+        self.distribution.is_some()
     }
 
     /// Total data bytes in the tree.
@@ -269,7 +302,13 @@ impl FileTree {
         let offset = f.data_offset_bytes + self.pos[i];
         self.pos[i] += len;
         if self.pos[i] >= f.len_bytes {
-            self.finished += 1;
+            if self.distribution.is_some() {
+                // fio resets a finished file under a non-uniform choice (fio_file_reset)
+                // instead of marking it done: it may be drawn again, from its start.
+                self.pos[i] = 0;
+            } else {
+                self.finished += 1;
+            }
         }
         FileIo::Data { offset_bytes: offset, len_bytes: len, file: i }
     }

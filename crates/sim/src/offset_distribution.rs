@@ -48,6 +48,9 @@ const ZETA_EXACT_TERMS: u64 = 10_000;
 #[derive(Clone, Debug)]
 pub struct OffsetDistribution {
     kind: Kind,
+    /// Ranks are scattered by fio's hash (its `disable_hash` off): so for offsets; a file
+    /// choice keeps ranks in order, the hottest ranges side by side.
+    hash: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -144,7 +147,13 @@ impl OffsetDistribution {
                 Kind::Zoned { table: zones.clone().map(|z| percentile_table(&z)), absolute: true }
             }
         };
-        Ok(Some(OffsetDistribution { kind }))
+        Ok(Some(OffsetDistribution { kind, hash: true }))
+    }
+
+    /// fio's `zipf_disable_hash` / `gauss_disable_hash`, as its file choice sets them: a rank
+    /// lands at itself plus the random offset, the hottest ranks side by side.
+    pub fn disable_hash(&mut self) {
+        self.hash = false;
     }
 
     /// The place (in `0..slots`) of the next random I/O in direction `d`, where the region
@@ -157,13 +166,20 @@ impl OffsetDistribution {
         rng: &mut RandomStream,
     ) -> u64 {
         let slots = slots.max(1);
+        let place = |rank: u64, rand_off: u64, nranges: u64| {
+            if self.hash {
+                scatter(rank, rand_off, nranges)
+            } else {
+                rank.wrapping_add(rand_off) % nranges
+            }
+        };
         let ranked = match &self.kind {
-            Kind::Zipf(z) => scatter(z.rank(rng.unit()), z.rand_off, z.nranges),
+            Kind::Zipf(z) => place(z.rank(rng.unit()), z.rand_off, z.nranges),
             Kind::Pareto { nranges, power, rand_off } => {
-                scatter(pareto_rank(*nranges, *power, rng.unit()), *rand_off, *nranges)
+                place(pareto_rank(*nranges, *power, rng.unit()), *rand_off, *nranges)
             }
             Kind::Normal { nranges, stddev, rand_off } => {
-                scatter(gauss_rank(*nranges, *stddev, rng), *rand_off, *nranges)
+                place(gauss_rank(*nranges, *stddev, rng), *rand_off, *nranges)
             }
             Kind::Zoned { table, absolute } => {
                 let zones = &table[d];

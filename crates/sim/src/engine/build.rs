@@ -436,7 +436,7 @@ pub(super) fn build_processes(
                     region_len,
                     spec.nrfiles,
                     spec.filesize,
-                    spec.file_service_type,
+                    spec.file_service_type.clone(),
                     &mut rng,
                 )
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
@@ -468,6 +468,14 @@ pub(super) fn build_processes(
                 Some(files)
             } else {
                 None
+            };
+            // Under a non-uniform file choice files never run out (fio resets them): the job
+            // does its size= of I/O, at most its files' total, as fio's size would be.
+            let io_limit = match &files {
+                Some(t) if t.non_uniform() && io_limit.is_none() && !spec.time_based => {
+                    Some(region_len.min(t.total_bytes()))
+                }
+                _ => io_limit,
             };
             // fio's null engine has no page cache under it.
             let buffered = !spec.direct && spec.iolog.is_none() && !spec.ioengine.is_null();
