@@ -484,6 +484,26 @@ fn iolog_of(tool: &str, job: &Path, text: &str, log: &Path) -> Vec<LoggedIo> {
         .collect()
 }
 
+/// As [`iolog_of`], the reads alone with the file each names (fio names a job's files; elevator
+/// its device).
+fn file_reads_of(tool: &str, job: &Path, text: &str, log: &Path) -> Vec<(String, u64)> {
+    let _ = std::fs::remove_file(log);
+    std::fs::write(job, text).unwrap();
+    let out = match tool {
+        "fio" => Command::new("fio").arg("--output-format=terse").arg(job).output().unwrap(),
+        _ => elevator(&["run", job.to_str().unwrap()]),
+    };
+    assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() == 5 && f[2] == "read").then(|| (f[1].to_string(), f[3].parse().unwrap()))
+        })
+        .collect()
+}
+
 /// The JSON runs of one job file by real fio (installed by setup.sh) and by elevator.
 fn fio_and_elevator_json(job: &Path) -> [Output; 2] {
     let fio = Command::new("fio").arg("--output-format=json").arg(job).output().unwrap();
@@ -635,27 +655,13 @@ fn file_service_type_serves_files_in_real_fio_s_order() {
     std::fs::create_dir_all(&dir).unwrap();
     let (job, log) = (dir.join("fst.fio"), dir.join("fst.log"));
     let files = |tool: &str, fst: &str| -> String {
-        let _ = std::fs::remove_file(&log);
         let text = format!(
             "[t]\nioengine=null\ndirectory={}\nnrfiles=4\nfilesize=64k\nrw=read\nbs=4k\n\
              file_service_type={fst}\nwrite_iolog={}\n",
             dir.display(),
             log.display()
         );
-        std::fs::write(&job, text).unwrap();
-        let out = match tool {
-            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
-            _ => elevator(&["run", job.to_str().unwrap()]),
-        };
-        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-        let reads: Vec<(String, u64)> = std::fs::read_to_string(&log)
-            .unwrap()
-            .lines()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split(' ').collect();
-                (f.len() == 5 && f[2] == "read").then(|| (f[1].to_string(), f[3].parse().unwrap()))
-            })
-            .collect();
+        let reads = file_reads_of(tool, &job, &text, &log);
         if tool == "fio" {
             return reads.iter().map(|(name, _)| name.rsplit('.').next().unwrap()).collect();
         }
@@ -861,27 +867,13 @@ fn file_distributions_skew_as_real_fio_s() {
     std::fs::create_dir_all(&dir).unwrap();
     let (job, log) = (dir.join("f.fio"), dir.join("f.log"));
     let shares = |tool: &str, fst: &str| -> (f64, f64) {
-        let _ = std::fs::remove_file(&log);
         let text = format!(
             "[z]\nioengine=null\ndirectory={}\nnrfiles=50\nfilesize=4m\nrw=read\nbs=4k\n\
              io_size=20m\nfile_service_type={fst}\nwrite_iolog={}\n",
             dir.display(),
             log.display()
         );
-        std::fs::write(&job, text).unwrap();
-        let out = match tool {
-            "fio" => Command::new("fio").arg("--output-format=terse").arg(&job).output().unwrap(),
-            _ => elevator(&["run", job.to_str().unwrap()]),
-        };
-        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-        let reads: Vec<(String, u64)> = std::fs::read_to_string(&log)
-            .unwrap()
-            .lines()
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split(' ').collect();
-                (f.len() == 5 && f[2] == "read").then(|| (f[1].to_string(), f[3].parse().unwrap()))
-            })
-            .collect();
+        let reads = file_reads_of(tool, &job, &text, &log);
         let mut count = std::collections::BTreeMap::<String, u64>::new();
         for (name, offset) in &reads {
             // elevator: one device; its 4 MiB files sit on 4 MiB boundaries.
