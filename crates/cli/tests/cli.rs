@@ -953,6 +953,20 @@ fn steadystate_stops_jobs_where_real_fio_does() {
     let text = elevator(&["run", job.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("steadystate  : attained=no, "), "{text}");
+    // The group's last job judges it; one that starts after the group attained does
+    // nothing (fio: 1.9 s of the second job alone, where the first would have run 4-12 s).
+    std::fs::write(
+        &job,
+        "[global]\nioengine=null\nsize=1g\nrw=randread\nbs=4k\nrate_iops=1000\ntime_based\n\
+         runtime=8\ngroup_reporting\nss=iops:2%\nss_dur=2\n[a]\nstartdelay=4\n[b]\n",
+    )
+    .unwrap();
+    let [fio, ours] = fio_and_elevator_json(&job);
+    for (tool, out) in [("fio", &fio), ("elevator", &ours)] {
+        let v = fio_json_of(&out.stdout);
+        let ran = v["jobs"][0]["job_runtime"].as_u64().unwrap();
+        assert!((1700..=2000).contains(&ran), "{tool}: the group ran {ran} ms");
+    }
     // A job with steadystate beside one without, in one reporting group: both refuse.
     std::fs::write(
         &job,

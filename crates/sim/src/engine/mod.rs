@@ -521,6 +521,16 @@ impl Engine {
                     if let Some(stop) = self.procs[p as usize].start(self.now_ns) {
                         self.push(stop, Event::RuntimeEnd(p));
                     }
+                    // Its reporting group reached its steady state before it started (a
+                    // start delay): fio's terminate is already set, and the job does nothing.
+                    let proc = &mut self.procs[p as usize];
+                    if proc.ss.as_ref().is_some_and(|s| s.attained) {
+                        proc.runtime_expired();
+                        if proc.drained(self.now_ns) {
+                            self.process_done(p);
+                            continue;
+                        }
+                    }
                     self.open_buffered(p);
                     if self.procs[p as usize].exit_on_io_done {
                         self.stop_cpuio_if_io_done();
