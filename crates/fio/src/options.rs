@@ -760,14 +760,12 @@ impl Builder {
             }
             "offset" => spec.offset = parse_size_or_percent(v, kb)?,
             "offset_increment" => spec.offset_increment = parse_size_or_percent(v, kb)?,
+            // 0: the smallest block (fio's default); else a block alignment, as `ba=` is.
             "offset_align" => {
-                let align = parse_size(v, kb)?;
-                if align % SECTOR_BYTES != 0 || align > MAX_BLOCK_BYTES {
-                    return Err(format!(
-                        "{align} is not a multiple of {SECTOR_BYTES} up to {MAX_BLOCK_BYTES} (MAX_BLOCK_BYTES): elevator simulates {SECTOR_BYTES}-byte sectors"
-                    ));
+                spec.offset_align = match parse_size(v, kb)? {
+                    0 => None,
+                    _ => Some(block_bytes(v, kb)?),
                 }
-                spec.offset_align = (align > 0).then_some(align);
             }
             "filename" => {
                 if v.is_empty() {

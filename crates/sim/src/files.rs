@@ -235,28 +235,20 @@ impl FileTree {
             }
         }
         let n = self.files.len();
-        self.current = match self.service {
-            FileServiceType::Random => loop {
-                let f = rng.below(n as u64) as usize;
-                if live(self, f) {
-                    break f;
+        let ranges = (n as u64) << FSERVICE_SHIFT;
+        self.current = loop {
+            let f = match (&self.service, self.distribution.as_mut()) {
+                (FileServiceType::Random, _) => rng.below(n as u64) as usize,
+                (_, Some(d)) => (d.next_slot(0, ranges, 1, rng) >> FSERVICE_SHIFT) as usize,
+                _ => {
+                    let f = self.next_rr;
+                    self.next_rr = (f + 1) % n;
+                    f
                 }
-            },
-            FileServiceType::Distribution(_) => loop {
-                let ranges = (n as u64) << FSERVICE_SHIFT;
-                let d = self.distribution.as_mut().expect("made with the tree");
-                let f = (d.next_slot(0, ranges, 1, rng) >> FSERVICE_SHIFT) as usize;
-                if live(self, f) {
-                    break f;
-                }
-            },
-            _ => loop {
-                let f = self.next_rr;
-                self.next_rr = (f + 1) % n;
-                if live(self, f) {
-                    break f;
-                }
-            },
+            };
+            if live(self, f) {
+                break f;
+            }
         };
         self.service_left = Some(self.service_nr.wrapping_sub(1));
     }

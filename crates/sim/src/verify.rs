@@ -58,8 +58,7 @@ impl Verify {
 
     /// The job wrote `len` bytes at route offset `offset`.
     pub fn wrote(&mut self, offset: u64, len: u64) {
-        let kept = if self.in_written_order { self.written.len() } else { self.by_offset.len() };
-        if kept >= MAX_VERIFY_PIECES && !self.by_offset.contains_key(&offset) {
+        if self.kept() >= MAX_VERIFY_PIECES && !self.by_offset.contains_key(&offset) {
             self.dropped += 1;
             return;
         }

@@ -1230,6 +1230,7 @@ impl Process {
 
     /// Records that an I/O went into the block layer.
     pub fn issued(&mut self, io: &Io, now_ns: Nanos) {
+        let verifying = self.verifying();
         if let Some(log) = self.issue_log.as_mut() {
             match io.flush {
                 // fio logs the io_u it reused: the last write's offset, no length.
@@ -1238,7 +1239,7 @@ impl Process {
                 }
                 // The verify phase's sync: fio's do_verify calls fio_io_sync, which the log
                 // does not see.
-                Some(_) if self.verify.as_ref().is_some_and(|v| v.reading()) => {}
+                Some(_) if verifying => {}
                 _ => log.issued(now_ns, io.op, io.offset_bytes, io.len_bytes),
             }
         }

@@ -431,7 +431,7 @@ pub(super) fn build_processes(
             let region = Region { route, start_bytes: region_start, len_bytes: region_len };
             let mut rng = RandomStream::new(rng_seed, stream);
             let files = if tree {
-                let files = FileTree::lay_out(
+                let mut files = FileTree::lay_out(
                     region_start,
                     region_len,
                     spec.nrfiles,
@@ -440,7 +440,6 @@ pub(super) fn build_processes(
                     &mut rng,
                 )
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
-                let mut files = files;
                 files.set_service_nr(spec.file_service_nr);
                 // Files that spilled past the region (its metadata beside `size=` bytes of
                 // files) take the room after it: the job's own file grows on its file
@@ -559,34 +558,33 @@ pub(super) fn build_processes(
 /// agree on their criterion, and the ring goes to each job, or under `group_reporting` to
 /// the last job of its group, which judges the group's summed samples.
 fn setup_steadystate(jobs: &JobFile, procs: &mut [Process]) -> Result<(), SimError> {
-    // fio compares its `td->ss`, all zeros for a job without a duration.
+    // fio compares its `td->ss`, all zeros for a job without a duration; agreeing with the
+    // group's first job is agreeing with all of them.
     let effective = |p: &Process| {
         let ss = jobs.jobs[p.job].steadystate;
         ss.enabled().then_some(ss)
     };
+    let mut first_of_group: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut last_with_ss: BTreeMap<u32, usize> = BTreeMap::new();
     for i in 0..procs.len() {
         let spec = &jobs.jobs[procs[i].job];
-        let ss = spec.steadystate;
-        if let Some(other) = procs[..i]
-            .iter()
-            .find(|o| o.group_id == procs[i].group_id && effective(o) != effective(&procs[i]))
-        {
+        let first = *first_of_group.entry(procs[i].group_id).or_insert(i);
+        if effective(&procs[first]) != effective(&procs[i]) {
             return Err(SimError(format!(
                 "{}: job `{}`: its steadystate options differ from job `{}`'s in the same reporting group (fio: \"steadystate options must be consistent within reporting groups\")",
-                spec.source, spec.name, other.name
+                spec.source, spec.name, procs[first].name
             )));
         }
-        if ss.enabled() {
-            procs[i].ss = Some(Box::new(SteadyStateJob::new(ss, spec.group_reporting)));
+        if spec.steadystate.enabled() {
+            procs[i].ss =
+                Some(Box::new(SteadyStateJob::new(spec.steadystate, spec.group_reporting)));
+            last_with_ss.insert(procs[i].group_id, i);
         }
     }
-    for i in 0..procs.len() {
-        let Some(ss) = procs[i].ss.as_deref() else { continue };
-        let last_of_group =
-            !procs[i + 1..].iter().any(|o| o.group_id == procs[i].group_id && o.ss.is_some());
-        if !ss.group_reporting || last_of_group {
-            let window = SteadyStateWindow::new(ss.spec);
-            procs[i].ss.as_mut().expect("checked").window = Some(window);
+    for (i, p) in procs.iter_mut().enumerate() {
+        let Some(ss) = p.ss.as_deref_mut() else { continue };
+        if !ss.group_reporting || last_with_ss[&p.group_id] == i {
+            ss.window = Some(SteadyStateWindow::new(ss.spec));
         }
     }
     Ok(())

@@ -399,12 +399,12 @@ impl Engine {
         for (i, p) in self.procs.iter_mut().enumerate() {
             let (start_ns, group_id) = (p.start_ns, p.group_id);
             let running = matches!(p.state, State::Running | State::Draining) && now > start_ns;
-            let ios: u64 = p.stats.iter().map(|s| s.total_ios).sum();
-            let bytes: u64 = p.stats.iter().map(|s| s.io_bytes).sum();
             let Some(ss) = p.ss.as_deref_mut() else { continue };
             if !running || ss.attained {
                 continue;
             }
+            let ios: u64 = p.stats.iter().map(|s| s.total_ios).sum();
+            let bytes: u64 = p.stats.iter().map(|s| s.io_bytes).sum();
             if !ss.group_reporting || prev_group != Some(group_id) {
                 (group_bw, group_iops, group_ramp_over) = (0, 0, 0);
             }
