@@ -43,10 +43,16 @@ fn tool(name: &str) -> PathBuf {
     );
 }
 
-/// Runs `program args` in the C locale (blkparse groups digits by locale); its stdout, after
-/// checking it exited 0.
-fn run(program: &Path, args: &[&str]) -> String {
-    let out = Command::new(program).args(args).env("LC_ALL", "C").output().expect("runs");
+/// Runs `program args` in directory `cwd` (btt leaves its `*_fp.dat` files in its working
+/// directory) and the C locale (blkparse groups digits by locale); its stdout, after checking
+/// it exited 0.
+fn run(cwd: &Path, program: &Path, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .current_dir(cwd)
+        .args(args)
+        .env("LC_ALL", "C")
+        .output()
+        .expect("runs");
     assert!(
         out.status.success(),
         "{} {args:?} failed ({}): {}{}",
@@ -89,6 +95,7 @@ fn blkparse_and_btt_read_the_simulated_trace() {
     let elevator = Path::new(env!("CARGO_BIN_EXE_elevator"));
     let started = Instant::now();
     let json_traced = run(
+        &dir,
         elevator,
         &["run", job.to_str().unwrap(), "--output-format", "json", "--write-blktrace"]
             .into_iter()
@@ -96,7 +103,8 @@ fn blkparse_and_btt_read_the_simulated_trace() {
             .collect::<Vec<_>>(),
     );
     let run_time = started.elapsed();
-    let json_plain = run(elevator, &["run", job.to_str().unwrap(), "--output-format", "json"]);
+    let json_plain =
+        run(&dir, elevator, &["run", job.to_str().unwrap(), "--output-format", "json"]);
     assert_eq!(json_traced, json_plain, "--write-blktrace changed the results");
     let trace = traces.join("sda.blktrace.0");
     assert!(trace.is_file(), "no {}", trace.display());
@@ -115,7 +123,7 @@ fn blkparse_and_btt_read_the_simulated_trace() {
     assert!(disk_writes < writes, "the sequential writes merged: {disk_writes} of {writes}");
 
     let started = Instant::now();
-    let text = run(&blkparse, &["-i", "sda", "-D", traces.to_str().unwrap()]);
+    let text = run(&dir, &blkparse, &["-i", "sda", "-D", traces.to_str().unwrap()]);
     let parse_time = started.elapsed();
     assert_eq!(summary_count(&text, "Reads Queued:"), reads, "Q reads");
     assert_eq!(summary_count(&text, "Writes Queued:"), writes, "Q writes");
@@ -136,10 +144,11 @@ fn blkparse_and_btt_read_the_simulated_trace() {
     let dump = dir.join("sda.bin");
     let started = Instant::now();
     run(
+        &dir,
         &blkparse,
         &["-i", "sda", "-D", traces.to_str().unwrap(), "-d", dump.to_str().unwrap(), "-O"],
     );
-    let report = run(&btt, &["-i", dump.to_str().unwrap()]);
+    let report = run(&dir, &btt, &["-i", dump.to_str().unwrap()]);
     let btt_time = started.elapsed();
     let (q2c, q2c_n) = btt_line(&report, "Q2C");
     let (d2c, d2c_n) = btt_line(&report, "D2C");

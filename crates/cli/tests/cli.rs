@@ -33,10 +33,15 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_str(&ok(&all)).expect("valid JSON")
 }
 
-fn temp_file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("elevator-cli-{}", std::process::id()));
+/// A scratch directory of this test run: `elevator-NAME-PID` in the temporary directory.
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("elevator-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+    dir
+}
+
+fn temp_file(name: &str, text: &str) -> PathBuf {
+    let path = scratch_dir("cli").join(name);
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -235,8 +240,7 @@ fn iolog_replay_keeps_recorded_timing() {
 /// timing: 40 reads at 100 IOPS take about 390 ms again.
 #[test]
 fn a_log_real_fio_wrote_replays_in_its_time() {
-    let dir = std::env::temp_dir().join(format!("elevator-iolog-rt-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("iolog-rt");
     let log = dir.join("rt.log");
     let _ = std::fs::remove_file(&log); // fio appends to an existing log
     let record = dir.join("record.fio");
@@ -249,7 +253,7 @@ fn a_log_real_fio_wrote_replays_in_its_time() {
         ),
     )
     .unwrap();
-    let out = Command::new("fio").args(["--output-format=terse"]).arg(&record).output().unwrap();
+    let out = run_under("fio", &record, "terse");
     assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
     let replay = dir.join("replay.fio");
     std::fs::write(&replay, format!("[replay]\nread_iolog={}\nioengine=libaio\n", log.display()))
@@ -265,8 +269,7 @@ fn a_log_real_fio_wrote_replays_in_its_time() {
 /// and real fio (installed by setup.sh) replay with the same I/Os and timing.
 #[test]
 fn write_iolog_records_a_log_real_fio_replays() {
-    let dir = std::env::temp_dir().join(format!("elevator-write-iolog-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("write-iolog");
     let log = dir.join("sim.log");
     let _ = std::fs::remove_file(&log); // appended to, as fio does
     let job = dir.join("record.fio");
@@ -304,7 +307,7 @@ fn write_iolog_records_a_log_real_fio_replays() {
     let fio_job = dir.join("fio-replay.fio");
     std::fs::write(&fio_job, format!("[replay]\nioengine=null\nread_iolog={}\n", log.display()))
         .unwrap();
-    let out = Command::new("fio").arg("--output-format=json").arg(&fio_job).output().unwrap();
+    let out = run_under("fio", &fio_job, "json");
     assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
     let f: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((ios(&f, "read"), ios(&f, "write")), (reads, writes));
@@ -318,8 +321,7 @@ fn write_iolog_records_a_log_real_fio_replays() {
 /// offset counted twice, a step back that sticks at one block, a pass that ends short).
 #[test]
 fn rw_modifiers_place_ios_as_real_fio_does() {
-    let dir = std::env::temp_dir().join(format!("elevator-rw-seq-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("rw-seq");
     // (direction, 4 KiB block) of each I/O in each tool's write_iolog.
     let logged = |tool: &str, extra: &str| -> Vec<(char, u64)> {
         let log = dir.join(format!("{tool}.log"));
@@ -375,8 +377,7 @@ fn rw_modifiers_place_ios_as_real_fio_does() {
 /// of memory's.
 #[test]
 fn sync_file_range_writes_back_what_real_fio_syncs() {
-    let dir = std::env::temp_dir().join(format!("elevator-sfr-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("sfr");
     let logged = |tool: &str, sfr: &str| -> Vec<(String, u64)> {
         let log = dir.join(format!("{tool}.log"));
         let _ = std::fs::remove_file(dir.join("data"));
@@ -413,8 +414,7 @@ fn sync_file_range_writes_back_what_real_fio_syncs() {
 /// own runtime.
 #[test]
 fn verify_reads_back_what_was_written_as_real_fio_does() {
-    let dir = std::env::temp_dir().join(format!("elevator-verify-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("verify");
     // (offsets written, offsets read) in each tool's write_iolog.
     let logged = |tool: &str, extra: &str| -> (Vec<u64>, Vec<u64>) {
         let log = dir.join(format!("{tool}.log"));
@@ -464,51 +464,60 @@ fn verify_reads_back_what_was_written_as_real_fio_does() {
 /// One I/O line of a fio version 3 iolog: µs since the start, action, offset.
 type LoggedIo = (u64, String, u64);
 
-/// Writes job file `job` with `text` (whose `write_iolog=` is `log`), runs it under `tool`
-/// (real fio, installed by setup.sh, or elevator) and returns the log's I/O lines.
-fn iolog_of(tool: &str, job: &Path, text: &str, log: &Path) -> Vec<LoggedIo> {
-    let _ = std::fs::remove_file(log); // appended to, as fio does
-    std::fs::write(job, text).unwrap();
-    let out = match tool {
-        "fio" => Command::new("fio").arg("--output-format=terse").arg(job).output().unwrap(),
-        _ => elevator(&["run", job.to_str().unwrap()]),
-    };
-    assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            (f.len() == 5).then(|| (f[0].parse().unwrap(), f[2].to_string(), f[3].parse().unwrap()))
-        })
-        .collect()
+/// Runs job file `job` under `tool` (real fio, installed by setup.sh, or elevator) with
+/// output `format`. Real fio runs in the job's directory, so what it leaves behind (the files
+/// it lays out, a verify job's state file) stays beside the job, not in the source tree.
+fn run_under(tool: &str, job: &Path, format: &str) -> Output {
+    match tool {
+        "fio" => Command::new("fio")
+            .current_dir(job.parent().expect("a job in a directory"))
+            .arg(format!("--output-format={format}"))
+            .arg(job)
+            .output()
+            .unwrap(),
+        _ => elevator(&["run", job.to_str().unwrap(), "--output-format", format]),
+    }
 }
 
-/// As [`iolog_of`], the reads alone with the file each names (fio names a job's files; elevator
-/// its device).
-fn file_reads_of(tool: &str, job: &Path, text: &str, log: &Path) -> Vec<(String, u64)> {
-    let _ = std::fs::remove_file(log);
+/// Writes job file `job` with `text` (whose `write_iolog=` is `log`), runs it under `tool`
+/// with output `format`, and returns its output and the log's I/O lines, split into their
+/// five fields.
+fn logged_run(
+    tool: &str,
+    job: &Path,
+    text: &str,
+    log: &Path,
+    format: &str,
+) -> (Output, Vec<Vec<String>>) {
+    let _ = std::fs::remove_file(log); // appended to, as fio does
     std::fs::write(job, text).unwrap();
-    let out = match tool {
-        "fio" => Command::new("fio").arg("--output-format=terse").arg(job).output().unwrap(),
-        _ => elevator(&["run", job.to_str().unwrap()]),
-    };
+    let out = run_under(tool, job, format);
     assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
-    std::fs::read_to_string(log)
+    let lines = std::fs::read_to_string(log)
         .unwrap()
         .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            (f.len() == 5 && f[2] == "read").then(|| (f[1].to_string(), f[3].parse().unwrap()))
-        })
-        .collect()
+        .map(|l| l.split(' ').map(str::to_string).collect::<Vec<_>>())
+        .filter(|f| f.len() == 5)
+        .collect();
+    (out, lines)
+}
+
+/// [`logged_run`]'s I/O lines as (µs, action, offset).
+fn iolog_of(tool: &str, job: &Path, text: &str, log: &Path) -> Vec<LoggedIo> {
+    let (_, lines) = logged_run(tool, job, text, log, "terse");
+    lines.iter().map(|f| (f[0].parse().unwrap(), f[2].clone(), f[3].parse().unwrap())).collect()
+}
+
+/// [`logged_run`]'s reads alone, with the file each names (fio names a job's files; elevator
+/// its device).
+fn file_reads_of(tool: &str, job: &Path, text: &str, log: &Path) -> Vec<(String, u64)> {
+    let (_, lines) = logged_run(tool, job, text, log, "terse");
+    lines.iter().filter(|f| f[2] == "read").map(|f| (f[1].clone(), f[3].parse().unwrap())).collect()
 }
 
 /// The JSON runs of one job file by real fio (installed by setup.sh) and by elevator.
 fn fio_and_elevator_json(job: &Path) -> [Output; 2] {
-    let fio = Command::new("fio").arg("--output-format=json").arg(job).output().unwrap();
-    let ours = elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]);
-    [fio, ours]
+    [run_under("fio", job, "json"), run_under("elevator", job, "json")]
 }
 
 /// The `sync` statistics: real fio (installed by setup.sh) times every `fsync=`,
@@ -517,8 +526,7 @@ fn fio_and_elevator_json(job: &Path) -> [Output; 2] {
 /// accounted. Elevator reports the same counts, and the text block when there are any.
 #[test]
 fn sync_statistics_count_what_real_fio_counts() {
-    let dir = std::env::temp_dir().join(format!("elevator-sync-stats-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("sync-stats");
     for extra in [
         "fsync=32",
         "fdatasync=32",
@@ -559,8 +567,7 @@ fn sync_statistics_count_what_real_fio_counts() {
 /// (installed by setup.sh) does.
 #[test]
 fn unified_rw_reporting_sums_directions_as_real_fio_does() {
-    let dir = std::env::temp_dir().join(format!("elevator-unified-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("unified");
     let job = |mode: &str| {
         let path = dir.join(format!("{mode}.fio"));
         let text = format!(
@@ -571,10 +578,7 @@ fn unified_rw_reporting_sums_directions_as_real_fio_does() {
         path
     };
     let terse_fields = |tool: &str, path: &Path| {
-        let out = match tool {
-            "fio" => Command::new("fio").arg("--output-format=terse").arg(path).output().unwrap(),
-            _ => elevator(&["run", path.to_str().unwrap(), "--output-format", "terse"]),
-        };
+        let out = run_under(tool, path, "terse");
         String::from_utf8_lossy(&out.stdout).lines().next().unwrap().split(';').count()
     };
     for mode in ["none", "mixed", "both"] {
@@ -612,8 +616,7 @@ fn unified_rw_reporting_sums_directions_as_real_fio_does() {
 /// instants in their write_iolog.
 #[test]
 fn thinktime_iotime_pauses_where_real_fio_does() {
-    let dir = std::env::temp_dir().join(format!("elevator-iotime-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("iotime");
     // (ms of each pause's start, its length in ms) from a tool's log.
     let pauses = |tool: &str, extra: &str| -> Vec<(u64, u64)> {
         let log = dir.join(format!("{tool}.log"));
@@ -651,8 +654,7 @@ fn thinktime_iotime_pauses_where_real_fio_does() {
 /// block), so the offset names it. Both serve them in the same order.
 #[test]
 fn file_service_type_serves_files_in_real_fio_s_order() {
-    let dir = std::env::temp_dir().join(format!("elevator-fst-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("fst");
     let (job, log) = (dir.join("fst.fio"), dir.join("fst.log"));
     let files = |tool: &str, fst: &str| -> String {
         let text = format!(
@@ -687,8 +689,7 @@ fn file_service_type_serves_files_in_real_fio_s_order() {
 /// region if need be, and reads what real fio (installed by setup.sh) reads.
 #[test]
 fn file_trees_of_any_size_run_as_under_real_fio() {
-    let dir = std::env::temp_dir().join(format!("elevator-tree-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("tree");
     let job = dir.join("tree.fio");
     for tree in ["nrfiles=16\nfilesize=256k\nsize=4m", "nrfiles=100\nfilesize=4k\nsize=400k"] {
         let d = dir.display();
@@ -724,8 +725,7 @@ fn file_trees_of_any_size_run_as_under_real_fio() {
 /// generator), and neither logs the verify phase's sync.
 #[test]
 fn verify_backlog_reads_back_while_writing_as_real_fio_does() {
-    let dir = std::env::temp_dir().join(format!("elevator-vbacklog-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("vbacklog");
     for (rw, extra) in [
         ("write", "verify_backlog=8"),
         ("write", "verify_backlog=8\nverify_backlog_batch=4"),
@@ -764,8 +764,7 @@ fn verify_backlog_reads_back_while_writing_as_real_fio_does() {
 /// percentage of the same length; both start at the same offset.
 #[test]
 fn percentage_offsets_align_as_real_fio_aligns_them() {
-    let dir = std::env::temp_dir().join(format!("elevator-oalign-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("oalign");
     let data = dir.join("data");
     for extra in [
         "offset=33%",
@@ -796,8 +795,7 @@ fn percentage_offsets_align_as_real_fio_aligns_them() {
 /// log the same reads and no writes, and report the writes as done in no time.
 #[test]
 fn verify_only_reads_back_without_writing_as_real_fio_does() {
-    let dir = std::env::temp_dir().join(format!("elevator-vonly-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("vonly");
     let data = dir.join("data");
     for rw in ["write", "randwrite"] {
         let run = |tool: &str| -> (Vec<(String, u64)>, Value) {
@@ -812,8 +810,7 @@ fn verify_only_reads_back_without_writing_as_real_fio_does() {
                 ),
             )
             .unwrap();
-            let out =
-                Command::new("fio").arg("--output-format=terse").arg(&write).output().unwrap();
+            let out = run_under("fio", &write, "terse");
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let log = dir.join(format!("{tool}.log"));
             let job = dir.join(format!("{tool}.fio"));
@@ -823,15 +820,9 @@ fn verify_only_reads_back_without_writing_as_real_fio_does() {
                 data.display(),
                 log.display()
             );
-            let ios = iolog_of(tool, &job, &text, &log);
-            let out = match tool {
-                "fio" => {
-                    Command::new("fio").arg("--output-format=json").arg(&job).output().unwrap()
-                }
-                _ => elevator(&["run", job.to_str().unwrap(), "--output-format", "json"]),
-            };
+            let (out, lines) = logged_run(tool, &job, &text, &log, "json");
             let v = fio_json_of(&out.stdout)["jobs"][0].clone();
-            (ios.into_iter().map(|(_, a, o)| (a, o)).collect(), v)
+            (lines.iter().map(|f| (f[2].clone(), f[3].parse().unwrap())).collect(), v)
         };
         let (fio, ours) = (run("fio"), run("elevator"));
         assert_eq!(fio.0.len(), 16, "{rw}: {:?}", fio.0);
@@ -863,8 +854,7 @@ fn verify_only_reads_back_without_writing_as_real_fio_does() {
 /// numbers); uniform `random` gives each about 2 %.
 #[test]
 fn file_distributions_skew_as_real_fio_s() {
-    let dir = std::env::temp_dir().join(format!("elevator-fdist-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("fdist");
     let (job, log) = (dir.join("f.fio"), dir.join("f.log"));
     let shares = |tool: &str, fst: &str| -> (f64, f64) {
         let text = format!(
@@ -902,8 +892,7 @@ fn file_distributions_skew_as_real_fio_s() {
 /// `steadystate` object, and both refuse a reporting group whose jobs disagree.
 #[test]
 fn steadystate_stops_jobs_where_real_fio_does() {
-    let dir = std::env::temp_dir().join(format!("elevator-ss-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("ss");
     let job = dir.join("ss.fio");
     // (options, attained, runtime in ms, IOPS mean)
     for (extra, attained, runtime_ms, iops) in [
@@ -985,8 +974,7 @@ fn steadystate_stops_jobs_where_real_fio_does() {
 /// run exits 1 as fio does.
 #[test]
 fn max_latency_ends_the_job_as_real_fio_does() {
-    let dir = std::env::temp_dir().join(format!("elevator-maxlat-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("maxlat");
     let job = dir.join("m.fio");
     let text = format!(
         "[m]\nfilename={}\nsize=1m\nbs=4k\nrw=randread\nmax_latency=1\n",
@@ -1028,8 +1016,7 @@ fn max_latency_ends_the_job_as_real_fio_does() {
 /// as under real fio (installed by setup.sh): both stop after about 3 s.
 #[test]
 fn rate_min_ends_a_slow_job_as_real_fio_does() {
-    let dir = std::env::temp_dir().join(format!("elevator-ratemin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("ratemin");
     let job = dir.join("r.fio");
     let text = format!(
         "[r]\nfilename={}\nsize=16m\nbs=4k\nrw=randread\nrate_min=100g\nruntime=20\ntime_based\n",
@@ -1130,8 +1117,7 @@ fn serve_exports_a_file_to_real_clients() {
         eprintln!("skipped: qemu-img is not installed (./setup.sh installs it)");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("elevator-serve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("serve");
     let backing = dir.join("disk0.img");
     std::fs::write(&backing, vec![0u8; 8 << 20]).unwrap();
     let source = dir.join("source.img");
@@ -1246,8 +1232,7 @@ fn fio_json_of(stdout: &[u8]) -> Value {
 fn thinktime_spin_is_user_time_as_under_real_fio() {
     // 40 reads of a 1 MiB file, each followed by 10 ms of think of which 5 ms spin: about
     // 400 ms of runtime, half of it on the CPU, under real fio and elevator alike.
-    let dir = std::env::temp_dir().join(format!("elevator-spin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("spin");
     let data = dir.join("data");
     std::fs::write(&data, vec![7u8; 1 << 20]).unwrap();
     let job = temp_file(
