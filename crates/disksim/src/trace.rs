@@ -27,90 +27,122 @@ impl TraceRecord {
 }
 
 /// Parse trace text. Blank lines and `#` comments are skipped.
+///
+/// One pass over the bytes: [`common_line`] reads a line where it starts and stops at its end,
+/// so lines are not split out first (finding every newline ahead of the reader was a sixth
+/// of the parse); a line it does not take is cut out and read by [`any_line`].
 pub fn parse_trace(text: &str, file: &str) -> Result<Vec<TraceRecord>, DiskSimError> {
-    let mut out = Vec::with_capacity(text.len() / 40 + 1);
-    for (ln, line) in text.lines().enumerate() {
-        let rec = match common_line(line.as_bytes(), ln + 1) {
-            Some(r) => r,
-            None => match any_line(line, ln + 1, file)? {
-                Some(r) => r,
-                None => continue,
-            },
-        };
-        out.push(rec);
+    let s = text.as_bytes();
+    let mut out = Vec::with_capacity(s.len() / 40 + 1);
+    let (mut at, mut ln) = (0, 0);
+    // One past the newline at or after `i` (the end of the text without one).
+    let next_line =
+        |i: usize| s[i..].iter().position(|&b| b == b'\n').map_or(s.len(), |p| i + p + 1);
+    while at < s.len() {
+        ln += 1;
+        let mut c = Cursor { s, i: at };
+        if let Some(rec) = c.common_line(ln) {
+            out.push(rec);
+            at = if s.get(c.i) == Some(&b'\n') { c.i + 1 } else { next_line(c.i) };
+            continue;
+        }
+        let end = next_line(at);
+        // A `\r` before the newline is whitespace to `any_line`, as it is to `str::lines`.
+        if let Some(rec) = any_line(text[at..end].trim_end_matches('\n'), ln, file)? {
+            out.push(rec);
+        }
+        at = end;
     }
     Ok(out)
 }
 
-/// The line almost every trace line is (`R Hit 2992396 4 13670.00000 35942.00000`), read in
-/// one pass over its bytes: an `R` or `W`, a word, two unsigned integers and two plain
-/// decimals, separated by ASCII whitespace, anything after the sixth field ignored. `None`
-/// for any other line (blank, comment, sign, exponent, error), which [`any_line`] then reads;
-/// where this reads a line, it reads it as [`any_line`] does (property test
-/// `the_common_line_reads_as_any_line`). Splitting into words and parsing each took a
-/// quarter of `validate-disk`'s instructions.
+/// [`Cursor::common_line`] over one line.
+#[cfg(test)]
 fn common_line(line: &[u8], ln: usize) -> Option<TraceRecord> {
-    let mut c = Cursor { s: line, i: 0 };
-    c.blanks();
-    let is_write = match c.byte()? {
-        b'R' | b'r' => false,
-        b'W' | b'w' => true,
-        _ => return None,
-    };
-    c.i += 1;
-    c.end_of_word()?;
-    c.blanks();
-    let start = c.i;
-    while c.byte().is_some_and(|b| !b.is_ascii_whitespace()) {
-        c.i += 1;
-    }
-    (c.i > start).then_some(())?;
-    let start_block = c.integer()?;
-    let size_sectors = u32::try_from(c.integer()?).ok()?;
-    let access_time_us = c.decimal()?;
-    let think_time_us = c.decimal()?;
-    Some(TraceRecord {
-        is_write,
-        start_block,
-        size_sectors,
-        access_time_us,
-        think_time_us,
-        line: ln,
-    })
+    Cursor { s: line, i: 0 }.common_line(ln)
 }
 
-/// A place in a line, for [`common_line`].
+/// A place in the trace text; the line ends at a newline or the end of the text.
 struct Cursor<'a> {
     s: &'a [u8],
     i: usize,
 }
 
+/// Blanks between a line's words: ASCII whitespace but the newline, which ends the line
+/// (`str::lines` leaves a `\r` before it, which `split_ascii_whitespace` skips as this does).
+fn is_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\x0c')
+}
+
 impl Cursor<'_> {
+    /// The line almost every trace line is (`R Hit 2992396 4 13670.00000 35942.00000`), read
+    /// in one pass over its bytes: an `R` or `W`, a word, two unsigned integers and two plain
+    /// decimals, separated by blanks, anything after the sixth field ignored (the cursor then
+    /// stands at the sixth field's end). `None` for any other line (blank, comment, sign,
+    /// exponent, error), which [`any_line`] then reads; where this reads a line, it reads it
+    /// as [`any_line`] does (property test `the_common_line_reads_as_any_line`). Splitting
+    /// into words and parsing each took a quarter of `validate-disk`'s instructions.
+    fn common_line(&mut self, ln: usize) -> Option<TraceRecord> {
+        self.blanks();
+        let is_write = match self.byte()? {
+            b'R' | b'r' => false,
+            b'W' | b'w' => true,
+            _ => return None,
+        };
+        self.i += 1;
+        self.end_of_word()?;
+        self.blanks();
+        let start = self.i;
+        while self.byte().is_some_and(|b| !b.is_ascii_whitespace()) {
+            self.i += 1;
+        }
+        (self.i > start).then_some(())?;
+        let start_block = self.integer()?;
+        let size_sectors = u32::try_from(self.integer()?).ok()?;
+        let access_time_us = self.decimal()?;
+        let think_time_us = self.decimal()?;
+        Some(TraceRecord {
+            is_write,
+            start_block,
+            size_sectors,
+            access_time_us,
+            think_time_us,
+            line: ln,
+        })
+    }
+
     fn byte(&self) -> Option<u8> {
         self.s.get(self.i).copied()
     }
 
     fn blanks(&mut self) {
-        while self.byte().is_some_and(|b| b.is_ascii_whitespace()) {
+        while self.byte().is_some_and(is_blank) {
             self.i += 1;
         }
     }
 
-    /// A word ends at whitespace or the end of the line.
+    /// A word ends at whitespace (a blank or the line's end) or the end of the text.
     fn end_of_word(&self) -> Option<()> {
         self.byte().is_none_or(|b| b.is_ascii_whitespace()).then_some(())
     }
 
-    /// The digits that follow, appended to `v`; `None` past `most` of them, else the value
-    /// and how many there were (19 digits in all keep a `u64` from overflowing).
+    /// The digits that follow, appended to `v`; `None` past `most` of them (at most 19: so
+    /// many digits in all keep a `u64` from overflowing; past them the wrapped value is
+    /// dropped), else the value and how many there were.
+    #[inline]
     fn digits(&mut self, mut v: u64, most: usize) -> Option<(u64, usize)> {
         let start = self.i;
-        while let Some(d) = self.byte().map(|b| b.wrapping_sub(b'0')).filter(|&d| d < 10) {
-            (self.i - start < most).then_some(())?;
-            v = v * 10 + u64::from(d);
-            self.i += 1;
+        let mut i = start;
+        while let Some(&b) = self.s.get(i) {
+            let d = b.wrapping_sub(b'0');
+            if d >= 10 {
+                break;
+            }
+            v = v.wrapping_mul(10).wrapping_add(u64::from(d));
+            i += 1;
         }
-        Some((v, self.i - start))
+        self.i = i;
+        (i - start <= most).then_some((v, i - start))
     }
 
     /// The next word as an unsigned integer, read as `str::parse::<u64>` reads it.
