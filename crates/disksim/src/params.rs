@@ -142,42 +142,47 @@ enum Tok {
 }
 
 fn lex(text: &str) -> Vec<(Tok, usize)> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(text.len() / 8);
     for (ln, raw) in text.lines().enumerate() {
         let line = ln + 1;
-        let body = match raw.find('#') {
-            Some(i) => &raw[..i],
-            None => raw,
-        };
-        let mut cur = String::new();
-        let flush = |cur: &mut String, out: &mut Vec<(Tok, usize)>| {
-            let t = cur.split_whitespace().collect::<Vec<_>>().join(" ");
-            if !t.is_empty() {
-                out.push((Tok::Text(t), line));
-            }
-            cur.clear();
-        };
-        for c in body.chars() {
-            let t = match c {
-                '{' => Some(Tok::LBrace),
-                '}' => Some(Tok::RBrace),
-                '[' => Some(Tok::LBrack),
-                ']' => Some(Tok::RBrack),
-                ',' => Some(Tok::Comma),
-                '=' => Some(Tok::Eq),
-                _ => None,
+        let body = raw.find('#').map_or(raw, |i| &raw[..i]);
+        // The punctuation is ASCII: cutting at it keeps the text between valid UTF-8.
+        let mut start = 0;
+        for (i, b) in body.bytes().enumerate() {
+            let t = match b {
+                b'{' => Tok::LBrace,
+                b'}' => Tok::RBrace,
+                b'[' => Tok::LBrack,
+                b']' => Tok::RBrack,
+                b',' => Tok::Comma,
+                b'=' => Tok::Eq,
+                _ => continue,
             };
-            match t {
-                Some(t) => {
-                    flush(&mut cur, &mut out);
-                    out.push((t, line));
-                }
-                None => cur.push(c),
-            }
+            text_token(&body[start..i], line, &mut out);
+            out.push((t, line));
+            start = i + 1;
         }
-        flush(&mut cur, &mut out);
+        text_token(&body[start..], line, &mut out);
     }
     out
+}
+
+/// The text between two punctuation marks as one token, its words joined by single spaces
+/// (none when it is blank). Most are one word or words one space apart: those are copied
+/// as they are, without splitting and joining.
+fn text_token(s: &str, line: usize, out: &mut Vec<(Tok, usize)>) {
+    let t = s.trim();
+    if t.is_empty() {
+        return;
+    }
+    let spaced_once = t.bytes().all(|b| b.is_ascii() && (b == b' ' || !b.is_ascii_whitespace()))
+        && !t.contains("  ");
+    let t = if spaced_once {
+        t.to_string()
+    } else {
+        t.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    out.push((Tok::Text(t), line));
 }
 
 struct Parser<'a> {
@@ -198,12 +203,12 @@ impl Parser<'_> {
     fn err(&self, msg: impl Into<String>) -> DiskSimError {
         DiskSimError::Syntax { file: self.file.to_string(), line: self.line(), msg: msg.into() }
     }
+    /// The next token, moved out: a step back after `next` only reports an error at that
+    /// token's line, which stays.
     fn next(&mut self) -> Option<(Tok, usize)> {
-        let t = self.toks.get(self.pos).cloned();
-        if t.is_some() {
-            self.pos += 1;
-        }
-        t
+        let (t, line) = self.toks.get_mut(self.pos)?;
+        self.pos += 1;
+        Some((std::mem::replace(t, Tok::Comma), *line))
     }
 
     fn top(&mut self, out: &mut ParamFile) -> Result<(), DiskSimError> {
