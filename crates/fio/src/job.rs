@@ -137,6 +137,30 @@ impl BlockSize {
             BlockSize::Split { parts } => parts.iter().map(|p| p.0).min().unwrap_or(0),
         }
     }
+
+    /// The largest block this direction issues.
+    pub fn max_bytes(&self) -> u64 {
+        match self {
+            BlockSize::Fixed { bytes } => *bytes,
+            BlockSize::Range { max_bytes, .. } => *max_bytes,
+            BlockSize::Split { parts } => parts.iter().map(|p| p.0).max().unwrap_or(0),
+        }
+    }
+
+    /// The block to take where only `left` bytes remain before the end of the file and the
+    /// drawn block does not fit: fio (`get_next_buflen`, `fill_io_u`) gives the file up when
+    /// not even the smallest block fits, and otherwise draws again until a block does.
+    /// Deviation: this takes the largest block that fits rather than drawing among them.
+    pub fn fitting(&self, left: u64) -> Option<u64> {
+        match self {
+            BlockSize::Fixed { bytes } => (*bytes <= left).then_some(*bytes),
+            BlockSize::Range { min_bytes, max_bytes } => (*min_bytes > 0 && left >= *min_bytes)
+                .then(|| left.min(*max_bytes) / min_bytes * min_bytes),
+            BlockSize::Split { parts } => {
+                parts.iter().filter(|&&(b, p)| p > 0 && b <= left).map(|&(b, _)| b).max()
+            }
+        }
+    }
 }
 
 /// `ioengine=`. Only what decides queueing behaviour matters to the simulation: every engine

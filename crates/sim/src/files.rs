@@ -268,41 +268,63 @@ impl FileTree {
         self.files.iter().map(|f| f.len_bytes).sum()
     }
 
-    /// The next I/O of at most `bs` bytes.
-    pub fn next(&mut self, bs: u64, rng: &mut RandomStream) -> FileIo {
-        if self.finished == self.files.len() {
-            return FileIo::Done;
-        }
-        if !std::mem::take(&mut self.hold) {
-            self.choose(rng);
-        }
-        let i = self.current;
-        let f = self.files[i];
-        if !self.opened[i] {
-            self.opened[i] = true;
-            if self.announce_opens {
-                self.hold = true;
-                return FileIo::Open { file: i };
+    /// The next I/O: of `bs` bytes, or where the file has less left, the block `fit` gives
+    /// for what is left. Where `fit` gives none, fio's `fill_io_u` fails and the file is done
+    /// (or, under a non-uniform choice, reset), without I/O; another file is chosen.
+    pub fn next(
+        &mut self,
+        bs: u64,
+        fit: impl Fn(u64) -> Option<u64>,
+        rng: &mut RandomStream,
+    ) -> FileIo {
+        // Every file given up without I/O: a non-uniform choice would draw them forever.
+        let mut given_up = 0;
+        loop {
+            if self.finished == self.files.len() || given_up > self.files.len() {
+                return FileIo::Done;
             }
-            if self.cached_meta != Some(f.meta_offset_bytes) {
-                self.cached_meta = Some(f.meta_offset_bytes);
-                self.hold = true;
-                return FileIo::Meta { offset_bytes: f.meta_offset_bytes, file: i };
+            if !std::mem::take(&mut self.hold) {
+                self.choose(rng);
             }
-        }
-        let len = bs.min(f.len_bytes - self.pos[i]);
-        let offset = f.data_offset_bytes + self.pos[i];
-        self.pos[i] += len;
-        if self.pos[i] >= f.len_bytes {
-            if self.distribution.is_some() {
-                // fio resets a finished file under a non-uniform choice (fio_file_reset)
-                // instead of marking it done: it may be drawn again, from its start.
-                self.pos[i] = 0;
-            } else {
-                self.finished += 1;
+            let i = self.current;
+            let f = self.files[i];
+            if !self.opened[i] {
+                self.opened[i] = true;
+                if self.announce_opens {
+                    self.hold = true;
+                    return FileIo::Open { file: i };
+                }
+                if self.cached_meta != Some(f.meta_offset_bytes) {
+                    self.cached_meta = Some(f.meta_offset_bytes);
+                    self.hold = true;
+                    return FileIo::Meta { offset_bytes: f.meta_offset_bytes, file: i };
+                }
             }
+            let left = f.len_bytes - self.pos[i];
+            let Some(len) = (if bs <= left { Some(bs) } else { fit(left) }) else {
+                self.pos[i] = f.len_bytes;
+                self.file_done(i);
+                given_up += 1;
+                continue;
+            };
+            let offset = f.data_offset_bytes + self.pos[i];
+            self.pos[i] += len;
+            if self.pos[i] >= f.len_bytes {
+                self.file_done(i);
+            }
+            return FileIo::Data { offset_bytes: offset, len_bytes: len, file: i };
         }
-        FileIo::Data { offset_bytes: offset, len_bytes: len, file: i }
+    }
+
+    /// File `i` has no data left.
+    fn file_done(&mut self, i: usize) {
+        if self.distribution.is_some() {
+            // fio resets a finished file under a non-uniform choice (fio_file_reset)
+            // instead of marking it done: it may be drawn again, from its start.
+            self.pos[i] = 0;
+        } else {
+            self.finished += 1;
+        }
     }
 
     /// Starts another pass over the tree (time-based jobs); files stay open.
@@ -346,7 +368,7 @@ mod tests {
         let mut rng = RandomStream::new(2, 0);
         let (mut metas, mut bytes) = (0, 0);
         loop {
-            match t.next(16384, &mut rng) {
+            match t.next(16384, Some, &mut rng) {
                 FileIo::Meta { .. } => metas += 1,
                 FileIo::Data { len_bytes, .. } => bytes += len_bytes,
                 FileIo::Open { .. } => unreachable!("opens are not announced"),
@@ -358,7 +380,7 @@ mod tests {
         assert_eq!(bytes, t.total_bytes());
         t.rewind();
         assert!(
-            matches!(t.next(16384, &mut rng), FileIo::Data { .. }),
+            matches!(t.next(16384, Some, &mut rng), FileIo::Data { .. }),
             "files stay open across passes"
         );
     }
@@ -371,7 +393,7 @@ mod tests {
         t.set_service_nr(nr);
         let mut out = String::new();
         loop {
-            match t.next(4096, &mut rng) {
+            match t.next(4096, Some, &mut rng) {
                 FileIo::Data { file, .. } => out.push(char::from(b'0' + file as u8)),
                 FileIo::Meta { .. } => {}
                 FileIo::Open { .. } => unreachable!(),

@@ -378,8 +378,17 @@ pub struct Process {
     thinktime_iotime_ns: Nanos,
     thinktime_blocks_set: bool,
     last_think_ns: Nanos,
-    /// When the file openings in flight were issued: their completions count for no think.
-    opens_in_flight: Vec<Nanos>,
+    /// When the file opening in flight (its inode read, or a buffered job's open call) was
+    /// issued. fio's open() blocks the job, so nothing more is issued until it returns, and
+    /// it is no I/O of the job's: not counted, logged, timed, nor a block towards think time.
+    open_in_flight: Option<Nanos>,
+    /// [`Process::issued`] is about to see the opening `next` just returned.
+    issuing_open: bool,
+    /// An opening drawn while an I/O this process issued this very nanosecond is in flight:
+    /// it goes out a nanosecond later, so that its completion is told apart by issue time.
+    held_open: Option<FileIo>,
+    /// When this process last issued an I/O.
+    last_issue_ns: Option<Nanos>,
     /// `max_latency` per direction.
     max_latency_ns: [Option<Nanos>; 3],
     /// `rate_min` (bytes/s) and `rate_iops_min` per direction, the `rate_cycle`, and per
@@ -605,7 +614,10 @@ impl Process {
             thinktime_iotime_ns: spec.thinktime_iotime_ns,
             thinktime_blocks_set: spec.thinktime_blocks_set,
             last_think_ns: 0,
-            opens_in_flight: Vec::new(),
+            open_in_flight: None,
+            issuing_open: false,
+            held_open: None,
+            last_issue_ns: None,
             max_latency_ns: spec.max_latency_ns,
             rate_min: spec.rate_min_bytes_per_sec,
             rate_iops_min: spec.rate_iops_min,
@@ -1011,6 +1023,9 @@ impl Process {
             }
             self.next_loop();
         }
+        if self.open_in_flight.is_some() {
+            return Next::Full;
+        }
         if self.thinking || self.in_flight >= self.max_in_flight {
             if self.in_flight >= self.max_in_flight && self.refill_depth() + 1 < self.max_in_flight
             {
@@ -1045,8 +1060,19 @@ impl Process {
         if let Some(at) = self.rate_wait(d, now_ns) {
             return Next::WaitUntil(at);
         }
-        let bs = self.pick_block_size(d).min(self.region.len_bytes);
-        let (op, offset, len, opening) = match self.next_in_files(bs) {
+        let bs = self.pick_block_size(d);
+        let step = match self.held_open.take() {
+            Some(open) => Some(open),
+            None => self.next_in_files(d, bs),
+        };
+        if matches!(step, Some(FileIo::Meta { .. } | FileIo::Open { .. }))
+            && self.in_flight > 0
+            && self.last_issue_ns == Some(now_ns)
+        {
+            self.held_open = step;
+            return Next::WaitUntil(now_ns + 1);
+        }
+        let (op, offset, len, opening) = match step {
             Some(FileIo::Meta { offset_bytes, file }) => {
                 self.tree_io = Some(TreeIo::Open(file));
                 (Op::Read, offset_bytes, 4096, true)
@@ -1074,6 +1100,19 @@ impl Process {
                 }
             },
         };
+        if opening {
+            self.open_in_flight = Some(now_ns);
+            self.issuing_open = true;
+            let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op), len));
+            return Next::Issue(Io {
+                op,
+                offset_bytes: offset,
+                len_bytes: len,
+                sync: true,
+                prio,
+                flush: None,
+            });
+        }
         self.count_issue(op, len);
         if op == Op::Write {
             if let Some(v) = self.verify.as_mut() {
@@ -1100,14 +1139,9 @@ impl Process {
                 barrier = true;
             }
         }
-        // fio counts I/O units towards `thinktime_blocks`; opening a file (its inode read
-        // here) is not one.
-        if self.thinktime_ns > 0 && !opening && self.think_on_issue {
+        // fio counts I/O units towards `thinktime_blocks`.
+        if self.thinktime_ns > 0 && self.think_on_issue {
             self.count_towards_think(now_ns);
-        }
-        if self.thinktime_ns > 0 && opening && !self.think_on_issue {
-            // Its completion is not an I/O unit either (see `completed`).
-            self.opens_in_flight.push(now_ns);
         }
         let sync = op != Op::Write || self.sync_writes || barrier;
         let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op), len));
@@ -1230,6 +1264,11 @@ impl Process {
 
     /// Records that an I/O went into the block layer.
     pub fn issued(&mut self, io: &Io, now_ns: Nanos) {
+        self.in_flight += 1;
+        if std::mem::take(&mut self.issuing_open) {
+            return;
+        }
+        self.last_issue_ns = Some(now_ns);
         let verifying = self.verifying();
         if let Some(log) = self.issue_log.as_mut() {
             match io.flush {
@@ -1250,7 +1289,6 @@ impl Process {
             }
             _ => {}
         }
-        self.in_flight += 1;
         let depth = self.in_flight;
         let bucket = match depth {
             1 => 0,
@@ -1303,6 +1341,14 @@ impl Process {
     ) -> Option<Resume> {
         debug_assert!(self.in_flight > 0);
         self.in_flight -= 1;
+        // A buffered job makes one call at a time; a direct job's opening went out alone in
+        // its nanosecond.
+        let opening = op == Op::Read
+            && self.open_in_flight.is_some_and(|t| t == issue_ns || self.buffered.is_some());
+        if opening {
+            self.open_in_flight = None;
+            return self.go_on(now_ns);
+        }
         if op == Op::Flush {
             if let Some(i) = self.syncs_in_flight.iter().position(|&(t, _)| t == issue_ns) {
                 let (_, fsync) = self.syncs_in_flight.swap_remove(i);
@@ -1330,24 +1376,20 @@ impl Process {
         if now_ns >= self.ramp_end_ns && self.state == State::Running {
             self.check_min_rate(now_ns);
         }
-        // fio's default thinktime_blocks_type=complete: completed blocks count (io_blocks);
-        // a file's opening (its inode read) does not.
-        let opening = match self.opens_in_flight.iter().position(|&t| t == issue_ns) {
-            Some(i) => {
-                self.opens_in_flight.swap_remove(i);
-                true
-            }
-            None => false,
-        };
+        // fio's default thinktime_blocks_type=complete: completed blocks count (io_blocks).
         if self.thinktime_ns > 0
             && !self.think_on_issue
-            && !opening
             && op != Op::Flush
             && self.state == State::Running
             && !self.verifying()
         {
             self.count_towards_think(now_ns);
         }
+        self.go_on(now_ns)
+    }
+
+    /// How the process goes on after a completion.
+    fn go_on(&mut self, now_ns: Nanos) -> Option<Resume> {
         match self.state {
             State::Running if self.thinking => {
                 if self.in_flight == 0 {
@@ -1642,14 +1684,16 @@ impl Process {
 
     /// The next step through the file tree, if the process has one; a time-based job, or one
     /// whose `io_size` is larger than its files, starts another pass when it has done them all.
-    fn next_in_files(&mut self, bs: u64) -> Option<FileIo> {
+    fn next_in_files(&mut self, d: usize, bs: u64) -> Option<FileIo> {
         // Another pass for time-based jobs, and while io_size= is not yet moved (fio wraps).
         let more = self.io_limit_bytes.is_some_and(|l| self.loop_bytes() < l);
         let files = self.files.as_mut()?;
-        let mut io = files.next(bs, &mut self.rng);
+        let sizes = &self.block_size[d];
+        let fit = |left| sizes.fitting(left);
+        let mut io = files.next(bs, fit, &mut self.rng);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
             files.rewind();
-            io = files.next(bs, &mut self.rng);
+            io = files.next(bs, fit, &mut self.rng);
         }
         Some(io)
     }
@@ -1702,13 +1746,8 @@ impl Process {
         }
         match self.io_limit_bytes {
             Some(limit) => self.loop_bytes() >= limit,
-            None => {
-                // A replayed log ends with the log, however often it rereads its blocks.
-                self.iolog.is_none()
-                    && !self.time_based
-                    && self.runtime_ns.is_none()
-                    && self.loop_bytes() >= self.region.len_bytes
-            }
+            // A replayed log ends with the log, however often it rereads its blocks.
+            None => self.pass_is_region() && self.loop_bytes() >= self.region.len_bytes,
         }
     }
 
@@ -1785,17 +1824,50 @@ impl Process {
         // others go on sequentially from the end of the last I/O, outside the random map
         // (IO_U_F_BUSY_OK).
         if self.rw.is_random() && self.should_do_random(d) {
+            // A block larger than the region: the largest that fits, if any does.
+            let len = match len <= self.region.len_bytes {
+                true => len,
+                false => self.block_size[d].fitting(self.region.len_bytes)?,
+            };
             return Some(self.random_offset(d, len));
         }
         let start = self.region.start_bytes;
         let end = start + self.region.len_bytes;
         let mut offset = self.next_seq_offset[d];
+        let mut len = len;
         if offset + len > end {
-            offset = start;
-            self.wrapped = true;
+            // fio's fill_io_u: a block past the end of the file is not issued; a smaller one
+            // that fits is, else the file is done. A job whose pass is its region ends the
+            // pass there; a time-based one, or one moving io_size= or replaying a log, starts
+            // the next pass at the region's start.
+            match self.block_size[d].fitting(end.saturating_sub(offset)) {
+                Some(fits) => len = fits,
+                None if self.pass_is_region() => return None,
+                // fio's keep_running: no other pass for less than the largest block left.
+                None if self.io_limit_bytes.is_some_and(|l| {
+                    l.saturating_sub(self.loop_bytes())
+                        < self.block_size.iter().map(BlockSize::max_bytes).max().unwrap_or(0)
+                }) =>
+                {
+                    return None
+                }
+                None => {
+                    offset = start;
+                    self.wrapped = true;
+                }
+            }
         }
         self.next_seq_offset[d] = offset + len;
         Some((offset, len))
+    }
+
+    /// A pass is the region once over: no run time, `io_size=` past the region or log to
+    /// go on for (fio's keep_running).
+    fn pass_is_region(&self) -> bool {
+        self.io_limit_bytes.is_none_or(|l| l <= self.region.len_bytes)
+            && self.iolog.is_none()
+            && !self.time_based
+            && self.runtime_ns.is_none()
     }
 
     /// fio's `should_do_random`: whether a random job's I/O in direction `d` goes to a random

@@ -68,7 +68,7 @@ fn opening_a_file_is_not_an_io_unit() {
                     capacity_bytes = 1073741824\n";
     for direct in [0, 1] {
         let text = format!(
-            "[j]\nfilename=ram0\nrw=read\nbs=128k\ndirect={direct}\nsize=8m\nnrfiles=8\n\
+            "[j]\nfilename=ram0\nrw=read\nbs=4k\ndirect={direct}\nsize=8m\nnrfiles=8\n\
              filesize=4k\nfile_service_type=sequential\nthinktime=10ms\n"
         );
         let jobs = elevator_fio::parse_str(&text, "t.fio", Path::new("."), &|_| None).unwrap();
