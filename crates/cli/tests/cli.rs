@@ -772,6 +772,45 @@ fn no_block_goes_past_a_file_s_end_as_under_real_fio() {
     }
 }
 
+/// `write_iolog=`'s file actions: fio closes the file after a pass and opens it for the next
+/// (`loops=`, `io_size=` past `size=`) and for the verify phase. Real fio (installed by
+/// setup.sh) and elevator log the same sequence of actions.
+#[test]
+fn write_iolog_closes_and_reopens_the_file_as_real_fio_does() {
+    for (i, shape) in [
+        "rw=write\nsize=16k\nverify=crc32c",
+        "rw=write\nsize=16k\nverify=crc32c\nverify_backlog=2",
+        "rw=read\nsize=8k\nloops=2",
+        "rw=read\nsize=10k\nio_size=20k",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let actions = |tool: &str| -> String {
+            // A fresh directory each: fio reads up to the size of a file already there.
+            let dir = scratch_dir(&format!("reopen-{i}-{tool}"));
+            let (job, log) = (dir.join("r.fio"), dir.join("r.log"));
+            let text =
+                format!("[r]\nfilename=data\nbs=4k\n{shape}\nwrite_iolog={}\n", log.display());
+            std::fs::write(&job, text).unwrap();
+            let out = run_under(tool, &job, "terse");
+            assert!(
+                out.status.success(),
+                "{tool} {shape}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let log = std::fs::read_to_string(&log).unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+            log.lines()
+                .skip(1)
+                .map(|l| l.split(' ').nth(2).unwrap_or("?"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(actions("elevator"), actions("fio"), "{shape}");
+    }
+}
+
 /// `verify_backlog=` (and `verify_backlog_batch=`): a writing job verifies while it writes,
 /// reading back the oldest (or lowest) pieces once the pieces kept reach a multiple of the
 /// backlog, the rest after its writes. Real fio (installed by setup.sh) and elevator log the

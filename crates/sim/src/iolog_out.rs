@@ -302,10 +302,15 @@ pub fn fio_ddir_name(op: Op) -> &'static str {
 /// Lines one process's `write_iolog` may hold; past it the log stops and the run warns.
 pub const MAX_IOLOG_LINES: usize = MAX_LOG_SAMPLES;
 
+/// The length a line of [`IssueLog`] holds for a file action (`close`, `open`): no offset
+/// or length is written.
+const FILE_ACTION: u64 = u64::MAX;
+
 /// `write_iolog=`: what one process issued, as a fio version 3 I/O log (fio's `log_io_u`,
 /// `log_file`): a line per issued I/O, `TIME FILE ACTION OFFSET LENGTH`, the time in
 /// microseconds since the job started, the offset within the job's file (or device), and the
-/// file's `add` and `open` at the start and `close` at the end. Flushes (fsync, fdatasync,
+/// file's `add` and `open` at the start, `close` and `open` between passes and before the
+/// verify phase, and `close` at the end. Flushes (fsync, fdatasync,
 /// a barrier's flush) are `sync` lines. Real fio, and elevator, replay it with `read_iolog=`.
 #[derive(Clone, Debug)]
 pub struct IssueLog {
@@ -356,12 +361,24 @@ impl IssueLog {
         self.lines.push((us, action, offset_bytes.saturating_sub(self.base_bytes), len_bytes));
     }
 
+    /// The job closed its file and opened it again at `now_ns` (fio's `close_files` between
+    /// passes, and before the verify phase reads back).
+    pub fn reopened(&mut self, now_ns: Nanos) {
+        for action in ["close", "open"] {
+            self.issued_action(now_ns, action, 0, FILE_ACTION);
+        }
+    }
+
     /// The log's text, the file closed at `end_ns`.
     pub fn render(&self, end_ns: Nanos) -> String {
         let f = &self.file;
         let mut out = format!("fio version 3 iolog\n0 {f} add\n0 {f} open\n");
         for &(us, action, offset, len) in &self.lines {
-            out.push_str(&format!("{us} {f} {action} {offset} {len}\n"));
+            if len == FILE_ACTION {
+                out.push_str(&format!("{us} {f} {action}\n"));
+            } else {
+                out.push_str(&format!("{us} {f} {action} {offset} {len}\n"));
+            }
         }
         let end_us = end_ns.saturating_sub(self.start_ns) / NS_PER_US;
         out.push_str(&format!("{end_us} {f} close\n"));

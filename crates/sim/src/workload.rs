@@ -452,6 +452,9 @@ pub struct Process {
     pub tree_last: Option<usize>,
     /// A sequential pass wrapped back to the start of the region since last asked.
     wrapped: bool,
+    /// A pass for `io_size=` ended and the next began: fio closed the file and opened it
+    /// again, which the `write_iolog` shows.
+    reopen_to_log: bool,
     /// fio's random map of the region, for random jobs without `norandommap`.
     random_map: Option<RandomMap>,
     /// `percentage_random` per direction.
@@ -663,6 +666,7 @@ impl Process {
             tree_io: None,
             tree_last: None,
             wrapped: false,
+            reopen_to_log: false,
             random_map: None,
             percentage_random: spec.percentage_random,
             verify: None,
@@ -1021,6 +1025,11 @@ impl Process {
             if self.in_flight > 0 {
                 return Next::Full;
             }
+            // fio closes the files after a pass and opens them for the next (a time-based
+            // job's offsets just start again).
+            if let (false, Some(log)) = (self.time_based, self.issue_log.as_mut()) {
+                log.reopened(now_ns);
+            }
             self.next_loop();
         }
         if self.open_in_flight.is_some() {
@@ -1092,7 +1101,14 @@ impl Process {
                 return Next::Stop;
             }
             None => match self.pick_offset(d, bs) {
-                Some((offset, len)) => (op, offset, len, false),
+                Some((offset, len)) => {
+                    if let (true, Some(log)) =
+                        (std::mem::take(&mut self.reopen_to_log), self.issue_log.as_mut())
+                    {
+                        log.reopened(now_ns);
+                    }
+                    (op, offset, len, false)
+                }
                 None => {
                     // The pass is over (at most twice: an empty pass stops the job).
                     self.pass_ended = true;
@@ -1565,7 +1581,11 @@ impl Process {
             self.finish(now_ns);
             return true;
         }
-        // fio's do_verify: sync the file and drop it from the cache, then read back.
+        // fio's do_verify: sync the file and drop it from the cache, then read back, the
+        // file closed after the writes and opened again.
+        if let Some(log) = self.issue_log.as_mut() {
+            log.reopened(now_ns);
+        }
         self.writes_ended_ns = Some(now_ns);
         self.verify.as_mut().expect("pending").begin(now_ns);
         self.state = State::Running;
@@ -1854,6 +1874,7 @@ impl Process {
                 None => {
                     offset = start;
                     self.wrapped = true;
+                    self.reopen_to_log = !self.time_based;
                 }
             }
         }
