@@ -773,8 +773,9 @@ fn no_block_goes_past_a_file_s_end_as_under_real_fio() {
 }
 
 /// `write_iolog=`'s file actions: fio closes the file after a pass and opens it for the next
-/// (`loops=`, `io_size=` past `size=`) and for the verify phase. Real fio (installed by
-/// setup.sh) and elevator log the same sequence of actions.
+/// (`loops=`, `io_size=` past `size=`) and for the verify phase, which follows each pass of a
+/// verifying job. Real fio (installed by setup.sh) and elevator log the same sequence of
+/// actions.
 #[test]
 fn write_iolog_closes_and_reopens_the_file_as_real_fio_does() {
     for (i, shape) in [
@@ -782,6 +783,8 @@ fn write_iolog_closes_and_reopens_the_file_as_real_fio_does() {
         "rw=write\nsize=16k\nverify=crc32c\nverify_backlog=2",
         "rw=read\nsize=8k\nloops=2",
         "rw=read\nsize=10k\nio_size=20k",
+        // fio verifies each pass before the next.
+        "rw=write\nsize=16k\nverify=crc32c\nloops=2",
     ]
     .into_iter()
     .enumerate()

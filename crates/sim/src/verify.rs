@@ -111,6 +111,12 @@ impl Verify {
         *next += 1;
         Some(piece)
     }
+
+    /// The read-back is over and another pass writes (`loops=`): what it writes is kept for
+    /// the read-back after it.
+    pub fn end_pass(&mut self) {
+        self.reading = None;
+    }
 }
 
 #[cfg(test)]

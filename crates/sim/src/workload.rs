@@ -473,6 +473,14 @@ pub struct Process {
     /// When the write phase ended, if a verify phase followed it, and whether the verify
     /// phase's sync is still in flight.
     writes_ended_ns: Option<Nanos>,
+    /// With `loops=`, fio verifies each pass before the next: the write phases and read-backs
+    /// done before the last, and when the current write phase began (`None`: at the ramp's
+    /// end), for the per-direction runtimes.
+    earlier_writes_ns: Nanos,
+    earlier_verifies_ns: Nanos,
+    writes_began_ns: Option<Nanos>,
+    /// The read-back under way is a pass's, and another pass follows it.
+    verify_then_loop: bool,
     verify_syncing: bool,
     /// The next buffered call drops the file's cached pages first, `invalidate` or not.
     drop_cache: bool,
@@ -676,6 +684,10 @@ impl Process {
             last_issued_read: false,
             verify_only: spec.verify_only && spec.verify && spec.do_verify && spec.rw.writes(),
             writes_ended_ns: None,
+            earlier_writes_ns: 0,
+            earlier_verifies_ns: 0,
+            writes_began_ns: None,
+            verify_then_loop: false,
             verify_syncing: false,
             drop_cache: false,
             block_align: spec.block_align,
@@ -1006,7 +1018,7 @@ impl Process {
             return Next::Full;
         }
         if self.verifying() {
-            return self.next_verify_read();
+            return self.next_verify_read(now_ns);
         }
         if self.stop_at_ns.is_some_and(|stop| now_ns >= stop) {
             self.state = State::Draining;
@@ -1024,6 +1036,11 @@ impl Process {
             // Another pass (loops=): fio waits for this one's I/O first (cleanup_pending_aio).
             if self.in_flight > 0 {
                 return Next::Full;
+            }
+            // fio's thread_main verifies what a pass wrote before the next pass (do_verify).
+            if self.loops_left > 0 && !restart && !self.verify_only && self.begin_verify(now_ns) {
+                self.verify_then_loop = true;
+                return self.next_verify_read(now_ns);
             }
             // fio closes the files after a pass and opens them for the next (a time-based
             // job's offsets just start again).
@@ -1576,27 +1593,32 @@ impl Process {
     /// phase begins instead (it runs again, issuing reads).
     #[must_use]
     pub fn drained(&mut self, now_ns: Nanos) -> bool {
-        let verify_pending = self.verify.as_ref().is_some_and(|v| !v.reading());
-        if !verify_pending {
+        if !self.begin_verify(now_ns) {
             self.finish(now_ns);
             return true;
         }
-        // fio's do_verify: sync the file and drop it from the cache, then read back, the
-        // file closed after the writes and opened again.
-        if let Some(log) = self.issue_log.as_mut() {
-            log.reopened(now_ns);
-        }
-        self.writes_ended_ns = Some(now_ns);
-        self.verify.as_mut().expect("pending").begin(now_ns);
         self.state = State::Running;
         self.stop_at_ns = None;
         self.thinking = false;
         self.draining_to_low = false;
+        false
+    }
+
+    /// fio's do_verify, if the job verifies and has not begun its read-back: sync the file
+    /// and drop it from the cache, then read back, the file closed after the writes and
+    /// opened again. Whether a read-back began.
+    fn begin_verify(&mut self, now_ns: Nanos) -> bool {
+        let Some(v) = self.verify.as_mut().filter(|v| !v.reading()) else { return false };
+        v.begin(now_ns);
+        if let Some(log) = self.issue_log.as_mut() {
+            log.reopened(now_ns);
+        }
+        self.writes_ended_ns = Some(now_ns);
         if self.buffered.is_some() {
             // The sync first; the cache is dropped once it is done (next_verify_read).
             self.want_flush(FlushCall::Unaccounted);
         }
-        false
+        true
     }
 
     /// fio's `check_get_verify` (`verify_backlog=N`): once the pieces kept for verifying reach
@@ -1632,7 +1654,7 @@ impl Process {
 
     /// The next read of the verify phase: after a buffered job's sync has completed, the
     /// written pieces at the job's queue depth.
-    fn next_verify_read(&mut self) -> Next {
+    fn next_verify_read(&mut self, now_ns: Nanos) -> Next {
         if self.flush_pending {
             self.flush_pending = false;
             self.verify_syncing = true;
@@ -1655,6 +1677,24 @@ impl Process {
                 self.count_issue(Op::Read, len_bytes);
                 Next::Issue(Io::verify_read(offset_bytes, len_bytes))
             }
+            None if self.verify_then_loop => {
+                // A pass's read-back: once its reads are done, the next pass writes.
+                if self.in_flight > 0 {
+                    return Next::Full;
+                }
+                self.verify_then_loop = false;
+                self.verify.as_mut().expect("verifying").end_pass();
+                let w = self.writes_ended_ns.expect("a read-back began");
+                self.earlier_writes_ns +=
+                    w.saturating_sub(self.writes_began_ns.unwrap_or(self.ramp_end_ns));
+                self.earlier_verifies_ns += now_ns.saturating_sub(w);
+                self.writes_began_ns = Some(now_ns);
+                if let Some(log) = self.issue_log.as_mut() {
+                    log.reopened(now_ns);
+                }
+                self.next_loop();
+                self.next_io(now_ns)
+            }
             None => {
                 self.state = State::Draining;
                 Next::Stop
@@ -1667,8 +1707,13 @@ impl Process {
     /// job's runtime.
     pub fn dir_runtime_ns(&self, d: usize) -> Nanos {
         match (self.writes_ended_ns, d) {
-            (Some(w), 0) if !self.rw.reads() => self.end_ns.saturating_sub(w),
-            (Some(w), 1) => w.saturating_sub(self.ramp_end_ns),
+            (Some(w), 0) if !self.rw.reads() => {
+                self.earlier_verifies_ns + self.end_ns.saturating_sub(w)
+            }
+            (Some(w), 1) => {
+                self.earlier_writes_ns
+                    + w.saturating_sub(self.writes_began_ns.unwrap_or(self.ramp_end_ns))
+            }
             _ => self.runtime_ns(),
         }
     }
