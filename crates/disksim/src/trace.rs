@@ -28,9 +28,9 @@ impl TraceRecord {
 
 /// Parse trace text. Blank lines and `#` comments are skipped.
 ///
-/// One pass over the bytes: [`common_line`] reads a line where it starts and stops at its end,
-/// so lines are not split out first (finding every newline ahead of the reader was a sixth
-/// of the parse); a line it does not take is cut out and read by [`any_line`].
+/// One pass over the bytes: [`Cursor::common_line`] reads a line where it starts and stops at
+/// its end, so lines are not split out first (finding every newline ahead of the reader was a
+/// sixth of the parse); a line it does not take is cut out and read by [`any_line`].
 pub fn parse_trace(text: &str, file: &str) -> Result<Vec<TraceRecord>, DiskSimError> {
     let s = text.as_bytes();
     let mut out = Vec::with_capacity(s.len() / 40 + 1);

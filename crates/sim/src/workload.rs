@@ -1134,19 +1134,12 @@ impl Process {
             },
         };
         if opening {
+            // Not counted: an opening is a read, so nothing below for writes applies either.
             self.open_in_flight = Some(now_ns);
             self.issuing_open = true;
-            let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op), len));
-            return Next::Issue(Io {
-                op,
-                offset_bytes: offset,
-                len_bytes: len,
-                sync: true,
-                prio,
-                flush: None,
-            });
+        } else {
+            self.count_issue(op, len);
         }
-        self.count_issue(op, len);
         if op == Op::Write {
             if let Some(v) = self.verify.as_mut() {
                 v.wrote(offset, len);
@@ -1172,8 +1165,8 @@ impl Process {
                 barrier = true;
             }
         }
-        // fio counts I/O units towards `thinktime_blocks`.
-        if self.thinktime_ns > 0 && self.think_on_issue {
+        // fio counts I/O units towards `thinktime_blocks`; opening a file is not one.
+        if self.thinktime_ns > 0 && self.think_on_issue && !opening {
             self.count_towards_think(now_ns);
         }
         let sync = op != Op::Write || self.sync_writes || barrier;
@@ -1890,9 +1883,10 @@ impl Process {
         // (IO_U_F_BUSY_OK).
         if self.rw.is_random() && self.should_do_random(d) {
             // A block larger than the region: the largest that fits, if any does.
-            let len = match len <= self.region.len_bytes {
-                true => len,
-                false => self.block_size[d].fitting(self.region.len_bytes)?,
+            let len = if len <= self.region.len_bytes {
+                len
+            } else {
+                self.block_size[d].fitting(self.region.len_bytes)?
             };
             return Some(self.random_offset(d, len));
         }
