@@ -23,7 +23,7 @@ DRIVE=$(realpath "${1:-../shared/data/disksim/barracuda}")
 RUNS=${2:-20}
 NAME=$(basename "$DRIVE")
 cargo build --release -q -p elevator-cli
-ELEVATOR=$PWD/target/release/elevator
+ELEVATOR=${CARGO_TARGET_DIR:-$PWD/target}/release/elevator
 WORK=$(mktemp -d /tmp/disksim-speed.XXXXXX)
 cp -r "$DRIVE"/. "$WORK"/
 cd "$WORK"

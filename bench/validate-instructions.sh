@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 1; }
 DRIVE=$(realpath "${1:-../shared/data/disksim/barracuda}")
 cargo build --release -q -p elevator-cli
-ELEVATOR=$PWD/target/release/elevator
+ELEVATOR=${CARGO_TARGET_DIR:-$PWD/target}/release/elevator
 WORK=$(mktemp -d /tmp/validate-instructions.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cp -r "$DRIVE"/. "$WORK"/
