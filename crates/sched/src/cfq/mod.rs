@@ -78,8 +78,10 @@
 //! `group_scheduling` 1 (elevator's own: 0 is CFQ built without group scheduling — every
 //! request goes to the root group, cgroups and weights are ignored, and `group_idle` is
 //! inert, as in a kernel without `CONFIG_CFQ_GROUP_IOSCHED`); `workload_trees` 1 (elevator's
-//! own: 0 is 2.6.31's one service tree per class); `queue_merging` 1 (elevator's own: 0 turns
-//! off close cooperators, as before 2.6.30).
+//! own: 0 is 2.6.31's CFQ: one service tree per class, and that era's rules where they differ
+//! — `hw_tag` re-decided every 50 samples, a seeky queue waits only `CFQ_MIN_TT` when it
+//! idles, no queue idles while any request is in the driver); `queue_merging` 1 (elevator's
+//! own: 0 turns off close cooperators, as before 2.6.30).
 //!
 //! **Close cooperators** (2.6.32+, [`coop`]): when the active queue runs empty and another
 //! busy sync queue's next request is close to the head, CFQ serves that queue instead of
@@ -250,7 +252,7 @@ pub const TUNABLES: &[TunableSpec] = &[
         default: 1,
         min: 0,
         max: 1,
-        description: "elevator: 1 = sync/sync-noidle/async service trees (2.6.33+), 0 = one tree per class (2.6.31).",
+        description: "elevator: 1 = sync/sync-noidle/async service trees (2.6.33+), 0 = 2.6.31: one tree per class and that era's idling rules.",
     },
     TunableSpec {
         name: "queue_merging",
@@ -1098,7 +1100,9 @@ impl Cfq {
             }
         }
         let qq = &self.queues[q];
-        if qq.dispatched > 0 {
+        // 2.6.33+ waits for this queue's requests in flight; 2.6.31 for any in the driver.
+        let in_flight = if self.t.workload_trees { qq.dispatched } else { self.in_driver };
+        if in_flight > 0 {
             return;
         }
         if let Some(cic) = self.cics.get(&qq.io_context).filter(|_| qq.sync) {

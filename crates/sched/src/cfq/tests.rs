@@ -390,3 +390,35 @@ fn a_merged_queue_that_turns_seeky_splits_at_the_next_request() {
     assert_eq!(s.queues[q].process_refs, 1);
     assert!(!s.queues[q].coop);
 }
+
+/// `cfq_arm_slice_timer`'s "requests in flight" rule, per era: S's slice runs out with one of
+/// its requests still at the device; R's first request completes while S's is still out.
+fn idles_with_another_queue_s_request_in_flight(workload_trees: &str) -> Dispatch {
+    let mut s = Cfq::new();
+    s.set_tunable("low_latency", "0").unwrap();
+    s.set_tunable("workload_trees", workload_trees).unwrap();
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    let r1 = expect_rq(&mut s, 0);
+    s.completed(&r1, 1000);
+    s.insert(rq(2, 1, 0, 8, true, 1000), 1000);
+    let r2 = expect_rq(&mut s, 1000);
+    assert_eq!(r2.owner.pid, 1);
+    s.insert(rq(3, 2, 0, 1 << 30, true, 2000), 2000);
+    let late = 200 * NS_PER_MS;
+    let r3 = expect_rq(&mut s, late);
+    assert_eq!(r3.owner.pid, 2, "the slice of pid 1 ran out: pid 2's turn");
+    s.completed(&r3, late + 1000);
+    s.dispatch(late + 1000)
+}
+
+#[test]
+fn before_2_6_33_no_queue_idles_while_any_request_is_in_the_driver() {
+    // 2.6.33+ (8e550632, "fix corner cases in idling logic"): only the queue's own requests
+    // in flight keep it from idling.
+    assert_eq!(
+        idles_with_another_queue_s_request_in_flight("1"),
+        Dispatch::WaitUntil { until_ns: 200 * NS_PER_MS + 1000 + 8 * NS_PER_MS }
+    );
+    // 2.6.31: `if (cfqd->rq_in_driver) return;` - pid 1's request is still out.
+    assert_eq!(idles_with_another_queue_s_request_in_flight("0"), Dispatch::Empty);
+}
