@@ -75,6 +75,10 @@ pub struct FileTree {
     /// Bytes of each file already issued.
     pos: Vec<u64>,
     opened: Vec<bool>,
+    /// Files fio has found done and closed (`set_io_u_file`), and those closed since the
+    /// caller last asked ([`FileTree::take_closes`]).
+    closed: Vec<bool>,
+    closes: Vec<usize>,
     finished: usize,
     /// The inode block read last (what the inode cache still holds).
     cached_meta: Option<u64>,
@@ -207,6 +211,8 @@ impl FileTree {
             hold: false,
             pos: vec![0; n],
             opened: vec![false; n],
+            closed: vec![false; n],
+            closes: Vec::new(),
             finished: 0,
             cached_meta: None,
             announce_opens: false,
@@ -223,15 +229,25 @@ impl FileTree {
     /// data left and I/Os of its service left (for `sequential`, until it has no data left),
     /// else the next round-robin file with data left or a random one (drawn again until it
     /// has some, as `get_next_file_rand` skips done files). Some file has data left.
+    ///
+    /// fio marks a file done only when it goes to it and finds no block left: a file whose
+    /// last block is out is closed when fio would have gone to it next — at once for
+    /// `sequential` (or while its service lasts), at its turn for `roundrobin`, when drawn
+    /// for `random`.
     fn choose(&mut self, rng: &mut RandomStream) {
         let live = |t: &FileTree, i: usize| t.pos[i] < t.files[i].len_bytes;
-        if self.service_left.is_some() && live(self, self.current) {
-            if self.service == FileServiceType::Sequential {
-                return;
-            }
-            if let Some(left) = self.service_left.filter(|&l| l > 0) {
-                self.service_left = Some(left - 1);
-                return;
+        if self.service_left.is_some() {
+            let sequential = self.service == FileServiceType::Sequential;
+            if live(self, self.current) {
+                if sequential {
+                    return;
+                }
+                if let Some(left) = self.service_left.filter(|&l| l > 0) {
+                    self.service_left = Some(left - 1);
+                    return;
+                }
+            } else if sequential || self.service_left.is_some_and(|l| l > 0) {
+                self.close(self.current);
             }
         }
         let n = self.files.len();
@@ -249,6 +265,7 @@ impl FileTree {
             if live(self, f) {
                 break f;
             }
+            self.close(f);
         };
         self.service_left = Some(self.service_nr.wrapping_sub(1));
     }
@@ -304,6 +321,7 @@ impl FileTree {
             let Some(len) = (if bs <= left { Some(bs) } else { fit(left) }) else {
                 self.pos[i] = f.len_bytes;
                 self.file_done(i);
+                self.close(i);
                 given_up += 1;
                 continue;
             };
@@ -316,19 +334,35 @@ impl FileTree {
         }
     }
 
+    /// fio closes file `i` (if it opened it and has not closed it yet).
+    fn close(&mut self, i: usize) {
+        if self.opened[i] && !self.closed[i] {
+            self.closed[i] = true;
+            self.closes.push(i);
+        }
+    }
+
+    /// The files closed since the last call, in the order fio closed them.
+    pub fn take_closes(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.closes)
+    }
+
     /// File `i` has no data left.
     fn file_done(&mut self, i: usize) {
         if self.distribution.is_some() {
             // fio resets a finished file under a non-uniform choice (fio_file_reset)
-            // instead of marking it done: it may be drawn again, from its start.
+            // instead of marking it done: it may be drawn again, from its start. (fio also
+            // closes it then and opens it when drawn again; write_iolog shows neither.)
             self.pos[i] = 0;
         } else {
             self.finished += 1;
         }
     }
 
-    /// Starts another pass over the tree (time-based jobs); files stay open.
+    /// Starts another pass over the tree (time-based jobs); files stay open, or, where fio
+    /// closed them as done, count as open again (no new inode read).
     pub fn rewind(&mut self) {
+        self.closed.iter_mut().for_each(|c| *c = false);
         self.pos.iter_mut().for_each(|p| *p = 0);
         self.finished = 0;
         self.current = 0;

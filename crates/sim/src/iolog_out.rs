@@ -306,30 +306,55 @@ pub const MAX_IOLOG_LINES: usize = MAX_LOG_SAMPLES;
 /// or length is written.
 const FILE_ACTION: u64 = u64::MAX;
 
-/// `write_iolog=`: what one process issued, as a fio version 3 I/O log (fio's `log_io_u`,
-/// `log_file`): a line per issued I/O, `TIME FILE ACTION OFFSET LENGTH`, the time in
-/// microseconds since the job started, the offset within the job's file (or device), and the
-/// file's `add` and `open` at the start, `close` and `open` between passes and before the
-/// verify phase, and `close` at the end. Flushes (fsync, fdatasync,
-/// a barrier's flush) are `sync` lines. Real fio, and elevator, replay it with `read_iolog=`.
+/// One file of an [`IssueLog`].
 #[derive(Clone, Debug)]
-pub struct IssueLog {
-    /// The name the log's lines give the file: the job's `filename`, or fio's name for a
-    /// job's own file (`JOB.CLONE.0`).
-    pub file: String,
+struct LoggedFile {
+    /// The name the log's lines give the file, as fio's `f->file_name`.
+    name: String,
     /// Route offset of the file's byte 0: offsets are logged relative to it, as fio logs
     /// offsets in the file.
     base_bytes: u64,
+    open: bool,
+}
+
+/// One line: `(µs since the start, file, action, offset, length)`.
+type Line = (u64, u32, &'static str, u64, u64);
+
+/// `write_iolog=`: what one process issued, as a fio version 3 I/O log (fio's `log_io_u`,
+/// `log_file`): a line per issued I/O, `TIME FILE ACTION OFFSET LENGTH`, the time in
+/// microseconds since the job started and the offset within the file (or device) the I/O
+/// went to. Every file is `add`ed at the start. A job's one file is `open`ed at the start,
+/// `close`d and `open`ed between passes and before the verify phase; the files of an
+/// `nrfiles` tree are opened as the job first goes to each, and closed when the job finds
+/// one done (fio's `set_io_u_file`), between passes, and at the end. Flushes (fsync,
+/// fdatasync, a barrier's flush) are `sync` lines. Real fio, and elevator for logs of one
+/// file, replay it with `read_iolog=`.
+#[derive(Clone, Debug)]
+pub struct IssueLog {
+    files: Vec<LoggedFile>,
+    /// The files are a tree: opened as the job goes to them, not all at the start.
+    tree: bool,
     start_ns: Nanos,
-    /// `(µs since the start, action, offset, length)`.
-    lines: Vec<(u64, &'static str, u64, u64)>,
+    lines: Vec<Line>,
     /// Lines not kept past [`MAX_IOLOG_LINES`].
     pub dropped: u64,
 }
 
 impl IssueLog {
-    pub fn new(file: String, base_bytes: u64) -> IssueLog {
-        IssueLog { file, base_bytes, start_ns: 0, lines: Vec::new(), dropped: 0 }
+    /// The log of a job with one file (or device), `name`d as fio names it, whose byte 0 is
+    /// at route offset `base_bytes`.
+    pub fn new(name: String, base_bytes: u64) -> IssueLog {
+        let file = LoggedFile { name, base_bytes, open: true };
+        IssueLog { files: vec![file], tree: false, start_ns: 0, lines: Vec::new(), dropped: 0 }
+    }
+
+    /// The log of a job with a tree of files: `(name, route offset of byte 0)` each.
+    pub fn tree(files: Vec<(String, u64)>) -> IssueLog {
+        let files = files
+            .into_iter()
+            .map(|(name, base_bytes)| LoggedFile { name, base_bytes, open: false })
+            .collect();
+        IssueLog { files, tree: true, start_ns: 0, lines: Vec::new(), dropped: 0 }
     }
 
     /// The job starts: times count from here.
@@ -337,43 +362,85 @@ impl IssueLog {
         self.start_ns = now_ns;
     }
 
-    /// The job issued `op` at route offset `offset_bytes`.
-    pub fn issued(&mut self, now_ns: Nanos, op: Op, offset_bytes: u64, len_bytes: u64) {
+    /// The job issued `op` to `file` (0 for a job of one file) at route offset
+    /// `offset_bytes`; a file of a tree not yet open is opened first.
+    pub fn issued(
+        &mut self,
+        now_ns: Nanos,
+        file: usize,
+        op: Op,
+        offset_bytes: u64,
+        len_bytes: u64,
+    ) {
         // A flush carries no offset or length.
         let (offset, len) = if op == Op::Flush { (0, 0) } else { (offset_bytes, len_bytes) };
-        self.issued_action(now_ns, fio_ddir_name(op), offset, len);
+        self.issued_action(now_ns, file, fio_ddir_name(op), offset, len);
     }
 
-    /// The job issued `action` (fio's name for it) at route offset `offset_bytes` (0 for
-    /// none), `len_bytes` long.
+    /// The job issued `action` (fio's name for it) to `file` at route offset `offset_bytes`
+    /// (0 for none), `len_bytes` long.
     pub fn issued_action(
         &mut self,
         now_ns: Nanos,
+        file: usize,
         action: &'static str,
         offset_bytes: u64,
         len_bytes: u64,
     ) {
+        let Some(f) = self.files.get(file) else { return };
+        let offset = offset_bytes.saturating_sub(f.base_bytes);
+        self.opened(now_ns, file);
+        self.push(now_ns, file, action, offset, len_bytes);
+    }
+
+    fn push(&mut self, now_ns: Nanos, file: usize, action: &'static str, offset: u64, len: u64) {
         if self.lines.len() >= MAX_IOLOG_LINES {
             self.dropped += 1;
             return;
         }
         let us = now_ns.saturating_sub(self.start_ns) / NS_PER_US;
-        self.lines.push((us, action, offset_bytes.saturating_sub(self.base_bytes), len_bytes));
+        self.lines.push((us, file as u32, action, offset, len));
     }
 
-    /// The job closed its file and opened it again at `now_ns` (fio's `close_files` between
-    /// passes, and before the verify phase reads back).
-    pub fn reopened(&mut self, now_ns: Nanos) {
-        for action in ["close", "open"] {
-            self.issued_action(now_ns, action, 0, FILE_ACTION);
+    /// The job opened `file` (a no-op if it is open).
+    pub fn opened(&mut self, now_ns: Nanos, file: usize) {
+        if self.files.get(file).is_some_and(|f| !f.open) {
+            self.files[file].open = true;
+            self.push(now_ns, file, "open", 0, FILE_ACTION);
         }
     }
 
-    /// The log's text, the file closed at `end_ns`.
+    /// The job closed `file` (a no-op if it is not open).
+    pub fn closed(&mut self, now_ns: Nanos, file: usize) {
+        if self.files.get(file).is_some_and(|f| f.open) {
+            self.files[file].open = false;
+            self.push(now_ns, file, "close", 0, FILE_ACTION);
+        }
+    }
+
+    /// The job closed its files and, with one file, opened it again at `now_ns` (fio's
+    /// `close_files` between passes, and before the verify phase reads back); a tree's
+    /// files are opened again as the job goes to them.
+    pub fn reopened(&mut self, now_ns: Nanos) {
+        for file in 0..self.files.len() {
+            self.closed(now_ns, file);
+        }
+        if !self.tree {
+            self.opened(now_ns, 0);
+        }
+    }
+
+    /// The log's text, the files still open closed at `end_ns`.
     pub fn render(&self, end_ns: Nanos) -> String {
-        let f = &self.file;
-        let mut out = format!("fio version 3 iolog\n0 {f} add\n0 {f} open\n");
-        for &(us, action, offset, len) in &self.lines {
+        let mut out = String::from("fio version 3 iolog\n");
+        for f in &self.files {
+            out.push_str(&format!("0 {} add\n", f.name));
+        }
+        if !self.tree {
+            out.push_str(&format!("0 {} open\n", self.files[0].name));
+        }
+        for &(us, file, action, offset, len) in &self.lines {
+            let f = &self.files[file as usize].name;
             if len == FILE_ACTION {
                 out.push_str(&format!("{us} {f} {action}\n"));
             } else {
@@ -381,7 +448,9 @@ impl IssueLog {
             }
         }
         let end_us = end_ns.saturating_sub(self.start_ns) / NS_PER_US;
-        out.push_str(&format!("{end_us} {f} close\n"));
+        for f in self.files.iter().filter(|f| f.open) {
+            out.push_str(&format!("{end_us} {} close\n", f.name));
+        }
         out
     }
 }

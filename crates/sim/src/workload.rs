@@ -321,6 +321,10 @@ pub struct Process {
     pub logs: Option<Box<JobLogs>>,
     /// `write_iolog=`: what the job issued.
     pub issue_log: Option<Box<crate::iolog_out::IssueLog>>,
+    /// The file of the tree the I/O being issued goes to (0 without a tree), for the log.
+    log_file: usize,
+    /// The tree started another pass (time_based, io_size=): fio closed its files.
+    tree_rewound: bool,
     /// Per-I/O priorities, when the job asks for them.
     pub cmdprio: Option<CmdPrio>,
     /// `latency_target=`'s search for the deepest queue that meets it.
@@ -571,6 +575,8 @@ impl Process {
                 end_run: false,
             }),
             issue_log: None,
+            log_file: 0,
+            tree_rewound: false,
             logs: spec.logs.any().then(|| {
                 Box::new(JobLogs::new(
                     spec.logs.lat.is_some(),
@@ -1098,6 +1104,17 @@ impl Process {
             self.held_open = step;
             return Next::WaitUntil(now_ns + 1);
         }
+        if let (Some(files), Some(log)) = (self.files.as_mut(), self.issue_log.as_mut()) {
+            for file in files.take_closes() {
+                log.closed(now_ns, file);
+            }
+            if std::mem::take(&mut self.tree_rewound) {
+                log.reopened(now_ns);
+            }
+            if let Some(FileIo::Meta { file, .. } | FileIo::Open { file }) = step {
+                log.opened(now_ns, file);
+            }
+        }
         let (op, offset, len, opening) = match step {
             Some(FileIo::Meta { offset_bytes, file }) => {
                 self.tree_io = Some(TreeIo::Open(file));
@@ -1111,6 +1128,7 @@ impl Process {
             }
             Some(FileIo::Data { offset_bytes, len_bytes, file }) => {
                 self.tree_io = Some(TreeIo::Data(file));
+                self.log_file = file;
                 (op, offset_bytes, len_bytes, false)
             }
             Some(FileIo::Done) => {
@@ -1299,13 +1317,17 @@ impl Process {
         if let Some(log) = self.issue_log.as_mut() {
             match io.flush {
                 // fio logs the io_u it reused: the last write's offset, no length.
-                Some(FlushCall::Range(_)) => {
-                    log.issued_action(now_ns, "sync_file_range", self.last_write_start, 0)
-                }
+                Some(FlushCall::Range(_)) => log.issued_action(
+                    now_ns,
+                    self.log_file,
+                    "sync_file_range",
+                    self.last_write_start,
+                    0,
+                ),
                 // The verify phase's sync: fio's do_verify calls fio_io_sync, which the log
                 // does not see.
                 Some(_) if verifying => {}
-                _ => log.issued(now_ns, io.op, io.offset_bytes, io.len_bytes),
+                _ => log.issued(now_ns, self.log_file, io.op, io.offset_bytes, io.len_bytes),
             }
         }
         match io.flush {
@@ -1750,6 +1772,8 @@ impl Process {
         let fit = |left| sizes.fitting(left);
         let mut io = files.next(bs, fit, &mut self.rng);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
+            // fio's thread_main: another do_io after clear_io_state closed the files.
+            self.tree_rewound = true;
             files.rewind();
             io = files.next(bs, fit, &mut self.rng);
         }

@@ -415,17 +415,6 @@ pub(super) fn build_processes(
             let tree = spec.nrfiles > 1;
             // A time-based job loops over its files until its runtime is over, however
             // large `size` or `io_size` (fio's keep_running asks time_based first).
-            let io_limit = if spec.time_based {
-                None
-            } else if spec.loops > 1 && spec.iolog.is_none() {
-                // loops=: each pass does io_size, but no more than size (real fio 3.33 with
-                // loops=2, size=4m, io_size=8m reads 8 MiB); see Process::next_loop.
-                Some(spec.io_size_bytes.unwrap_or(region_len).min(region_len))
-            } else if tree {
-                spec.io_size_bytes
-            } else {
-                spec.io_size_bytes.or(spec.size.map(|_| region_len))
-            };
             let stream = procs.len() as u32;
             let rng_seed = job_seed(seed, spec);
             let region = Region { route, start_bytes: region_start, len_bytes: region_len };
@@ -467,6 +456,19 @@ pub(super) fn build_processes(
                 Some(files)
             } else {
                 None
+            };
+            // What a pass moves: a tree's files, else the region.
+            let pass_bytes = files.as_ref().map_or(region_len, FileTree::total_bytes);
+            let io_limit = if spec.time_based {
+                None
+            } else if spec.loops > 1 && spec.iolog.is_none() {
+                // loops=: each pass does io_size, but no more than size (real fio 3.33 with
+                // loops=2, size=4m, io_size=8m reads 8 MiB); see Process::next_loop.
+                Some(spec.io_size_bytes.unwrap_or(pass_bytes).min(pass_bytes))
+            } else if tree {
+                spec.io_size_bytes
+            } else {
+                spec.io_size_bytes.or(spec.size.map(|_| region_len))
             };
             // Under a non-uniform file choice files never run out (fio resets them): the job
             // does its size= of I/O, at most its files' total, as fio's size would be.
@@ -521,10 +523,31 @@ pub(super) fn build_processes(
                 proc.verify = Some(Box::new(Verify::new(in_written_order)));
             }
             if spec.write_iolog.is_some() {
-                // The file as fio names it in the log: the job's filename, or fio's name for
-                // a job's own file.
-                let name = filename.clone().unwrap_or_else(|| format!("{}.{clone}.0", spec.name));
-                proc.issue_log = Some(Box::new(IssueLog::new(name, file_base)));
+                // The files as fio names them in the log (`f->file_name`): the job's
+                // filename, or fio's name for a job's own file (`JOB.CLONE.N`), under
+                // `directory=` when it is given and the name is relative.
+                let in_dir = |name: String| match spec.directory.as_deref() {
+                    Some(dir) if !name.starts_with('/') => format!("{dir}/{name}"),
+                    _ => name,
+                };
+                let log = match &files {
+                    Some(tree) => IssueLog::tree(
+                        (0..tree.files.len())
+                            .map(|i| format!("{}.{clone}.{i}", spec.name))
+                            .map(in_dir)
+                            .zip(tree.files.iter().map(|f| f.data_offset_bytes))
+                            .collect(),
+                    ),
+                    None => {
+                        let name = match &filename {
+                            Some(name) if spec.iolog.is_none() => in_dir(name.clone()),
+                            Some(name) => name.clone(),
+                            None => in_dir(format!("{}.{clone}.0", spec.name)),
+                        };
+                        IssueLog::new(name, file_base)
+                    }
+                };
+                proc.issue_log = Some(Box::new(log));
             }
             if spec.rw.is_random() && files.is_none() && spec.iolog.is_none() {
                 proc.set_offset_distribution(spec)
