@@ -682,9 +682,18 @@ fn file_service_type_serves_files_in_real_fio_s_order() {
 /// region if need be, and reads what real fio (installed by setup.sh) reads.
 #[test]
 fn file_trees_of_any_size_run_as_under_real_fio() {
-    let dir = scratch_dir("tree");
-    let job = dir.join("tree.fio");
-    for tree in ["nrfiles=16\nfilesize=256k\nsize=4m", "nrfiles=100\nfilesize=4k\nsize=400k"] {
+    for (i, tree) in [
+        "nrfiles=16\nfilesize=256k\nsize=4m",
+        "nrfiles=100\nfilesize=4k\nsize=400k",
+        // Without filesize=, each file is size / nrfiles (10 KiB: 8 KiB in 4 KiB blocks).
+        "nrfiles=3\nsize=30k",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // A fresh directory each: fio reads up to the size of a file already there.
+        let dir = scratch_dir(&format!("tree-{i}"));
+        let job = dir.join("tree.fio");
         let d = dir.display();
         let text = format!(
             "[t]\ndirectory={d}\n{tree}\nrw=read\nbs=4k\n\
@@ -707,8 +716,8 @@ fn file_trees_of_any_size_run_as_under_real_fio() {
                 .collect()
         };
         assert_eq!(read("elevator", &ours), read("fio", &fio), "{tree}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// fio issues no block past a file's end (`fill_io_u`): a file too small for the block is done

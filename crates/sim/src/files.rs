@@ -113,11 +113,17 @@ impl FileTree {
     /// group's metadata holds its directories' inode blocks and then its files; files that
     /// do not fit in the region's groups go to whole block groups after it, as the file
     /// system would allocate them elsewhere ([`FileTree::footprint_bytes`] says how far).
+    ///
+    /// File sizes are fio's (`setup_files`): `filesize=LOW-HIGH` draws each uniformly in
+    /// `[LOW, HIGH)` and aligns it down to the job's smallest block `min_bs`
+    /// (`get_rand_file_size`), one `filesize=` size is every file's, and without `filesize=`
+    /// each file is `len_bytes / nrfiles`. Sizes are kept in whole 512-byte sectors.
     pub fn lay_out(
         start_bytes: u64,
         len_bytes: u64,
         nrfiles: u32,
         filesize: Option<(u64, u64)>,
+        min_bs: u64,
         service: FileServiceType,
         rng: &mut RandomStream,
     ) -> Result<FileTree, String> {
@@ -139,7 +145,7 @@ impl FileTree {
         };
         let capacity = |g: u64| if g < groups { group_len } else { GROUP_BYTES };
         let (min, max) = filesize.unwrap_or_else(|| {
-            let each = (len_bytes / 2 / u64::from(nrfiles)).max(BLOCK_BYTES);
+            let each = len_bytes / u64::from(nrfiles);
             (each, each)
         });
         let mut cursor = vec![data_offset; groups as usize];
@@ -149,8 +155,14 @@ impl FileTree {
             if i % (FILES_PER_DIR * DIRS_PER_TOP_LEVEL) == 0 {
                 group = rng.below(groups);
             }
-            let steps = (max - min) / BLOCK_BYTES;
-            let size = (min + rng.below(steps + 1) * BLOCK_BYTES).max(512) / 512 * 512;
+            let size = if max > min {
+                let drawn =
+                    min + ((u128::from(max - min) * u128::from(rng.below(1 << 32))) >> 32) as u64;
+                drawn - drawn % min_bs.max(1)
+            } else {
+                min
+            };
+            let size = size.max(512) / 512 * 512;
             if size + data_offset > GROUP_BYTES {
                 return Err(format!(
                     "a file of {size} bytes does not fit in a block group ({GROUP_BYTES} bytes with its metadata); lower filesize="
@@ -375,10 +387,12 @@ impl FileTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn tree(service: FileServiceType) -> FileTree {
         let mut rng = RandomStream::new(1, 0);
-        FileTree::lay_out(1 << 30, 4 << 30, 100, Some((4096, 65536)), service, &mut rng).unwrap()
+        FileTree::lay_out(1 << 30, 4 << 30, 100, Some((4096, 65536)), 4096, service, &mut rng)
+            .unwrap()
     }
 
     #[test]
@@ -423,7 +437,8 @@ mod tests {
     fn order(service: FileServiceType, nr: u32) -> String {
         let mut rng = RandomStream::new(1, 0);
         let mut t =
-            FileTree::lay_out(0, 64 << 20, 4, Some((16384, 16384)), service, &mut rng).unwrap();
+            FileTree::lay_out(0, 64 << 20, 4, Some((16384, 16384)), 4096, service, &mut rng)
+                .unwrap();
         t.set_service_nr(nr);
         let mut out = String::new();
         loop {
@@ -459,7 +474,7 @@ mod tests {
     fn files_past_the_region_go_to_block_groups_after_it() {
         let mut rng = RandomStream::new(1, 0);
         let lay = |len: u64, n: u32, size: u64, rng: &mut RandomStream| {
-            FileTree::lay_out(0, len, n, Some((size, size)), FileServiceType::Sequential, rng)
+            FileTree::lay_out(0, len, n, Some((size, size)), 4096, FileServiceType::Sequential, rng)
         };
         // fio's size=64m nrfiles=16 filesize=4m: the files fill the region, the metadata does
         // not fit beside them; the last go to a group after it.
@@ -481,6 +496,29 @@ mod tests {
     }
 
     #[test]
+    fn file_sizes_are_drawn_as_fio_draws_them() {
+        let sizes = |range: (u64, u64), min_bs: u64| -> BTreeSet<u64> {
+            let mut rng = RandomStream::new(7, 0);
+            let service = FileServiceType::Sequential;
+            let t = FileTree::lay_out(0, 1 << 30, 2000, Some(range), min_bs, service, &mut rng);
+            t.unwrap().files.iter().map(|f| f.len_bytes).collect()
+        };
+        // get_rand_file_size: uniform in [low, high), aligned down to the smallest block.
+        let kib = |v: &[u64]| v.iter().map(|k| k << 10).collect::<BTreeSet<u64>>();
+        assert_eq!(sizes((4 << 10, 24 << 10), 4096), kib(&[4, 8, 12, 16, 20]));
+        assert_eq!(
+            sizes((4 << 10, 24 << 10), 8192),
+            kib(&[8, 16]).union(&[512].into()).copied().collect()
+        );
+        assert_eq!(sizes((30 << 10, 30 << 10), 6144), kib(&[30]), "one size: as given");
+        // No filesize=: size / nrfiles each.
+        let mut rng = RandomStream::new(7, 0);
+        let t =
+            FileTree::lay_out(0, 30 << 10, 3, None, 4096, FileServiceType::Sequential, &mut rng);
+        assert!(t.unwrap().files.iter().all(|f| f.len_bytes == 10 << 10));
+    }
+
+    #[test]
     fn a_file_larger_than_a_block_group_is_an_error_not_a_panic() {
         let mut rng = RandomStream::new(1, 0);
         let laid = FileTree::lay_out(
@@ -488,6 +526,7 @@ mod tests {
             1 << 30,
             4,
             Some((200 << 20, 200 << 20)),
+            4096,
             FileServiceType::Sequential,
             &mut rng,
         );
