@@ -869,6 +869,45 @@ fn write_iolog_of_a_file_tree_names_each_file_as_real_fio_does() {
     }
 }
 
+/// A log of several files (real fio's log of an `nrfiles` job) replays where
+/// `replay_redirect=` sends every file's I/O, at its recorded offsets, as under real fio
+/// (installed by setup.sh); without it, elevator names the line of the second file.
+#[test]
+fn a_log_of_several_files_replays_under_replay_redirect_as_real_fio_does() {
+    let dir = scratch_dir("multi-log");
+    std::fs::create_dir_all(dir.join("t")).unwrap();
+    let log = dir.join("tree.log");
+    let recording = dir.join("record.fio");
+    let text = format!(
+        "[t]\ndirectory={}\nnrfiles=3\nfilesize=8k\nbs=4k\nrw=read\nwrite_iolog={}\n",
+        dir.join("t").display(),
+        log.display()
+    );
+    std::fs::write(&recording, text).unwrap();
+    assert!(run_under("fio", &recording, "terse").status.success());
+    // Real fio replays onto a file of its own; elevator onto the built-in disk.
+    std::fs::write(dir.join("target.img"), vec![0u8; 1 << 20]).unwrap();
+    let replay = |tool: &str, redirect: Option<&str>| -> Output {
+        let job = dir.join(format!("replay-{tool}.fio"));
+        let redirect = redirect.map(|r| format!("replay_redirect={r}\n")).unwrap_or_default();
+        std::fs::write(&job, format!("[r]\nread_iolog={}\n{redirect}", log.display())).unwrap();
+        run_under(tool, &job, "json")
+    };
+    let moved = |tool: &str, out: &Output| -> (u64, u64) {
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        let read = &fio_json_of(&out.stdout)["jobs"][0]["read"];
+        (read["io_bytes"].as_u64().unwrap(), read["total_ios"].as_u64().unwrap())
+    };
+    let fio = moved("fio", &replay("fio", Some("target.img")));
+    assert_eq!(fio, (24576, 6));
+    assert_eq!(moved("elevator", &replay("elevator", Some("sda"))), fio);
+    let refused = replay("elevator", None);
+    assert!(!refused.status.success());
+    let e = String::from_utf8_lossy(&refused.stderr);
+    assert!(e.contains("tree.log:3:") && e.contains("replay_redirect="), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `verify_backlog=` (and `verify_backlog_batch=`): a writing job verifies while it writes,
 /// reading back the oldest (or lowest) pieces once the pieces kept reach a multiple of the
 /// backlog, the rest after its writes. Real fio (installed by setup.sh) and elevator log the

@@ -203,8 +203,13 @@ pub fn looks_like_blktrace(bytes: &[u8]) -> bool {
 /// Parses a blktrace binary file; `source` names it in messages, which give the byte offset of
 /// the record at fault.
 pub fn parse(bytes: &[u8], source: &str) -> Result<IoLog, String> {
-    let mut log =
-        IoLog { source: source.to_string(), version: 0, file: String::new(), entries: Vec::new() };
+    let mut log = IoLog {
+        source: source.to_string(),
+        version: 0,
+        file: String::new(),
+        other_file: None,
+        entries: Vec::new(),
+    };
     let mut device: Option<u32> = None;
     let mut last_ns: Option<u64> = None;
     let mut at = 0usize;

@@ -17,8 +17,10 @@
 //! microseconds since the run began (fio 3.31 and later write `utime_since_now` there and
 //! replay the differences as microseconds; a timestamp earlier than the one before counts as
 //! no delay, as fio's `delay_since_ttime`). As in fio, each action waits its delay after the
-//! previous one was issued (`replay_no_stall` drops the delays). elevator replays one file per log: a log naming two
-//! files is an error that says so.
+//! previous one was issued (`replay_no_stall` drops the delays). A log may name several files
+//! (fio's logs of an `nrfiles` job do): with `replay_redirect=` every file's I/O goes to the
+//! one target, at its recorded offsets, as fio sends it; without, elevator replays a log of
+//! one file (or device) and says so for the others.
 
 use std::path::Path;
 
@@ -43,8 +45,11 @@ pub struct IoLog {
     pub source: String,
     /// 2 or 3 for fio's text logs, 0 for a blktrace.
     pub version: u8,
-    /// The file (device) the log's I/O goes to, as written (`/dev/sdb`).
+    /// The file (device) the log's I/O goes to, as written (`/dev/sdb`): the first it names.
     pub file: String,
+    /// The first other file the log names, and its line: such a log replays only where
+    /// `replay_redirect=` sends every file's I/O.
+    pub other_file: Option<(String, u32)>,
     pub entries: Vec<IoLogEntry>,
 }
 
@@ -118,8 +123,13 @@ impl IoLog {
                 ))
             }
         };
-        let mut log =
-            IoLog { source: source.to_string(), version, file: String::new(), entries: Vec::new() };
+        let mut log = IoLog {
+            source: source.to_string(),
+            version,
+            file: String::new(),
+            other_file: None,
+            entries: Vec::new(),
+        };
         let mut pending_delay_ns: Nanos = 0;
         let mut last_us: u64 = 0;
         for (i, raw) in lines {
@@ -142,11 +152,8 @@ impl IoLog {
             };
             if log.file.is_empty() {
                 log.file = file.to_string();
-            } else if log.file != file {
-                return Err(at(format!(
-                    "a second file `{file}` (the log began with `{}`): elevator replays one file per log; split it per device",
-                    log.file
-                )));
+            } else if log.file != file && log.other_file.is_none() {
+                log.other_file = Some((file.to_string(), line));
             }
             let mut number = |what: &str| -> Result<u64, String> {
                 words
@@ -341,12 +348,21 @@ mod tests {
     }
 
     #[test]
+    fn a_log_of_several_files_keeps_every_action_and_names_the_second_file() {
+        let text = "fio version 3 iolog\n0 d/t.0.0 add\n0 d/t.0.1 add\n1 d/t.0.0 open\n\
+                    2 d/t.0.0 read 0 4096\n3 d/t.0.1 open\n4 d/t.0.1 read 0 4096\n";
+        let log = IoLog::parse(text, "t.log").unwrap();
+        assert_eq!(log.file, "d/t.0.0");
+        assert_eq!(log.other_file, Some(("d/t.0.1".to_string(), 3)));
+        assert_eq!(log.entries.len(), 2);
+    }
+
+    #[test]
     fn mistakes_name_the_line_and_the_fix() {
         let cases = [
             ("fio version 1 iolog\n", "t.log:1: not a fio iolog"),
             ("fio version 2 iolog\nsdb read 0\n", "t.log:2: `read` needs a length"),
             ("fio version 2 iolog\nsdb fly 0 512\n", "t.log:2: unknown action `fly`"),
-            ("fio version 2 iolog\nsdb read 0 512\nsdc read 0 512\n", "t.log:3: a second file"),
             ("fio version 2 iolog\nsdb read 100 512\n", "multiples of 512"),
             ("fio version 3 iolog\nsdb read 0 512\n", "starts with a timestamp"),
             ("fio version 2 iolog\nsdb open\n", "no read, write, trim or sync"),

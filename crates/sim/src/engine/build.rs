@@ -293,6 +293,13 @@ pub(super) fn build_processes(
         let filename = match &spec.iolog {
             Some(log) => match spec.replay_redirect.clone().or(spec.filename.clone()) {
                 Some(name) => Some(name),
+                None if log.other_file.is_some() => {
+                    let (other, line) = log.other_file.clone().expect("matched");
+                    return Err(SimError(format!(
+                        "{}:{line}: job `{}`: the log names a second file `{other}` (it began with `{}`); say where their I/O goes with replay_redirect= (fio then sends every file's I/O there, at its recorded offsets), or split the log per device",
+                        log.source, spec.name, log.file
+                    )));
+                }
                 None if log.from_blktrace() => {
                     return Err(SimError(format!(
                         "{at}: job `{}`: the blktrace {} names its device by number ({}); say which device of the topology it replays on with filename= or replay_redirect=",
