@@ -479,6 +479,15 @@ fn run_under(tool: &str, job: &Path, format: &str) -> Output {
     }
 }
 
+/// Writes job file `job` with `text` (whose `write_iolog=` is `log`, in a fresh directory),
+/// runs it under `tool` and returns the log's text.
+fn write_iolog_text(tool: &str, job: &Path, text: &str, log: &Path) -> String {
+    std::fs::write(job, text).unwrap();
+    let out = run_under(tool, job, "terse");
+    assert!(out.status.success(), "{tool} {text}: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::read_to_string(log).unwrap()
+}
+
 /// Writes job file `job` with `text` (whose `write_iolog=` is `log`), runs it under `tool`
 /// with output `format`, and returns its output and the log's I/O lines, split into their
 /// five fields.
@@ -796,14 +805,7 @@ fn write_iolog_closes_and_reopens_the_file_as_real_fio_does() {
             let (job, log) = (dir.join("r.fio"), dir.join("r.log"));
             let text =
                 format!("[r]\nfilename=data\nbs=4k\n{shape}\nwrite_iolog={}\n", log.display());
-            std::fs::write(&job, text).unwrap();
-            let out = run_under(tool, &job, "terse");
-            assert!(
-                out.status.success(),
-                "{tool} {shape}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let log = std::fs::read_to_string(&log).unwrap();
+            let log = write_iolog_text(tool, &job, &text, &log);
             let _ = std::fs::remove_dir_all(&dir);
             log.lines()
                 .skip(1)
@@ -848,14 +850,7 @@ fn write_iolog_of_a_file_tree_names_each_file_as_real_fio_does() {
                 tree.display(),
                 log.display()
             );
-            std::fs::write(&job, text).unwrap();
-            let out = run_under(tool, &job, "terse");
-            assert!(
-                out.status.success(),
-                "{tool} {shape}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let log = std::fs::read_to_string(&log).unwrap();
+            let log = write_iolog_text(tool, &job, &text, &log);
             let _ = std::fs::remove_dir_all(&dir);
             let prefix = format!("{}/", tree.display());
             log.lines()
