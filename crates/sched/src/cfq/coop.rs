@@ -1,4 +1,4 @@
-//! Close cooperators (2.6.32+): processes that read one region in turn, such as a server's
+//! Close cooperators (2.6.33+): processes that read one region in turn, such as a server's
 //! threads serving one client's stream, each look seeky or idle to CFQ although together
 //! they stream. When the active queue runs empty CFQ looks for a busy queue whose next request
 //! is within `CFQQ_CLOSE_THR` of where the head is (`cfq_close_cooperator`), serves it at once

@@ -83,7 +83,7 @@
 //! idles, no queue idles while any request is in the driver); `queue_merging` 1 (elevator's
 //! own: 0 turns off close cooperators, as before 2.6.30).
 //!
-//! **Close cooperators** (2.6.32+, [`coop`]): when the active queue runs empty and another
+//! **Close cooperators** (2.6.33+, [`coop`]): when the active queue runs empty and another
 //! busy sync queue's next request is close to the head, CFQ serves that queue instead of
 //! idling and merges the two; a merged queue that turns seeky is split again.
 //!
@@ -260,7 +260,7 @@ pub const TUNABLES: &[TunableSpec] = &[
         default: 1,
         min: 0,
         max: 1,
-        description: "elevator: 1 = close cooperators are served and their queues merged (2.6.32+), 0 = never (before 2.6.30).",
+        description: "elevator: 1 = close cooperators are served and their queues merged (2.6.33+), 0 = never (before 2.6.30).",
     },
 ];
 
