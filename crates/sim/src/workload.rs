@@ -323,8 +323,6 @@ pub struct Process {
     pub issue_log: Option<Box<crate::iolog_out::IssueLog>>,
     /// The file of the tree the I/O being issued goes to (0 without a tree), for the log.
     log_file: usize,
-    /// The tree started another pass (time_based, io_size=): fio closed its files.
-    tree_rewound: bool,
     /// Per-I/O priorities, when the job asks for them.
     pub cmdprio: Option<CmdPrio>,
     /// `latency_target=`'s search for the deepest queue that meets it.
@@ -456,8 +454,8 @@ pub struct Process {
     pub tree_last: Option<usize>,
     /// A sequential pass wrapped back to the start of the region since last asked.
     wrapped: bool,
-    /// A pass for `io_size=` ended and the next began: fio closed the file and opened it
-    /// again, which the `write_iolog` shows.
+    /// A pass for `io_size=` (or, over a tree, `time_based`) ended and the next began: fio
+    /// closed the files (and opened a single file again), which the `write_iolog` shows.
     reopen_to_log: bool,
     /// fio's random map of the region, for random jobs without `norandommap`.
     random_map: Option<RandomMap>,
@@ -576,7 +574,6 @@ impl Process {
             }),
             issue_log: None,
             log_file: 0,
-            tree_rewound: false,
             logs: spec.logs.any().then(|| {
                 Box::new(JobLogs::new(
                     spec.logs.lat.is_some(),
@@ -1108,7 +1105,7 @@ impl Process {
             for file in files.take_closes() {
                 log.closed(now_ns, file);
             }
-            if std::mem::take(&mut self.tree_rewound) {
+            if std::mem::take(&mut self.reopen_to_log) {
                 log.reopened(now_ns);
             }
             if let Some(FileIo::Meta { file, .. } | FileIo::Open { file }) = step {
@@ -1773,7 +1770,7 @@ impl Process {
         let mut io = files.next(bs, fit, &mut self.rng);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
             // fio's thread_main: another do_io after clear_io_state closed the files.
-            self.tree_rewound = true;
+            self.reopen_to_log = true;
             files.rewind();
             io = files.next(bs, fit, &mut self.rng);
         }

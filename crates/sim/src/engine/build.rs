@@ -432,7 +432,7 @@ pub(super) fn build_processes(
                     region_len,
                     spec.nrfiles,
                     spec.filesize,
-                    spec.block_size.iter().map(|b| b.min_bytes()).min().unwrap_or(512),
+                    min_bs,
                     spec.file_service_type.clone(),
                     &mut rng,
                 )
