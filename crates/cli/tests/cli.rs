@@ -1474,3 +1474,30 @@ fn cpuio_reports_as_real_fio_does() {
     let ours = json(&["run", job.to_str().unwrap()]);
     in_range(&ours["jobs"][0]).unwrap_or_else(|e| panic!("elevator: {e}"));
 }
+
+/// `ioscheduler=`: the job's disk runs the scheduler it names (the disk-stats line says
+/// which), a name the disk does not have fails the job as fio reports it (EINVAL from
+/// `iosched_switch`, exit 1), and `--scheduler` on the command line keeps its own.
+#[test]
+fn ioscheduler_switches_the_jobs_disk() {
+    let job = |sched: &str| {
+        temp_file(
+            &format!("iosched-{sched}.fio"),
+            &format!("[j]\nfilename=sda\ndirect=1\nrw=randread\nbs=4k\nsize=64m\nruntime=1\ntime_based\nioscheduler={sched}\n"),
+        )
+    };
+    let bfq = job("bfq");
+    let text = ok(&["run", bfq.to_str().unwrap()]);
+    assert!(text.contains("sda: ios=") && text.contains("[bfq; "), "{text}");
+    let out = elevator(&["run", job("nope").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("job `j`: fio: unable to set io scheduler to nope"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("err=22 (func=iosched_switch, error=Invalid argument)"), "{stdout}");
+    let out = elevator(&["run", bfq.to_str().unwrap(), "--scheduler", "kyber"]);
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("[kyber; "), "{stdout}");
+    assert!(stderr.contains("ioscheduler=bfq left out: --scheduler kyber"), "{stderr}");
+}

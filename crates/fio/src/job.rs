@@ -70,6 +70,10 @@ impl SteadyState {
     }
 }
 
+/// The longest `ioscheduler=` name: the kernel's `ELV_NAME_MAX` (16), which no scheduler
+/// name reaches.
+pub const MAX_IOSCHEDULER_NAME_BYTES: usize = 16;
+
 /// The longest `steadystate_duration=`: a day of one-second samples (fio keeps two arrays
 /// of that many; elevator as well).
 pub const MAX_SS_DURATION_S: u64 = 86_400;
@@ -387,6 +391,9 @@ pub struct JobSpec {
     pub stonewall: bool,
     /// `cgroup=`: path relative to the cgroup root, e.g. `groupA` or `a/b`.
     pub cgroup: Option<String>,
+    /// `ioscheduler=`: the I/O scheduler fio switches the device of each of the job's files
+    /// to when the job starts (`switch_ioscheduler`, through `queue/scheduler` in sysfs).
+    pub ioscheduler: Option<String>,
     /// `cgroup_weight=` (blkio.weight, 100..=1000 in the cgroup-v1 sense fio uses).
     pub cgroup_weight: Option<u32>,
     /// `prio=` level 0..=7.
@@ -628,6 +635,7 @@ impl JobSpec {
             new_group: false,
             stonewall: false,
             cgroup: None,
+            ioscheduler: None,
             cgroup_weight: None,
             prio: None,
             prioclass: None,

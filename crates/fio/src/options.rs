@@ -88,6 +88,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("stonewall", "stonewall"),
     ("wait_for_previous", "stonewall"),
     ("cgroup", "cgroup"),
+    ("ioscheduler", "ioscheduler"),
     ("cgroup_weight", "cgroup_weight"),
     ("prio", "prio"),
     ("prioclass", "prioclass"),
@@ -264,7 +265,6 @@ const UNMODELLED: &[&str] = &[
     "io_submit_mode",
     "iomem",
     "iopsavgtime",
-    "ioscheduler",
     "job_max_open_zones",
     "latency_run",
     "librpma_apm_client",
@@ -451,6 +451,7 @@ const TEXT_OPTIONS: &[&str] = &[
     "directory",
     "ioengine",
     "cgroup",
+    "ioscheduler",
     "file_service_type",
     "sync",
     "fadvise_hint",
@@ -922,6 +923,15 @@ impl Builder {
                     return Err("a cgroup path is expected (e.g. groupA or a/b)".into());
                 }
                 spec.cgroup = Some(v.to_string());
+            }
+            "ioscheduler" => {
+                if v.is_empty() || v.len() > crate::MAX_IOSCHEDULER_NAME_BYTES {
+                    return Err(format!(
+                        "a scheduler name of 1 to {} bytes is expected (ELV_NAME_MAX), e.g. bfq",
+                        crate::MAX_IOSCHEDULER_NAME_BYTES
+                    ));
+                }
+                spec.ioscheduler = Some(v.to_string());
             }
             "cgroup_weight" => spec.cgroup_weight = Some(int_in(v, kb, 100, 1000)? as u32),
             "prio" => spec.prio = Some(int_in(v, kb, 0, 7)? as u8),
@@ -1694,6 +1704,9 @@ mod tests {
         assert!(value_err("numjobs", "0").contains("1 to"));
         assert!(value_err("iodepth", "99999999999").contains("out of range"));
         assert_eq!(applied(&[("cgroup_weight", Some("100"))]).cgroup_weight, Some(100));
+        assert_eq!(applied(&[("ioscheduler", Some("bfq"))]).ioscheduler.as_deref(), Some("bfq"));
+        assert!(value_err("ioscheduler", "").contains("1 to 16 bytes"));
+        assert!(value_err("ioscheduler", "a-scheduler-name-too-long").contains("ELV_NAME_MAX"));
     }
 
     #[test]

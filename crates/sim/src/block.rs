@@ -188,6 +188,9 @@ pub struct BlockQueue {
     lazy_submit: bool,
     /// When the scheduler last asked to be called again (its idle or anticipation timer).
     sched_timer_ns: Option<Nanos>,
+    /// The scheduler an `ioscheduler=` switch put in, waiting for the queue to empty (the
+    /// kernel freezes the queue: no new request enters until those in it completed).
+    next_scheduler: Option<Box<dyn Scheduler>>,
 }
 
 /// Most distinct decision reasons counted per device; a scheduler has a few dozen at most.
@@ -247,7 +250,42 @@ impl BlockQueue {
             queue_plug: None,
             lazy_submit: false,
             sched_timer_ns: None,
+            next_scheduler: None,
         }
+    }
+
+    /// The scheduler the queue runs, or will once a switch under way is done.
+    pub fn scheduler_after_switch(&self) -> &str {
+        self.next_scheduler.as_ref().unwrap_or(&self.scheduler).name()
+    }
+
+    /// `elevator_switch`: the queue freezes (new requests wait as for a free slot) until the
+    /// requests in it completed, then runs `next`. An empty queue switches at once.
+    pub fn switch_scheduler(&mut self, next: Box<dyn Scheduler>, now_ns: Nanos) {
+        self.next_scheduler = Some(next);
+        if self.allocated() == 0 {
+            self.finish_switch(now_ns);
+        }
+    }
+
+    /// The queue is empty: the new scheduler takes over, and those who waited to enter are
+    /// sorted into its request pools (which may be per cgroup).
+    fn finish_switch(&mut self, now_ns: Nanos) {
+        let Some(next) = self.next_scheduler.take() else { return };
+        let old = std::mem::replace(&mut self.scheduler, next);
+        drop(old);
+        self.sched_timer_ns = None;
+        self.wanted_timer_ns = None;
+        let waiting: Vec<(u32, Pending)> = std::mem::take(&mut self.waiting)
+            .into_iter()
+            .flat_map(|[a, s]| s.into_iter().chain(a))
+            .collect();
+        self.allocated.clear();
+        for (process, pending) in waiting {
+            let (pool, class) = self.pool(&pending.rq);
+            self.waiting[pool][class].push_back((process, pending));
+        }
+        let _ = now_ns;
     }
 
     /// Turns 2.6.x queue plugging on: the kernel predates on-stack plugging (2.6.39) and
@@ -565,6 +603,10 @@ impl BlockQueue {
     /// Merges or inserts a request; false if no request slot is free. With `behind_sleepers`
     /// (others sleep for this pool) it goes only where the scheduler says it must.
     fn place(&mut self, pending: Pending, now_ns: Nanos, behind_sleepers: bool) -> bool {
+        if self.next_scheduler.is_some() {
+            // Frozen for a scheduler switch (blk_queue_enter waits).
+            return false;
+        }
         let mut rq = pending.rq;
         rq.submit_ns = now_ns;
         if rq.op != Op::Flush && !behind_sleepers {
@@ -746,6 +788,9 @@ impl BlockQueue {
             }
         }
         self.completions = completions;
+        if self.next_scheduler.is_some() && self.allocated() == 0 {
+            self.finish_switch(now_ns);
+        }
         if self.in_device == 0 {
             if let Some(since) = self.busy_since_ns.take() {
                 self.counters.busy_ns += now_ns - since;

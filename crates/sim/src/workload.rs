@@ -79,6 +79,9 @@ pub const ETIMEDOUT: u32 = 110;
 /// Linux's EIO, the error fio gives a job below its `rate_min` or `rate_iops_min`.
 pub const EIO: u32 = 5;
 
+/// `EINVAL`: fio's error when a device will not take the `ioscheduler=` it was given.
+pub const EINVAL: u32 = 22;
+
 /// An error that ended a job, as fio reports it: `err=110 (func=..., error=...)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobError {
@@ -95,6 +98,7 @@ impl JobError {
         match self.errno {
             ETIMEDOUT => "Connection timed out",
             EIO => "Input/output error",
+            EINVAL => "Invalid argument",
             _ => "Unknown error",
         }
     }
@@ -402,6 +406,8 @@ pub struct Process {
     rate_checked: [(u64, u64, Nanos); 3],
     /// The error that ended the job, as fio reports it (errno, what failed, its message).
     pub error: Option<JobError>,
+    /// `ioscheduler=`, until the job starts and switches its device to it.
+    pub ioscheduler: Option<String>,
     thinktime_spin_ns: Nanos,
     rate_bytes_per_sec: [Option<u64>; 3],
     rate_iops: [Option<u64>; 3],
@@ -559,6 +565,7 @@ impl Process {
             lat_buckets: LatencyBuckets::default(),
             timeline: crate::timeline::Timeline::default(),
             cmdprio: CmdPrio::from_spec(spec, u64::from(owner.pid), clone),
+            ioscheduler: spec.ioscheduler.clone(),
             lat_target: spec.latency_target_ns.map(|target_ns| LatTarget {
                 target_ns,
                 window_ns: spec.latency_window_ns,

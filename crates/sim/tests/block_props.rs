@@ -1,6 +1,7 @@
 //! Properties of the block layer, whatever the scheduler and the submission pattern:
 //! every bio completes exactly once, bytes are conserved across splits and merges, no command
-//! exceeds `max_sectors_kb`, and the device never holds more than its queue depth.
+//! exceeds `max_sectors_kb`, and the device never holds more than its queue depth; also
+//! when the queue switches schedulers (`ioscheduler=`) in the middle.
 
 use std::collections::BTreeMap;
 
@@ -58,6 +59,7 @@ proptest! {
         queue_depth in 1u32..32,
         max_sectors_kb in prop::sample::select(vec![4u32, 64, 512]),
         queue_plugging in any::<bool>(),
+        switch in prop::option::of((0usize..200, prop::sample::select(vec!["none", "mq-deadline", "kyber", "bfq", "cfq", "anticipatory"]))),
     ) {
         let (device, log) =
             Recorder::new(RamDevice::new(RamParams { queue_depth, ..RamParams::default() }));
@@ -70,6 +72,10 @@ proptest! {
         let mut unblocked = Vec::new();
         let mut per_process: BTreeMap<u32, u64> = BTreeMap::new();
         for (i, b) in plan.iter().enumerate() {
+            if let Some((_, to)) = switch.filter(|&(at, _)| at == i) {
+                q.switch_scheduler(elevator_sched::by_name(to).unwrap(), now);
+                q.kick(now);
+            }
             let op = if b.write { Op::Write } else { Op::Read };
             q.plug_bio(b.process, elevator_sim::stack::NO_NODE, elevator_sim::stack::NO_TAG, op, b.sector * 512, b.sectors * 512, true, Owner::process(b.process), now);
             submitted_bytes += b.sectors * 512;
@@ -117,6 +123,9 @@ proptest! {
         prop_assert_eq!(done_bytes, submitted_bytes);
         prop_assert!(log.commands.iter().all(|c| c.len_bytes <= u64::from(max_sectors_kb) * 1024));
         prop_assert!(log.max_outstanding <= queue_depth);
+        if let Some((_, to)) = switch.filter(|&(at, _)| at < plan.len()) {
+            prop_assert_eq!(q.scheduler.name(), to);
+        }
     }
 }
 

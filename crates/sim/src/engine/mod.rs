@@ -231,6 +231,8 @@ struct Engine {
     /// When the engine wakes next for the CPUs (an earlier event for them is stale).
     armed_cpu_ns: Option<Nanos>,
     spins_done: Vec<SpinDone>,
+    /// Per device, how to build a scheduler for an `ioscheduler=` switch.
+    sched_setups: Vec<SchedulerSetup>,
 }
 
 /// Runs a job file on a topology.
@@ -244,31 +246,27 @@ pub fn simulate(
     let (jobs, topology) = (&fitted_jobs, &fitted);
     let groups = cgroup_table(&jobs.jobs);
     let mut queues = Vec::new();
+    let mut setups = Vec::new();
     for (i, spec) in topology.devices.iter().enumerate() {
-        let name = options.scheduler.clone().unwrap_or_else(|| spec.scheduler.clone());
-        let mut scheduler = elevator_sched::by_name(&name).map_err(SimError)?;
-        if options.scheduler.is_none() {
-            for (k, v) in &spec.iosched {
-                scheduler
-                    .set_tunable(k, v)
-                    .map_err(|e| SimError(format!("device `{}`: {e}", spec.name)))?;
-            }
-        }
-        for (k, v) in &options.iosched {
-            scheduler.set_tunable(k, v).map_err(|e| SimError(format!("--iosched {k}={v}: {e}")))?;
-        }
-        let bfq = scheduler.name() == "bfq";
-        for g in groups.iter().skip(1) {
-            if bfq {
-                scheduler
-                    .set_group(&Cgroup { weight: bfq_group_weight(topology, i, g), ..g.clone() });
-            } else {
-                scheduler.set_group(g);
-            }
-        }
         let device = spec.model.build(options.seed, 1_000_000 + i as u32);
+        let setup = SchedulerSetup {
+            groups: groups.iter().skip(1).cloned().collect(),
+            bfq_groups: groups
+                .iter()
+                .skip(1)
+                .map(|g| Cgroup { weight: bfq_group_weight(topology, i, g), ..g.clone() })
+                .collect(),
+            rotational: device.rotational(),
+            tunables: options.iosched.clone(),
+        };
+        let name = options.scheduler.clone().unwrap_or_else(|| spec.scheduler.clone());
+        let own = if options.scheduler.is_none() { &spec.iosched[..] } else { &[] };
+        let scheduler = setup.build(&name, own).map_err(|e| match e {
+            SetupError::Own(e) => SimError(format!("device `{}`: {e}", spec.name)),
+            SetupError::Cli(e) => SimError(e),
+        })?;
+        setups.push(setup);
         let rotational = device.rotational();
-        scheduler.set_rotational(rotational);
         let qd = device.queue_depth();
         let mut queue = BlockQueue::new(scheduler, device, spec.nr_requests, spec.max_sectors_kb);
         // queue_should_plug: every queue before 2.6.28's exception for tagged flash.
@@ -280,7 +278,9 @@ pub fn simulate(
         }
         queues.push(queue);
     }
-    let (procs, vm, task_proc) = build_processes(jobs, topology, &groups, options.seed)?;
+    let (mut procs, vm, task_proc) = build_processes(jobs, topology, &groups, options.seed)?;
+    let mut setup_warnings = setup_warnings;
+    check_ioschedulers(&mut procs, topology, &setups, options, &mut setup_warnings)?;
     if options.blktrace {
         let names = Arc::new(process_names(&procs, topology));
         for (i, q) in queues.iter_mut().enumerate() {
@@ -325,6 +325,7 @@ pub fn simulate(
         cpus: Cpus::new(topology.machine.vm.cpus),
         armed_cpu_ns: None,
         spins_done: Vec::new(),
+        sched_setups: setups,
     };
     engine.start_phase(0);
     if engine.procs.iter().any(|p| p.ss.is_some()) {
@@ -463,7 +464,39 @@ impl Engine {
         for i in 0..self.procs.len() {
             if self.procs[i].phase == phase {
                 let at = self.procs[i].start_time(self.now_ns);
+                // Jobs that start together set their schedulers before any of them does
+                // I/O (fio's threads switch during their setup, before the files are set up).
+                if at == self.now_ns {
+                    self.switch_ioscheduler(i as u32);
+                }
                 self.push(at, Event::Start(i as u32));
+            }
+        }
+    }
+
+    /// fio's `switch_ioscheduler` as job `p` starts: the device its file is on (a
+    /// partition's disk) takes the scheduler `ioscheduler=` names. A name the device does
+    /// not have fails the job, as writing it to `queue/scheduler` does. The switch waits for
+    /// the requests already in the queue, as the kernel freezes the queue to switch.
+    fn switch_ioscheduler(&mut self, p: u32) {
+        let proc = &mut self.procs[p as usize];
+        let Some(name) = proc.ioscheduler.take() else { return };
+        let Route::Device(d) = proc.region.route else { return };
+        if self.queues[d].scheduler_after_switch() == name {
+            return;
+        }
+        match self.sched_setups[d].build(&name, &[]) {
+            Ok(scheduler) => {
+                self.queues[d].switch_scheduler(scheduler, self.now_ns);
+                self.touched[d] = true;
+                self.kick_touched();
+            }
+            Err(_) => {
+                proc.error = Some(crate::workload::JobError {
+                    errno: crate::workload::EINVAL,
+                    func: "iosched_switch",
+                    message: format!("fio: unable to set io scheduler to {name}"),
+                });
             }
         }
     }
@@ -518,8 +551,18 @@ impl Engine {
             self.now_ns = at_ns;
             match event {
                 Event::Start(p) => {
+                    self.switch_ioscheduler(p);
                     if let Some(stop) = self.procs[p as usize].start(self.now_ns) {
                         self.push(stop, Event::RuntimeEnd(p));
+                    }
+                    // Its setup failed (ioscheduler=): fio's thread ends before any I/O.
+                    let proc = &mut self.procs[p as usize];
+                    if proc.error.is_some() {
+                        proc.runtime_expired();
+                        if proc.drained(self.now_ns) {
+                            self.process_done(p);
+                        }
+                        continue;
                     }
                     // Its reporting group reached its steady state before it started (a
                     // start delay): fio's terminate is already set, and the job does nothing.
@@ -1012,6 +1055,92 @@ fn process_names(procs: &[Process], topology: &Topology) -> crate::blktrace::Pro
         names.insert(p.owner.pid, p.name.clone());
     }
     names
+}
+
+/// `ioscheduler=` before the run: under `--scheduler` the command line's scheduler stays
+/// (a warning says so); a job on a volume (device-mapper, a remote LUN) leaves it as it is,
+/// as fio does where `queue/scheduler` reads `none` ("io scheduler is not tunable"); a
+/// scheduler the device has must take `--iosched`'s tunables, or the run does not start.
+fn check_ioschedulers(
+    procs: &mut [Process],
+    topology: &Topology,
+    setups: &[SchedulerSetup],
+    options: &SimOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(), SimError> {
+    for p in procs.iter_mut() {
+        let Some(name) = p.ioscheduler.clone() else { continue };
+        let warning = match (&options.scheduler, p.region.route) {
+            (Some(cli), _) => Some(format!(
+                "job `{}`: ioscheduler={name} left out: --scheduler {cli} sets every device's",
+                p.name
+            )),
+            (None, Route::Volume(v)) => Some(format!(
+                "job `{}`: ioscheduler={name}: `{}` is a volume with no I/O scheduler of its own; left as it is (fio: io scheduler is not tunable)",
+                p.name, topology.volumes[v].name
+            )),
+            (None, Route::Device(d)) => {
+                if let Err(SetupError::Cli(e)) = setups[d].build(&name, &[]) {
+                    return Err(SimError(format!(
+                        "job `{}`: ioscheduler={name} on `{}`: {e}",
+                        p.name, topology.devices[d].name
+                    )));
+                }
+                None
+            }
+        };
+        if let Some(w) = warning {
+            p.ioscheduler = None;
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a device's scheduler is built with: at the start, and again when a job's
+/// `ioscheduler=` switches the device to another (the kernel's `elevator_switch` starts the
+/// new one afresh, with its default tunables).
+struct SchedulerSetup {
+    /// The cgroups below the root, with their weights under BFQ beside.
+    groups: Vec<Cgroup>,
+    bfq_groups: Vec<Cgroup>,
+    rotational: bool,
+    /// `--iosched`, set on whatever scheduler the device runs.
+    tunables: Vec<(String, String)>,
+}
+
+/// Why a scheduler could not be built: a tunable of the device's own (topology) or one of
+/// `--iosched`.
+enum SetupError {
+    Own(String),
+    Cli(String),
+}
+
+impl SchedulerSetup {
+    /// Scheduler `name` with the device's `own` tunables, then `--iosched`'s.
+    fn build(
+        &self,
+        name: &str,
+        own: &[(String, String)],
+    ) -> Result<Box<dyn elevator_sched::Scheduler>, SetupError> {
+        let mut scheduler = elevator_sched::by_name(name).map_err(SetupError::Own)?;
+        for (k, v) in own {
+            scheduler.set_tunable(k, v).map_err(|e| SetupError::Own(e.to_string()))?;
+        }
+        for (k, v) in &self.tunables {
+            scheduler
+                .set_tunable(k, v)
+                .map_err(|e| SetupError::Cli(format!("--iosched {k}={v}: {e}")))?;
+        }
+        let groups = if scheduler.name() == "bfq" { &self.bfq_groups } else { &self.groups };
+        for g in groups {
+            scheduler.set_group(g);
+        }
+        scheduler.set_rotational(self.rotational);
+        Ok(scheduler)
+    }
 }
 
 /// A cgroup's weight under BFQ on device `d`: its `io.bfq.weight` there, else fio's
