@@ -1501,3 +1501,51 @@ fn ioscheduler_switches_the_jobs_disk() {
     assert!(stdout.contains("[kyber; "), "{stdout}");
     assert!(stderr.contains("ioscheduler=bfq left out: --scheduler kyber"), "{stderr}");
 }
+
+/// `zonemode=strided`: real fio (installed by setup.sh) and elevator do `size=` bytes in
+/// zones of `zonerange=` bytes, `zonesize=` bytes in each, `zoneskip=` between them, back at
+/// the start past the file's end. Sequential shapes give the same `write_iolog` lines;
+/// random ones read the same zones in the same order, each `zonerange` bytes of reads a
+/// permutation of the zone's blocks (the random map is reset at every `zonerange` bytes).
+#[test]
+fn strided_zones_are_read_as_real_fio_reads_them() {
+    let reads = |tool: &str, i: usize, shape: &str| -> Vec<u64> {
+        let dir = scratch_dir(&format!("zones-{i}-{tool}"));
+        let (job, log) = (dir.join("z.fio"), dir.join("z.log"));
+        let text = format!(
+            "[z]\nfilename={}\nsize=1m\nbs=16k\n{shape}\nwrite_iolog={}\n",
+            dir.join("data").display(),
+            log.display()
+        );
+        let r = file_reads_of(tool, &job, &text, &log).into_iter().map(|(_, o)| o).collect();
+        let _ = std::fs::remove_dir_all(&dir);
+        r
+    };
+    for (i, shape) in [
+        "rw=read\nzonemode=strided\nzonesize=32k\nzoneskip=96k",
+        "rw=read\nzonemode=strided\nzonesize=128k\nzonerange=64k\nzoneskip=64k",
+        "rw=read\nzonemode=strided\nzonesize=32k\nzonerange=64k\nzoneskip=448k",
+        "rw=read\nzonemode=strided\nzonesize=48k\nzoneskip=16k\noffset=256k",
+        // A new file is made offset + size long, and size= is read from the offset.
+        "rw=read\noffset=256k",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let fio = reads("fio", i, shape);
+        assert!(fio.len() >= 48, "{shape}: {fio:?}");
+        assert_eq!(reads("elevator", i, shape), fio, "{shape}");
+    }
+    // Random: zonerange 64k (4 blocks), 128k in each zone, 64k skipped.
+    let shape = "rw=randread\nzonemode=strided\nzonesize=128k\nzonerange=64k\nzoneskip=64k";
+    for tool in ["fio", "elevator"] {
+        let r = reads(tool, 9, shape);
+        assert_eq!(r.len(), 64, "{tool}");
+        for (k, group) in r.chunks(4).enumerate() {
+            let zone = (k as u64 / 2) * (128 << 10);
+            let mut blocks: Vec<u64> = group.iter().map(|o| (o - zone) / (16 << 10)).collect();
+            blocks.sort();
+            assert_eq!(blocks, [0, 1, 2, 3], "{tool}: reads {k}: {group:?} in zone {zone}");
+        }
+    }
+}

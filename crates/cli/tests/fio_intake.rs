@@ -119,7 +119,7 @@ fn fio_value_grammar() {
     let text = "[global]\nioengine=libaio\ndirect=1\nfilename=sda\n\
                 [a]\nbs=$pagesize\nsize=(64k*4)\nrw=read:-8k\nnumjobs=$ncpus\n\
                 [b]\nsize=2*1024*$pagesize ; eight MiB\nrw=trimwrite\nbs=1m\n\
-                [c]\nzonesize=1m\noffset=4z\nsize=2z\nrw=read\nbs=1m\ntime_based\nthreads=1\n";
+                [c]\nzonemode=strided\nzonesize=1m\noffset=4z\nsize=2z\nrw=read\nbs=1m\ntime_based\nthreads=1\n";
     let (report, stderr) = run_json("grammar.fio", text);
     let jobs = report["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 4, "numjobs=$ncpus is 2 on the built-in machine");

@@ -70,6 +70,20 @@ impl SteadyState {
     }
 }
 
+/// fio's `zonemode=strided` (`setup_strided_zone_mode`): the job's I/O stays in a zone of
+/// `range_bytes` from the zone's start until it has moved `size_bytes` there, then goes on
+/// at the next zone, `range_bytes + skip_bytes` further on (back to the job's start past the
+/// end of the file). Random offsets are drawn within the zone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StridedZones {
+    /// `zonesize=`: bytes of I/O per zone.
+    pub size_bytes: u64,
+    /// `zonerange=` (default `zonesize=`): the zone's extent.
+    pub range_bytes: u64,
+    /// `zoneskip=`: bytes between one zone's end and the next one's start.
+    pub skip_bytes: u64,
+}
+
 /// The longest `ioscheduler=` name: the kernel's `ELV_NAME_MAX` (16), which no scheduler
 /// name reaches.
 pub const MAX_IOSCHEDULER_NAME_BYTES: usize = 16;
@@ -302,6 +316,9 @@ pub struct JobSpec {
     /// direction's smallest block (fio's default). Random jobs only; set, it turns the random
     /// map off.
     pub block_align: [Option<u64>; 3],
+    /// `zonemode=strided`: the job's I/O keeps to zones (`zonesize=`, `zonerange=`,
+    /// `zoneskip=`).
+    pub zones: Option<StridedZones>,
     /// `percentage_random=` per direction (read, write, trim): of a random job's I/Os, the
     /// percentage at random offsets; the others go on from where the last one ended
     /// (default 100).
@@ -636,6 +653,7 @@ impl JobSpec {
             stonewall: false,
             cgroup: None,
             ioscheduler: None,
+            zones: None,
             cgroup_weight: None,
             prio: None,
             prioclass: None,

@@ -91,6 +91,10 @@ const MODELLED: &[(&str, &str)] = &[
     ("ioscheduler", "ioscheduler"),
     ("cgroup_weight", "cgroup_weight"),
     ("prio", "prio"),
+    ("zonemode", "zonemode"),
+    ("zonesize", "zonesize"),
+    ("zonerange", "zonerange"),
+    ("zoneskip", "zoneskip"),
     ("prioclass", "prioclass"),
     ("randrepeat", "randrepeat"),
     ("norandommap", "norandommap"),
@@ -374,10 +378,6 @@ const UNMODELLED: &[&str] = &[
     "zone_reset_frequency",
     "zone_reset_threshold",
     "zonecapacity",
-    "zonemode",
-    "zonerange",
-    "zonesize",
-    "zoneskip",
 ];
 
 /// Every engine fio has besides the five named in [`IoEngine`], with its class; `None`: a
@@ -457,6 +457,7 @@ const TEXT_OPTIONS: &[&str] = &[
     "fadvise_hint",
     "exit_what",
     "rw_sequencer",
+    "zonemode",
     "sync_file_range",
     "unified_rw_reporting",
     "read_iolog",
@@ -513,6 +514,19 @@ pub struct Builder {
     keywords: Keywords,
     /// `zonesize=`: what the `z` suffix of `size=`, `offset=`, `io_size=` counts.
     zone_bytes: u64,
+    /// `zonemode=`, and whether `zonesize=`, `zonerange=`, `zoneskip=` were given (fio checks
+    /// them together once the job is read: `fixup_options`).
+    zone_mode: ZoneMode,
+    zone_size_set: bool,
+    zone_range_bytes: u64,
+    zone_skip_bytes: u64,
+}
+
+/// fio's `zonemode=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ZoneMode {
+    None,
+    Strided,
 }
 
 /// The zone size the `z` suffix counts when `zonesize=` is not given: 256 MiB, the zone of
@@ -532,6 +546,10 @@ impl Builder {
             split: [None, None, None],
             keywords,
             zone_bytes: DEFAULT_ZONE_BYTES,
+            zone_mode: ZoneMode::None,
+            zone_size_set: false,
+            zone_range_bytes: 0,
+            zone_skip_bytes: 0,
         }
     }
 
@@ -563,6 +581,36 @@ impl Builder {
                 "time_based without runtime= runs until stopped in fio; elevator does the job's I/O once (add runtime= for a timed run)"
                     .to_string(),
             ));
+        }
+        // fio's fixup_options: zonesize needs zonemode=strided, which needs zonesize; the
+        // range defaults to the size.
+        match (self.zone_mode, self.zone_size_set) {
+            (ZoneMode::None, true) => {
+                return Err((
+                    "zonesize",
+                    "--zonemode=none and --zonesize are not compatible (fio); add zonemode=strided"
+                        .into(),
+                ))
+            }
+            (ZoneMode::Strided, false) => {
+                return Err((
+                    "zonemode",
+                    "--zonesize must be specified when using --zonemode=strided (fio)".into(),
+                ))
+            }
+            (ZoneMode::Strided, true) => {
+                let range = if self.zone_range_bytes == 0 {
+                    self.zone_bytes
+                } else {
+                    self.zone_range_bytes
+                };
+                self.spec.zones = Some(crate::StridedZones {
+                    size_bytes: self.zone_bytes,
+                    range_bytes: range,
+                    skip_bytes: self.zone_skip_bytes,
+                });
+            }
+            (ZoneMode::None, false) => {}
         }
         for (slot, split) in self.spec.block_size.iter_mut().zip(self.split) {
             if let Some(split) = split {
@@ -631,6 +679,7 @@ impl Builder {
                     )));
                 }
                 self.zone_bytes = bytes;
+                self.zone_size_set = true;
             }
         }
         let zoned = match (key, value) {
@@ -923,6 +972,23 @@ impl Builder {
                     return Err("a cgroup path is expected (e.g. groupA or a/b)".into());
                 }
                 spec.cgroup = Some(v.to_string());
+            }
+            "zonemode" => {
+                self.zone_mode = match v {
+                    "none" => ZoneMode::None,
+                    "strided" => ZoneMode::Strided,
+                    "zbd" => return Err("zonemode=zbd needs a zoned block device (host-managed SMR, ZNS); elevator's devices are not zoned".into()),
+                    other => return Err(format!("`{other}`: expected none, strided or zbd")),
+                }
+            }
+            // Parsed above, for the `z` suffix.
+            "zonesize" => {}
+            "zonerange" => self.zone_range_bytes = parse_size(v, kb)?,
+            "zoneskip" => {
+                if v.trim_end().ends_with(['z', 'Z']) {
+                    return Err("a count of zones (`z`) is zonemode=zbd's, which elevator does not model; give bytes".into());
+                }
+                self.zone_skip_bytes = parse_size(v, kb)?;
             }
             "ioscheduler" => {
                 if v.is_empty() || v.len() > crate::MAX_IOSCHEDULER_NAME_BYTES {
@@ -1937,9 +2003,46 @@ mod tests {
             applied(&[("size", Some("8z"))]).size,
             Some(Amount::Bytes(8 * DEFAULT_ZONE_BYTES))
         );
-        let s = applied(&[("zonesize", Some("64m")), ("offset", Some("2z"))]);
+        let s = applied(&[
+            ("zonemode", Some("strided")),
+            ("zonesize", Some("64m")),
+            ("offset", Some("2z")),
+        ]);
         assert_eq!(s.offset, Amount::Bytes(128 << 20));
         assert!(value_err("zonesize", "1000").contains("multiple of 512"));
+    }
+
+    /// fio's checks of the zone options together (`fixup_options`), and zonerange's default.
+    #[test]
+    fn strided_zones_are_checked_as_fio_checks_them() {
+        let s = applied(&[("zonemode", Some("strided")), ("zonesize", Some("32k"))]);
+        let z = s.zones.expect("strided");
+        assert_eq!((z.size_bytes, z.range_bytes, z.skip_bytes), (32 << 10, 32 << 10, 0));
+        let s = applied(&[
+            ("zoneskip", Some("1m")),
+            ("zonerange", Some("256k")),
+            ("zonesize", Some("64k")),
+            ("zonemode", Some("strided")),
+        ]);
+        let z = s.zones.expect("strided");
+        assert_eq!((z.size_bytes, z.range_bytes, z.skip_bytes), (64 << 10, 256 << 10, 1 << 20));
+        assert_eq!(applied(&[("zonemode", Some("none"))]).zones, None);
+        let finish_err = |opts: &[(&str, &str)]| {
+            let mut b = builder();
+            for (k, v) in opts {
+                b.apply(k, Some(v)).unwrap();
+            }
+            b.finish_with_warnings().expect_err("refused")
+        };
+        let (key, e) = finish_err(&[("zonesize", "64k")]);
+        assert_eq!(key, "zonesize");
+        assert!(e.contains("--zonemode=none and --zonesize are not compatible"), "{e}");
+        let (key, e) = finish_err(&[("zonemode", "strided")]);
+        assert_eq!(key, "zonemode");
+        assert!(e.contains("--zonesize must be specified"), "{e}");
+        assert!(value_err("zonemode", "zbd").contains("zoned block device"));
+        assert!(value_err("zonemode", "stride").contains("none, strided or zbd"));
+        assert!(value_err("zoneskip", "2z").contains("give bytes"));
     }
 
     #[test]

@@ -24,7 +24,9 @@
 //!   `time_based` do not apply to it (fio applies some of them to replays too).
 
 use elevator_core::{IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_MS, NS_PER_SEC};
-use elevator_fio::{BlockSize, JobSpec, RateProcess, RwMode, RwSequencer, SyncFileRange};
+use elevator_fio::{
+    BlockSize, JobSpec, RateProcess, RwMode, RwSequencer, StridedZones, SyncFileRange,
+};
 use elevator_mm::SyncRangeFlags;
 
 use crate::files::{FileIo, FileTree};
@@ -498,6 +500,8 @@ pub struct Process {
     offset_distribution: Option<OffsetDistribution>,
     /// `rw=...:N` and `rw_sequencer=` (see [`Process::pick_offset_sequenced`]).
     sequencer: Option<Box<Sequencer>>,
+    /// `zonemode=strided`, and where the job is in its zones.
+    zones: Option<ZoneState>,
     /// The buffered system call in progress, if it is blocked or still on the CPU.
     pub pending_call: Option<PendingCall>,
 }
@@ -715,6 +719,16 @@ impl Process {
                 })
             }),
             pending_call: None,
+            // fio fills no offsets for a replay (its log has them), and turns strided zones
+            // off for more than one open file.
+            zones: spec.zones.filter(|_| spec.iolog.is_none() && spec.nrfiles <= 1).map(|z| {
+                ZoneState {
+                    spec: z,
+                    done_bytes: 0,
+                    start: region.start_bytes,
+                    file_end: region.start_bytes + region.len_bytes,
+                }
+            }),
         }
     }
 
@@ -796,6 +810,7 @@ impl Process {
             && self.issue_log.is_none()
             && self.verify.is_none()
             && self.sequencer.is_none()
+            && self.zones.is_none()
             && self.thinktime_ns == 0
             && self.rate_bytes_per_sec.iter().chain(&self.rate_iops).all(Option::is_none)
             && !self.flush_pending
@@ -1896,7 +1911,7 @@ impl Process {
     /// A random offset's alignment and how many aligned places an I/O of `len` has.
     fn random_slots(&self, d: usize, len: u64) -> (u64, u64) {
         let align = self.block_align[d].unwrap_or_else(|| random_alignment(&self.block_size[d]));
-        (align, (self.region.len_bytes - len) / align + 1)
+        (align, (self.random_span_bytes() - len) / align + 1)
     }
 
     /// The next I/O's offset in direction `d` and its length (`len`, unless the random map
@@ -1905,6 +1920,9 @@ impl Process {
     fn pick_offset(&mut self, d: usize, len: u64) -> Option<(u64, u64)> {
         if self.sequencer.is_some() {
             return self.pick_offset_sequenced(d, len);
+        }
+        if self.zones.is_some() {
+            return self.pick_offset_strided(d, len);
         }
         // percentage_random: fio's should_do_random draws only when it is under 100; the
         // others go on sequentially from the end of the last I/O, outside the random map
@@ -2080,7 +2098,93 @@ impl Process {
             seq.file_base = base_bytes;
             seq.file_bytes = len_bytes;
         }
+        if let Some(z) = self.zones.as_mut() {
+            z.file_end = base_bytes + len_bytes;
+        }
     }
+
+    /// The extent a random offset is drawn in: the zone under `zonemode=strided`, else the
+    /// region.
+    pub fn random_span_bytes(&self) -> u64 {
+        self.zones.map_or(self.region.len_bytes, |z| z.spec.range_bytes)
+    }
+
+    /// Under `zonemode=strided`: fio 3.33's `setup_strided_zone_mode` before each offset
+    /// (after `zonesize` bytes in a zone move on `zonerange + zoneskip`, back to the job's
+    /// start past the file's end; a sequential position past the zone goes back to its
+    /// start; every `zonerange` bytes the file is reset: positions to the zone's start, the
+    /// random map emptied), then `get_next_offset` within the zone: a random offset in the
+    /// zone, or on from the last I/O; `None` where fio finds none (past `io_size` from the
+    /// zone's start, or the file's end) and the pass ends.
+    fn pick_offset_strided(&mut self, d: usize, len: u64) -> Option<(u64, u64)> {
+        let origin = self.region.start_bytes;
+        let z = self.zones.as_mut().expect("strided zones");
+        if z.done_bytes >= z.spec.size_bytes {
+            z.done_bytes = 0;
+            z.start += z.spec.range_bytes + z.spec.skip_bytes;
+            if z.start >= z.file_end {
+                z.start = origin;
+            }
+            self.next_seq_offset[d] = z.start;
+        }
+        let ZoneState { spec, done_bytes, start, file_end } = *z;
+        if self.next_seq_offset[d] >= start + spec.range_bytes {
+            self.next_seq_offset[d] = start;
+        }
+        if done_bytes % spec.range_bytes == 0 {
+            // fio_file_reset.
+            self.next_seq_offset = [start; 3];
+            if let Some(map) = self.random_map.as_mut() {
+                map.reset();
+            }
+        }
+        let io_size = self.region.len_bytes;
+        let (rel, len) = if self.rw.is_random() && self.should_do_random(d) {
+            if len > spec.range_bytes {
+                return None;
+            }
+            let (align, slots) = self.random_slots(d, len);
+            let slot = match self.offset_distribution.as_mut() {
+                Some(dist) => dist.next_slot(d, slots, align, &mut self.rng),
+                None => self.rng.below(slots),
+            };
+            match self.random_map.as_mut() {
+                None => (slot * align, len),
+                Some(map) => {
+                    let (rel, len, _) = take_from_map(map, slot * align, len);
+                    (rel, len)
+                }
+            }
+        } else {
+            let mut last = self.next_seq_offset[d];
+            if last >= io_size + origin && self.time_based {
+                last = start;
+            }
+            if last >= file_end {
+                return None;
+            }
+            (last - start, len)
+        };
+        let offset = start + rel;
+        if rel >= io_size || offset.saturating_add(len) > file_end {
+            return None;
+        }
+        self.zones.as_mut().expect("strided zones").done_bytes += len;
+        self.next_seq_offset[d] = offset + len;
+        Some((offset, len))
+    }
+}
+
+/// Where a `zonemode=strided` job is.
+#[derive(Clone, Copy, Debug)]
+struct ZoneState {
+    spec: StridedZones,
+    /// Bytes issued in this zone (fio's `td->zone_bytes`).
+    done_bytes: u64,
+    /// The zone's first byte, a route address (fio moves the file's `file_offset`).
+    start: u64,
+    /// The end of the job's file (its `real_file_size`), a route address.
+    file_end: u64,
 }
 
 /// Empty statistics for the three directions, from `start_ns`; with a histogram of total

@@ -340,14 +340,23 @@ pub(super) fn build_processes(
                 Some(name) if is_regular_path(topology, name) => {
                     let dir = file_system_of(topology, spec.directory.as_deref());
                     let key = format!("{dir}\0{name}");
+                    let job_bytes = single_file_bytes(spec);
                     let (route, start, size) = match named_files.get(&key) {
                         Some(&placed) => placed,
                         None => {
-                            let Some(size) = single_file_bytes(spec) else {
+                            let Some(size) = job_bytes else {
                                 return Err(SimError(format!(
                                     "{at}: job `{}`: filename={name} is a regular file, simulated on `{dir}`; it needs size= in bytes (e.g. size=1G), as fio does for a file that does not exist yet",
                                     spec.name
                                 )));
+                            };
+                            // fio makes a new file as long as the job's offset and size
+                            // (setup_files extends it to file_offset + io_size).
+                            let size = match spec.offset {
+                                Amount::Bytes(_) => {
+                                    clone_offset(spec, clone, size).saturating_add(size)
+                                }
+                                Amount::Percent(_) => size,
                             };
                             let placed = place_file(topology, &mut file_cursors, &dir, size, 0)
                                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
@@ -355,9 +364,10 @@ pub(super) fn build_processes(
                             placed
                         }
                     };
-                    // Each job and clone covers the file from its own offset on.
+                    // Each job and clone covers its size= of the file from its own offset on.
                     let offset = clone_offset(spec, clone, size).min(size);
-                    (route, start, size, start + offset, size - offset)
+                    let len = job_bytes.map_or(size - offset, |b| b.min(size - offset));
+                    (route, start, size, start + offset, len)
                 }
                 Some(name) => {
                     let t = topology
@@ -488,6 +498,21 @@ pub(super) fn build_processes(
             };
             // fio's null engine has no page cache under it.
             let buffered = !spec.direct && spec.iolog.is_none() && !spec.ioengine.is_null();
+            if spec.zones.is_some() && spec.nrfiles <= 1 && spec.iolog.is_none() {
+                let clash = if spec.rw_seq_nr > 1 || spec.rw_seq_add_bytes != 0 {
+                    Some("rw=...:N")
+                } else if spec.verify {
+                    Some("verify=")
+                } else {
+                    None
+                };
+                if let Some(what) = clash {
+                    return Err(SimError(format!(
+                        "{at}: job `{}`: zonemode=strided with {what} is not modelled; drop one of them",
+                        spec.name
+                    )));
+                }
+            }
             let mut proc =
                 Process::new(spec, j, clone, group_id, phase, owner, region, io_limit, rng);
             // fio's null engine makes its file as large as the job's offset and size.
@@ -500,7 +525,8 @@ pub(super) fn build_processes(
             // fio's random map: each block once per pass (filesetup.c's init_random_map).
             if spec.rw.is_random() && !spec.norandommap && files.is_none() && spec.iolog.is_none() {
                 let unit = Process::random_map_unit_bytes(spec);
-                let blocks = region_len / unit;
+                // Under zonemode=strided the map covers a zone (init_random_map).
+                let blocks = proc.random_span_bytes() / unit;
                 if blocks > MAX_RANDOM_MAP_BLOCKS && !spec.softrandommap {
                     return Err(SimError(format!(
                         "{at}: job `{}`: its random map would cover {blocks} blocks of {unit} bytes, more than the {MAX_RANDOM_MAP_BLOCKS} a map may (MAX_RANDOM_MAP_BLOCKS); set norandommap=1 (offsets drawn with replacement) or softrandommap=1 (go on without a map when it is too large)",
