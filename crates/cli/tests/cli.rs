@@ -1549,3 +1549,88 @@ fn strided_zones_are_read_as_real_fio_reads_them() {
         }
     }
 }
+
+/// `bsrange=`: fio 3.33 draws min + max × u, aligns it down to min and caps it at max, so a
+/// max that is no multiple of min comes out itself: 4k-10k gives 4k and 8k 40 % each and 10k
+/// 20 %, in real fio (installed by setup.sh) and elevator alike; 4k-16k is uniform.
+#[test]
+fn bsrange_sizes_are_drawn_as_real_fio_draws_them() {
+    for (i, range, want) in [
+        (0, "4k-10k", vec![(4096, 0.4), (8192, 0.4), (10240, 0.2)]),
+        (1, "4k-16k", vec![(4096, 0.25), (8192, 0.25), (12288, 0.25), (16384, 0.25)]),
+    ] {
+        for tool in ["fio", "elevator"] {
+            let dir = scratch_dir(&format!("bsrange-{i}-{tool}"));
+            let (job, log) = (dir.join("b.fio"), dir.join("b.log"));
+            let text = format!(
+                "[b]\nfilename={}\nsize=64m\nrw=randread\nbsrange={range}\nnorandommap=1\nnumber_ios=8000\nwrite_iolog={}\n",
+                dir.join("data").display(),
+                log.display()
+            );
+            let (_, lines) = logged_run(tool, &job, &text, &log, "terse");
+            let _ = std::fs::remove_dir_all(&dir);
+            let sizes: Vec<u64> =
+                lines.iter().filter(|f| f[2] == "read").map(|f| f[4].parse().unwrap()).collect();
+            assert!(sizes.len() >= 5000, "{tool} {range}: {} reads", sizes.len());
+            for &(bytes, share) in &want {
+                let got = sizes.iter().filter(|&&s| s == bytes).count() as f64 / sizes.len() as f64;
+                assert!(
+                    (got - share).abs() < 0.03,
+                    "{tool} {range}: {bytes} B {got:.3}, want {share}"
+                );
+            }
+            let known: usize =
+                want.iter().map(|&(b, _)| sizes.iter().filter(|&&s| s == b).count()).sum();
+            assert_eq!(known, sizes.len(), "{tool} {range}: no other sizes");
+        }
+    }
+}
+
+/// Under a non-uniform file choice (`file_service_type=zipf`) fio never finishes a file:
+/// drawing one whose blocks are all done, it closes it and resets it, and opens it again
+/// when it draws it next. Real fio's `write_iolog` (installed by setup.sh) and elevator's
+/// show that for every file: its last block is followed by a `close`, a `close` by an
+/// `open` (or the end), an `open` by a read of its first block. (Which file is drawn when
+/// differs: the draws are each tool's own.)
+#[test]
+fn a_finished_file_under_zipf_is_closed_and_opened_again_as_real_fio_does() {
+    for tool in ["fio", "elevator"] {
+        let dir = scratch_dir(&format!("zipf-files-{tool}"));
+        let tree = dir.join("t");
+        std::fs::create_dir_all(&tree).unwrap();
+        let (job, log) = (dir.join("t.fio"), dir.join("t.log"));
+        let text = format!(
+            "[t]\ndirectory={}\nnrfiles=3\nfilesize=8k\nbs=4k\nrw=read\nfile_service_type=zipf:1.2\nio_size=96k\nwrite_iolog={}\n",
+            tree.display(),
+            log.display()
+        );
+        let log = write_iolog_text(tool, &job, &text, &log);
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut per_file: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for line in log.lines().skip(1) {
+            let f: Vec<&str> = line.split(' ').collect();
+            let action = match f.get(2).copied() {
+                Some("read") => format!("read {}", f[3]),
+                Some(a @ ("open" | "close")) => a.to_string(),
+                _ => continue,
+            };
+            per_file.entry(f[1].to_string()).or_default().push(action);
+        }
+        let mut resets = 0;
+        for (file, actions) in &per_file {
+            for pair in actions.windows(2) {
+                let ok = match pair[0].as_str() {
+                    "read 4096" => pair[1] == "close",
+                    "close" => pair[1] == "open",
+                    "open" => pair[1] == "read 0",
+                    "read 0" => pair[1] == "read 4096" || pair[1] == "close",
+                    _ => false,
+                };
+                assert!(ok, "{tool}: {file}: {} then {}: {actions:?}", pair[0], pair[1]);
+            }
+            assert_eq!(actions.last().map(String::as_str), Some("close"), "{tool}: {file}");
+            resets += actions.windows(2).filter(|p| p[0] == "close" && p[1] == "open").count();
+        }
+        assert!(resets >= 5, "{tool}: {resets} files reset: {per_file:?}");
+    }
+}

@@ -135,7 +135,7 @@ pub enum BlockSize {
     Fixed {
         bytes: u64,
     },
-    /// `bsrange=min-max`: uniformly chosen, in multiples of `min` as fio does (bs_unaligned=0).
+    /// `bsrange=min-max`: multiples of `min` as fio draws them (bs_unaligned=0), and `max`.
     Range {
         min_bytes: u64,
         max_bytes: u64,

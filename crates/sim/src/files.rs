@@ -79,6 +79,11 @@ pub struct FileTree {
     /// caller last asked ([`FileTree::take_closes`]).
     closed: Vec<bool>,
     closes: Vec<usize>,
+    /// Under a non-uniform choice: files fio closed and reset when it drew them finished,
+    /// opened again when drawn next; and those reopened since the caller last asked
+    /// ([`FileTree::take_opens`]).
+    reopen: Vec<bool>,
+    opens: Vec<usize>,
     finished: usize,
     /// The inode block read last (what the inode cache still holds).
     cached_meta: Option<u64>,
@@ -97,6 +102,11 @@ pub enum FileIo {
     },
     /// Open file `file` for the first time (with [`FileTree::announce_opens`]).
     Open {
+        file: usize,
+    },
+    /// Open file `file` again, after fio closed it finished under a non-uniform choice
+    /// (with [`FileTree::announce_opens`]; its inode is cached).
+    Reopen {
         file: usize,
     },
     Data {
@@ -225,6 +235,8 @@ impl FileTree {
             opened: vec![false; n],
             closed: vec![false; n],
             closes: Vec::new(),
+            reopen: vec![false; n],
+            opens: Vec::new(),
             finished: 0,
             cached_meta: None,
             announce_opens: false,
@@ -247,7 +259,10 @@ impl FileTree {
     /// `sequential` (or while its service lasts), at its turn for `roundrobin`, when drawn
     /// for `random`.
     fn choose(&mut self, rng: &mut RandomStream) {
-        let live = |t: &FileTree, i: usize| t.pos[i] < t.files[i].len_bytes;
+        // A non-uniform choice never marks a file done: fio draws finished ones too, and
+        // resets them when it finds them so (FileTree::next).
+        let live =
+            |t: &FileTree, i: usize| t.distribution.is_some() || t.pos[i] < t.files[i].len_bytes;
         if self.service_left.is_some() {
             let sequential = self.service == FileServiceType::Sequential;
             if live(self, self.current) {
@@ -329,10 +344,27 @@ impl FileTree {
                     return FileIo::Meta { offset_bytes: f.meta_offset_bytes, file: i };
                 }
             }
+            if self.distribution.is_some() && self.pos[i] >= f.len_bytes {
+                // fio's set_io_u_file: fill_io_u finds no block in the finished file, which
+                // is closed and reset (fio_file_reset); another draw follows.
+                self.close(i);
+                self.pos[i] = 0;
+                self.reopen[i] = true;
+                continue;
+            }
+            if std::mem::take(&mut self.reopen[i]) {
+                // Drawn again after that close: opened again (its inode is cached).
+                self.closed[i] = false;
+                if self.announce_opens {
+                    self.hold = true;
+                    return FileIo::Reopen { file: i };
+                }
+                self.opens.push(i);
+            }
             let left = f.len_bytes - self.pos[i];
             let Some(len) = (if bs <= left { Some(bs) } else { fit(left) }) else {
                 self.pos[i] = f.len_bytes;
-                self.file_done(i);
+                self.file_done();
                 self.close(i);
                 given_up += 1;
                 continue;
@@ -340,7 +372,7 @@ impl FileTree {
             let offset = f.data_offset_bytes + self.pos[i];
             self.pos[i] += len;
             if self.pos[i] >= f.len_bytes {
-                self.file_done(i);
+                self.file_done();
             }
             return FileIo::Data { offset_bytes: offset, len_bytes: len, file: i };
         }
@@ -359,14 +391,16 @@ impl FileTree {
         std::mem::take(&mut self.closes)
     }
 
-    /// File `i` has no data left.
-    fn file_done(&mut self, i: usize) {
-        if self.distribution.is_some() {
-            // fio resets a finished file under a non-uniform choice (fio_file_reset)
-            // instead of marking it done: it may be drawn again, from its start. (fio also
-            // closes it then and opens it when drawn again; write_iolog shows neither.)
-            self.pos[i] = 0;
-        } else {
+    /// The files opened again since the last call (after [`FileTree::take_closes`]'s).
+    pub fn take_opens(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.opens)
+    }
+
+    /// A file has no data left.
+    fn file_done(&mut self) {
+        // Under a non-uniform choice fio never marks a file done: it resets it when it draws
+        // it finished (see FileTree::next).
+        if self.distribution.is_none() {
             self.finished += 1;
         }
     }
@@ -375,6 +409,8 @@ impl FileTree {
     /// closed them as done, count as open again (no new inode read).
     pub fn rewind(&mut self) {
         self.closed.iter_mut().for_each(|c| *c = false);
+        self.reopen.iter_mut().for_each(|r| *r = false);
+        self.opens.clear();
         self.pos.iter_mut().for_each(|p| *p = 0);
         self.finished = 0;
         self.current = 0;
@@ -419,7 +455,9 @@ mod tests {
             match t.next(16384, Some, &mut rng) {
                 FileIo::Meta { .. } => metas += 1,
                 FileIo::Data { len_bytes, .. } => bytes += len_bytes,
-                FileIo::Open { .. } => unreachable!("opens are not announced"),
+                FileIo::Open { .. } | FileIo::Reopen { .. } => {
+                    unreachable!("opens are not announced")
+                }
                 FileIo::Done => break,
             }
         }
@@ -445,7 +483,7 @@ mod tests {
             match t.next(4096, Some, &mut rng) {
                 FileIo::Data { file, .. } => out.push(char::from(b'0' + file as u8)),
                 FileIo::Meta { .. } => {}
-                FileIo::Open { .. } => unreachable!(),
+                FileIo::Open { .. } | FileIo::Reopen { .. } => unreachable!(),
                 FileIo::Done => return out,
             }
         }

@@ -289,6 +289,8 @@ pub struct Buffered {
 pub enum TreeIo {
     /// The first open of file `n` of the tree.
     Open(usize),
+    /// Another open of file `n`, which fio closed when it found it finished.
+    Reopen(usize),
     /// Data of file `n`.
     Data(usize),
 }
@@ -1116,28 +1118,43 @@ impl Process {
             Some(open) => Some(open),
             None => self.next_in_files(d, bs),
         };
-        if matches!(step, Some(FileIo::Meta { .. } | FileIo::Open { .. }))
+        if matches!(step, Some(FileIo::Meta { .. } | FileIo::Open { .. } | FileIo::Reopen { .. }))
             && self.in_flight > 0
             && self.last_issue_ns == Some(now_ns)
         {
             self.held_open = step;
             return Next::WaitUntil(now_ns + 1);
         }
-        if let (Some(files), Some(log)) = (self.files.as_mut(), self.issue_log.as_mut()) {
-            for file in files.take_closes() {
-                log.closed(now_ns, file);
-            }
-            if std::mem::take(&mut self.reopen_to_log) {
-                log.reopened(now_ns);
-            }
-            if let Some(FileIo::Meta { file, .. } | FileIo::Open { file }) = step {
-                log.opened(now_ns, file);
+        if let Some(files) = self.files.as_mut() {
+            // Drained whether logged or not: a job without write_iolog must not pile them up.
+            let (closes, opens) = (files.take_closes(), files.take_opens());
+            if let Some(log) = self.issue_log.as_mut() {
+                for file in closes {
+                    log.closed(now_ns, file);
+                }
+                for file in opens {
+                    log.opened(now_ns, file);
+                }
+                if std::mem::take(&mut self.reopen_to_log) {
+                    log.reopened(now_ns);
+                }
+                if let Some(
+                    FileIo::Meta { file, .. } | FileIo::Open { file } | FileIo::Reopen { file },
+                ) = step
+                {
+                    log.opened(now_ns, file);
+                }
             }
         }
         let (op, offset, len, opening) = match step {
             Some(FileIo::Meta { offset_bytes, file }) => {
                 self.tree_io = Some(TreeIo::Open(file));
                 (Op::Read, offset_bytes, 4096, true)
+            }
+            Some(FileIo::Reopen { file }) => {
+                self.tree_io = Some(TreeIo::Reopen(file));
+                let meta = self.files.as_ref().expect("a tree").files[file].meta_offset_bytes;
+                (Op::Read, meta, 4096, true)
             }
             Some(FileIo::Open { file }) => {
                 // A buffered job's open: the page cache decides what it reads.
@@ -1890,9 +1907,13 @@ impl Process {
     fn pick_block_size(&mut self, d: usize) -> u64 {
         match &self.block_size[d] {
             BlockSize::Fixed { bytes } => *bytes,
+            // fio 3.33's get_next_buflen: min + max × a uniform draw in [0, 1), aligned down
+            // to min, at most max: uniform over the multiples of min when max is one, and
+            // max itself for the rest of the draw when it is not (4k-10k: 4k and 8k 40 %
+            // each, 10k 20 %).
             BlockSize::Range { min_bytes, max_bytes } => {
-                let steps = (max_bytes - min_bytes) / min_bytes;
-                min_bytes + self.rng.below(steps + 1) * min_bytes
+                let x = min_bytes + self.rng.below(*max_bytes);
+                (x - x % min_bytes).min(*max_bytes)
             }
             BlockSize::Split { parts } => {
                 let total: u64 = parts.iter().map(|&(_, p)| p as u64).sum();

@@ -63,7 +63,7 @@ impl Engine {
         // In a file tree the call goes to the tree's file; a flush to the last one used.
         let tree_io = self.procs[pi].tree_io.take();
         let (file, base) = match (b.tree_base, tree_io) {
-            (Some(first), Some(TreeIo::Open(n) | TreeIo::Data(n))) => {
+            (Some(first), Some(TreeIo::Open(n) | TreeIo::Reopen(n) | TreeIo::Data(n))) => {
                 self.procs[pi].tree_last = Some(n);
                 let f = first + n as u32;
                 (f, self.vm.file_spec(f).base_bytes)
@@ -79,6 +79,8 @@ impl Engine {
         // Calls of a run of random hits made before the one the page cache serves.
         let mut hits_before = 0;
         let call = match io.op {
+            // Opened again: the file exists (create_on_open created it the first time).
+            _ if matches!(tree_io, Some(TreeIo::Reopen(_))) => Syscall::Open { file },
             _ if matches!(tree_io, Some(TreeIo::Open(_))) => {
                 if b.create {
                     Syscall::Create { file }
