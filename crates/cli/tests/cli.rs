@@ -488,6 +488,24 @@ fn write_iolog_text(tool: &str, job: &Path, text: &str, log: &Path) -> String {
     std::fs::read_to_string(log).unwrap()
 }
 
+/// The `write_iolog` text of job `[t]` over a tree of three 8 KiB files (4 KiB blocks) and
+/// `shape`, run by `tool` in a fresh directory `NAME-TOOL` (fio reads up to the size of a
+/// file already there), with the tree's directory taken out of the file names (`t.0.1`).
+fn tree_iolog(tool: &str, name: &str, shape: &str) -> String {
+    let dir = scratch_dir(&format!("{name}-{tool}"));
+    let tree = dir.join("t");
+    std::fs::create_dir_all(&tree).unwrap();
+    let (job, log) = (dir.join("t.fio"), dir.join("t.log"));
+    let text = format!(
+        "[t]\ndirectory={}\nnrfiles=3\nfilesize=8k\nbs=4k\n{shape}\nwrite_iolog={}\n",
+        tree.display(),
+        log.display()
+    );
+    let log = write_iolog_text(tool, &job, &text, &log);
+    let _ = std::fs::remove_dir_all(&dir);
+    log.replace(&format!("{}/", tree.display()), "")
+}
+
 /// Writes job file `job` with `text` (whose `write_iolog=` is `log`), runs it under `tool`
 /// with output `format`, and returns its output and the log's I/O lines, split into their
 /// five fields.
@@ -854,22 +872,10 @@ fn write_iolog_of_a_file_tree_names_each_file_as_real_fio_does() {
     .enumerate()
     {
         let lines = |tool: &str| -> Vec<String> {
-            // A fresh directory each: fio reads up to the size of a file already there.
-            let dir = scratch_dir(&format!("tree-log-{i}-{tool}"));
-            let tree = dir.join("t");
-            std::fs::create_dir_all(&tree).unwrap();
-            let (job, log) = (dir.join("t.fio"), dir.join("t.log"));
-            let text = format!(
-                "[t]\ndirectory={}\nnrfiles=3\nfilesize=8k\nbs=4k\n{shape}\nwrite_iolog={}\n",
-                tree.display(),
-                log.display()
-            );
-            let log = write_iolog_text(tool, &job, &text, &log);
-            let _ = std::fs::remove_dir_all(&dir);
-            let prefix = format!("{}/", tree.display());
-            log.lines()
+            tree_iolog(tool, &format!("tree-log-{i}"), shape)
+                .lines()
                 .skip(1)
-                .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).replace(&prefix, ""))
+                .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string())
                 .collect()
         };
         let fio = lines("fio");
@@ -1595,17 +1601,8 @@ fn bsrange_sizes_are_drawn_as_real_fio_draws_them() {
 #[test]
 fn a_finished_file_under_zipf_is_closed_and_opened_again_as_real_fio_does() {
     for tool in ["fio", "elevator"] {
-        let dir = scratch_dir(&format!("zipf-files-{tool}"));
-        let tree = dir.join("t");
-        std::fs::create_dir_all(&tree).unwrap();
-        let (job, log) = (dir.join("t.fio"), dir.join("t.log"));
-        let text = format!(
-            "[t]\ndirectory={}\nnrfiles=3\nfilesize=8k\nbs=4k\nrw=read\nfile_service_type=zipf:1.2\nio_size=96k\nwrite_iolog={}\n",
-            tree.display(),
-            log.display()
-        );
-        let log = write_iolog_text(tool, &job, &text, &log);
-        let _ = std::fs::remove_dir_all(&dir);
+        let log =
+            tree_iolog(tool, "zipf-files", "rw=read\nfile_service_type=zipf:1.2\nio_size=96k");
         let mut per_file: std::collections::BTreeMap<String, Vec<String>> = Default::default();
         for line in log.lines().skip(1) {
             let f: Vec<&str> = line.split(' ').collect();
