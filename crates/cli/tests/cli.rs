@@ -488,6 +488,21 @@ fn write_iolog_text(tool: &str, job: &Path, text: &str, log: &Path) -> String {
     std::fs::read_to_string(log).unwrap()
 }
 
+/// The `write_iolog` I/O lines (five fields each) of job `[j]` on a new regular file with
+/// `body`, run by `tool` in a fresh directory `NAME-TOOL`.
+fn file_iolog(tool: &str, name: &str, body: &str) -> Vec<Vec<String>> {
+    let dir = scratch_dir(&format!("{name}-{tool}"));
+    let (job, log) = (dir.join("j.fio"), dir.join("j.log"));
+    let text = format!(
+        "[j]\nfilename={}\n{body}\nwrite_iolog={}\n",
+        dir.join("data").display(),
+        log.display()
+    );
+    let (_, lines) = logged_run(tool, &job, &text, &log, "terse");
+    let _ = std::fs::remove_dir_all(&dir);
+    lines
+}
+
 /// The `write_iolog` text of job `[t]` over a tree of three 8 KiB files (4 KiB blocks) and
 /// `shape`, run by `tool` in a fresh directory `NAME-TOOL` (fio reads up to the size of a
 /// file already there), with the tree's directory taken out of the file names (`t.0.1`).
@@ -1516,16 +1531,8 @@ fn ioscheduler_switches_the_jobs_disk() {
 #[test]
 fn strided_zones_are_read_as_real_fio_reads_them() {
     let reads = |tool: &str, i: usize, shape: &str| -> Vec<u64> {
-        let dir = scratch_dir(&format!("zones-{i}-{tool}"));
-        let (job, log) = (dir.join("z.fio"), dir.join("z.log"));
-        let text = format!(
-            "[z]\nfilename={}\nsize=1m\nbs=16k\n{shape}\nwrite_iolog={}\n",
-            dir.join("data").display(),
-            log.display()
-        );
-        let r = file_reads_of(tool, &job, &text, &log).into_iter().map(|(_, o)| o).collect();
-        let _ = std::fs::remove_dir_all(&dir);
-        r
+        let lines = file_iolog(tool, &format!("zones-{i}"), &format!("size=1m\nbs=16k\n{shape}"));
+        lines.iter().filter(|f| f[2] == "read").map(|f| f[3].parse().unwrap()).collect()
     };
     for (i, shape) in [
         "rw=read\nzonemode=strided\nzonesize=32k\nzoneskip=96k",
@@ -1566,15 +1573,9 @@ fn bsrange_sizes_are_drawn_as_real_fio_draws_them() {
         (1, "4k-16k", vec![(4096, 0.25), (8192, 0.25), (12288, 0.25), (16384, 0.25)]),
     ] {
         for tool in ["fio", "elevator"] {
-            let dir = scratch_dir(&format!("bsrange-{i}-{tool}"));
-            let (job, log) = (dir.join("b.fio"), dir.join("b.log"));
-            let text = format!(
-                "[b]\nfilename={}\nsize=64m\nrw=randread\nbsrange={range}\nnorandommap=1\nnumber_ios=8000\nwrite_iolog={}\n",
-                dir.join("data").display(),
-                log.display()
-            );
-            let (_, lines) = logged_run(tool, &job, &text, &log, "terse");
-            let _ = std::fs::remove_dir_all(&dir);
+            let body =
+                format!("size=64m\nrw=randread\nbsrange={range}\nnorandommap=1\nnumber_ios=8000");
+            let lines = file_iolog(tool, &format!("bsrange-{i}"), &body);
             let sizes: Vec<u64> =
                 lines.iter().filter(|f| f[2] == "read").map(|f| f[4].parse().unwrap()).collect();
             assert!(sizes.len() >= 5000, "{tool} {range}: {} reads", sizes.len());
