@@ -1632,3 +1632,30 @@ fn a_finished_file_under_zipf_is_closed_and_opened_again_as_real_fio_does() {
         assert!(resets >= 5, "{tool}: {resets} files reset: {per_file:?}");
     }
 }
+
+/// `random_generator=lfsr`: fio's shift register never draws a block twice in a pass, random
+/// map or not, so with `norandommap=1` real fio (installed by setup.sh) and elevator read
+/// each of the file's blocks once (`loops=2`: once per pass); the default generator draws
+/// with replacement without the map, and blocks repeat in both.
+#[test]
+fn lfsr_reads_each_block_once_per_pass_as_real_fio_does() {
+    for tool in ["fio", "elevator"] {
+        let offsets = |generator: &str| -> Vec<u64> {
+            let body = format!(
+                "size=1m\nbs=4k\nrw=randread\nnorandommap=1\nrandom_generator={generator}\nloops=2"
+            );
+            let lines = file_iolog(tool, &format!("lfsr-{generator}"), &body);
+            lines.iter().filter(|f| f[2] == "read").map(|f| f[3].parse().unwrap()).collect()
+        };
+        let lfsr = offsets("lfsr");
+        assert_eq!(lfsr.len(), 512, "{tool}");
+        for pass in lfsr.chunks(256) {
+            let mut blocks: Vec<u64> = pass.iter().map(|o| o / 4096).collect();
+            blocks.sort();
+            assert_eq!(blocks, (0..256).collect::<Vec<u64>>(), "{tool}: each block once a pass");
+        }
+        let taus = offsets("tausworthe");
+        let distinct = taus[..256].iter().collect::<std::collections::BTreeSet<_>>().len();
+        assert!(distinct < 200, "{tool}: tausworthe without a map repeats blocks: {distinct}");
+    }
+}

@@ -316,6 +316,10 @@ pub struct JobSpec {
     /// direction's smallest block (fio's default). Random jobs only; set, it turns the random
     /// map off.
     pub block_align: [Option<u64>; 3],
+    /// `random_generator=lfsr`: random offsets never repeat a block in a pass, map or not
+    /// (fio's linear feedback shift register; `tausworthe` draws with replacement unless the
+    /// random map keeps track).
+    pub lfsr: bool,
     /// `zonemode=strided`: the job's I/O keeps to zones (`zonesize=`, `zonerange=`,
     /// `zoneskip=`).
     pub zones: Option<StridedZones>,
@@ -654,6 +658,7 @@ impl JobSpec {
             cgroup: None,
             ioscheduler: None,
             zones: None,
+            lfsr: false,
             cgroup_weight: None,
             prio: None,
             prioclass: None,

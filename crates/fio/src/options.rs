@@ -110,6 +110,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("rw_sequencer", "rw_sequencer"),
     ("random_distribution", "random_distribution"),
     ("softrandommap", "softrandommap"),
+    ("random_generator", "random_generator"),
     ("randseed", "randseed"),
     ("uid", "uid"),
     ("gid", "gid"),
@@ -314,7 +315,6 @@ const UNMODELLED: &[&str] = &[
     "profile",
     "program",
     "protocol",
-    "random_generator",
     "rate_ignore_thinktime",
     "rbdname",
     "read_beyond_wp",
@@ -458,6 +458,7 @@ const TEXT_OPTIONS: &[&str] = &[
     "exit_what",
     "rw_sequencer",
     "zonemode",
+    "random_generator",
     "sync_file_range",
     "unified_rw_reporting",
     "read_iolog",
@@ -713,6 +714,17 @@ impl Builder {
             "pre_read" => self.spec.pre_read = flag(value)?,
             "norandommap" => self.spec.norandommap = flag(value)?,
             "softrandommap" => self.spec.softrandommap = flag(value)?,
+            "random_generator" => {
+                self.spec.lfsr = match value.unwrap_or("") {
+                    "tausworthe" | "tausworthe64" => false,
+                    "lfsr" => true,
+                    other => {
+                        return Err(OptionError::Value(format!(
+                            "`{other}`: expected tausworthe, lfsr or tausworthe64"
+                        )))
+                    }
+                }
+            }
             "create_on_open" => self.spec.create_on_open = flag(value)?,
             "file_append" => self.spec.file_append = flag(value)?,
             "log_max_value" => self.spec.logs.max_value = flag(value)?,

@@ -235,6 +235,15 @@ fn clone_offset(spec: &JobSpec, clone: u32, of_bytes: u64) -> u64 {
     offset.div_ceil(unit).saturating_mul(unit)
 }
 
+/// What [`build_processes`] makes: the processes, the page cache with a task per buffered
+/// process (`task_proc`: which process each task is), and what it changed, one warning each.
+pub(super) struct Built {
+    pub procs: Vec<Process>,
+    pub vm: Vm,
+    pub task_proc: Vec<u32>,
+    pub warnings: Vec<String>,
+}
+
 /// Creates every job clone, lays out the files of jobs without `filename`, and assigns
 /// reporting groups and stonewall phases as fio does.
 pub(super) fn build_processes(
@@ -242,8 +251,9 @@ pub(super) fn build_processes(
     topology: &Topology,
     groups: &[Cgroup],
     seed: u64,
-) -> Result<(Vec<Process>, Vm, Vec<u32>), SimError> {
+) -> Result<Built, SimError> {
     let mut procs = Vec::new();
+    let mut warnings = Vec::new();
     let mut cache = PageCacheSetup::new(topology);
     let mut group_id = 0u32;
     let mut phase = 0u32;
@@ -523,11 +533,27 @@ pub(super) fn build_processes(
             };
             proc.set_file_extent(file_base, file_bytes);
             // fio's random map: each block once per pass (filesetup.c's init_random_map).
-            if spec.rw.is_random() && !spec.norandommap && files.is_none() && spec.iolog.is_none() {
+            // random_generator=lfsr gives each block once per pass without a map, whatever
+            // norandommap says: a map stands in for the shift register (deviation: the order
+            // of the blocks is the map's draws, not the register's sequence).
+            let lfsr = spec.lfsr && spec.random_distribution.is_uniform();
+            if spec.rw.is_random()
+                && (!spec.norandommap || lfsr)
+                && files.is_none()
+                && spec.iolog.is_none()
+            {
                 let unit = Process::random_map_unit_bytes(spec);
                 // Under zonemode=strided the map covers a zone (init_random_map).
                 let blocks = proc.random_span_bytes() / unit;
-                if blocks > MAX_RANDOM_MAP_BLOCKS && !spec.softrandommap {
+                if blocks > MAX_RANDOM_MAP_BLOCKS && lfsr {
+                    let w = format!(
+                        "{at}: job `{}`: random_generator=lfsr over {blocks} blocks, more than the {MAX_RANDOM_MAP_BLOCKS} a map may keep (MAX_RANDOM_MAP_BLOCKS): offsets are drawn with replacement (at this size a block is rarely drawn twice)",
+                        spec.name
+                    );
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
+                    }
+                } else if blocks > MAX_RANDOM_MAP_BLOCKS && !spec.softrandommap {
                     return Err(SimError(format!(
                         "{at}: job `{}`: its random map would cover {blocks} blocks of {unit} bytes, more than the {MAX_RANDOM_MAP_BLOCKS} a map may (MAX_RANDOM_MAP_BLOCKS); set norandommap=1 (offsets drawn with replacement) or softrandommap=1 (go on without a map when it is too large)",
                         spec.name
@@ -608,7 +634,7 @@ pub(super) fn build_processes(
         return Err(SimError("the job file defines no jobs".to_string()));
     }
     setup_steadystate(jobs, &mut procs)?;
-    Ok((procs, cache.vm, cache.task_proc))
+    Ok(Built { procs, vm: cache.vm, task_proc: cache.task_proc, warnings })
 }
 
 /// fio's `td_steadystate_init` and `steadystate_setup`: the jobs of a reporting group must

@@ -278,8 +278,10 @@ pub fn simulate(
         }
         queues.push(queue);
     }
-    let (mut procs, vm, task_proc) = build_processes(jobs, topology, &groups, options.seed)?;
+    let build::Built { mut procs, vm, task_proc, warnings: build_warnings } =
+        build_processes(jobs, topology, &groups, options.seed)?;
     let mut setup_warnings = setup_warnings;
+    setup_warnings.extend(build_warnings);
     check_ioschedulers(&mut procs, topology, &setups, options, &mut setup_warnings)?;
     if options.blktrace {
         let names = Arc::new(process_names(&procs, topology));
