@@ -1659,3 +1659,31 @@ fn lfsr_reads_each_block_once_per_pass_as_real_fio_does() {
         assert!(distinct < 200, "{tool}: tausworthe without a map repeats blocks: {distinct}");
     }
 }
+
+/// `exitall_on_error`: a job that ends in an error (here `max_latency=1`, its first read too
+/// slow) stops the others, as `exitall` would, in real fio (installed by setup.sh) and
+/// elevator alike; without it the other job runs its 3 s.
+#[test]
+fn exitall_on_error_stops_the_other_jobs_as_real_fio_does() {
+    let dir = scratch_dir("exitall-on-error");
+    for (i, flag) in ["exitall_on_error=1", ""].into_iter().enumerate() {
+        let job = dir.join(format!("e{i}.fio"));
+        let text = format!(
+            "[global]\nsize=1m\nbs=4k\nrw=randread\n[slow]\nfilename={}\nmax_latency=1\n{flag}\n[other]\nfilename={}\ntime_based\nruntime=3\n",
+            dir.join("a").display(),
+            dir.join("b").display()
+        );
+        std::fs::write(&job, text).unwrap();
+        for (tool, out) in ["fio", "elevator"].into_iter().zip(fio_and_elevator_json(&job)) {
+            let v = fio_json_of(&out.stdout);
+            assert_eq!(v["jobs"][0]["error"], 110, "{tool}");
+            let ms = v["jobs"][1]["job_runtime"].as_u64().unwrap();
+            if flag.is_empty() {
+                assert!(ms >= 2_900, "{tool}: the other job ran its runtime: {ms} ms");
+            } else {
+                assert!(ms < 1_500, "{tool}: the other job was stopped: {ms} ms");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

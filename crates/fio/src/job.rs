@@ -483,6 +483,8 @@ pub struct JobSpec {
     pub file_append: bool,
     /// `exitall`: when this job finishes, stop the jobs that `exit_what` names.
     pub exitall: bool,
+    /// `exitall_on_error`: the same when this job ends in an error.
+    pub exitall_on_error: bool,
     /// The cpuio engine's `cpuload=` (% of a CPU, 0 = not given; above 100 taken as 100),
     /// `cpuchunks=` (the length of one burn, µs in the file; fio's default 50 ms) and
     /// `exit_on_io_done` (stop once no job doing I/O runs or waits to).
@@ -689,6 +691,7 @@ impl JobSpec {
             create_on_open: false,
             file_append: false,
             exitall: false,
+            exitall_on_error: false,
             cpuload_percent: 0,
             cpuchunks_ns: 50_000 * 1_000,
             exit_on_io_done: false,

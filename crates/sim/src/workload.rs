@@ -363,6 +363,10 @@ pub struct Process {
     pub batch: u32,
     /// fio's `exitall` / `exit_what`.
     pub exitall: bool,
+    /// fio's `exitall_on_error`: `exitall` when the job ends in an error (not one of its
+    /// setup, which ends the thread before fio looks: `setup_failed`).
+    pub exitall_on_error: bool,
+    pub setup_failed: bool,
     pub exit_what: elevator_fio::ExitWhat,
     /// Per pass (`loops=`): bytes and I/Os before the pass is done.
     io_limit_bytes: Option<u64>,
@@ -619,6 +623,8 @@ impl Process {
                 spec.iodepth_batch.clamp(1, max_in_flight)
             },
             exitall: spec.exitall,
+            exitall_on_error: spec.exitall_on_error,
+            setup_failed: false,
             exit_what: spec.exit_what,
             io_limit_bytes,
             number_ios: spec.number_ios,

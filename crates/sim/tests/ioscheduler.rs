@@ -88,7 +88,9 @@ fn a_switch_waits_for_the_requests_in_the_queue() {
 
 #[test]
 fn a_scheduler_the_device_does_not_have_fails_the_job() {
-    let r = traced(&format!("{READER}[a]\nioscheduler=elevator9\n[b]\n"));
+    // exitall_on_error does not stop `b`: fio's thread ends at its setup error before it
+    // looks (goto err).
+    let r = traced(&format!("{READER}[a]\nioscheduler=elevator9\nexitall_on_error=1\n[b]\n"));
     let e = r.processes[0].error.as_ref().expect("job a failed");
     assert_eq!((e.errno, e.func), (22, "iosched_switch"));
     assert_eq!(e.message, "fio: unable to set io scheduler to elevator9");

@@ -494,6 +494,7 @@ impl Engine {
                 self.kick_touched();
             }
             Err(_) => {
+                proc.setup_failed = true;
                 proc.error = Some(crate::workload::JobError {
                     errno: crate::workload::EINVAL,
                     func: "iosched_switch",
@@ -985,7 +986,8 @@ impl Engine {
         if !self.procs[p as usize].no_io {
             self.stop_cpuio_if_io_done();
         }
-        if self.procs[p as usize].exitall {
+        let me = &self.procs[p as usize];
+        if me.exitall || (me.exitall_on_error && me.error.is_some() && !me.setup_failed) {
             self.exit_others(p);
         }
         let phase = self.procs[p as usize].phase as usize;
