@@ -261,19 +261,18 @@ impl BlockQueue {
 
     /// `elevator_switch`: the queue freezes (new requests wait as for a free slot) until the
     /// requests in it completed, then runs `next`. An empty queue switches at once.
-    pub fn switch_scheduler(&mut self, next: Box<dyn Scheduler>, now_ns: Nanos) {
+    pub fn switch_scheduler(&mut self, next: Box<dyn Scheduler>) {
         self.next_scheduler = Some(next);
         if self.allocated() == 0 {
-            self.finish_switch(now_ns);
+            self.finish_switch();
         }
     }
 
     /// The queue is empty: the new scheduler takes over, and those who waited to enter are
     /// sorted into its request pools (which may be per cgroup).
-    fn finish_switch(&mut self, now_ns: Nanos) {
+    fn finish_switch(&mut self) {
         let Some(next) = self.next_scheduler.take() else { return };
-        let old = std::mem::replace(&mut self.scheduler, next);
-        drop(old);
+        self.scheduler = next;
         self.sched_timer_ns = None;
         self.wanted_timer_ns = None;
         let waiting: Vec<(u32, Pending)> = std::mem::take(&mut self.waiting)
@@ -285,7 +284,6 @@ impl BlockQueue {
             let (pool, class) = self.pool(&pending.rq);
             self.waiting[pool][class].push_back((process, pending));
         }
-        let _ = now_ns;
     }
 
     /// Turns 2.6.x queue plugging on: the kernel predates on-stack plugging (2.6.39) and
@@ -789,7 +787,7 @@ impl BlockQueue {
         }
         self.completions = completions;
         if self.next_scheduler.is_some() && self.allocated() == 0 {
-            self.finish_switch(now_ns);
+            self.finish_switch();
         }
         if self.in_device == 0 {
             if let Some(since) = self.busy_since_ns.take() {

@@ -2012,24 +2012,27 @@ impl Process {
 
     /// A random offset in direction `d` for an I/O of `len` (cut by the random map).
     fn random_offset(&mut self, d: usize, len: u64) -> (u64, u64) {
-        let start = self.region.start_bytes;
+        let (rel, len, new_pass) = self.random_rel(d, len);
+        // A new pass reopens the file, as a sequential job's wrap does.
+        self.wrapped |= new_pass;
+        let offset = self.region.start_bytes + rel;
+        self.next_seq_offset[d] = offset + len;
+        (offset, len)
+    }
+
+    /// A random place for an I/O of `len` in direction `d`, relative to the extent it is
+    /// drawn in ([`Process::random_span_bytes`]), with its length (cut by the random map)
+    /// and whether the map was full and started a new pass.
+    fn random_rel(&mut self, d: usize, len: u64) -> (u64, u64, bool) {
         let (align, slots) = self.random_slots(d, len);
         let slot = match self.offset_distribution.as_mut() {
             Some(dist) => dist.next_slot(d, slots, align, &mut self.rng),
             None => self.rng.below(slots),
         };
-        let rel = slot * align;
-        let (offset, len) = match self.random_map.as_mut() {
-            None => (start + rel, len),
-            Some(map) => {
-                let (rel, len, new_pass) = take_from_map(map, rel, len);
-                // A new pass reopens the file, as a sequential job's wrap does.
-                self.wrapped |= new_pass;
-                (start + rel, len)
-            }
-        };
-        self.next_seq_offset[d] = offset + len;
-        (offset, len)
+        match self.random_map.as_mut() {
+            None => (slot * align, len, false),
+            Some(map) => take_from_map(map, slot * align, len),
+        }
     }
 
     /// fio 3.33's `get_next_offset` with `rw=...:N` (`get_next_block`, `fill_io_u`): a random
@@ -2170,18 +2173,8 @@ impl Process {
             if len > spec.range_bytes {
                 return None;
             }
-            let (align, slots) = self.random_slots(d, len);
-            let slot = match self.offset_distribution.as_mut() {
-                Some(dist) => dist.next_slot(d, slots, align, &mut self.rng),
-                None => self.rng.below(slots),
-            };
-            match self.random_map.as_mut() {
-                None => (slot * align, len),
-                Some(map) => {
-                    let (rel, len, _) = take_from_map(map, slot * align, len);
-                    (rel, len)
-                }
-            }
+            let (rel, len, _) = self.random_rel(d, len);
+            (rel, len)
         } else {
             let mut last = self.next_seq_offset[d];
             if last >= io_size + origin && self.time_based {

@@ -73,7 +73,7 @@ proptest! {
         let mut per_process: BTreeMap<u32, u64> = BTreeMap::new();
         for (i, b) in plan.iter().enumerate() {
             if let Some((_, to)) = switch.filter(|&(at, _)| at == i) {
-                q.switch_scheduler(elevator_sched::by_name(to).unwrap(), now);
+                q.switch_scheduler(elevator_sched::by_name(to).unwrap());
                 q.kick(now);
             }
             let op = if b.write { Op::Write } else { Op::Read };

@@ -265,8 +265,8 @@ pub fn simulate(
             SetupError::Own(e) => SimError(format!("device `{}`: {e}", spec.name)),
             SetupError::Cli(e) => SimError(e),
         })?;
+        let rotational = setup.rotational;
         setups.push(setup);
-        let rotational = device.rotational();
         let qd = device.queue_depth();
         let mut queue = BlockQueue::new(scheduler, device, spec.nr_requests, spec.max_sectors_kb);
         // queue_should_plug: every queue before 2.6.28's exception for tagged flash.
@@ -489,7 +489,7 @@ impl Engine {
         }
         match self.sched_setups[d].build(&name, &[]) {
             Ok(scheduler) => {
-                self.queues[d].switch_scheduler(scheduler, self.now_ns);
+                self.queues[d].switch_scheduler(scheduler);
                 self.touched[d] = true;
                 self.kick_touched();
             }
@@ -1115,8 +1115,8 @@ struct SchedulerSetup {
     tunables: Vec<(String, String)>,
 }
 
-/// Why a scheduler could not be built: a tunable of the device's own (topology) or one of
-/// `--iosched`.
+/// Why a scheduler could not be built: its name or a tunable of the device's own (topology),
+/// or one of `--iosched`.
 enum SetupError {
     Own(String),
     Cli(String),
