@@ -436,6 +436,18 @@ const ENGINES: &[(&str, Option<EngineClass>)] = &[
 /// The most `loops=` a job may run: a million passes.
 pub const MAX_LOOPS: u64 = 1_000_000;
 
+/// The largest `zonesize=`, `zonerange=` or `zoneskip=`: 1 PiB, past any device, and small
+/// enough that a zone's start plus its range and skip cannot overflow.
+pub const MAX_ZONE_BYTES: u64 = 1 << 50;
+
+/// `bytes` if at most [`MAX_ZONE_BYTES`].
+fn zone_bytes_at_most(bytes: u64) -> Result<u64, String> {
+    if bytes > MAX_ZONE_BYTES {
+        return Err(format!("zones are at most {MAX_ZONE_BYTES} bytes (1 PiB, MAX_ZONE_BYTES)"));
+    }
+    Ok(bytes)
+}
+
 /// The largest hole (or step back) of `rw=read:SIZE`: 1 PiB, past any device.
 pub const MAX_RW_SEQ_ADD_BYTES: u64 = 1 << 50;
 
@@ -679,6 +691,8 @@ impl Builder {
                         "bad value `{v}`: a zone size is a positive multiple of {SECTOR_BYTES}"
                     )));
                 }
+                zone_bytes_at_most(bytes)
+                    .map_err(|e| OptionError::Value(format!("bad value `{v}`: {e}")))?;
                 self.zone_bytes = bytes;
                 self.zone_size_set = true;
             }
@@ -996,12 +1010,12 @@ impl Builder {
             }
             // Parsed above, for the `z` suffix.
             "zonesize" => {}
-            "zonerange" => self.zone_range_bytes = parse_size(v, kb)?,
+            "zonerange" => self.zone_range_bytes = zone_bytes_at_most(parse_size(v, kb)?)?,
             "zoneskip" => {
                 if v.trim_end().ends_with(['z', 'Z']) {
                     return Err("a count of zones (`z`) is zonemode=zbd's, which elevator does not model; give bytes".into());
                 }
-                self.zone_skip_bytes = parse_size(v, kb)?;
+                self.zone_skip_bytes = zone_bytes_at_most(parse_size(v, kb)?)?;
             }
             "ioscheduler" => {
                 if v.is_empty() || v.len() > crate::MAX_IOSCHEDULER_NAME_BYTES {
@@ -2056,6 +2070,9 @@ mod tests {
         assert!(value_err("zonemode", "zbd").contains("zoned block device"));
         assert!(value_err("zonemode", "stride").contains("none, strided or zbd"));
         assert!(value_err("zoneskip", "2z").contains("give bytes"));
+        for key in ["zonesize", "zonerange", "zoneskip"] {
+            assert!(value_err(key, "2p").contains("MAX_ZONE_BYTES"), "{key}");
+        }
     }
 
     #[test]
