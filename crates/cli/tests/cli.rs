@@ -899,6 +899,58 @@ fn write_iolog_of_a_file_tree_names_each_file_as_real_fio_does() {
     }
 }
 
+/// `openfiles=N` keeps at most N of a job's files open: the job goes on with those it has
+/// open, and opens the next when one it found done closes (a done file with I/O in flight
+/// stays open until it completes). Real fio (installed by setup.sh) logs the same opens,
+/// reads and closes, times aside; and an async job whose turn falls on a file it cannot open
+/// reaps a completion first, so `openfiles=1` over files it never finishes runs at depth 1
+/// in both, where `openfiles=3` keeps its 8 in flight.
+#[test]
+fn openfiles_keeps_that_many_files_open_as_real_fio_does() {
+    for (i, shape) in [
+        "rw=read\nopenfiles=2",
+        "rw=read\nopenfiles=1",
+        "rw=read\nopenfiles=2\nfile_service_type=sequential",
+        "rw=read\nopenfiles=2\nfile_service_type=roundrobin:2\nfilesize=16k",
+        "rw=read\nopenfiles=2\nloops=2",
+        "rw=read\nopenfiles=1\nnrfiles=2\nfilesize=12k\nbs=8k",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let lines = |tool: &str| -> Vec<String> {
+            tree_iolog(tool, &format!("openfiles-{i}"), shape)
+                .lines()
+                .skip(1)
+                .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string())
+                .collect()
+        };
+        assert_eq!(lines("elevator"), lines("fio"), "{shape}");
+    }
+    let dir = scratch_dir("openfiles-depth");
+    for (open, depth_key, at_least) in [(1, "1", 99.0), (3, "8", 95.0)] {
+        let tree = dir.join(format!("t{open}"));
+        std::fs::create_dir_all(&tree).unwrap();
+        let job = dir.join(format!("d{open}.fio"));
+        std::fs::write(
+            &job,
+            format!(
+                "[t]\ndirectory={}\nnrfiles=3\nfilesize=16m\nio_size=3m\nbs=4k\nrw=randread\n\
+                 ioengine=libaio\niodepth=8\ndirect=1\nopenfiles={open}\n",
+                tree.display()
+            ),
+        )
+        .unwrap();
+        for out in fio_and_elevator_json(&job) {
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let j = &fio_json_of(&out.stdout)["jobs"][0];
+            let share = j["iodepth_level"][depth_key].as_f64().unwrap();
+            assert!(share >= at_least, "openfiles={open}: depth {depth_key} {share}%: {j}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A log of several files (real fio's log of an `nrfiles` job) replays where
 /// `replay_redirect=` sends every file's I/O, at its recorded offsets, as under real fio
 /// (installed by setup.sh); without it, elevator names the line of the second file.

@@ -438,6 +438,9 @@ pub struct JobSpec {
     pub nrfiles: u32,
     pub filesize: Option<(u64, u64)>,
     pub file_service_type: FileServiceType,
+    /// `openfiles=`: at most this many of the files open at once (0, the default, is all of
+    /// them, as is anything above `nrfiles`).
+    pub open_files: u32,
     /// `file_service_type=…:N`: a chosen file serves N I/Os before the next is chosen
     /// (fio's `file_service_nr`, 1 by default; 0 never switches, as fio's unsigned count).
     pub file_service_nr: u32,
@@ -674,6 +677,7 @@ impl JobSpec {
             filesize: None,
             file_service_type: FileServiceType::RoundRobin,
             file_service_nr: 1,
+            open_files: 0,
             io_size_bytes: None,
             number_ios: None,
             loops: 1,

@@ -116,6 +116,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("gid", "gid"),
     ("nrfiles", "nrfiles"),
     ("nr_files", "nrfiles"),
+    ("openfiles", "openfiles"),
     ("filesize", "filesize"),
     ("file_service_type", "file_service_type"),
     ("io_size", "io_size"),
@@ -307,7 +308,6 @@ const UNMODELLED: &[&str] = &[
     "numa_mem_policy",
     "object_class",
     "opendir",
-    "openfiles",
     "overwrite",
     "pingpong",
     "pool",
@@ -1034,6 +1034,7 @@ impl Builder {
             "uid" => spec.uid = Some(int_in(v, kb, 0, u32::MAX.into())? as u32),
             "gid" => spec.gid = Some(int_in(v, kb, 0, u32::MAX.into())? as u32),
             "nrfiles" => spec.nrfiles = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "openfiles" => spec.open_files = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "filesize" => {
                 let (lo, hi) = split_range(v).unwrap_or((v, v));
                 let (a, b) = (parse_size(lo, kb)?, parse_size(hi, kb)?);

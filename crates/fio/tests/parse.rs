@@ -178,6 +178,7 @@ randseed=42
 uid=1000
 gid=100
 nrfiles=8
+openfiles=3
 filesize=4k:1m
 file_service_type=sequential
 number_ios=5000
@@ -211,6 +212,7 @@ description=hello world
     assert_eq!(j.randseed, Some(42));
     assert_eq!((j.uid, j.gid), (Some(1000), Some(100)));
     assert_eq!(j.nrfiles, 8);
+    assert_eq!(j.open_files, 3);
     assert_eq!(j.filesize, Some((4000, 1_000_000)));
     assert_eq!(j.file_service_type, FileServiceType::Sequential);
     assert_eq!(j.number_ios, Some(5000));

@@ -26,6 +26,10 @@ use crate::offset_distribution::OffsetDistribution;
 
 /// Ranges per file of a non-uniform file choice (fio's `FIO_FSERVICE_SHIFT`).
 const FSERVICE_SHIFT: u32 = 10;
+/// Closing files a choice passes over, per file, before it gives up as busy: fio's random
+/// choice draws until it finds one not closing; every closing file has I/O in flight, so
+/// the process waits for a completion instead of drawing without end.
+const CLOSING_PASSES: usize = 16;
 
 /// ext3's block group size with 4 KiB blocks.
 pub const GROUP_BYTES: u64 = 128 << 20;
@@ -90,6 +94,17 @@ pub struct FileTree {
     /// Report every first open ([`FileIo::Open`]) instead of inode reads: a buffered job's
     /// page cache decides what an open reads.
     announce_opens: bool,
+    /// fio's `openfiles=`: at most this many files open at once (`nr_open_files` against
+    /// `open_files`); `nrfiles`, the default, never holds a file back.
+    open_limit: usize,
+    /// Whether fio holds each file open now, and how many it holds. A file fio closed while
+    /// I/O to it is in flight stays open, `closing`, until that I/O completes (fio's file
+    /// references): it keeps its place under `open_limit` and is not chosen.
+    is_open: Vec<bool>,
+    open_now: usize,
+    closing: Vec<bool>,
+    /// I/Os to each file in flight ([`FileTree::issued`], [`FileTree::completed`]).
+    in_flight: Vec<u32>,
 }
 
 /// What the tree wants next.
@@ -114,6 +129,10 @@ pub enum FileIo {
         len_bytes: u64,
         file: usize,
     },
+    /// The file whose turn it is is not open and `openfiles=` files are (fio's `EBUSY` from
+    /// `get_next_file`): fio waits for a completion if I/O is in flight, then asks again
+    /// (the choice moved on: round-robin's next file, another draw).
+    Busy,
     /// Every file has been read once.
     Done,
 }
@@ -240,6 +259,11 @@ impl FileTree {
             finished: 0,
             cached_meta: None,
             announce_opens: false,
+            open_limit: n,
+            is_open: vec![false; n],
+            open_now: 0,
+            closing: vec![false; n],
+            in_flight: vec![0; n],
         })
     }
 
@@ -247,6 +271,33 @@ impl FileTree {
     /// unsigned count, so 0 never switches).
     pub fn set_service_nr(&mut self, n: u32) {
         self.service_nr = n;
+    }
+
+    /// `openfiles=N`: at most `n` files open at once; 0 or more than the files is every file
+    /// (fio's `fixup_options`).
+    pub fn set_open_limit(&mut self, n: u32) {
+        let files = self.files.len();
+        self.open_limit = if n == 0 { files } else { (n as usize).min(files) };
+    }
+
+    /// An I/O to `file` went out: fio holds a reference to the file until it completes.
+    pub fn issued(&mut self, file: usize) {
+        self.in_flight[file] += 1;
+    }
+
+    /// An I/O to `file` completed; a file fio closed meanwhile is closed now.
+    pub fn completed(&mut self, file: usize) {
+        self.in_flight[file] = self.in_flight[file].saturating_sub(1);
+        if self.in_flight[file] == 0 && std::mem::take(&mut self.closing[file]) {
+            self.shut(file);
+        }
+    }
+
+    /// File `i` is no longer open (fio's last `put_file`).
+    fn shut(&mut self, i: usize) {
+        if std::mem::take(&mut self.is_open[i]) {
+            self.open_now -= 1;
+        }
     }
 
     /// Chooses the file to serve (fio's `__get_next_file`): the current one while it has
@@ -258,7 +309,12 @@ impl FileTree {
     /// last block is out is closed when fio would have gone to it next — at once for
     /// `sequential` (or while its service lasts), at its turn for `roundrobin`, when drawn
     /// for `random`.
-    fn choose(&mut self, rng: &mut RandomStream) {
+    ///
+    /// Under `openfiles=`, a choice that falls on a file not open while the limit's worth
+    /// are opens nothing and returns false (fio's `EBUSY`); a file closing (closed with I/O
+    /// in flight) is passed over, as fio's `FIO_FILE_closing` is. Returns true with the
+    /// chosen file open.
+    fn choose(&mut self, rng: &mut RandomStream) -> bool {
         // A non-uniform choice never marks a file done: fio draws finished ones too, and
         // resets them when it finds them so (FileTree::next).
         let live =
@@ -267,11 +323,11 @@ impl FileTree {
             let sequential = self.service == FileServiceType::Sequential;
             if live(self, self.current) {
                 if sequential {
-                    return;
+                    return true;
                 }
                 if let Some(left) = self.service_left.filter(|&l| l > 0) {
                     self.service_left = Some(left - 1);
-                    return;
+                    return true;
                 }
             } else if sequential || self.service_left.is_some_and(|l| l > 0) {
                 self.close(self.current);
@@ -279,6 +335,7 @@ impl FileTree {
         }
         let n = self.files.len();
         let ranges = (n as u64) << FSERVICE_SHIFT;
+        let mut passed = 0;
         self.current = loop {
             let f = match (&self.service, self.distribution.as_mut()) {
                 (FileServiceType::Random, _) => rng.below(n as u64) as usize,
@@ -289,12 +346,28 @@ impl FileTree {
                     f
                 }
             };
-            if live(self, f) {
-                break f;
+            if !live(self, f) {
+                self.close(f);
+                continue;
             }
-            self.close(f);
+            if self.closing[f] {
+                passed += 1;
+                if passed > CLOSING_PASSES * n {
+                    return false;
+                }
+                continue;
+            }
+            if !self.is_open[f] {
+                if self.open_now >= self.open_limit {
+                    return false;
+                }
+                self.is_open[f] = true;
+                self.open_now += 1;
+            }
+            break f;
         };
         self.service_left = Some(self.service_nr.wrapping_sub(1));
+        true
     }
 
     /// Reports first opens as [`FileIo::Open`] rather than inode-block reads.
@@ -327,8 +400,8 @@ impl FileTree {
             if self.finished == self.files.len() || given_up > self.files.len() {
                 return FileIo::Done;
             }
-            if !std::mem::take(&mut self.hold) {
-                self.choose(rng);
+            if !std::mem::take(&mut self.hold) && !self.choose(rng) {
+                return FileIo::Busy;
             }
             let i = self.current;
             let f = self.files[i];
@@ -384,6 +457,11 @@ impl FileTree {
             self.closed[i] = true;
             self.closes.push(i);
         }
+        if self.in_flight[i] > 0 && self.is_open[i] {
+            self.closing[i] = true;
+        } else {
+            self.shut(i);
+        }
     }
 
     /// The files closed since the last call, in the order fio closed them.
@@ -409,6 +487,15 @@ impl FileTree {
     /// closed them as done, count as open again (no new inode read).
     pub fn rewind(&mut self) {
         self.closed.iter_mut().for_each(|c| *c = false);
+        // fio's clear_io_state closes every file; those with I/O still in flight close
+        // when it completes.
+        for i in 0..self.files.len() {
+            if self.in_flight[i] > 0 && self.is_open[i] {
+                self.closing[i] = true;
+            } else {
+                self.shut(i);
+            }
+        }
         self.reopen.iter_mut().for_each(|r| *r = false);
         self.opens.clear();
         self.pos.iter_mut().for_each(|p| *p = 0);
@@ -458,6 +545,7 @@ mod tests {
                 FileIo::Open { .. } | FileIo::Reopen { .. } => {
                     unreachable!("opens are not announced")
                 }
+                FileIo::Busy => unreachable!("every file may be open"),
                 FileIo::Done => break,
             }
         }
@@ -473,20 +561,84 @@ mod tests {
 
     /// The files served, one digit per data I/O, for 4 files of 16 KiB read 4 KiB at a time.
     fn order(service: FileServiceType, nr: u32) -> String {
+        order_open(service, nr, 0)
+    }
+
+    /// [`order`] under `openfiles=open`, a `.` where the choice fell on a file it could not
+    /// open (fio's `EBUSY`).
+    fn order_open(service: FileServiceType, nr: u32, open: u32) -> String {
         let mut rng = RandomStream::new(1, 0);
         let mut t =
             FileTree::lay_out(0, 64 << 20, 4, Some((16384, 16384)), 4096, service, &mut rng)
                 .unwrap();
         t.set_service_nr(nr);
+        t.set_open_limit(open);
         let mut out = String::new();
         loop {
             match t.next(4096, Some, &mut rng) {
                 FileIo::Data { file, .. } => out.push(char::from(b'0' + file as u8)),
                 FileIo::Meta { .. } => {}
+                FileIo::Busy => out.push('.'),
                 FileIo::Open { .. } | FileIo::Reopen { .. } => unreachable!(),
                 FileIo::Done => return out,
             }
         }
+    }
+
+    #[test]
+    fn openfiles_keeps_at_most_that_many_files_open() {
+        // As real fio 3.33 serves them: round-robin passes over the files it cannot open
+        // (each such turn an EBUSY) and goes on with those it has; a file found done closes
+        // and makes room for the next.
+        assert_eq!(
+            order_open(FileServiceType::RoundRobin, 1, 2),
+            "01..01..01..01..23232323",
+            "openfiles=2"
+        );
+        assert_eq!(
+            order_open(FileServiceType::RoundRobin, 1, 1).replace('.', ""),
+            "0000111122223333"
+        );
+        assert_eq!(
+            order_open(FileServiceType::RoundRobin, 1, 9),
+            order(FileServiceType::RoundRobin, 1)
+        );
+        let random = order_open(FileServiceType::Random, 1, 2).replace('.', "");
+        assert_eq!(random.len(), 16);
+        // Never a third file before one of two open ones is done (read four times).
+        let mut open = BTreeSet::new();
+        let mut reads = [0; 4];
+        for f in random.bytes().map(|b| usize::from(b - b'0')) {
+            open.insert(f);
+            reads[f] += 1;
+            assert!(open.len() <= 2, "{random}");
+            if reads[f] == 4 {
+                open.remove(&f);
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_closed_with_io_in_flight_keeps_its_place_until_it_completes() {
+        let mut rng = RandomStream::new(1, 0);
+        let service = FileServiceType::Sequential;
+        let mut t =
+            FileTree::lay_out(0, 64 << 20, 2, Some((4096, 4096)), 4096, service, &mut rng).unwrap();
+        t.set_open_limit(1);
+        let mut next = |t: &mut FileTree| loop {
+            match t.next(4096, Some, &mut rng) {
+                FileIo::Meta { .. } => continue,
+                other => return other,
+            }
+        };
+        assert!(matches!(next(&mut t), FileIo::Data { file: 0, .. }));
+        t.issued(0);
+        // File 0 is done and closed, but its read is in flight: file 1 waits for the room.
+        assert_eq!(next(&mut t), FileIo::Busy);
+        assert_eq!(next(&mut t), FileIo::Busy);
+        t.completed(0);
+        assert!(matches!(next(&mut t), FileIo::Data { file: 1, .. }));
+        assert_eq!(next(&mut t), FileIo::Done);
     }
 
     #[test]

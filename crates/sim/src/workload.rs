@@ -401,6 +401,11 @@ pub struct Process {
     /// An opening drawn while an I/O this process issued this very nanosecond is in flight:
     /// it goes out a nanosecond later, so that its completion is told apart by issue time.
     held_open: Option<FileIo>,
+    /// The tree file of the data I/O [`Process::next`] just returned, and the data I/Os of a
+    /// direct job's tree in flight (issue time, file): fio holds a reference to a file while
+    /// I/O to it is in flight ([`FileTree::issued`]).
+    tree_data_file: Option<usize>,
+    tree_in_flight: Vec<(Nanos, usize)>,
     /// When this process last issued an I/O.
     last_issue_ns: Option<Nanos>,
     /// `max_latency` per direction.
@@ -650,6 +655,8 @@ impl Process {
             open_in_flight: None,
             issuing_open: false,
             held_open: None,
+            tree_data_file: None,
+            tree_in_flight: Vec::new(),
             last_issue_ns: None,
             max_latency_ns: spec.max_latency_ns,
             rate_min: spec.rate_min_bytes_per_sec,
@@ -1122,7 +1129,15 @@ impl Process {
         let bs = self.pick_block_size(d);
         let step = match self.held_open.take() {
             Some(open) => Some(open),
-            None => self.next_in_files(d, bs),
+            None => loop {
+                match self.next_in_files(d, bs) {
+                    // fio's do_io on EBUSY: reap a completion first if any I/O is in
+                    // flight, else ask again at once (the choice has moved on).
+                    Some(FileIo::Busy) if self.in_flight > 0 => return Next::Full,
+                    Some(FileIo::Busy) => continue,
+                    step => break step,
+                }
+            },
         };
         if matches!(step, Some(FileIo::Meta { .. } | FileIo::Open { .. } | FileIo::Reopen { .. }))
             && self.in_flight > 0
@@ -1171,8 +1186,10 @@ impl Process {
             Some(FileIo::Data { offset_bytes, len_bytes, file }) => {
                 self.tree_io = Some(TreeIo::Data(file));
                 self.log_file = file;
+                self.tree_data_file = Some(file);
                 (op, offset_bytes, len_bytes, false)
             }
+            Some(FileIo::Busy) => unreachable!("a busy choice is asked again above"),
             Some(FileIo::Done) => {
                 self.state = State::Draining;
                 return Next::Stop;
@@ -1351,6 +1368,13 @@ impl Process {
     /// Records that an I/O went into the block layer.
     pub fn issued(&mut self, io: &Io, now_ns: Nanos) {
         self.in_flight += 1;
+        if let (Some(file), Some(files)) = (self.tree_data_file.take(), self.files.as_mut()) {
+            // A buffered job's call returns before it chooses again: no reference outlives it.
+            if self.buffered.is_none() && io.op != Op::Flush {
+                files.issued(file);
+                self.tree_in_flight.push((now_ns, file));
+            }
+        }
         if std::mem::take(&mut self.issuing_open) {
             return;
         }
@@ -1438,6 +1462,16 @@ impl Process {
         if opening {
             self.open_in_flight = None;
             return self.go_on(now_ns);
+        }
+        if op != Op::Flush {
+            // Deviation: I/Os issued in the same nanosecond are matched to their files in
+            // issue order, whichever completes first.
+            if let Some(i) = self.tree_in_flight.iter().position(|&(t, _)| t == issue_ns) {
+                let (_, file) = self.tree_in_flight.remove(i);
+                if let Some(files) = self.files.as_mut() {
+                    files.completed(file);
+                }
+            }
         }
         if op == Op::Flush {
             if let Some(i) = self.syncs_in_flight.iter().position(|&(t, _)| t == issue_ns) {

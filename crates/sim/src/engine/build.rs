@@ -458,6 +458,7 @@ pub(super) fn build_processes(
                 )
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
                 files.set_service_nr(spec.file_service_nr);
+                files.set_open_limit(spec.open_files);
                 // Files that spilled past the region (its metadata beside `size=` bytes of
                 // files) take the room after it: the job's own file grows on its file
                 // system, a device or file named by filename= must have the room.
