@@ -951,6 +951,64 @@ fn openfiles_keeps_that_many_files_open_as_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The syncs of `fsync=`, `fdatasync=` and `sync_file_range=` in `write_iolog` are real
+/// fio's: `sync`, `datasync` or `sync_file_range`, each with the offset its reused io_u
+/// carried last (the last I/O's, for a sync engine); none after the job's last write; at a
+/// pass's end and again as the next begins (`loops=`); `end_fsync`'s and
+/// `fsync_on_close`'s at the end. In a mixed job fio syncs before every I/O once the writes
+/// are a multiple of N until the next write (`io_issues % N == 0 && !last_was_sync`), so a
+/// read after the Nth write brings another sync, in both tools (the offsets are drawn
+/// differently, so that rule is checked on each log).
+#[test]
+fn syncs_are_logged_and_repeated_as_real_fio_does() {
+    for (i, body) in [
+        "fsync=1",
+        "fdatasync=1",
+        "sync_file_range=write:1",
+        "end_fsync=1",
+        "fsync_on_close=1",
+        "fsync=2\nloops=2",
+        "fsync=3\nloops=2",
+        "fdatasync=1\nloops=3",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let actions = |tool: &str| -> Vec<String> {
+            file_iolog(tool, &format!("syncs-{i}"), &format!("size=16k\nbs=4k\nrw=write\n{body}"))
+                .iter()
+                .map(|f| f[2..].join(" "))
+                .collect()
+        };
+        assert_eq!(actions("elevator"), actions("fio"), "{body}");
+    }
+    for (n, rw) in [(1, "randrw"), (3, "randrw"), (2, "readwrite")] {
+        for tool in ["fio", "elevator"] {
+            let body = format!("size=64k\nbs=4k\nrw={rw}\nfsync={n}");
+            let lines = file_iolog(tool, &format!("syncs-mixed-{n}-{tool}"), &body);
+            let (mut writes, mut last_was_sync, mut syncs) = (0, false, 0);
+            for f in &lines {
+                match f[2].as_str() {
+                    "sync" => {
+                        assert!(writes > 0 && writes % n == 0 && !last_was_sync, "{tool} {body}");
+                        syncs += 1;
+                        last_was_sync = true;
+                    }
+                    "read" | "write" => {
+                        // Due before this I/O: the one before it must have been a sync.
+                        let due = writes > 0 && writes % n == 0;
+                        assert!(!due || last_was_sync, "{tool} {body}: {lines:?}");
+                        writes += usize::from(f[2] == "write");
+                        last_was_sync = false;
+                    }
+                    _ => {}
+                }
+            }
+            assert!(syncs > 0, "{tool} {body}: no sync");
+        }
+    }
+}
+
 /// A log of several files (real fio's log of an `nrfiles` job) replays where
 /// `replay_redirect=` sends every file's I/O, at its recorded offsets, as under real fio
 /// (installed by setup.sh); without it, elevator names the line of the second file.

@@ -326,8 +326,9 @@ type Line = (u64, u32, &'static str, u64, u64);
 /// went to. Every file is `add`ed at the start. A job's one file is `open`ed at the start,
 /// `close`d and `open`ed between passes and before the verify phase; the files of an
 /// `nrfiles` tree are opened as the job first goes to each, and closed when the job finds
-/// one done (fio's `set_io_u_file`), between passes, and at the end. Flushes (fsync,
-/// fdatasync, a barrier's flush) are `sync` lines. Real fio, and elevator for logs of one
+/// one done (fio's `set_io_u_file`), between passes, and at the end. Flushes are `sync`
+/// lines (`datasync` for fdatasync, `sync_file_range`), with the offset the io_u fio reused
+/// for them carried last (see `Process::issued`). Real fio, and elevator for logs of one
 /// file, replay it with `read_iolog=`.
 #[derive(Clone, Debug)]
 pub struct IssueLog {

@@ -401,6 +401,21 @@ pub struct Process {
     /// An opening drawn while an I/O this process issued this very nanosecond is in flight:
     /// it goes out a nanosecond later, so that its completion is told apart by issue time.
     held_open: Option<FileIo>,
+    /// fio's io_u pool as `write_iolog` sees it: a sync reuses a free io_u and logs the
+    /// offset it carried last. Free ones are a stack (fio's `io_u_freelist`, the last one
+    /// freed on top), each with its last route offset; busy ones by issue time.
+    iou_free: Vec<u64>,
+    iou_busy: Vec<(Nanos, u64)>,
+    /// fio's `should_fsync`/`get_rw_ddir`: once the writes are a multiple of `fsync=N`, a
+    /// sync is due before every I/O that does not follow a sync, until the next write
+    /// (`io_issues[DDIR_WRITE] % N == 0` and `!last_was_sync`): in a mixed job every read
+    /// after the Nth write brings another.
+    fsync_armed: bool,
+    /// A sync engine (fio counts its do_io bytes only for short I/Os, so a pass goes on to
+    /// the sync due after its last write), and a sync to repeat when the next pass begins
+    /// (`clear_io_state` clears `last_was_sync`).
+    sync_engine: bool,
+    resync_next_pass: bool,
     /// The tree file of the data I/O [`Process::next`] just returned, and the data I/Os of a
     /// direct job's tree in flight (issue time, file): fio holds a reference to a file while
     /// I/O to it is in flight ([`FileTree::issued`]).
@@ -655,6 +670,11 @@ impl Process {
             open_in_flight: None,
             issuing_open: false,
             held_open: None,
+            iou_free: vec![0; max_in_flight.max(1) as usize],
+            iou_busy: Vec::new(),
+            fsync_armed: false,
+            sync_engine: !spec.ioengine.is_async(),
+            resync_next_pass: false,
             tree_data_file: None,
             tree_in_flight: Vec::new(),
             last_issue_ns: None,
@@ -853,6 +873,9 @@ impl Process {
         if io.op == Op::Write && self.fsync_every > 0 {
             n = n.min(u64::from(self.fsync_every - self.writes_since_fsync) + 1);
         }
+        if io.op != Op::Write && self.fsync_armed {
+            n = 1; // a sync follows it
+        }
         if io.op == Op::Write && self.barrier_every > 0 {
             n = n.min(u64::from(self.barrier_every - self.writes_since_barrier));
         }
@@ -881,18 +904,26 @@ impl Process {
         self.ios_issued += extra;
         self.dir_bytes_issued[d] += bytes;
         self.dir_ios_issued[d] += extra;
+        let mut last_offset = io.offset_bytes + bytes;
         if self.rw.is_random() {
             // The offsets the job would have drawn for those calls (and marked in its map).
             for _ in 0..extra {
-                let _ = self.pick_offset(d, io.len_bytes);
+                if let Some((offset, _)) = self.pick_offset(d, io.len_bytes) {
+                    last_offset = offset;
+                }
             }
         } else {
             self.next_seq_offset[d] = io.offset_bytes + io.len_bytes + bytes;
         }
+        // The run's calls reused one io_u: it carries the last one's offset.
+        if let Some(busy) = self.iou_busy.last_mut() {
+            busy.1 = last_offset;
+        }
         self.depth_hist[0] += extra;
         if io.op == Op::Write && self.fsync_every > 0 {
             self.writes_since_fsync += extra as u32;
-            if self.writes_since_fsync >= self.fsync_every {
+            self.fsync_armed = self.writes_since_fsync >= self.fsync_every;
+            if self.fsync_armed {
                 self.writes_since_fsync = 0;
                 self.want_flush(self.fsync_call);
             }
@@ -1077,6 +1108,13 @@ impl Process {
             if self.in_flight > 0 {
                 return Next::Full;
             }
+            // A sync engine's pass asks for one more io_u: the sync due after its last write
+            // goes out in this pass, and again as the next begins.
+            if self.flush_pending && self.sync_engine && !restart {
+                self.flush_pending = false;
+                self.resync_next_pass = self.fsync_armed;
+                return Next::Issue(Io::flush(self.pending_flush));
+            }
             // fio's thread_main verifies what a pass wrote before the next pass (do_verify).
             if self.loops_left > 0 && !restart && !self.verify_only && self.begin_verify(now_ns) {
                 self.verify_then_loop = true;
@@ -1088,6 +1126,9 @@ impl Process {
                 log.reopened(now_ns);
             }
             self.next_loop();
+            if std::mem::take(&mut self.resync_next_pass) {
+                self.want_flush(self.fsync_call);
+            }
         }
         if self.open_in_flight.is_some() {
             return Next::Full;
@@ -1105,7 +1146,7 @@ impl Process {
             }
             self.draining_to_low = false;
         }
-        if self.flush_pending {
+        if self.flush_pending && !self.tree_exhausted() {
             self.flush_pending = false;
             // Any sync ends the span a sync_file_range covers (fio's io_completed).
             self.written_span = None;
@@ -1224,10 +1265,15 @@ impl Process {
         }
         if op == Op::Write && self.fsync_every > 0 {
             self.writes_since_fsync += 1;
-            if self.writes_since_fsync >= self.fsync_every {
+            self.fsync_armed = self.writes_since_fsync >= self.fsync_every;
+            if self.fsync_armed {
                 self.writes_since_fsync = 0;
                 self.want_flush(self.fsync_call);
             }
+        } else if self.fsync_armed && !opening {
+            // fio's get_rw_ddir: the writes are still a multiple of N and this I/O was no
+            // sync, so one is due before the next.
+            self.want_flush(self.fsync_call);
         }
         if op == Op::Write {
             self.wrote(offset, len, 1);
@@ -1379,21 +1425,25 @@ impl Process {
             return;
         }
         self.last_issue_ns = Some(now_ns);
+        // The io_u it goes in: a flush keeps the offset its io_u carried last.
+        let iou_offset = self.iou_free.pop().unwrap_or(0);
+        let carried = if io.op == Op::Flush { iou_offset } else { io.offset_bytes };
+        self.iou_busy.push((now_ns, carried));
         let verifying = self.verifying();
         if let Some(log) = self.issue_log.as_mut() {
-            match io.flush {
-                // fio logs the io_u it reused: the last write's offset, no length.
-                Some(FlushCall::Range(_)) => log.issued_action(
-                    now_ns,
-                    self.log_file,
-                    "sync_file_range",
-                    self.last_write_start,
-                    0,
-                ),
+            let action = match io.flush {
+                Some(FlushCall::Range(_)) => Some("sync_file_range"),
+                Some(FlushCall::Fdatasync) => Some("datasync"),
+                Some(FlushCall::Fsync | FlushCall::Unaccounted) => Some("sync"),
+                None => None,
+            };
+            match action {
                 // The verify phase's sync: fio's do_verify calls fio_io_sync, which the log
                 // does not see.
                 Some(_) if verifying => {}
-                _ => log.issued(now_ns, self.log_file, io.op, io.offset_bytes, io.len_bytes),
+                // fio logs the io_u it reused: its last offset, no length.
+                Some(action) => log.issued_action(now_ns, self.log_file, action, iou_offset, 0),
+                None => log.issued(now_ns, self.log_file, io.op, io.offset_bytes, io.len_bytes),
             }
         }
         match io.flush {
@@ -1462,6 +1512,13 @@ impl Process {
         if opening {
             self.open_in_flight = None;
             return self.go_on(now_ns);
+        }
+        // Its io_u is free again, on top of the free list (a buffered job's call returns in
+        // order: the oldest).
+        let i = self.iou_busy.iter().position(|&(t, _)| t == issue_ns).unwrap_or(0);
+        if i < self.iou_busy.len() {
+            let (_, offset) = self.iou_busy.remove(i);
+            self.iou_free.push(offset);
         }
         if op != Op::Flush {
             // Deviation: I/Os issued in the same nanosecond are matched to their files in
@@ -1854,6 +1911,18 @@ impl Process {
             io = files.next(bs, fit, &mut self.rng);
         }
         Some(io)
+    }
+
+    /// A file tree whose data is all issued, with no pass after this one: fio's do_io stops
+    /// at its bytes before it would ask for the sync due after the last write.
+    fn tree_exhausted(&self) -> bool {
+        let Some(files) = self.files.as_ref() else { return false };
+        let more = self.io_limit_bytes.is_some_and(|l| self.loop_bytes() < l);
+        !more
+            && !self.time_based
+            && self.runtime_ns.is_none()
+            && self.loops_left == 0
+            && self.loop_bytes() >= files.total_bytes()
     }
 
     /// Bytes and I/Os issued in this pass (`loops=`).
