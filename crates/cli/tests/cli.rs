@@ -982,6 +982,28 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
         };
         assert_eq!(actions("elevator"), actions("fio"), "{body}");
     }
+    // In a file tree fio chooses the file before it finds the I/O is a sync: the sync takes
+    // that file's turn (and goes to a file whose data is all out, not yet found done).
+    for (i, shape) in [
+        "rw=write\nfsync=1",
+        "rw=write\nfdatasync=2",
+        "rw=write\ndirect=0\nfsync=1",
+        "rw=write\nfsync=1\nopenfiles=1",
+        "rw=write\nfsync=2\nfile_service_type=roundrobin:2\nfilesize=16k",
+        "rw=write\nfdatasync=2\nloops=2",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let lines = |tool: &str| -> Vec<String> {
+            tree_iolog(tool, &format!("tree-syncs-{i}"), shape)
+                .lines()
+                .skip(1)
+                .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string())
+                .collect()
+        };
+        assert_eq!(lines("elevator"), lines("fio"), "{shape}");
+    }
     for (n, rw) in [(1, "randrw"), (3, "randrw"), (2, "readwrite")] {
         for tool in ["fio", "elevator"] {
             let body = format!("size=64k\nbs=4k\nrw={rw}\nfsync={n}");

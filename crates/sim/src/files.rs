@@ -129,6 +129,10 @@ pub enum FileIo {
         len_bytes: u64,
         file: usize,
     },
+    /// A sync of file `file`, whose turn it takes ([`FileTree::sync_turn`]).
+    Sync {
+        file: usize,
+    },
     /// The file whose turn it is is not open and `openfiles=` files are (fio's `EBUSY` from
     /// `get_next_file`): fio waits for a completion if I/O is in flight, then asks again
     /// (the choice moved on: round-robin's next file, another draw).
@@ -315,10 +319,11 @@ impl FileTree {
     /// in flight) is passed over, as fio's `FIO_FILE_closing` is. Returns true with the
     /// chosen file open.
     fn choose(&mut self, rng: &mut RandomStream) -> bool {
-        // A non-uniform choice never marks a file done: fio draws finished ones too, and
-        // resets them when it finds them so (FileTree::next).
-        let live =
-            |t: &FileTree, i: usize| t.distribution.is_some() || t.pos[i] < t.files[i].len_bytes;
+        // fio passes over the files it has found done (fio_file_done); one whose data is all
+        // out is found done when its turn comes and it has no block (FileTree::next). A
+        // non-uniform choice never marks a file done: fio draws finished ones too, and
+        // resets them when it finds them so.
+        let live = |t: &FileTree, i: usize| t.distribution.is_some() || !t.closed[i];
         if self.service_left.is_some() {
             let sequential = self.service == FileServiceType::Sequential;
             if live(self, self.current) {
@@ -425,6 +430,11 @@ impl FileTree {
                 self.reopen[i] = true;
                 continue;
             }
+            if self.distribution.is_none() && self.pos[i] >= f.len_bytes {
+                // fio's fill_io_u finds no block left: the file is done and closed.
+                self.close(i);
+                continue;
+            }
             if std::mem::take(&mut self.reopen[i]) {
                 // Drawn again after that close: opened again (its inode is cached).
                 self.closed[i] = false;
@@ -449,6 +459,39 @@ impl FileTree {
             }
             return FileIo::Data { offset_bytes: offset, len_bytes: len, file: i };
         }
+    }
+
+    /// The turn a sync takes: fio's `get_io_u` chooses the file before `fill_io_u` finds the
+    /// I/O is a sync, so the sync goes to the file whose turn it is (opened first if need
+    /// be: the opening is returned, and the next call goes on with that file), which gets
+    /// no data I/O this turn; a file whose data is all out is not found done by a sync.
+    pub fn sync_turn(&mut self, rng: &mut RandomStream) -> FileIo {
+        if !std::mem::take(&mut self.hold) && !self.choose(rng) {
+            return FileIo::Busy;
+        }
+        let i = self.current;
+        let f = self.files[i];
+        if !self.opened[i] {
+            self.opened[i] = true;
+            if self.announce_opens {
+                self.hold = true;
+                return FileIo::Open { file: i };
+            }
+            if self.cached_meta != Some(f.meta_offset_bytes) {
+                self.cached_meta = Some(f.meta_offset_bytes);
+                self.hold = true;
+                return FileIo::Meta { offset_bytes: f.meta_offset_bytes, file: i };
+            }
+        }
+        if std::mem::take(&mut self.reopen[i]) {
+            self.closed[i] = false;
+            if self.announce_opens {
+                self.hold = true;
+                return FileIo::Reopen { file: i };
+            }
+            self.opens.push(i);
+        }
+        FileIo::Sync { file: i }
     }
 
     /// fio closes file `i` (if it opened it and has not closed it yet).
@@ -545,7 +588,7 @@ mod tests {
                 FileIo::Open { .. } | FileIo::Reopen { .. } => {
                     unreachable!("opens are not announced")
                 }
-                FileIo::Busy => unreachable!("every file may be open"),
+                FileIo::Busy | FileIo::Sync { .. } => unreachable!("every file may be open"),
                 FileIo::Done => break,
             }
         }
@@ -579,7 +622,9 @@ mod tests {
                 FileIo::Data { file, .. } => out.push(char::from(b'0' + file as u8)),
                 FileIo::Meta { .. } => {}
                 FileIo::Busy => out.push('.'),
-                FileIo::Open { .. } | FileIo::Reopen { .. } => unreachable!(),
+                FileIo::Open { .. } | FileIo::Reopen { .. } | FileIo::Sync { .. } => {
+                    unreachable!()
+                }
                 FileIo::Done => return out,
             }
         }

@@ -411,6 +411,11 @@ impl IssueLog {
         }
     }
 
+    /// Where `file`'s byte 0 lies on the job's route (0 for a file it does not log).
+    pub fn base_bytes(&self, file: usize) -> u64 {
+        self.files.get(file).map_or(0, |f| f.base_bytes)
+    }
+
     /// The job closed `file` (a no-op if it is not open).
     pub fn closed(&mut self, now_ns: Nanos, file: usize) {
         if self.files.get(file).is_some_and(|f| f.open) {

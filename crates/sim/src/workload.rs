@@ -402,10 +402,11 @@ pub struct Process {
     /// it goes out a nanosecond later, so that its completion is told apart by issue time.
     held_open: Option<FileIo>,
     /// fio's io_u pool as `write_iolog` sees it: a sync reuses a free io_u and logs the
-    /// offset it carried last. Free ones are a stack (fio's `io_u_freelist`, the last one
-    /// freed on top), each with its last route offset; busy ones by issue time.
-    iou_free: Vec<u64>,
-    iou_busy: Vec<(Nanos, u64)>,
+    /// offset it carried last, in the file it carried it for. Free ones are a stack (fio's
+    /// `io_u_freelist`, the last one freed on top), each with its last route offset and
+    /// file; busy ones by issue time.
+    iou_free: Vec<(u64, usize)>,
+    iou_busy: Vec<(Nanos, (u64, usize))>,
     /// fio's `should_fsync`/`get_rw_ddir`: once the writes are a multiple of `fsync=N`, a
     /// sync is due before every I/O that does not follow a sync, until the next write
     /// (`io_issues[DDIR_WRITE] % N == 0` and `!last_was_sync`): in a mixed job every read
@@ -670,7 +671,7 @@ impl Process {
             open_in_flight: None,
             issuing_open: false,
             held_open: None,
-            iou_free: vec![0; max_in_flight.max(1) as usize],
+            iou_free: vec![(0, usize::MAX); max_in_flight.max(1) as usize],
             iou_busy: Vec::new(),
             fsync_armed: false,
             sync_engine: !spec.ioengine.is_async(),
@@ -917,7 +918,7 @@ impl Process {
         }
         // The run's calls reused one io_u: it carries the last one's offset.
         if let Some(busy) = self.iou_busy.last_mut() {
-            busy.1 = last_offset;
+            busy.1 .0 = last_offset;
         }
         self.depth_hist[0] += extra;
         if io.op == Op::Write && self.fsync_every > 0 {
@@ -1110,7 +1111,7 @@ impl Process {
             }
             // A sync engine's pass asks for one more io_u: the sync due after its last write
             // goes out in this pass, and again as the next begins.
-            if self.flush_pending && self.sync_engine && !restart {
+            if self.flush_pending && self.sync_engine && !restart && self.end_of_pass_turn() {
                 self.flush_pending = false;
                 self.resync_next_pass = self.fsync_armed;
                 return Next::Issue(Io::flush(self.pending_flush));
@@ -1146,11 +1147,33 @@ impl Process {
             }
             self.draining_to_low = false;
         }
-        if self.flush_pending && !self.tree_exhausted() {
-            self.flush_pending = false;
-            // Any sync ends the span a sync_file_range covers (fio's io_completed).
-            self.written_span = None;
-            return Next::Issue(Io::flush(self.pending_flush));
+        if self.flush_pending && !self.tree_exhausted() && self.held_open.is_none() {
+            // In a file tree the sync takes the turn of the file chosen next; opening it
+            // first goes out below, and the sync follows.
+            let turn = match self.files.as_mut() {
+                None => None,
+                Some(files) => loop {
+                    match files.sync_turn(&mut self.rng) {
+                        FileIo::Busy if self.in_flight > 0 => return Next::Full,
+                        FileIo::Busy => continue,
+                        other => break Some(other),
+                    }
+                },
+            };
+            match turn {
+                Some(FileIo::Sync { file }) => {
+                    self.log_file = file;
+                    self.tree_io = Some(TreeIo::Data(file));
+                }
+                Some(open) => self.held_open = Some(open),
+                None => {}
+            }
+            if self.held_open.is_none() {
+                self.flush_pending = false;
+                // Any sync ends the span a sync_file_range covers (fio's io_completed).
+                self.written_span = None;
+                return Next::Issue(Io::flush(self.pending_flush));
+            }
         }
         if self.sfr_pending {
             self.sfr_pending = false;
@@ -1230,7 +1253,9 @@ impl Process {
                 self.tree_data_file = Some(file);
                 (op, offset_bytes, len_bytes, false)
             }
-            Some(FileIo::Busy) => unreachable!("a busy choice is asked again above"),
+            Some(FileIo::Busy | FileIo::Sync { .. }) => {
+                unreachable!("a busy choice is asked again above; a sync turn is a flush")
+            }
             Some(FileIo::Done) => {
                 self.state = State::Draining;
                 return Next::Stop;
@@ -1426,8 +1451,8 @@ impl Process {
         }
         self.last_issue_ns = Some(now_ns);
         // The io_u it goes in: a flush keeps the offset its io_u carried last.
-        let iou_offset = self.iou_free.pop().unwrap_or(0);
-        let carried = if io.op == Op::Flush { iou_offset } else { io.offset_bytes };
+        let iou = self.iou_free.pop().unwrap_or((0, usize::MAX));
+        let carried = if io.op == Op::Flush { iou } else { (io.offset_bytes, self.log_file) };
         self.iou_busy.push((now_ns, carried));
         let verifying = self.verifying();
         if let Some(log) = self.issue_log.as_mut() {
@@ -1441,8 +1466,14 @@ impl Process {
                 // The verify phase's sync: fio's do_verify calls fio_io_sync, which the log
                 // does not see.
                 Some(_) if verifying => {}
-                // fio logs the io_u it reused: its last offset, no length.
-                Some(action) => log.issued_action(now_ns, self.log_file, action, iou_offset, 0),
+                // fio logs the io_u it reused: its last offset (in the file it was for), no
+                // length.
+                Some(action) => {
+                    let (route, file) = iou;
+                    let in_file = route.saturating_sub(log.base_bytes(file));
+                    let offset = in_file + log.base_bytes(self.log_file);
+                    log.issued_action(now_ns, self.log_file, action, offset, 0)
+                }
                 None => log.issued(now_ns, self.log_file, io.op, io.offset_bytes, io.len_bytes),
             }
         }
@@ -1911,6 +1942,21 @@ impl Process {
             io = files.next(bs, fit, &mut self.rng);
         }
         Some(io)
+    }
+
+    /// Whether the sync due at a pass's end can go now: in a file tree it takes the turn of
+    /// the file chosen next. Deviation: where that file would first have to be opened (or
+    /// none can be), the sync waits for the next pass.
+    fn end_of_pass_turn(&mut self) -> bool {
+        let Some(files) = self.files.as_mut() else { return true };
+        match files.sync_turn(&mut self.rng) {
+            FileIo::Sync { file } => {
+                self.log_file = file;
+                self.tree_io = Some(TreeIo::Data(file));
+                true
+            }
+            _ => false,
+        }
     }
 
     /// A file tree whose data is all issued, with no pass after this one: fio's do_io stops
