@@ -1031,6 +1031,39 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
     }
 }
 
+/// `fill_device=1` (`fill_fs=1`) without `size=`: the job's new file grows until its file
+/// system is full, and the job ends without error there (fio's ENOSPC); exactly that much
+/// more than fits would not. Two jobs that fill one file system share it. Without the option
+/// the job needs size=.
+#[test]
+fn fill_device_writes_until_the_file_system_is_full() {
+    let topo = temp_file(
+        "fill.toml",
+        "[[device]]\nname = \"sdb\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n\n\
+         [[partition]]\nname = \"sdb1\"\ndevice = \"sdb\"\nstart = \"1MiB\"\nsize = \"64MiB\"\n\n\
+         [[filesystem]]\non = \"sdb1\"\njournal = \"4MiB\"\n",
+    );
+    let topo = topo.to_str().unwrap();
+    let run = |name: &str, extra: &str| {
+        let job =
+            temp_file(name, &format!("[w]\ndirectory=sdb1\nrw=write\nbs=64k\ndirect=1\n{extra}\n"));
+        elevator(&["run", job.to_str().unwrap(), "--topology", topo, "--output-format", "json"])
+    };
+    let written = |out: &Output| -> u64 {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v = fio_json_of(&out.stdout);
+        assert_eq!(v["jobs"][0]["error"], 0);
+        v["jobs"].as_array().unwrap().iter().map(|j| j["write"]["io_bytes"].as_u64().unwrap()).sum()
+    };
+    let full = written(&run("fill.fio", "fill_device=1"));
+    assert!((48 << 20..64 << 20).contains(&full), "{full}");
+    assert_eq!(written(&run("fill-size.fio", &format!("size={full}"))), full);
+    assert!(!run("fill-over.fio", &format!("size={}", full + 65536)).status.success());
+    let two = run("fill-two.fio", "fill_fs=1\nnumjobs=2");
+    assert_eq!(written(&two), full, "two jobs share the file system");
+    assert!(!run("fill-none.fio", "").status.success(), "without size= nor fill_device");
+}
+
 /// A log of several files (real fio's log of an `nrfiles` job) replays where
 /// `replay_redirect=` sends every file's I/O, at its recorded offsets, as under real fio
 /// (installed by setup.sh); without it, elevator names the line of the second file.

@@ -465,6 +465,9 @@ pub struct JobSpec {
     pub unified_rw_reporting: UnifiedRw,
     /// `end_fsync`: fsync the file when the job's writes are done (counted in its runtime).
     pub end_fsync: bool,
+    /// `fill_device` / `fill_fs`: a job's new file without `size=` grows until its file
+    /// system is full (fio writes until ENOSPC, which then is no error).
+    pub fill_device: bool,
     /// `fsync_on_close`: fsync when the file is closed (at the end, as elevator opens each
     /// file once).
     pub fsync_on_close: bool,
@@ -687,6 +690,7 @@ impl JobSpec {
             sync_file_range: None,
             unified_rw_reporting: UnifiedRw::Split,
             end_fsync: false,
+            fill_device: false,
             fsync_on_close: false,
             sync_io: SyncIo::None,
             fadvise_hint: FadviseHint::Auto,

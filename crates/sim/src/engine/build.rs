@@ -350,7 +350,10 @@ pub(super) fn build_processes(
                 Some(name) if is_regular_path(topology, name) => {
                     let dir = file_system_of(topology, spec.directory.as_deref());
                     let key = format!("{dir}\0{name}");
-                    let job_bytes = single_file_bytes(spec);
+                    let job_bytes = single_file_bytes(spec).or_else(|| {
+                        let fill = spec.fill_device && !named_files.contains_key(&key);
+                        fill.then(|| fill_bytes(topology, &file_cursors, &dir, 1)).flatten()
+                    });
                     let (route, start, size) = match named_files.get(&key) {
                         Some(&placed) => placed,
                         None => {
@@ -401,13 +404,18 @@ pub(super) fn build_processes(
                     (t.route, t.start_bytes, t.size_bytes, t.start_bytes + offset, len)
                 }
                 None => {
-                    let Some(size) = single_file_bytes(spec) else {
+                    let dir = file_system_of(topology, spec.directory.as_deref());
+                    let fill = || {
+                        let clones = spec.numjobs.max(1) - clone;
+                        fill_bytes(topology, &file_cursors, &dir, clones)
+                            .filter(|_| spec.fill_device)
+                    };
+                    let Some(size) = single_file_bytes(spec).or_else(fill) else {
                         return Err(SimError(format!(
                             "{at}: job `{}`: without filename= the job works on a file of its own, which needs size= in bytes (e.g. size=1G); or set filename= to a device or partition",
                             spec.name
                         )));
                     };
-                    let dir = file_system_of(topology, spec.directory.as_deref());
                     let offset = clone_offset(spec, clone, size);
                     let (route, start, len) =
                         place_file(topology, &mut file_cursors, &dir, size, offset)
@@ -708,12 +716,7 @@ fn place_file(
     offset: u64,
 ) -> Result<(Route, u64, u64), String> {
     let t = topology.target(dir).map_err(|e| format!("directory={dir}: {e}"))?;
-    let fs_data = topology
-        .filesystems
-        .iter()
-        .find(|fs| fs.route == t.route && fs.start_bytes == t.start_bytes)
-        .map_or(0, |fs| fs.data_start_bytes());
-    let cursor = file_cursors.entry(dir.to_string()).or_insert(fs_data);
+    let cursor = file_cursors.entry(dir.to_string()).or_insert(fs_data_start(topology, &t));
     let start = cursor.saturating_add(offset);
     if start.saturating_add(size) > t.size_bytes {
         return Err(format!(
@@ -723,6 +726,30 @@ fn place_file(
     }
     *cursor = start + size;
     Ok((t.route, t.start_bytes + start, size))
+}
+
+/// Where files begin on the file system of `t` (after its journal; 0 without one).
+fn fs_data_start(topology: &Topology, t: &crate::topology::Target) -> u64 {
+    topology
+        .filesystems
+        .iter()
+        .find(|fs| fs.route == t.route && fs.start_bytes == t.start_bytes)
+        .map_or(0, |fs| fs.data_start_bytes())
+}
+
+/// `fill_device`: the bytes of `dir`'s file system after the files placed there so far,
+/// shared by the `clones` jobs still to place theirs (fio writes a new file until ENOSPC;
+/// jobs that fill one file system together share it). Deviation: each gets its share as
+/// its file's size at the start, rather than racing for the space.
+fn fill_bytes(
+    topology: &Topology,
+    file_cursors: &BTreeMap<String, u64>,
+    dir: &str,
+    clones: u32,
+) -> Option<u64> {
+    let t = topology.target(dir).ok()?;
+    let cursor = file_cursors.get(dir).copied().unwrap_or_else(|| fs_data_start(topology, &t));
+    Some(t.size_bytes.saturating_sub(cursor) / u64::from(clones.max(1)) / 512 * 512)
 }
 
 /// Moves the end of the file that ends at `old_end` on `dir` (the last placed there) to
