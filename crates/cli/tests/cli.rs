@@ -521,6 +521,15 @@ fn tree_iolog(tool: &str, name: &str, shape: &str) -> String {
     log.replace(&format!("{}/", tree.display()), "")
 }
 
+/// [`tree_iolog`]'s lines after its header, times taken out: what each names and does.
+fn tree_actions(tool: &str, name: &str, shape: &str) -> Vec<String> {
+    tree_iolog(tool, name, shape)
+        .lines()
+        .skip(1)
+        .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string())
+        .collect()
+}
+
 /// Writes job file `job` with `text` (whose `write_iolog=` is `log`), runs it under `tool`
 /// with output `format`, and returns its output and the log's I/O lines, split into their
 /// five fields.
@@ -886,13 +895,7 @@ fn write_iolog_of_a_file_tree_names_each_file_as_real_fio_does() {
     .into_iter()
     .enumerate()
     {
-        let lines = |tool: &str| -> Vec<String> {
-            tree_iolog(tool, &format!("tree-log-{i}"), shape)
-                .lines()
-                .skip(1)
-                .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string())
-                .collect()
-        };
+        let lines = |tool: &str| tree_actions(tool, &format!("tree-log-{i}"), shape);
         let fio = lines("fio");
         assert!(fio.iter().any(|l| l == "t.0.1 add"), "{shape}: {fio:?}");
         assert_eq!(lines("elevator"), fio, "{shape}");
@@ -918,13 +921,7 @@ fn openfiles_keeps_that_many_files_open_as_real_fio_does() {
     .into_iter()
     .enumerate()
     {
-        let lines = |tool: &str| -> Vec<String> {
-            tree_iolog(tool, &format!("openfiles-{i}"), shape)
-                .lines()
-                .skip(1)
-                .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string())
-                .collect()
-        };
+        let lines = |tool: &str| tree_actions(tool, &format!("openfiles-{i}"), shape);
         assert_eq!(lines("elevator"), lines("fio"), "{shape}");
     }
     let dir = scratch_dir("openfiles-depth");
@@ -995,13 +992,7 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
     .into_iter()
     .enumerate()
     {
-        let lines = |tool: &str| -> Vec<String> {
-            tree_iolog(tool, &format!("tree-syncs-{i}"), shape)
-                .lines()
-                .skip(1)
-                .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string())
-                .collect()
-        };
+        let lines = |tool: &str| tree_actions(tool, &format!("tree-syncs-{i}"), shape);
         assert_eq!(lines("elevator"), lines("fio"), "{shape}");
     }
     for (n, rw) in [(1, "randrw"), (3, "randrw"), (2, "readwrite")] {

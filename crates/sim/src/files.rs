@@ -405,23 +405,11 @@ impl FileTree {
             if self.finished == self.files.len() || given_up > self.files.len() {
                 return FileIo::Done;
             }
-            if !std::mem::take(&mut self.hold) && !self.choose(rng) {
-                return FileIo::Busy;
-            }
-            let i = self.current;
+            let i = match self.take_turn(rng) {
+                Ok(i) => i,
+                Err(first) => return first,
+            };
             let f = self.files[i];
-            if !self.opened[i] {
-                self.opened[i] = true;
-                if self.announce_opens {
-                    self.hold = true;
-                    return FileIo::Open { file: i };
-                }
-                if self.cached_meta != Some(f.meta_offset_bytes) {
-                    self.cached_meta = Some(f.meta_offset_bytes);
-                    self.hold = true;
-                    return FileIo::Meta { offset_bytes: f.meta_offset_bytes, file: i };
-                }
-            }
             if self.distribution.is_some() && self.pos[i] >= f.len_bytes {
                 // fio's set_io_u_file: fill_io_u finds no block in the finished file, which
                 // is closed and reset (fio_file_reset); another draw follows.
@@ -435,14 +423,8 @@ impl FileTree {
                 self.close(i);
                 continue;
             }
-            if std::mem::take(&mut self.reopen[i]) {
-                // Drawn again after that close: opened again (its inode is cached).
-                self.closed[i] = false;
-                if self.announce_opens {
-                    self.hold = true;
-                    return FileIo::Reopen { file: i };
-                }
-                self.opens.push(i);
+            if let Some(reopen) = self.reopen_if_closed(i) {
+                return reopen;
             }
             let left = f.len_bytes - self.pos[i];
             let Some(len) = (if bs <= left { Some(bs) } else { fit(left) }) else {
@@ -466,8 +448,18 @@ impl FileTree {
     /// be: the opening is returned, and the next call goes on with that file), which gets
     /// no data I/O this turn; a file whose data is all out is not found done by a sync.
     pub fn sync_turn(&mut self, rng: &mut RandomStream) -> FileIo {
+        let i = match self.take_turn(rng) {
+            Ok(i) => i,
+            Err(first) => return first,
+        };
+        self.reopen_if_closed(i).unwrap_or(FileIo::Sync { file: i })
+    }
+
+    /// A turn: the file chosen now, or the one held over its opening; `Err` is what must go
+    /// first — fio's `EBUSY`, or the file's first opening (the next call goes on with it).
+    fn take_turn(&mut self, rng: &mut RandomStream) -> Result<usize, FileIo> {
         if !std::mem::take(&mut self.hold) && !self.choose(rng) {
-            return FileIo::Busy;
+            return Err(FileIo::Busy);
         }
         let i = self.current;
         let f = self.files[i];
@@ -475,23 +467,30 @@ impl FileTree {
             self.opened[i] = true;
             if self.announce_opens {
                 self.hold = true;
-                return FileIo::Open { file: i };
+                return Err(FileIo::Open { file: i });
             }
             if self.cached_meta != Some(f.meta_offset_bytes) {
                 self.cached_meta = Some(f.meta_offset_bytes);
                 self.hold = true;
-                return FileIo::Meta { offset_bytes: f.meta_offset_bytes, file: i };
+                return Err(FileIo::Meta { offset_bytes: f.meta_offset_bytes, file: i });
             }
         }
-        if std::mem::take(&mut self.reopen[i]) {
-            self.closed[i] = false;
-            if self.announce_opens {
-                self.hold = true;
-                return FileIo::Reopen { file: i };
-            }
-            self.opens.push(i);
+        Ok(i)
+    }
+
+    /// A file fio closed and reset under a non-uniform choice, drawn again: opened again
+    /// (its inode is cached); announced as [`FileIo::Reopen`] when opens are.
+    fn reopen_if_closed(&mut self, i: usize) -> Option<FileIo> {
+        if !std::mem::take(&mut self.reopen[i]) {
+            return None;
         }
-        FileIo::Sync { file: i }
+        self.closed[i] = false;
+        if self.announce_opens {
+            self.hold = true;
+            return Some(FileIo::Reopen { file: i });
+        }
+        self.opens.push(i);
+        None
     }
 
     /// fio closes file `i` (if it opened it and has not closed it yet).
