@@ -468,6 +468,9 @@ pub struct JobSpec {
     /// `fill_device` / `fill_fs`: a job's new file without `size=` grows until its file
     /// system is full (fio writes until ENOSPC, which then is no error).
     pub fill_device: bool,
+    /// `wait_for=NAME`: the job starts once every job named NAME (an earlier section, all its
+    /// `numjobs` clones) has finished.
+    pub wait_for: Option<String>,
     /// `fsync_on_close`: fsync when the file is closed (at the end, as elevator opens each
     /// file once).
     pub fsync_on_close: bool,
@@ -691,6 +694,7 @@ impl JobSpec {
             unified_rw_reporting: UnifiedRw::Split,
             end_fsync: false,
             fill_device: false,
+            wait_for: None,
             fsync_on_close: false,
             sync_io: SyncIo::None,
             fadvise_hint: FadviseHint::Auto,

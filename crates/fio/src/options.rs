@@ -129,6 +129,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("write_barrier", "write_barrier"),
     ("end_fsync", "end_fsync"),
     ("fill_device", "fill_device"),
+    ("wait_for", "wait_for"),
     ("fill_fs", "fill_device"),
     ("fsync_on_close", "fsync_on_close"),
     ("sync", "sync"),
@@ -363,7 +364,6 @@ const UNMODELLED: &[&str] = &[
     "verify_state_load",
     "verify_state_save",
     "volume",
-    "wait_for",
     "window_size",
     "write_hint",
     "write_hist_log",
@@ -1035,6 +1035,7 @@ impl Builder {
             "uid" => spec.uid = Some(int_in(v, kb, 0, u32::MAX.into())? as u32),
             "gid" => spec.gid = Some(int_in(v, kb, 0, u32::MAX.into())? as u32),
             "nrfiles" => spec.nrfiles = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "wait_for" => spec.wait_for = Some(v.to_string()),
             "openfiles" => spec.open_files = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "filesize" => {
                 let (lo, hi) = split_range(v).unwrap_or((v, v));

@@ -312,6 +312,10 @@ pub struct Process {
     pub clone: u32,
     pub group_id: u32,
     pub phase: u32,
+    /// `wait_for=`: the processes (all clones of the named job) that must be done before
+    /// this one starts, and whether it is waiting for them now.
+    pub waitees: Vec<u32>,
+    pub waiting: bool,
     pub owner: Owner,
     pub region: Region,
     pub state: State,
@@ -584,6 +588,8 @@ impl Process {
             clone,
             group_id,
             phase,
+            waitees: Vec::new(),
+            waiting: false,
             owner,
             region,
             state: State::Pending,

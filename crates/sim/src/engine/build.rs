@@ -265,8 +265,12 @@ pub(super) fn build_processes(
     let mut named_files: BTreeMap<String, (Route, u64, u64)> = BTreeMap::new();
     let mut pid = 1000u32;
     let mut users_of_name: BTreeMap<String, u32> = BTreeMap::new();
+    // Each job section's name and processes, for wait_for=.
+    let mut sections: Vec<(&str, std::ops::Range<u32>)> = Vec::new();
     for (j, spec) in jobs.jobs.iter().enumerate() {
         let at = &spec.source;
+        let waitees = waitees_of(spec, &sections)?;
+        let first_proc = procs.len() as u32;
         if j > 0 && (spec.stonewall || spec.new_group) {
             group_id += 1;
         }
@@ -635,9 +639,11 @@ pub(super) fn build_processes(
                 }
                 proc.set_files(files);
             }
+            proc.waitees = waitees.clone();
             procs.push(proc);
             pid += 1;
         }
+        sections.push((spec.name.as_str(), first_proc..procs.len() as u32));
     }
     if procs.is_empty() {
         return Err(SimError("the job file defines no jobs".to_string()));
@@ -726,6 +732,34 @@ fn place_file(
     }
     *cursor = start + size;
     Ok((t.route, t.start_bytes + start, size))
+}
+
+/// The processes `wait_for=` makes a job wait for: every clone of the one earlier section of
+/// that name, checked as fio's `wait_for_ok` checks it (not itself, known, not twice).
+fn waitees_of(
+    spec: &JobSpec,
+    earlier: &[(&str, std::ops::Range<u32>)],
+) -> Result<Vec<u32>, SimError> {
+    let Some(waitee) = spec.wait_for.as_deref() else { return Ok(Vec::new()) };
+    let at = &spec.source;
+    if waitee == spec.name {
+        return Err(SimError(format!(
+            "{at}: job `{}`: a job cannot wait for itself (wait_for={waitee})",
+            spec.name
+        )));
+    }
+    let mut named = earlier.iter().filter(|(name, _)| *name == waitee);
+    match (named.next(), named.next()) {
+        (Some((_, procs)), None) => Ok(procs.clone().collect()),
+        (None, _) => Err(SimError(format!(
+            "{at}: job `{}`: waitee job `{waitee}` unknown (wait_for= names a job defined before this one, as fio requires)",
+            spec.name
+        ))),
+        (Some(_), Some(_)) => Err(SimError(format!(
+            "{at}: job `{}`: multiple waitees `{waitee}` found; give the job sections distinct names to use wait_for=",
+            spec.name
+        ))),
+    }
 }
 
 /// Where files begin on the file system of `t` (after its journal; 0 without one).

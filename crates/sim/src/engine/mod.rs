@@ -207,6 +207,8 @@ struct Engine {
     issue_armed: Vec<Option<Nanos>>,
     phases_left: Vec<u32>,
     current_phase: u32,
+    /// When the current phase began (start delays count from it).
+    phase_start_ns: Nanos,
     done_bios: Vec<Bio>,
     unblocked: Vec<u32>,
     /// Processes the volume stack let go on (scratch).
@@ -310,6 +312,7 @@ pub fn simulate(
         procs,
         phases_left,
         current_phase: 0,
+        phase_start_ns: 0,
         done_bios: Vec::new(),
         unblocked: Vec::new(),
         woken: Vec::new(),
@@ -463,8 +466,14 @@ impl Engine {
 
     fn start_phase(&mut self, phase: u32) {
         self.current_phase = phase;
+        self.phase_start_ns = self.now_ns;
         for i in 0..self.procs.len() {
             if self.procs[i].phase == phase {
+                // wait_for=: it starts once its waitees are done (fio's waitee_running).
+                if !self.waitees_done(i) {
+                    self.procs[i].waiting = true;
+                    continue;
+                }
                 let at = self.procs[i].start_time(self.now_ns);
                 // Jobs that start together set their schedulers before any of them does
                 // I/O (fio's threads switch during their setup, before the files are set up).
@@ -474,6 +483,11 @@ impl Engine {
                 self.push(at, Event::Start(i as u32));
             }
         }
+    }
+
+    /// Whether every process process `i` waits for (`wait_for=`) is done.
+    fn waitees_done(&self, i: usize) -> bool {
+        self.procs[i].waitees.iter().all(|&w| self.procs[w as usize].state == State::Done)
     }
 
     /// fio's `switch_ioscheduler` as job `p` starts: the device its file is on (a
@@ -989,6 +1003,15 @@ impl Engine {
         let me = &self.procs[p as usize];
         if me.exitall || (me.exitall_on_error && me.error.is_some() && !me.setup_failed) {
             self.exit_others(p);
+        }
+        // Jobs that waited for this one (wait_for=) start, their start delay from the phase's
+        // start permitting.
+        for i in 0..self.procs.len() {
+            if self.procs[i].waiting && self.waitees_done(i) {
+                self.procs[i].waiting = false;
+                let at = self.procs[i].start_time(self.phase_start_ns).max(self.now_ns);
+                self.push(at, Event::Start(i as u32));
+            }
         }
         let phase = self.procs[p as usize].phase as usize;
         self.phases_left[phase] -= 1;
