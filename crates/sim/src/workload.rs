@@ -996,9 +996,11 @@ impl Process {
         self.files = Some(files);
     }
 
-    /// When the process starts, given the time its stonewall phase began.
+    /// When the process starts, given the time its stonewall phase began: fio's
+    /// `run_threads` counts `startdelay` from the run's start (`utime_since_genesis`), so a
+    /// stonewalled job whose delay has passed by its phase starts with the phase.
     pub fn start_time(&self, phase_start_ns: Nanos) -> Nanos {
-        phase_start_ns + self.startdelay_ns
+        phase_start_ns.max(self.startdelay_ns)
     }
 
     /// Starts the clock: ramp and runtime count from here. Returns the runtime deadline.

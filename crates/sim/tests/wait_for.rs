@@ -1,7 +1,9 @@
-//! fio's `wait_for=NAME`: a job starts once every job named NAME (all its clones) has
-//! finished (`waitee_running` in fio's `run_threads`); other jobs start as they would, and a
-//! start delay still counts from the start. fio refuses a job that waits for itself, for a
-//! job not defined before it, or for a name two sections share (`wait_for_ok`).
+//! When jobs start, as fio's `run_threads` starts them. `wait_for=NAME`: a job starts once
+//! every job named NAME (all its clones) has finished (`waitee_running`); other jobs start
+//! as they would, and a start delay still counts. fio refuses a job that waits for itself,
+//! for a job not defined before it, or for a name two sections share (`wait_for_ok`).
+//! `startdelay=` counts from the run's start (`utime_since_genesis`), also for a job behind
+//! a `stonewall`: one whose delay has passed by its phase starts with the phase.
 
 use std::path::Path;
 
@@ -57,4 +59,17 @@ fn wait_for_is_checked_as_fio_checks_it() {
     assert!(err("[a]\nwait_for=a\n").contains("cannot wait for itself"));
     assert!(err("[b]\nwait_for=a\n[a]\n").contains("waitee job `a` unknown"));
     assert!(err("[a]\n[a]\n[b]\nwait_for=a\n").contains("multiple waitees"));
+}
+
+#[test]
+fn a_start_delay_counts_from_the_run_s_start_behind_a_stonewall_too() {
+    // Real fio 3.33 takes about 3 s for the first file and 4 s for the second: b starts at
+    // 2 s (its 1 s delay long past) and at 3 s.
+    for (delay, start_s) in [(1, 2), (3, 3)] {
+        let r =
+            run(&format!("{JOBS}[a]\nruntime=2\n[b]\nstonewall\nstartdelay={delay}\n")).unwrap();
+        let b = spans(&r)[&1001];
+        let start = start_s * 1_000_000_000;
+        assert!((start..start + 100_000_000).contains(&b.0), "startdelay={delay}: {b:?}");
+    }
 }
