@@ -1818,7 +1818,8 @@ fn lfsr_reads_each_block_once_per_pass_as_real_fio_does() {
 
 /// `exitall_on_error`: a job that ends in an error (here `max_latency=1`, its first read too
 /// slow) stops the others, as `exitall` would, in real fio (installed by setup.sh) and
-/// elevator alike; without it the other job runs its 3 s.
+/// elevator alike; without it the other job runs its 3 s. A job not started yet when
+/// `exitall` fires never starts, in both.
 #[test]
 fn exitall_on_error_stops_the_other_jobs_as_real_fio_does() {
     let dir = scratch_dir("exitall-on-error");
@@ -1840,6 +1841,21 @@ fn exitall_on_error_stops_the_other_jobs_as_real_fio_does() {
                 assert!(ms < 1_500, "{tool}: the other job was stopped: {ms} ms");
             }
         }
+    }
+    // A job that has not started when another's exitall fires never starts.
+    let job = dir.join("late.fio");
+    let text = format!(
+        "[global]\nfilename={}\nsize=1m\nbs=4k\nrw=read\ntime_based\n[a]\nruntime=1\nexitall\n[b]\nstartdelay=3\nruntime=1\n",
+        dir.join("a").display()
+    );
+    std::fs::write(&job, text).unwrap();
+    for (tool, out) in ["fio", "elevator"].into_iter().zip(fio_and_elevator_json(&job)) {
+        let b = &fio_json_of(&out.stdout)["jobs"][1];
+        assert_eq!(
+            (b["job_runtime"].as_u64(), b["read"]["total_ios"].as_u64()),
+            (Some(0), Some(0)),
+            "{tool}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

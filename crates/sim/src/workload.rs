@@ -316,6 +316,8 @@ pub struct Process {
     /// this one starts, and whether it is waiting for them now.
     pub waitees: Vec<u32>,
     pub waiting: bool,
+    /// Another job's `exitall` named it before it started: it starts and ends at once.
+    pub terminated: bool,
     pub owner: Owner,
     pub region: Region,
     pub state: State,
@@ -590,6 +592,7 @@ impl Process {
             phase,
             waitees: Vec::new(),
             waiting: false,
+            terminated: false,
             owner,
             region,
             state: State::Pending,

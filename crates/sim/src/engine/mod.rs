@@ -568,13 +568,16 @@ impl Engine {
             self.now_ns = at_ns;
             match event {
                 Event::Start(p) => {
-                    self.switch_ioscheduler(p);
+                    if !self.procs[p as usize].terminated {
+                        self.switch_ioscheduler(p);
+                    }
                     if let Some(stop) = self.procs[p as usize].start(self.now_ns) {
                         self.push(stop, Event::RuntimeEnd(p));
                     }
-                    // Its setup failed (ioscheduler=): fio's thread ends before any I/O.
+                    // Its setup failed (ioscheduler=), or another job's exitall ended the run
+                    // before it started: fio's thread ends before any I/O.
                     let proc = &mut self.procs[p as usize];
-                    if proc.error.is_some() {
+                    if proc.error.is_some() || proc.terminated {
                         proc.runtime_expired();
                         if proc.drained(self.now_ns) {
                             self.process_done(p);
@@ -1035,14 +1038,22 @@ impl Engine {
             let me = &self.procs[p as usize];
             (me.exit_what, me.group_id, me.phase)
         };
-        self.stop_running(|i, other| {
-            let named = match what {
-                ExitWhat::Group => other.group_id == group,
-                ExitWhat::Stonewall => other.phase == phase,
-                ExitWhat::All => true,
-            };
-            i != p && named
-        });
+        let named = |i: u32, q: &Process| {
+            i != p
+                && match what {
+                    ExitWhat::Group => q.group_id == group,
+                    ExitWhat::Stonewall => q.phase == phase,
+                    ExitWhat::All => true,
+                }
+        };
+        self.stop_running(named);
+        // Those not started yet never start (fio's run_threads: "never got a chance to
+        // start, killed by other thread").
+        for (i, q) in self.procs.iter_mut().enumerate() {
+            if q.state == State::Pending && named(i as u32, q) {
+                q.terminated = true;
+            }
+        }
     }
 }
 
