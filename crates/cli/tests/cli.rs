@@ -1055,6 +1055,26 @@ fn fill_device_writes_until_the_file_system_is_full() {
     assert!(!run("fill-none.fio", "").status.success(), "without size= nor fill_device");
 }
 
+/// fio's JSON `elapsed` is the seconds since the run began when the stats are written, the
+/// same for every job: a job of 1 s and a stonewalled one of 2 s both report the run's 3 s
+/// or more, in real fio (installed by setup.sh) and elevator.
+#[test]
+fn json_elapsed_is_the_run_s_time_for_every_job_as_in_real_fio() {
+    let dir = scratch_dir("elapsed");
+    let job = dir.join("e.fio");
+    let text = format!(
+        "[global]\nfilename={}\nsize=1m\nbs=4k\nrw=read\ntime_based\n[a]\nruntime=1\n[b]\nstonewall\nruntime=2\n",
+        dir.join("data").display()
+    );
+    std::fs::write(&job, text).unwrap();
+    for (tool, out) in ["fio", "elevator"].into_iter().zip(fio_and_elevator_json(&job)) {
+        let v = fio_json_of(&out.stdout);
+        let elapsed: Vec<u64> = (0..2).map(|j| v["jobs"][j]["elapsed"].as_u64().unwrap()).collect();
+        assert!(elapsed[0] == elapsed[1] && elapsed[0] >= 3, "{tool}: {elapsed:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A log of several files (real fio's log of an `nrfiles` job) replays where
 /// `replay_redirect=` sends every file's I/O, at its recorded offsets, as under real fio
 /// (installed by setup.sh); without it, elevator names the line of the second file.

@@ -33,8 +33,12 @@ fn render_with(
 ) -> String {
     let entries = entries(result, jobs);
     let group_bw = group_bandwidths(&entries);
+    // fio's `elapsed`: seconds since the run began, rounded up, when the stats are written
+    // (after the last job), the same for every job.
+    let last_end_ns = result.processes.iter().map(|p| p.end_ns).max().unwrap_or(0);
+    let elapsed_s = last_end_ns.div_ceil(1_000_000_000);
     let jobs_json: Vec<Value> =
-        entries.iter().map(|e| job_json(e, jobs, &group_bw, plus)).collect();
+        entries.iter().map(|e| job_json(e, jobs, &group_bw, elapsed_s, plus)).collect();
     let disk_util: Vec<Value> = result
         .devices
         .iter()
@@ -175,7 +179,7 @@ fn group_bandwidths(entries: &[Entry]) -> Vec<[f64; 3]> {
     out
 }
 
-fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Value {
+fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], elapsed_s: u64, plus: bool) -> Value {
     let spec = &jobs.jobs[e.job];
     let dirs: Vec<Value> =
         (0..3).map(|d| dir_json(e, spec, d, group_bw[e.group_id as usize][d], plus)).collect();
@@ -221,7 +225,7 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], plus: bool) -> Val
         "groupid": e.group_id,
         "error": e.error.as_ref().map_or(0, |x| x.errno),
         "eta": 0,
-        "elapsed": e.runtime_ns.div_ceil(1_000_000_000),
+        "elapsed": elapsed_s,
         "job options": options_map(&spec.options),
         "read": dirs[0],
         "write": dirs[1],
