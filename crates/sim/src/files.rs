@@ -410,17 +410,15 @@ impl FileTree {
                 Err(first) => return first,
             };
             let f = self.files[i];
-            if self.distribution.is_some() && self.pos[i] >= f.len_bytes {
-                // fio's set_io_u_file: fill_io_u finds no block in the finished file, which
-                // is closed and reset (fio_file_reset); another draw follows.
+            if self.pos[i] >= f.len_bytes {
+                // fio's set_io_u_file: fill_io_u finds no block left, and the file is done and
+                // closed; under a non-uniform choice it is reset (fio_file_reset) instead of
+                // done. Another choice follows.
                 self.close(i);
-                self.pos[i] = 0;
-                self.reopen[i] = true;
-                continue;
-            }
-            if self.distribution.is_none() && self.pos[i] >= f.len_bytes {
-                // fio's fill_io_u finds no block left: the file is done and closed.
-                self.close(i);
+                if self.distribution.is_some() {
+                    self.pos[i] = 0;
+                    self.reopen[i] = true;
+                }
                 continue;
             }
             if let Some(reopen) = self.reopen_if_closed(i) {

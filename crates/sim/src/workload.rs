@@ -410,7 +410,8 @@ pub struct Process {
     /// fio's io_u pool as `write_iolog` sees it: a sync reuses a free io_u and logs the
     /// offset it carried last, in the file it carried it for. Free ones are a stack (fio's
     /// `io_u_freelist`, the last one freed on top), each with its last route offset and
-    /// file; busy ones by issue time.
+    /// file; busy ones by issue time. A direct job's data I/O in flight also holds a
+    /// reference to its file of a tree ([`FileTree::issued`]).
     iou_free: Vec<(u64, usize)>,
     iou_busy: Vec<(Nanos, (u64, usize))>,
     /// fio's `should_fsync`/`get_rw_ddir`: once the writes are a multiple of `fsync=N`, a
@@ -423,11 +424,6 @@ pub struct Process {
     /// (`clear_io_state` clears `last_was_sync`).
     sync_engine: bool,
     resync_next_pass: bool,
-    /// The tree file of the data I/O [`Process::next`] just returned, and the data I/Os of a
-    /// direct job's tree in flight (issue time, file): fio holds a reference to a file while
-    /// I/O to it is in flight ([`FileTree::issued`]).
-    tree_data_file: Option<usize>,
-    tree_in_flight: Vec<(Nanos, usize)>,
     /// When this process last issued an I/O.
     last_issue_ns: Option<Nanos>,
     /// `max_latency` per direction.
@@ -685,8 +681,6 @@ impl Process {
             fsync_armed: false,
             sync_engine: !spec.ioengine.is_async(),
             resync_next_pass: false,
-            tree_data_file: None,
-            tree_in_flight: Vec::new(),
             last_issue_ns: None,
             max_latency_ns: spec.max_latency_ns,
             rate_min: spec.rate_min_bytes_per_sec,
@@ -999,11 +993,12 @@ impl Process {
         self.files = Some(files);
     }
 
-    /// When the process starts, given the time its stonewall phase began: fio's
-    /// `run_threads` counts `startdelay` from the run's start (`utime_since_genesis`), so a
-    /// stonewalled job whose delay has passed by its phase starts with the phase.
-    pub fn start_time(&self, phase_start_ns: Nanos) -> Nanos {
-        phase_start_ns.max(self.startdelay_ns)
+    /// When the process starts, given the earliest it may (its stonewall phase's start, or
+    /// when its `wait_for=` waitees are done): fio's `run_threads` counts `startdelay` from
+    /// the run's start (`utime_since_genesis`), so a job whose delay has passed by then
+    /// starts at once.
+    pub fn start_time(&self, earliest_ns: Nanos) -> Nanos {
+        earliest_ns.max(self.startdelay_ns)
     }
 
     /// Starts the clock: ramp and runtime count from here. Returns the runtime deadline.
@@ -1172,10 +1167,7 @@ impl Process {
                 },
             };
             match turn {
-                Some(FileIo::Sync { file }) => {
-                    self.log_file = file;
-                    self.tree_io = Some(TreeIo::Data(file));
-                }
+                Some(FileIo::Sync { file }) => self.sync_to(file),
                 Some(open) => self.held_open = Some(open),
                 None => {}
             }
@@ -1261,7 +1253,6 @@ impl Process {
             Some(FileIo::Data { offset_bytes, len_bytes, file }) => {
                 self.tree_io = Some(TreeIo::Data(file));
                 self.log_file = file;
-                self.tree_data_file = Some(file);
                 (op, offset_bytes, len_bytes, false)
             }
             Some(FileIo::Busy | FileIo::Sync { .. }) => {
@@ -1450,13 +1441,6 @@ impl Process {
     /// Records that an I/O went into the block layer.
     pub fn issued(&mut self, io: &Io, now_ns: Nanos) {
         self.in_flight += 1;
-        if let (Some(file), Some(files)) = (self.tree_data_file.take(), self.files.as_mut()) {
-            // A buffered job's call returns before it chooses again: no reference outlives it.
-            if self.buffered.is_none() && io.op != Op::Flush {
-                files.issued(file);
-                self.tree_in_flight.push((now_ns, file));
-            }
-        }
         if std::mem::take(&mut self.issuing_open) {
             return;
         }
@@ -1465,6 +1449,10 @@ impl Process {
         let iou = self.iou_free.pop().unwrap_or((0, usize::MAX));
         let carried = if io.op == Op::Flush { iou } else { (io.offset_bytes, self.log_file) };
         self.iou_busy.push((now_ns, carried));
+        let (file, holds) = (self.log_file, self.holds_tree_ref(io.op));
+        if let Some(files) = self.files.as_mut().filter(|_| holds) {
+            files.issued(file);
+        }
         let verifying = self.verifying();
         if let Some(log) = self.issue_log.as_mut() {
             let action = match io.flush {
@@ -1557,19 +1545,15 @@ impl Process {
         }
         // Its io_u is free again, on top of the free list (a buffered job's call returns in
         // order: the oldest).
+        // Deviation: I/Os issued in the same nanosecond are matched to their io_us (and
+        // files) in issue order, whichever completes first.
         let i = self.iou_busy.iter().position(|&(t, _)| t == issue_ns).unwrap_or(0);
         if i < self.iou_busy.len() {
-            let (_, offset) = self.iou_busy.remove(i);
-            self.iou_free.push(offset);
-        }
-        if op != Op::Flush {
-            // Deviation: I/Os issued in the same nanosecond are matched to their files in
-            // issue order, whichever completes first.
-            if let Some(i) = self.tree_in_flight.iter().position(|&(t, _)| t == issue_ns) {
-                let (_, file) = self.tree_in_flight.remove(i);
-                if let Some(files) = self.files.as_mut() {
-                    files.completed(file);
-                }
+            let (_, (offset, file)) = self.iou_busy.remove(i);
+            self.iou_free.push((offset, file));
+            let holds = self.holds_tree_ref(op);
+            if let Some(files) = self.files.as_mut().filter(|_| holds) {
+                files.completed(file);
             }
         }
         if op == Op::Flush {
@@ -1955,6 +1939,19 @@ impl Process {
         Some(io)
     }
 
+    /// Whether an I/O of `op` holds a reference to its file of a tree while in flight: a
+    /// direct job's data I/O (a buffered job's call returns before it chooses again, and a
+    /// replayed log does not go through the tree).
+    fn holds_tree_ref(&self, op: Op) -> bool {
+        op != Op::Flush && self.buffered.is_none() && self.iolog.is_none()
+    }
+
+    /// The due sync goes to file `file` of the tree, whose turn it takes.
+    fn sync_to(&mut self, file: usize) {
+        self.log_file = file;
+        self.tree_io = Some(TreeIo::Data(file));
+    }
+
     /// Whether the sync due at a pass's end can go now: in a file tree it takes the turn of
     /// the file chosen next. Deviation: where that file would first have to be opened (or
     /// none can be), the sync waits for the next pass.
@@ -1962,8 +1959,7 @@ impl Process {
         let Some(files) = self.files.as_mut() else { return true };
         match files.sync_turn(&mut self.rng) {
             FileIo::Sync { file } => {
-                self.log_file = file;
-                self.tree_io = Some(TreeIo::Data(file));
+                self.sync_to(file);
                 true
             }
             _ => false,

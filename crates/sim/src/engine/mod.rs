@@ -207,8 +207,6 @@ struct Engine {
     issue_armed: Vec<Option<Nanos>>,
     phases_left: Vec<u32>,
     current_phase: u32,
-    /// When the current phase began (start delays count from it).
-    phase_start_ns: Nanos,
     done_bios: Vec<Bio>,
     unblocked: Vec<u32>,
     /// Processes the volume stack let go on (scratch).
@@ -312,7 +310,6 @@ pub fn simulate(
         procs,
         phases_left,
         current_phase: 0,
-        phase_start_ns: 0,
         done_bios: Vec::new(),
         unblocked: Vec::new(),
         woken: Vec::new(),
@@ -466,7 +463,6 @@ impl Engine {
 
     fn start_phase(&mut self, phase: u32) {
         self.current_phase = phase;
-        self.phase_start_ns = self.now_ns;
         for i in 0..self.procs.len() {
             if self.procs[i].phase == phase {
                 // wait_for=: it starts once its waitees are done (fio's waitee_running).
@@ -1007,12 +1003,11 @@ impl Engine {
         if me.exitall || (me.exitall_on_error && me.error.is_some() && !me.setup_failed) {
             self.exit_others(p);
         }
-        // Jobs that waited for this one (wait_for=) start, their start delay from the phase's
-        // start permitting.
+        // Jobs that waited for this one (wait_for=) start, their start delay permitting.
         for i in 0..self.procs.len() {
             if self.procs[i].waiting && self.waitees_done(i) {
                 self.procs[i].waiting = false;
-                let at = self.procs[i].start_time(self.phase_start_ns).max(self.now_ns);
+                let at = self.procs[i].start_time(self.now_ns);
                 self.push(at, Event::Start(i as u32));
             }
         }
