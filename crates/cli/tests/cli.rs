@@ -1022,6 +1022,75 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
     }
 }
 
+/// `loops=` bounds `io_size=` (or `number_ios=`) over all passes together, as fio's
+/// io_bytes_exceeded does (the limit times loops): a pass goes on past `io_size=` to where
+/// its offsets run out, the next does the rest, and a pass left nothing to do ends the job;
+/// `io_size=` past the passes asks for more. A sync engine's pass is not cut at `size=` (fio
+/// counts only queued I/O there), an async one's is. A sync due since the last write comes
+/// again as the next pass begins, also after `verify=`'s read-back. Each shape logs exactly
+/// real fio 3.33's lines.
+#[test]
+fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
+    for (i, body) in [
+        "io_size=8k\nloops=2",
+        "io_size=12k\nloops=2",
+        "io_size=4k\nloops=3",
+        "number_ios=3\nloops=2",
+        "io_size=40k\nloops=2",
+        "io_size=12k\nloops=2\nfsync=4",
+        "io_size=12k\nloops=2\nfsync=4\nioengine=libaio",
+        "fsync=4\nloops=2\nverify=crc32c",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let actions = |tool: &str| -> Vec<String> {
+            file_iolog(tool, &format!("loops-{i}"), &format!("size=16k\nbs=4k\nrw=write\n{body}"))
+                .iter()
+                .map(|f| f[2..].join(" "))
+                .collect()
+        };
+        assert_eq!(actions("elevator"), actions("fio"), "{body}");
+    }
+    for (i, shape) in [
+        "rw=write\nio_size=12k\nloops=2",
+        "rw=write\nio_size=8k\nloops=2\nfsync=2",
+        "rw=read\nnumber_ios=4\nloops=2",
+        "rw=write\nio_size=36k\nloops=2",
+        "rw=write\nio_size=12k\nloops=2\nioengine=libaio\niodepth=2",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let lines = |tool: &str| tree_actions(tool, &format!("tree-loops-{i}"), shape);
+        assert_eq!(lines("elevator"), lines("fio"), "{shape}");
+    }
+    // A random job's pass ends where its random map is full, and the next opens the file
+    // again (the offsets are drawn differently: reads, distinct blocks and opens compared).
+    for (i, body) in ["io_size=6m", "io_size=2m\nloops=3", "io_size=2m\nloops=3\nioengine=libaio"]
+        .into_iter()
+        .enumerate()
+    {
+        let counts = |tool: &str| {
+            let dir = scratch_dir(&format!("loops-rand-{i}-{tool}"));
+            let (job, log) = (dir.join("j.fio"), dir.join("j.log"));
+            let text = format!(
+                "[j]\nfilename={}\nrw=randread\ndirect=1\nbs=4k\nsize=4m\n{body}\nwrite_iolog={}\n",
+                dir.join("data").display(),
+                log.display()
+            );
+            let log = write_iolog_text(tool, &job, &text, &log);
+            let _ = std::fs::remove_dir_all(&dir);
+            let reads: Vec<&str> = log.lines().filter(|l| l.contains(" read ")).collect();
+            let distinct: std::collections::BTreeSet<&str> =
+                reads.iter().filter_map(|l| l.split(' ').nth(3)).collect();
+            let opens = log.lines().filter(|l| l.ends_with(" open")).count();
+            (reads.len(), distinct.len(), opens)
+        };
+        assert_eq!(counts("elevator"), counts("fio"), "{body}");
+    }
+}
+
 /// `fill_device=1` (`fill_fs=1`) without `size=`: the job's new file grows until its file
 /// system is full, and the job ends without error there (fio's ENOSPC); exactly that much
 /// more than fits would not. Two jobs that fill one file system share it. Without the option

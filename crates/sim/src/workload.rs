@@ -303,6 +303,16 @@ pub struct PendingCall {
     pub start_ns: Nanos,
 }
 
+/// What bounds a job's bytes (`size=`, `io_size=`, `loops=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByteLimits {
+    /// One pass's bytes at most: a pass ends here even with offsets left.
+    pub pass_bytes: Option<u64>,
+    /// All passes' bytes together (fio's `io_bytes_exceeded`: `io_size=`, or `size=`, times
+    /// `loops=`); `None` where one pass is the job or the run time bounds it.
+    pub job_bytes: Option<u64>,
+}
+
 /// One job clone.
 #[derive(Debug)]
 pub struct Process {
@@ -374,9 +384,19 @@ pub struct Process {
     pub exitall_on_error: bool,
     pub setup_failed: bool,
     pub exit_what: elevator_fio::ExitWhat,
-    /// Per pass (`loops=`): bytes and I/Os before the pass is done.
+    /// Per pass (`loops=`): bytes before the pass is done.
     io_limit_bytes: Option<u64>,
+    /// All passes together: fio's `io_bytes_exceeded` counts from the job's start against
+    /// `io_size=` (`number_ios=`) times `loops=`, so a pass of a job whose `io_size=` is less
+    /// than its files goes on past it (up to its files, [`Process::io_limit_bytes`]) and the
+    /// next pass does the rest.
+    job_limit_bytes: Option<u64>,
     number_ios: Option<u64>,
+    /// `io_size=` past the passes `loops=` asks for: fio's `keep_running` starts more
+    /// passes while the job has done less (by at least its largest block).
+    io_size_bytes: Option<u64>,
+    /// fio's `td->loops`: the passes `loops=` asks for (1 for time-based jobs and logs).
+    passes: u64,
     /// `loops=`: passes still to run after this one, and the counts when this one began.
     loops_left: u64,
     loops_done: u64,
@@ -419,11 +439,9 @@ pub struct Process {
     /// (`io_issues[DDIR_WRITE] % N == 0` and `!last_was_sync`): in a mixed job every read
     /// after the Nth write brings another.
     fsync_armed: bool,
-    /// A sync engine (fio counts its do_io bytes only for short I/Os, so a pass goes on to
-    /// the sync due after its last write), and a sync to repeat when the next pass begins
-    /// (`clear_io_state` clears `last_was_sync`).
+    /// A sync engine: fio counts its do_io bytes only for short I/Os, so a pass goes on to
+    /// the sync due after its last write.
     sync_engine: bool,
-    resync_next_pass: bool,
     /// When this process last issued an I/O.
     last_issue_ns: Option<Nanos>,
     /// `max_latency` per direction.
@@ -472,6 +490,9 @@ pub struct Process {
     rng: RandomStream,
     next_seq_offset: [u64; 3],
     bytes_issued: u64,
+    /// Of those, the reads of `verify=`'s phase between passes (and their count).
+    verify_phase_bytes: u64,
+    verify_phase_ios: u64,
     ios_issued: u64,
     dir_bytes_issued: [u64; 3],
     dir_ios_issued: [u64; 3],
@@ -576,10 +597,11 @@ impl Process {
         phase: u32,
         owner: Owner,
         region: Region,
-        io_limit_bytes: Option<u64>,
+        limits: ByteLimits,
         rng: RandomStream,
     ) -> Process {
         let max_in_flight = if spec.ioengine.is_async() { spec.iodepth.max(1) } else { 1 };
+        let passes = if spec.time_based || spec.iolog.is_some() { 1 } else { spec.loops.max(1) };
         Process {
             name: spec.name.clone(),
             job,
@@ -652,13 +674,12 @@ impl Process {
             exitall_on_error: spec.exitall_on_error,
             setup_failed: false,
             exit_what: spec.exit_what,
-            io_limit_bytes,
+            io_limit_bytes: limits.pass_bytes,
+            job_limit_bytes: limits.job_bytes,
             number_ios: spec.number_ios,
-            loops_left: if spec.time_based || spec.iolog.is_some() {
-                0
-            } else {
-                spec.loops.saturating_sub(1)
-            },
+            io_size_bytes: spec.io_size_bytes.filter(|_| passes > 1),
+            passes,
+            loops_left: passes - 1,
             loops_done: 0,
             pass_ended: false,
             loop_start_bytes: 0,
@@ -680,7 +701,6 @@ impl Process {
             iou_busy: Vec::new(),
             fsync_armed: false,
             sync_engine: !spec.ioengine.is_async(),
-            resync_next_pass: false,
             last_issue_ns: None,
             max_latency_ns: spec.max_latency_ns,
             rate_min: spec.rate_min_bytes_per_sec,
@@ -708,6 +728,8 @@ impl Process {
             rng,
             next_seq_offset: [region.start_bytes; 3],
             bytes_issued: 0,
+            verify_phase_bytes: 0,
+            verify_phase_ios: 0,
             ios_issued: 0,
             dir_bytes_issued: [0; 3],
             dir_ios_issued: [0; 3],
@@ -871,8 +893,11 @@ impl Process {
         if let Some(limit) = self.io_limit_bytes {
             n = n.min(limit.saturating_sub(self.loop_bytes()) / len + 1);
         }
-        if let Some(limit) = self.number_ios {
-            n = n.min(limit.saturating_sub(self.loop_ios()) + 1);
+        if let Some(limit) = self.job_limit_bytes {
+            n = n.min(limit.saturating_sub(self.job_bytes()) / len + 1);
+        }
+        if let Some(limit) = self.job_ios_limit() {
+            n = n.min(limit.saturating_sub(self.job_ios()) + 1);
         }
         if io.op == Op::Write && self.fsync_every > 0 {
             n = n.min(u64::from(self.fsync_every - self.writes_since_fsync) + 1);
@@ -1107,7 +1132,11 @@ impl Process {
             // keep_running), unless the pass did nothing (fio's `td->done`).
             let restart = self.pass_ended && self.time_based;
             let empty = self.pass_ended && self.loop_ios() == 0;
-            if empty || (self.loops_left == 0 && !restart) {
+            // fio's next pass would issue nothing once the job's limit is reached, and
+            // `io_size=` past `loops=` asks for more passes (keep_running).
+            let spent = self.job_limit_reached() && !self.time_based;
+            let more = self.loops_left > 0 || self.io_size_left();
+            if empty || spent || (!more && !restart) {
                 self.state = State::Draining;
                 return Next::Stop;
             }
@@ -1119,11 +1148,10 @@ impl Process {
             // goes out in this pass, and again as the next begins.
             if self.flush_pending && self.sync_engine && !restart && self.end_of_pass_turn() {
                 self.flush_pending = false;
-                self.resync_next_pass = self.fsync_armed;
                 return Next::Issue(Io::flush(self.pending_flush));
             }
             // fio's thread_main verifies what a pass wrote before the next pass (do_verify).
-            if self.loops_left > 0 && !restart && !self.verify_only && self.begin_verify(now_ns) {
+            if more && !restart && !self.verify_only && self.begin_verify(now_ns) {
                 self.verify_then_loop = true;
                 return self.next_verify_read(now_ns);
             }
@@ -1133,9 +1161,6 @@ impl Process {
                 log.reopened(now_ns);
             }
             self.next_loop();
-            if std::mem::take(&mut self.resync_next_pass) {
-                self.want_flush(self.fsync_call);
-            }
         }
         if self.open_in_flight.is_some() {
             return Next::Full;
@@ -1259,8 +1284,10 @@ impl Process {
                 unreachable!("a busy choice is asked again above; a sync turn is a flush")
             }
             Some(FileIo::Done) => {
-                self.state = State::Draining;
-                return Next::Stop;
+                // The tree is done: the pass is over, and loops= or io_size= may ask for
+                // another (as when a single file's offsets run out).
+                self.pass_ended = true;
+                return self.next(now_ns);
             }
             None => match self.pick_offset(d, bs) {
                 Some((offset, len)) => {
@@ -1849,6 +1876,8 @@ impl Process {
         match self.verify.as_mut().and_then(|v| v.next_piece()) {
             Some((offset_bytes, len_bytes)) => {
                 self.count_issue(Op::Read, len_bytes);
+                self.verify_phase_bytes += len_bytes;
+                self.verify_phase_ios += 1;
                 Next::Issue(Io::verify_read(offset_bytes, len_bytes))
             }
             None if self.verify_then_loop => {
@@ -1907,6 +1936,10 @@ impl Process {
             now_ns.saturating_sub(self.ramp_end_ns.saturating_sub(self.ramp_ns)) as f64
                 / (r + self.ramp_ns).max(1) as f64
         });
+        if let Some(job) = self.job_limit_bytes {
+            let by_bytes = self.job_bytes() as f64 / job.max(1) as f64;
+            return by_time.max(by_bytes).min(1.0);
+        }
         let by_bytes = self.io_limit_bytes.map_or(0.0, |l| {
             let l = l.max(1) as f64;
             let done = (self.loops_done as f64 * l + self.loop_bytes() as f64)
@@ -1978,6 +2011,35 @@ impl Process {
             && self.loop_bytes() >= files.total_bytes()
     }
 
+    /// fio's `io_bytes_exceeded`: the job has issued `io_size=` (or `number_ios=`) times
+    /// `loops=`, counted over all its passes.
+    fn job_limit_reached(&self) -> bool {
+        self.job_ios_limit().is_some_and(|n| self.job_ios() >= n)
+            || self.job_limit_bytes.is_some_and(|l| self.job_bytes() >= l)
+    }
+
+    /// Bytes and I/Os issued towards the job's limits: not the read-back of `verify=`'s
+    /// phase (fio's td_io_queue leaves verify-list I/O out of io_issue_bytes).
+    fn job_bytes(&self) -> u64 {
+        self.bytes_issued - self.verify_phase_bytes
+    }
+
+    fn job_ios(&self) -> u64 {
+        self.ios_issued - self.verify_phase_ios
+    }
+
+    /// `number_ios=` for all passes together (fio's `exceeds_number_ios`).
+    fn job_ios_limit(&self) -> Option<u64> {
+        self.number_ios.map(|n| n.saturating_mul(self.passes))
+    }
+
+    /// fio's `keep_running` once `loops=` is spent: another pass while the job has done
+    /// less than its `io_size=` by at least its largest block.
+    fn io_size_left(&self) -> bool {
+        let max_bs = self.block_size.iter().map(BlockSize::max_bytes).max().unwrap_or(0);
+        self.io_size_bytes.is_some_and(|s| s.saturating_sub(self.job_bytes()) >= max_bs.max(1))
+    }
+
     /// Bytes and I/Os issued in this pass (`loops=`).
     fn loop_bytes(&self) -> u64 {
         self.bytes_issued - self.loop_start_bytes
@@ -1991,6 +2053,9 @@ impl Process {
     /// does: from the start of the region, an empty random map, the file opened again (so
     /// `invalidate` drops its pages again), `end_fsync`'s flush first.
     fn next_loop(&mut self) {
+        // clear_io_state clears last_was_sync: a sync due since the last write comes again
+        // first (a time-based job's offsets just start again, with no clear_io_state).
+        let resync = !self.time_based && self.fsync_armed && !self.flush_pending;
         if self.loops_left > 0 {
             self.loops_left -= 1;
             self.loops_done += 1;
@@ -2012,20 +2077,21 @@ impl Process {
         if self.buffered.is_some_and(|b| b.end_fsync) {
             self.want_flush(FlushCall::Unaccounted);
         }
+        if resync {
+            self.want_flush(self.fsync_call);
+        }
     }
 
     /// This pass has done its bytes or I/Os.
     fn limit_reached(&self) -> bool {
-        if self.pass_ended {
+        if self.pass_ended || self.job_limit_reached() {
             return true;
-        }
-        if let Some(n) = self.number_ios {
-            if self.loop_ios() >= n {
-                return true;
-            }
         }
         match self.io_limit_bytes {
             Some(limit) => self.loop_bytes() >= limit,
+            // A sync engine's pass under loops= ends where its offsets run out or at the
+            // job's limit (fio's do_io counts only queued I/O against size=).
+            None if self.job_limit_bytes.is_some() => false,
             // A replayed log ends with the log, however often it rereads its blocks.
             None => self.pass_is_region() && self.loop_bytes() >= self.region.len_bytes,
         }
@@ -2111,6 +2177,11 @@ impl Process {
         // others go on sequentially from the end of the last I/O, outside the random map
         // (IO_U_F_BUSY_OK).
         if self.rw.is_random() && self.should_do_random(d) {
+            // A full random map: fio finds no offset and the file is done, and so is a pass
+            // that is its region (a sync engine's under loops=, which size= does not cut).
+            if self.pass_is_region() && self.random_map.as_ref().is_some_and(RandomMap::is_full) {
+                return None;
+            }
             // A block larger than the region: the largest that fits, if any does.
             let len = if len <= self.region.len_bytes {
                 len
@@ -2169,8 +2240,11 @@ impl Process {
     /// A random offset in direction `d` for an I/O of `len` (cut by the random map).
     fn random_offset(&mut self, d: usize, len: u64) -> (u64, u64) {
         let (rel, len, new_pass) = self.random_rel(d, len);
-        // A new pass reopens the file, as a sequential job's wrap does.
+        // A new pass reopens the file, as a sequential job's wrap does (fio's keep_running
+        // runs another do_io after clear_io_state; a time-based job's offsets just start
+        // again).
         self.wrapped |= new_pass;
+        self.reopen_to_log |= new_pass && !self.time_based;
         let offset = self.region.start_bytes + rel;
         self.next_seq_offset[d] = offset + len;
         (offset, len)

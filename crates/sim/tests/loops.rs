@@ -27,7 +27,7 @@ fn passes_count_as_real_fio_counts_them() {
     assert_eq!(ios(""), 1024);
     assert_eq!(ios("loops=3"), 3072);
     assert_eq!(ios("loops=3\nrw=randread"), 3072);
-    // Each pass does io_size, but no more than size; number_ios counts per pass.
+    // io_size (or size) and number_ios bound all passes together, loops times over.
     assert_eq!(ios("loops=2\nio_size=2m"), 1024);
     assert_eq!(ios("loops=2\nio_size=8m"), 2048);
     assert_eq!(ios("loops=3\nio_size=2m\nrw=randread"), 1536);
@@ -39,10 +39,16 @@ fn passes_count_as_real_fio_counts_them() {
 
 #[test]
 fn each_pass_starts_from_the_start_of_the_region() {
-    let r = run("[j]\nfilename=sda\ndirect=1\nrw=read\nbs=4k\nsize=4m\nnumber_ios=100\nloops=2\n");
+    let r = run("[j]\nfilename=sda\ndirect=1\nrw=read\nbs=4k\nsize=400k\nloops=2\n");
     let per = queued_per_sector(&r);
     assert_eq!(per.len(), 100, "the same 100 blocks");
     assert!(per.values().all(|&n| n == 2), "read once a pass: {per:?}");
+    // number_ios=100 twice over: the first pass goes on past 100 (its offsets have not run
+    // out) and the second has nothing left, as real fio 3.33 reads 200 blocks once each.
+    let r = run("[j]\nfilename=sda\ndirect=1\nrw=read\nbs=4k\nsize=4m\nnumber_ios=100\nloops=2\n");
+    let per = queued_per_sector(&r);
+    assert_eq!(per.len(), 200, "200 blocks");
+    assert!(per.values().all(|&n| n == 1), "each once: {per:?}");
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::random_map::{RandomMap, MAX_RANDOM_MAP_BLOCKS};
 use crate::steadystate::{SteadyStateJob, SteadyStateWindow};
 use crate::topology::{Route, Topology};
 use crate::verify::Verify;
-use crate::workload::{Buffered, Process, Region};
+use crate::workload::{Buffered, ByteLimits, Process, Region};
 
 /// The machine's page cache being set up: its devices (the topology's devices, then its
 /// volumes, each with its own readahead), one file per distinct region buffered jobs use,
@@ -500,12 +500,17 @@ pub(super) fn build_processes(
             };
             // What a pass moves: a tree's files, else the region.
             let pass_bytes = files.as_ref().map_or(region_len, FileTree::total_bytes);
+            let looping = spec.loops > 1 && spec.iolog.is_none() && !spec.time_based;
+            // fio's io_bytes_exceeded: io_size= (or size=) times loops, over all passes.
+            let job_bytes = looping
+                .then(|| spec.io_size_bytes.unwrap_or(pass_bytes).saturating_mul(spec.loops));
             let io_limit = if spec.time_based {
                 None
-            } else if spec.loops > 1 && spec.iolog.is_none() {
-                // loops=: each pass does io_size, but no more than size (real fio 3.33 with
-                // loops=2, size=4m, io_size=8m reads 8 MiB); see Process::next_loop.
-                Some(spec.io_size_bytes.unwrap_or(pass_bytes).min(pass_bytes))
+            } else if looping {
+                // loops=: a pass ends where its offsets run out, an async engine's also at
+                // size= (fio's do_io counts only queued I/O against it); all passes together
+                // stop at io_size= (or size=) times loops (job_bytes below).
+                spec.ioengine.is_async().then_some(pass_bytes)
             } else if tree {
                 spec.io_size_bytes
             } else {
@@ -514,7 +519,9 @@ pub(super) fn build_processes(
             // Under a non-uniform file choice files never run out (fio resets them): the job
             // does its size= of I/O, at most its files' total, as fio's size would be.
             let io_limit = match &files {
-                Some(t) if t.non_uniform() && io_limit.is_none() && !spec.time_based => {
+                Some(t)
+                    if t.non_uniform() && io_limit.is_none() && !spec.time_based && !looping =>
+                {
                     Some(region_len.min(t.total_bytes()))
                 }
                 _ => io_limit,
@@ -536,8 +543,9 @@ pub(super) fn build_processes(
                     )));
                 }
             }
+            let limits = ByteLimits { pass_bytes: io_limit, job_bytes };
             let mut proc =
-                Process::new(spec, j, clone, group_id, phase, owner, region, io_limit, rng);
+                Process::new(spec, j, clone, group_id, phase, owner, region, limits, rng);
             // fio's null engine makes its file as large as the job's offset and size.
             let file_bytes = if spec.ioengine.is_null() {
                 region_start - file_base + region_len
