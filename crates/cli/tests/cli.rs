@@ -1838,6 +1838,51 @@ fn bsrange_sizes_are_drawn_as_real_fio_draws_them() {
     }
 }
 
+/// fio 3.33 aligns every drawn size down to the direction's smallest unless `bs_unaligned`:
+/// `bssplit=4k/50:6k/50` issues only 4 KiB blocks, and `bsrange=1k-10k` with `bs_unaligned`
+/// any byte count from 1 KiB (nine in ten not whole sectors), 10 KiB for the tenth of draws past
+/// it, in real fio and elevator alike. With `direct=1` fio fails such an I/O with EINVAL;
+/// elevator refuses the job.
+#[test]
+fn drawn_sizes_are_aligned_unless_bs_unaligned_as_real_fio_does() {
+    for tool in ["fio", "elevator"] {
+        let sizes = |name: &str, shape: &str| -> Vec<u64> {
+            let body = format!("size=64m\nrw=randread\n{shape}\nnorandommap=1\nnumber_ios=4000");
+            file_iolog(tool, name, &body)
+                .iter()
+                .filter(|f| f[2] == "read")
+                .map(|f| f[4].parse().unwrap())
+                .collect()
+        };
+        let split = sizes("bssplit-aligned", "bssplit=4k/50:6k/50");
+        assert!(split.len() >= 3000 && split.iter().all(|&s| s == 4096), "{tool}: {split:?}");
+        let split = sizes("bssplit-unaligned", "bssplit=4k/50:6k/50\nbs_unaligned=1");
+        let six = split.iter().filter(|&&s| s == 6144).count() as f64 / split.len() as f64;
+        assert!((six - 0.5).abs() < 0.05, "{tool}: 6 KiB share {six:.3}");
+        let range = sizes("bsrange-unaligned", "bsrange=1k-10k\nbs_unaligned=1");
+        assert!(range.len() >= 3000, "{tool}: {} reads", range.len());
+        assert!(range.iter().all(|&s| (1024..=10240).contains(&s)), "{tool}: {range:?}");
+        let share = |f: &dyn Fn(u64) -> bool| {
+            range.iter().filter(|&&s| f(s)).count() as f64 / range.len() as f64
+        };
+        let (odd, max) = (share(&|s| s % 512 != 0), share(&|s| s == 10240));
+        assert!(odd > 0.85, "{tool}: whole sectors too often ({odd:.3} not)");
+        assert!((max - 0.1).abs() < 0.03, "{tool}: 10 KiB share {max:.3}");
+    }
+    let dir = scratch_dir("unaligned-direct");
+    let job = dir.join("j.fio");
+    let text = format!(
+        "[j]\nfilename={}\nsize=64k\nrw=write\nbsrange=1k-10k\nbs_unaligned=1\ndirect=1\n",
+        dir.join("data").display()
+    );
+    std::fs::write(&job, text).unwrap();
+    let out = elevator(&["run", job.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bs_unaligned") && err.contains("EINVAL"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Under a non-uniform file choice (`file_service_type=zipf`) fio never finishes a file:
 /// drawing one whose blocks are all done, it closes it and resets it, and opens it again
 /// when it draws it next. Real fio's `write_iolog` (installed by setup.sh) and elevator's

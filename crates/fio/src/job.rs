@@ -170,6 +170,17 @@ impl BlockSize {
     /// not even the smallest block fits, and otherwise draws again until a block does.
     /// Deviation: this takes the largest block that fits rather than drawing among them.
     pub fn fitting(&self, left: u64) -> Option<u64> {
+        self.fitting_as(left, false)
+    }
+
+    /// [`BlockSize::fitting`], the drawn sizes not aligned down to the smallest when
+    /// `unaligned` (`bs_unaligned`): the largest that fits is then `left` itself, up to the
+    /// largest size.
+    pub fn fitting_as(&self, left: u64, unaligned: bool) -> Option<u64> {
+        if unaligned && !matches!(self, BlockSize::Fixed { .. }) {
+            let (min, max) = (self.min_bytes(), self.max_bytes());
+            return (min > 0 && left >= min).then(|| left.min(max));
+        }
         match self {
             BlockSize::Fixed { bytes } => (*bytes <= left).then_some(*bytes),
             BlockSize::Range { min_bytes, max_bytes } => (*min_bytes > 0 && left >= *min_bytes)
@@ -316,6 +327,9 @@ pub struct JobSpec {
     /// direction's smallest block (fio's default). Random jobs only; set, it turns the random
     /// map off.
     pub block_align: [Option<u64>; 3],
+    /// `bs_unaligned`: a drawn block size (`bsrange=`, `bssplit=`) is not aligned down to
+    /// the direction's smallest (fio's get_next_buflen).
+    pub bs_unaligned: bool,
     /// `random_generator=lfsr`: random offsets never repeat a block in a pass, map or not
     /// (fio's linear feedback shift register; `tausworthe` draws with replacement unless the
     /// random map keeps track).
@@ -644,6 +658,7 @@ impl JobSpec {
             rw_seq_add_bytes: 0,
             rw_sequencer: RwSequencer::Sequential,
             block_align: [None; 3],
+            bs_unaligned: false,
             random_distribution: crate::RandomDistribution::Random,
             numjobs: 1,
             runtime_ns: None,

@@ -52,6 +52,8 @@ const MODELLED: &[(&str, &str)] = &[
     ("bsrange", "bsrange"),
     ("blocksize_range", "bsrange"),
     ("bssplit", "bssplit"),
+    ("bs_unaligned", "bs_unaligned"),
+    ("blocksize_unaligned", "bs_unaligned"),
     ("size", "size"),
     ("offset", "offset"),
     ("fileoffset", "offset"),
@@ -192,9 +194,7 @@ const UNMODELLED: &[&str] = &[
     "atomic",
     "bindname",
     "block_error_percentiles",
-    "blocksize_unaligned",
     "brick",
-    "bs_unaligned",
     "buffer_compress_chunk",
     "buffer_compress_percentage",
     "buffer_pattern",
@@ -712,6 +712,7 @@ impl Builder {
         };
         match name {
             "time_based" => self.spec.time_based = flag(value)?,
+            "bs_unaligned" => self.spec.bs_unaligned = flag(value)?,
             "group_reporting" => self.spec.group_reporting = flag(value)?,
             "do_verify" => self.spec.do_verify = flag(value)?,
             "verify_only" => self.spec.verify_only = flag(value)?,
@@ -1764,6 +1765,15 @@ mod tests {
         assert!(value_err("bs", "1000").contains("512-byte sectors"));
         assert!(value_err("bs", "0").contains("512"));
         assert!(value_err("bsrange", "4k").contains("range"));
+        assert!(!applied(&[]).bs_unaligned);
+        assert!(applied(&[("bs_unaligned", None)]).bs_unaligned);
+        assert!(!applied(&[("blocksize_unaligned", Some("0"))]).bs_unaligned);
+        // At a file's end: the largest block that fits, aligned or not.
+        let r = BlockSize::Range { min_bytes: 1024, max_bytes: 10240 };
+        assert_eq!(r.fitting_as(3000, false), Some(2048));
+        assert_eq!(r.fitting_as(3000, true), Some(3000));
+        assert_eq!(r.fitting_as(20000, true), Some(10240));
+        assert_eq!(r.fitting_as(1000, true), None);
     }
 
     #[test]

@@ -368,6 +368,8 @@ pub struct Process {
     rw: RwMode,
     rwmixread_percent: u32,
     block_size: [BlockSize; 3],
+    /// `bs_unaligned`: drawn sizes keep their bytes ([`Process::pick_block_size`]).
+    bs_unaligned: bool,
     sync_writes: bool,
     pub max_in_flight: u32,
     /// `iodepth_low`: the depth a full queue drains to before the job fills it again
@@ -766,6 +768,7 @@ impl Process {
             verify_syncing: false,
             drop_cache: false,
             block_align: spec.block_align,
+            bs_unaligned: spec.bs_unaligned,
             offset_distribution: None,
             sequencer: (spec.rw_seq_nr > 1 || spec.rw_seq_add_bytes != 0).then(|| {
                 Box::new(Sequencer {
@@ -1960,8 +1963,8 @@ impl Process {
         // Another pass for time-based jobs, and while io_size= is not yet moved (fio wraps).
         let more = self.io_limit_bytes.is_some_and(|l| self.loop_bytes() < l);
         let files = self.files.as_mut()?;
-        let sizes = &self.block_size[d];
-        let fit = |left| sizes.fitting(left);
+        let (sizes, unaligned) = (&self.block_size[d], self.bs_unaligned);
+        let fit = |left| sizes.fitting_as(left, unaligned);
         let mut io = files.next(bs, fit, &mut self.rng);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
             // fio's thread_main: another do_io after clear_io_state closed the files.
@@ -2132,29 +2135,32 @@ impl Process {
         (at > now_ns).then_some(at)
     }
 
+    /// fio 3.33's get_next_buflen: a size drawn (`bsrange=`: min + max × a uniform draw in
+    /// [0, 1); `bssplit=`: by the percentages), aligned down to the direction's smallest
+    /// size unless `bs_unaligned`, at most its largest. So 4k-10k gives 4k and 8k 40 %
+    /// each and 10k 20 %, and `bssplit=4k/50:6k/50` only 4k (fio aligns 6k down).
     fn pick_block_size(&mut self, d: usize) -> u64 {
-        match &self.block_size[d] {
-            BlockSize::Fixed { bytes } => *bytes,
-            // fio 3.33's get_next_buflen: min + max × a uniform draw in [0, 1), aligned down
-            // to min, at most max: uniform over the multiples of min when max is one, and
-            // max itself for the rest of the draw when it is not (4k-10k: 4k and 8k 40 %
-            // each, 10k 20 %).
-            BlockSize::Range { min_bytes, max_bytes } => {
-                let x = min_bytes + self.rng.below(*max_bytes);
-                (x - x % min_bytes).min(*max_bytes)
-            }
+        let sizes = &self.block_size[d];
+        let (min, max) = (sizes.min_bytes(), sizes.max_bytes());
+        let drawn = match sizes {
+            BlockSize::Fixed { bytes } => return *bytes,
+            BlockSize::Range { min_bytes, max_bytes } => min_bytes + self.rng.below(*max_bytes),
             BlockSize::Split { parts } => {
                 let total: u64 = parts.iter().map(|&(_, p)| p as u64).sum();
                 let mut roll = self.rng.below(total.max(1));
+                let mut chosen = parts.last().map_or(4096, |&(b, _)| b);
                 for &(bytes, percent) in parts {
                     if roll < percent as u64 {
-                        return bytes;
+                        chosen = bytes;
+                        break;
                     }
                     roll -= percent as u64;
                 }
-                parts.last().map_or(4096, |&(b, _)| b)
+                chosen
             }
-        }
+        };
+        let aligned = if self.bs_unaligned || min == 0 { drawn } else { drawn - drawn % min };
+        aligned.min(max)
     }
 
     /// A random offset's alignment and how many aligned places an I/O of `len` has.
@@ -2186,7 +2192,7 @@ impl Process {
             let len = if len <= self.region.len_bytes {
                 len
             } else {
-                self.block_size[d].fitting(self.region.len_bytes)?
+                self.block_size[d].fitting_as(self.region.len_bytes, self.bs_unaligned)?
             };
             return Some(self.random_offset(d, len));
         }
@@ -2199,7 +2205,7 @@ impl Process {
             // that fits is, else the file is done. A job whose pass is its region ends the
             // pass there; a time-based one, or one moving io_size= or replaying a log, starts
             // the next pass at the region's start.
-            match self.block_size[d].fitting(end.saturating_sub(offset)) {
+            match self.block_size[d].fitting_as(end.saturating_sub(offset), self.bs_unaligned) {
                 Some(fits) => len = fits,
                 None if self.pass_is_region() => return None,
                 // fio's keep_running: no other pass for less than the largest block left.

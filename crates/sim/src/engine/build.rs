@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use elevator_core::{Cgroup, IoPrio, IoPrioClass, Owner, RandomStream};
-use elevator_fio::{Amount, FadviseHint, JobFile, JobSpec, RwMode, SyncIo};
+use elevator_fio::{Amount, BlockSize, FadviseHint, JobFile, JobSpec, RwMode, SyncIo};
 use elevator_mm::pages::FileId;
 use elevator_mm::vm::{Advice, BdiSpec, FileSpec, JournalSpec};
 use elevator_mm::Vm;
@@ -528,6 +528,18 @@ pub(super) fn build_processes(
             };
             // fio's null engine has no page cache under it.
             let buffered = !spec.direct && spec.iolog.is_none() && !spec.ioengine.is_null();
+            // Unaligned sizes drawn from a range are rarely whole sectors, which O_DIRECT
+            // needs: real fio warns and fails the first such I/O with EINVAL.
+            let unaligned_range = spec.block_size.iter().any(
+                |b| matches!(b, BlockSize::Range { min_bytes, max_bytes } if min_bytes < max_bytes),
+            );
+            if spec.bs_unaligned && unaligned_range && spec.direct && !spec.ioengine.is_null() {
+                return Err(SimError(format!(
+                    "{at}: job `{}`: bs_unaligned with bsrange= and direct=1 draws sizes O_DIRECT \
+                     refuses (real fio fails the first with EINVAL); drop one of them",
+                    spec.name
+                )));
+            }
             if spec.zones.is_some() && spec.nrfiles <= 1 && spec.iolog.is_none() {
                 let clash = if spec.rw_seq_nr > 1 || spec.rw_seq_add_bytes != 0 {
                     Some("rw=...:N")
