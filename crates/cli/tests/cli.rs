@@ -1883,6 +1883,35 @@ fn drawn_sizes_are_aligned_unless_bs_unaligned_as_real_fio_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// fio 3.33 trims with the BLKDISCARD ioctl, which a regular file refuses: real fio fails a
+/// trim job on a file (ENOTTY, err=25, exit status 1) and elevator refuses it, naming the
+/// reason (on a device, or with the null engine, trims run).
+#[test]
+fn trims_on_a_regular_file_fail_as_in_real_fio() {
+    for rw in ["trim", "randtrim"] {
+        for tool in ["fio", "elevator"] {
+            let dir = scratch_dir(&format!("trim-file-{rw}-{tool}"));
+            let job = dir.join("j.fio");
+            let text =
+                format!("[j]\nfilename={}\nrw={rw}\nbs=4k\nsize=16k\n", dir.join("data").display());
+            std::fs::write(&job, text).unwrap();
+            let out = run_under(tool, &job, "terse");
+            assert!(!out.status.success(), "{tool} {rw} on a file succeeded");
+            if tool == "elevator" {
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(err.contains("BLKDISCARD") && err.contains("ENOTTY"), "{err}");
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    let dir = scratch_dir("trim-null");
+    let job = dir.join("j.fio");
+    std::fs::write(&job, "[j]\nrw=trim\nbs=4k\nsize=16k\nioengine=null\n").unwrap();
+    let out = elevator(&["run", job.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Under a non-uniform file choice (`file_service_type=zipf`) fio never finishes a file:
 /// drawing one whose blocks are all done, it closes it and resets it, and opens it again
 /// when it draws it next. Real fio's `write_iolog` (installed by setup.sh) and elevator's

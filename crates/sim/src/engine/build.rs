@@ -326,6 +326,20 @@ pub(super) fn build_processes(
             None if spec.ioengine.is_null() => Some(NULL_DEVICE.to_string()),
             None => spec.filename.clone(),
         };
+        // fio 3.33 trims with the BLKDISCARD ioctl (os_trim), which a regular file refuses:
+        // the job fails its first trim with ENOTTY (err=25). Deviation: refused up front.
+        let on_file = match &filename {
+            Some(name) => spec.iolog.is_none() && is_regular_path(topology, name),
+            None => true,
+        };
+        if on_file && matches!(spec.rw, RwMode::Trim | RwMode::RandTrim) {
+            return Err(SimError(format!(
+                "{at}: job `{}`: rw={} on a regular file: fio trims with the BLKDISCARD ioctl, \
+                 which a file refuses (ENOTTY, err=25); name a device or partition",
+                spec.name,
+                if spec.rw == RwMode::Trim { "trim" } else { "randtrim" }
+            )));
+        }
         for clone in 0..spec.numjobs.max(1) {
             // `file_base`: the route offset of byte 0 of the job's file or device, which
             // write_iolog's offsets count from (fio logs offsets in the file); `file_bytes`:
