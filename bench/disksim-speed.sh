@@ -10,8 +10,12 @@
 # Makefiles and memsmodel/ (src links it); DISKSIM_EVENT_SIZE 256 in disksim_global.h (its
 # event-size check fails on 64-bit); in libparam/util.c's lp_add_param, `bzero(&((*b)[*plen])`
 # for `bzero((int *)(*b) + *plen` (it cleared 8-byte pointers in 4-byte steps); `-lm` last in
-# src/Makefile's LDFLAGS. Order: libddbg, libparam, diskmodel, memsmodel, src. That build
-# matches DiskSim's published demerits on all ten drives. Build its directories one after
+# src/Makefile's LDFLAGS; `-lm` after `-lmems_internals` in memsmodel/Makefile's
+# mems_seektest rule (its link fails on sqrt/acos/asin without it, and stops the build
+# before libmemsmodel.a). libparam generates its parser: bison and flex must be installed
+# (Debian packages bison, flex). Order: libddbg, libparam, diskmodel, memsmodel, src. That
+# build matches DiskSim's published demerits on all ten drives (barracuda: 0.347863 by
+# DiskSim's own `rms`, built with the same flags). Build its directories one after
 # another (its Makefiles race under make -j). Usage:
 #   DISKSIM=/path/to/disksim bench/disksim-speed.sh [DRIVE_DIR] [RUNS]
 # DRIVE_DIR defaults to ../shared/data/disksim/barracuda. Wall and CPU time per run, each

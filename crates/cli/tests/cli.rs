@@ -503,6 +503,25 @@ fn file_iolog(tool: &str, name: &str, body: &str) -> Vec<Vec<String>> {
     lines
 }
 
+/// [`file_iolog`]'s job, every line of its log after the header (opens and closes too),
+/// times and the file's directory taken out.
+fn file_actions(tool: &str, name: &str, body: &str) -> Vec<String> {
+    let dir = scratch_dir(&format!("{name}-{tool}"));
+    let (job, log) = (dir.join("j.fio"), dir.join("j.log"));
+    let text = format!(
+        "[j]\nfilename={}\n{body}\nwrite_iolog={}\n",
+        dir.join("data").display(),
+        log.display()
+    );
+    let text = write_iolog_text(tool, &job, &text, &log);
+    let _ = std::fs::remove_dir_all(&dir);
+    let prefix = format!("{}/", dir.display());
+    text.lines()
+        .skip(1)
+        .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).replace(&prefix, ""))
+        .collect()
+}
+
 /// The `write_iolog` text of job `[t]` over a tree of three 8 KiB files (4 KiB blocks) and
 /// `shape`, run by `tool` in a fresh directory `NAME-TOOL` (fio reads up to the size of a
 /// file already there), with the tree's directory taken out of the file names (`t.0.1`).
@@ -1835,6 +1854,44 @@ fn bsrange_sizes_are_drawn_as_real_fio_draws_them() {
                 want.iter().map(|&(b, _)| sizes.iter().filter(|&&s| s == b).count()).sum();
             assert_eq!(known, sizes.len(), "{tool} {range}: no other sizes");
         }
+    }
+}
+
+/// fio's do_io ends every pass with `end_fsync`'s (or `fsync_on_close`'s) fsync when the
+/// job writes and its last I/O was no sync, direct or buffered: a sync engine's pass found
+/// its file done and closed it, so the sync goes to it opened again (and closed); an async
+/// engine's pass stops at its bytes with the file open. A read job syncs nothing. Each
+/// shape logs real fio 3.33's lines, opens and closes included (an async engine's sync
+/// offset aside).
+#[test]
+fn end_fsync_ends_every_pass_as_real_fio_does() {
+    for (i, body) in [
+        "rw=write\nend_fsync=1\nloops=2",
+        "rw=write\nfsync_on_close=1\nloops=2",
+        "rw=write\nend_fsync=1\nloops=3\nioengine=libaio",
+        "rw=write\nend_fsync=1\nloops=2\ndirect=1",
+        "rw=write\nend_fsync=1\ndirect=1\nioengine=libaio\niodepth=4",
+        "rw=write\nend_fsync=1\nloops=2\ndirect=1\nioengine=libaio\niodepth=4",
+        "rw=write\nfsync=3\nend_fsync=1\nloops=2",
+        "rw=write\nfsync=8\nend_fsync=1",
+        "rw=read\nend_fsync=1\nloops=2",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // An async engine's sync reuses whichever io_u completed last, which real fio's
+        // completion order decides: its offset is left out there.
+        let async_engine = body.contains("libaio");
+        let lines = |tool: &str| -> Vec<String> {
+            file_actions(tool, &format!("end-fsync-{i}"), &format!("size=32k\nbs=4k\n{body}"))
+                .into_iter()
+                .map(|l| match l.split_once(" sync ") {
+                    Some((file, _)) if async_engine => format!("{file} sync"),
+                    _ => l,
+                })
+                .collect()
+        };
+        assert_eq!(lines("elevator"), lines("fio"), "{body}");
     }
 }
 

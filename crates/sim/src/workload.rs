@@ -444,6 +444,15 @@ pub struct Process {
     /// A sync engine: fio counts its do_io bytes only for short I/Os, so a pass goes on to
     /// the sync due after its last write.
     sync_engine: bool,
+    /// The end_fsync due as a pass begins went to a file fio opened for it alone.
+    reopen_after_flush: bool,
+    /// `end_fsync` / `fsync_on_close` on a job that writes: fio's do_io ends every pass
+    /// with an fsync unless the last I/O was one (`should_fsync`), direct or not.
+    end_fsync: bool,
+    /// A direct job's fsync at its end, to go out before it is done.
+    end_fsync_owed: bool,
+    /// The last I/O issued was a sync (fio's `last_was_sync`, as should_fsync reads it).
+    last_was_flush: bool,
     /// When this process last issued an I/O.
     last_issue_ns: Option<Nanos>,
     /// `max_latency` per direction.
@@ -703,6 +712,12 @@ impl Process {
             iou_busy: Vec::new(),
             fsync_armed: false,
             sync_engine: !spec.ioengine.is_async(),
+            reopen_after_flush: false,
+            end_fsync: (spec.end_fsync || spec.fsync_on_close)
+                && spec.rw.writes()
+                && spec.iolog.is_none(),
+            end_fsync_owed: false,
+            last_was_flush: false,
             last_issue_ns: None,
             max_latency_ns: spec.max_latency_ns,
             rate_min: spec.rate_min_bytes_per_sec,
@@ -1123,6 +1138,13 @@ impl Process {
         if self.state != State::Running {
             return Next::Full;
         }
+        if self.end_fsync_owed {
+            if self.in_flight > 0 {
+                return Next::Full;
+            }
+            self.end_fsync_owed = false;
+            return Next::Issue(Io::flush(FlushCall::Unaccounted));
+        }
         if self.verifying() {
             return self.next_verify_read(now_ns);
         }
@@ -1152,6 +1174,12 @@ impl Process {
             if self.flush_pending && self.sync_engine && !restart && self.end_of_pass_turn() {
                 self.flush_pending = false;
                 return Next::Issue(Io::flush(self.pending_flush));
+            }
+            // end_fsync: an async engine's pass stops at its bytes with the file open, and
+            // fio syncs it there, before clear_io_state closes it (a sync engine's pass found
+            // its file done and closed it: the sync goes to it reopened, see next_loop).
+            if !restart && !self.sync_engine && self.pass_end_fsync_due() {
+                return Next::Issue(Io::flush(FlushCall::Unaccounted));
             }
             // fio's thread_main verifies what a pass wrote before the next pass (do_verify).
             if more && !restart && !self.verify_only && self.begin_verify(now_ns) {
@@ -1201,6 +1229,12 @@ impl Process {
             }
             if self.held_open.is_none() {
                 self.flush_pending = false;
+                if std::mem::take(&mut self.reopen_after_flush) {
+                    // fio syncs a closed file by opening it and closes it again; the pass
+                    // then opens it anew (invalidate drops the now clean pages).
+                    self.wrapped = true;
+                    self.reopen_to_log = true;
+                }
                 // Any sync ends the span a sync_file_range covers (fio's io_completed).
                 self.written_span = None;
                 return Next::Issue(Io::flush(self.pending_flush));
@@ -1357,9 +1391,11 @@ impl Process {
     /// The job has done its I/O: a buffered job with `end_fsync`/`fsync_on_close` still
     /// owes its final fsync (returned once, as an I/O to issue).
     pub fn take_end_fsync(&mut self) -> Option<Io> {
+        // should_fsync: only a job that writes, and not right after a sync.
+        let due = self.end_fsync && !self.last_was_flush;
         let b = self.buffered.as_mut().filter(|b| b.end_fsync)?;
         b.end_fsync = false;
-        Some(Io::flush(FlushCall::Unaccounted))
+        due.then(|| Io::flush(FlushCall::Unaccounted))
     }
 
     /// Counts an I/O about to be issued against the job's limits and rates.
@@ -1475,6 +1511,7 @@ impl Process {
             return;
         }
         self.last_issue_ns = Some(now_ns);
+        self.last_was_flush = io.op == Op::Flush;
         // The io_u it goes in: a flush keeps the offset its io_u carried last.
         let iou = self.iou_free.pop().unwrap_or((0, usize::MAX));
         let carried = if io.op == Op::Flush { iou } else { (io.offset_bytes, self.log_file) };
@@ -1797,6 +1834,13 @@ impl Process {
     /// phase begins instead (it runs again, issuing reads).
     #[must_use]
     pub fn drained(&mut self, now_ns: Nanos) -> bool {
+        // A direct job's end_fsync (a buffered job's goes out as take_end_fsync says).
+        if self.buffered.is_none() && self.ios_issued > 0 && self.end_fsync && !self.last_was_flush
+        {
+            self.end_fsync_owed = true;
+            self.state = State::Running;
+            return false;
+        }
         if !self.begin_verify(now_ns) {
             self.finish(now_ns);
             return true;
@@ -2014,6 +2058,12 @@ impl Process {
             && self.loop_bytes() >= files.total_bytes()
     }
 
+    /// fio's do_io ends a pass with end_fsync's fsync when the job writes and its last
+    /// I/O was no sync (should_fsync); a time-based job's offsets just start again.
+    fn pass_end_fsync_due(&self) -> bool {
+        self.end_fsync && !self.last_was_flush && !self.time_based
+    }
+
     /// fio's `io_bytes_exceeded`: the job has issued `io_size=` (or `number_ios=`) times
     /// `loops=`, counted over all its passes.
     fn job_limit_reached(&self) -> bool {
@@ -2077,8 +2127,11 @@ impl Process {
             files.rewind();
         }
         self.wrapped = true;
-        if self.buffered.is_some_and(|b| b.end_fsync) {
+        if self.sync_engine && self.pass_end_fsync_due() {
             self.want_flush(FlushCall::Unaccounted);
+            // A pass that ran out of offsets closed its file first: fio's end_fsync opens
+            // it for the sync, closes it, and the next pass opens it again.
+            self.reopen_after_flush = self.files.is_none();
         }
         if resync {
             self.want_flush(self.fsync_call);
