@@ -503,6 +503,24 @@ fn file_iolog(tool: &str, name: &str, body: &str) -> Vec<Vec<String>> {
     lines
 }
 
+/// Job `[j]` with `body` on a new file, run by real fio and by elevator (scratch directory
+/// `NAME-TOOL`): the same I/O lines (action, offset, length) in the same order.
+fn assert_file_io_as_fio(name: &str, body: &str) {
+    let actions = |tool: &str| -> Vec<String> {
+        file_iolog(tool, name, body).iter().map(|f| f[2..].join(" ")).collect()
+    };
+    assert_eq!(actions("elevator"), actions("fio"), "{body}");
+}
+
+/// Each of `shapes` over [`tree_iolog`]'s tree, run by real fio and by elevator: the same
+/// log lines, opens and closes included.
+fn assert_tree_log_as_fio(name: &str, shapes: &[&str]) {
+    for (i, shape) in shapes.iter().enumerate() {
+        let lines = |tool: &str| tree_actions(tool, &format!("{name}-{i}"), shape);
+        assert_eq!(lines("elevator"), lines("fio"), "{shape}");
+    }
+}
+
 /// [`file_iolog`]'s job, every line of its log after the header (opens and closes too),
 /// times and the file's directory taken out.
 fn file_actions(tool: &str, name: &str, body: &str) -> Vec<String> {
@@ -990,30 +1008,21 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
     .into_iter()
     .enumerate()
     {
-        let actions = |tool: &str| -> Vec<String> {
-            file_iolog(tool, &format!("syncs-{i}"), &format!("size=16k\nbs=4k\nrw=write\n{body}"))
-                .iter()
-                .map(|f| f[2..].join(" "))
-                .collect()
-        };
-        assert_eq!(actions("elevator"), actions("fio"), "{body}");
+        assert_file_io_as_fio(&format!("syncs-{i}"), &format!("size=16k\nbs=4k\nrw=write\n{body}"));
     }
     // In a file tree fio chooses the file before it finds the I/O is a sync: the sync takes
     // that file's turn (and goes to a file whose data is all out, not yet found done).
-    for (i, shape) in [
-        "rw=write\nfsync=1",
-        "rw=write\nfdatasync=2",
-        "rw=write\ndirect=0\nfsync=1",
-        "rw=write\nfsync=1\nopenfiles=1",
-        "rw=write\nfsync=2\nfile_service_type=roundrobin:2\nfilesize=16k",
-        "rw=write\nfdatasync=2\nloops=2",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let lines = |tool: &str| tree_actions(tool, &format!("tree-syncs-{i}"), shape);
-        assert_eq!(lines("elevator"), lines("fio"), "{shape}");
-    }
+    assert_tree_log_as_fio(
+        "tree-syncs",
+        &[
+            "rw=write\nfsync=1",
+            "rw=write\nfdatasync=2",
+            "rw=write\ndirect=0\nfsync=1",
+            "rw=write\nfsync=1\nopenfiles=1",
+            "rw=write\nfsync=2\nfile_service_type=roundrobin:2\nfilesize=16k",
+            "rw=write\nfdatasync=2\nloops=2",
+        ],
+    );
     for (n, rw) in [(1, "randrw"), (3, "randrw"), (2, "readwrite")] {
         for tool in ["fio", "elevator"] {
             let body = format!("size=64k\nbs=4k\nrw={rw}\nfsync={n}");
@@ -1063,27 +1072,18 @@ fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
     .into_iter()
     .enumerate()
     {
-        let actions = |tool: &str| -> Vec<String> {
-            file_iolog(tool, &format!("loops-{i}"), &format!("size=16k\nbs=4k\nrw=write\n{body}"))
-                .iter()
-                .map(|f| f[2..].join(" "))
-                .collect()
-        };
-        assert_eq!(actions("elevator"), actions("fio"), "{body}");
+        assert_file_io_as_fio(&format!("loops-{i}"), &format!("size=16k\nbs=4k\nrw=write\n{body}"));
     }
-    for (i, shape) in [
-        "rw=write\nio_size=12k\nloops=2",
-        "rw=write\nio_size=8k\nloops=2\nfsync=2",
-        "rw=read\nnumber_ios=4\nloops=2",
-        "rw=write\nio_size=36k\nloops=2",
-        "rw=write\nio_size=12k\nloops=2\nioengine=libaio\niodepth=2",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let lines = |tool: &str| tree_actions(tool, &format!("tree-loops-{i}"), shape);
-        assert_eq!(lines("elevator"), lines("fio"), "{shape}");
-    }
+    assert_tree_log_as_fio(
+        "tree-loops",
+        &[
+            "rw=write\nio_size=12k\nloops=2",
+            "rw=write\nio_size=8k\nloops=2\nfsync=2",
+            "rw=read\nnumber_ios=4\nloops=2",
+            "rw=write\nio_size=36k\nloops=2",
+            "rw=write\nio_size=12k\nloops=2\nioengine=libaio\niodepth=2",
+        ],
+    );
     // A random job's pass ends where its random map is full, and the next opens the file
     // again (the offsets are drawn differently: reads, distinct blocks and opens compared).
     for (i, body) in ["io_size=6m", "io_size=2m\nloops=3", "io_size=2m\nloops=3\nioengine=libaio"]
