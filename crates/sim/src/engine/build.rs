@@ -328,11 +328,13 @@ pub(super) fn build_processes(
         };
         // fio 3.33 trims with the BLKDISCARD ioctl (os_trim), which a regular file refuses:
         // the job fails its first trim with ENOTTY (err=25). Deviation: refused up front.
+        // The falloc engine trims a file by punching a hole (fallocate), as elevator does.
         let on_file = match &filename {
             Some(name) => spec.iolog.is_none() && is_regular_path(topology, name),
             None => true,
         };
-        if on_file && matches!(spec.rw, RwMode::Trim | RwMode::RandTrim) {
+        let ioctl_trims = spec.ioengine.name() != "falloc";
+        if on_file && ioctl_trims && matches!(spec.rw, RwMode::Trim | RwMode::RandTrim) {
             return Err(SimError(format!(
                 "{at}: job `{}`: rw={} on a regular file: fio trims with the BLKDISCARD ioctl, \
                  which a file refuses (ENOTTY, err=25); name a device or partition",
