@@ -114,26 +114,21 @@ fn output_file_is_written() {
 fn errors_name_the_file_line_and_option() {
     let bad = temp_file("bad.fio", "[global]\nbs=4k\n[job]\nrw=read\nfrobnicate=1\n");
     let out = elevator(&["run", bad.to_str().unwrap()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refusal(&out);
     assert!(err.contains("bad.fio:5") && err.contains("frobnicate"), "{err}");
 
     let out = elevator(&["run", "examples/randread-qd1.fio", "--scheduler", "bogus"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown scheduler `bogus`"));
+    assert!(refusal(&out).contains("unknown scheduler `bogus`"));
 
     let out = elevator(&["run", "examples/randread-qd1.fio", "--iosched", "read_expire=-3"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("read_expire"));
+    assert!(refusal(&out).contains("read_expire"));
 
     let out = elevator(&["run", "/nonexistent.fio"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.fio"));
+    assert!(refusal(&out).contains("/nonexistent.fio"));
 
     let topo = temp_file("bad.toml", "[[device]]\nname = \"x\"\nmodel = \"tape\"\n");
     let out = elevator(&["run", "examples/randread-qd1.fio", "--topology", topo.to_str().unwrap()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refusal(&out);
     assert!(err.contains("bad.toml:1") && err.contains("unknown model `tape`"), "{err}");
 }
 
@@ -231,8 +226,7 @@ fn iolog_replay_keeps_recorded_timing() {
     temp_file("bad.log", "fio version 2 iolog\n/dev/sda read 0 4096\n/dev/sda jump 0 512\n");
     let bad = temp_file("bad.fio", "[r]\nread_iolog=bad.log\n");
     let out = elevator(&["run", bad.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let err = refusal(&out);
     assert!(err.contains("bad.fio:2") && err.contains("bad.log:3: unknown action `jump`"), "{err}");
 }
 
@@ -519,6 +513,12 @@ fn assert_tree_log_as_fio(name: &str, shapes: &[&str]) {
         let lines = |tool: &str| tree_actions(tool, &format!("{name}-{i}"), shape);
         assert_eq!(lines("elevator"), lines("fio"), "{shape}");
     }
+}
+
+/// What a run that must fail says on stderr; it fails the test if the run succeeded.
+fn refusal(out: &Output) -> String {
+    assert!(!out.status.success(), "it ran: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// [`file_iolog`]'s job, every line of its log after the header (opens and closes too),
@@ -1091,19 +1091,12 @@ fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
         .enumerate()
     {
         let counts = |tool: &str| {
-            let dir = scratch_dir(&format!("loops-rand-{i}-{tool}"));
-            let (job, log) = (dir.join("j.fio"), dir.join("j.log"));
-            let text = format!(
-                "[j]\nfilename={}\nrw=randread\ndirect=1\nbs=4k\nsize=4m\n{body}\nwrite_iolog={}\n",
-                dir.join("data").display(),
-                log.display()
-            );
-            let log = write_iolog_text(tool, &job, &text, &log);
-            let _ = std::fs::remove_dir_all(&dir);
-            let reads: Vec<&str> = log.lines().filter(|l| l.contains(" read ")).collect();
+            let body = format!("rw=randread\ndirect=1\nbs=4k\nsize=4m\n{body}");
+            let lines = file_actions(tool, &format!("loops-rand-{i}"), &body);
+            let reads: Vec<&String> = lines.iter().filter(|l| l.contains(" read ")).collect();
             let distinct: std::collections::BTreeSet<&str> =
-                reads.iter().filter_map(|l| l.split(' ').nth(3)).collect();
-            let opens = log.lines().filter(|l| l.ends_with(" open")).count();
+                reads.iter().filter_map(|l| l.split(' ').nth(2)).collect();
+            let opens = lines.iter().filter(|l| l.ends_with(" open")).count();
             (reads.len(), distinct.len(), opens)
         };
         assert_eq!(counts("elevator"), counts("fio"), "{body}");
@@ -1196,8 +1189,7 @@ fn a_log_of_several_files_replays_under_replay_redirect_as_real_fio_does() {
     assert_eq!(fio, (24576, 6));
     assert_eq!(moved("elevator", &replay("elevator", Some("sda"))), fio);
     let refused = replay("elevator", None);
-    assert!(!refused.status.success());
-    let e = String::from_utf8_lossy(&refused.stderr);
+    let e = refusal(&refused);
     assert!(e.contains("tree.log:3:") && e.contains("replay_redirect="), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -1934,8 +1926,7 @@ fn drawn_sizes_are_aligned_unless_bs_unaligned_as_real_fio_does() {
     );
     std::fs::write(&job, text).unwrap();
     let out = elevator(&["run", job.to_str().unwrap()]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refusal(&out);
     assert!(err.contains("bs_unaligned") && err.contains("EINVAL"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
