@@ -1392,7 +1392,7 @@ impl Process {
     /// owes its final fsync (returned once, as an I/O to issue).
     pub fn take_end_fsync(&mut self) -> Option<Io> {
         // should_fsync: only a job that writes, and not right after a sync.
-        let due = self.end_fsync && !self.last_was_flush;
+        let due = self.should_fsync();
         let b = self.buffered.as_mut().filter(|b| b.end_fsync)?;
         b.end_fsync = false;
         due.then(|| Io::flush(FlushCall::Unaccounted))
@@ -1835,8 +1835,7 @@ impl Process {
     #[must_use]
     pub fn drained(&mut self, now_ns: Nanos) -> bool {
         // A direct job's end_fsync (a buffered job's goes out as take_end_fsync says).
-        if self.buffered.is_none() && self.ios_issued > 0 && self.end_fsync && !self.last_was_flush
-        {
+        if self.buffered.is_none() && self.ios_issued > 0 && self.should_fsync() {
             self.end_fsync_owed = true;
             self.state = State::Running;
             return false;
@@ -2061,7 +2060,17 @@ impl Process {
     /// fio's do_io ends a pass with end_fsync's fsync when the job writes and its last
     /// I/O was no sync (should_fsync); a time-based job's offsets just start again.
     fn pass_end_fsync_due(&self) -> bool {
-        self.end_fsync && !self.last_was_flush && !self.time_based
+        self.should_fsync() && !self.time_based
+    }
+
+    /// fio's should_fsync for end_fsync: the job writes and its last I/O was no sync.
+    fn should_fsync(&self) -> bool {
+        self.end_fsync && !self.last_was_flush
+    }
+
+    /// The job's largest block in any direction (fio's td_max_bs).
+    fn max_block_bytes(&self) -> u64 {
+        self.block_size.iter().map(BlockSize::max_bytes).max().unwrap_or(0)
     }
 
     /// fio's `io_bytes_exceeded`: the job has issued `io_size=` (or `number_ios=`) times
@@ -2089,8 +2098,8 @@ impl Process {
     /// fio's `keep_running` once `loops=` is spent: another pass while the job has done
     /// less than its `io_size=` by at least its largest block.
     fn io_size_left(&self) -> bool {
-        let max_bs = self.block_size.iter().map(BlockSize::max_bytes).max().unwrap_or(0);
-        self.io_size_bytes.is_some_and(|s| s.saturating_sub(self.job_bytes()) >= max_bs.max(1))
+        let max_bs = self.max_block_bytes().max(1);
+        self.io_size_bytes.is_some_and(|s| s.saturating_sub(self.job_bytes()) >= max_bs)
     }
 
     /// Bytes and I/Os issued in this pass (`loops=`).
@@ -2263,8 +2272,7 @@ impl Process {
                 None if self.pass_is_region() => return None,
                 // fio's keep_running: no other pass for less than the largest block left.
                 None if self.io_limit_bytes.is_some_and(|l| {
-                    l.saturating_sub(self.loop_bytes())
-                        < self.block_size.iter().map(BlockSize::max_bytes).max().unwrap_or(0)
+                    l.saturating_sub(self.loop_bytes()) < self.max_block_bytes()
                 }) =>
                 {
                     return None
