@@ -401,10 +401,7 @@ enum Choice {
 }
 
 /// Read-ahead in progress into segment `seg`: the heads, at `at` and free at `t_ns`, go on
-/// reading from `next` up to `limit`. Its media walk is taken lazily (`walked`, its runs in
-/// `DsState::stream_runs`), only as far as a command arriving asks where it stands: most
-/// read-ahead is stopped by the next command long before its limit, and walking each to the
-/// end was a quarter of a replay. The walk goes track by track exactly as a whole one would.
+/// reading from `next` up to `limit`.
 #[derive(Clone, Copy, Debug)]
 struct Stream {
     seg: usize,
@@ -412,45 +409,16 @@ struct Stream {
     t_ns: f64,
     at: HeadState,
     limit: u64,
-    /// How far the walk has got; once its blocks are all walked, when the read-ahead reaches
-    /// `limit` (the segment is then clean) and where the heads are then.
-    walked: WalkCursor,
-}
-
-impl Stream {
-    fn new(seg: usize, next: u64, t_ns: f64, at: HeadState, limit: u64) -> Stream {
-        let walked = WalkCursor::new(at, t_ns, next, limit - next);
-        Stream { seg, next, t_ns, at, limit, walked }
-    }
-
-    /// Whether the read-ahead has reached its limit by `t_ns` (the walk must cover `t_ns`:
-    /// while it does not reach the limit, it ends after `t_ns`).
-    fn ended_by(&self, t_ns: f64) -> bool {
-        self.walked.left == 0 && self.walked.t_ns <= t_ns
-    }
-}
-
-/// A media walk in progress: the heads at `at`, free at `t_ns`, with blocks
-/// `[lbn, lbn + left)` still to go; `first`: no track walked yet.
-#[derive(Clone, Copy, Debug)]
-struct WalkCursor {
-    t_ns: f64,
-    at: HeadState,
-    lbn: u64,
-    left: u64,
-    first: bool,
-}
-
-impl WalkCursor {
-    fn new(at: HeadState, t_ns: f64, lbn: u64, n: u64) -> WalkCursor {
-        WalkCursor { t_ns, at, lbn, left: n, first: true }
-    }
+    /// When the read-ahead reaches `limit` (the segment is then clean), and where the heads
+    /// are then.
+    end_ns: f64,
+    end_at: HeadState,
 }
 
 /// Where read-ahead stands at a moment: the end of the data read (whole sectors), where the
 /// heads are (on the destination track during a seek), when DiskSim's pending event for it
 /// is due (a seek's end, the next sector's start or end), and whether it is in a seek.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 struct StreamPos {
     valid: u64,
     at: HeadState,
@@ -476,12 +444,6 @@ impl Run {
     #[inline]
     fn ready_ns(&self, k: u64) -> f64 {
         self.start_ns + (k + 1) as f64 * self.sector_ns
-    }
-
-    /// Whether the heads are done with the run by `t_ns` (arrived, and its last block read).
-    #[inline]
-    fn over_by(&self, t_ns: f64) -> bool {
-        t_ns >= self.start_ns + self.len as f64 * self.sector_ns && t_ns >= self.arrive_ns
     }
 }
 
@@ -593,92 +555,79 @@ impl Hdd {
         earliest: impl Fn(u64, u64, f64) -> f64,
         opts: WalkOpts,
     ) -> (f64, HeadState) {
-        let mut w = WalkCursor::new(from, t_ns, lbn, n);
-        while w.left > 0 {
-            self.walk_track(&mut w, write, runs, &earliest, opts);
-        }
-        (w.t_ns, w.at)
-    }
-
-    /// One track of [`Self::walk`]: the blocks of `w` on the next track, appended to `runs`
-    /// (one run, or two for a zero-latency access); `w` moves past them.
-    #[inline]
-    fn walk_track(
-        &self,
-        w: &mut WalkCursor,
-        write: bool,
-        runs: &mut Vec<Run>,
-        earliest: &impl Fn(u64, u64, f64) -> f64,
-        opts: WalkOpts,
-    ) {
-        let (t, cur, lbn) = (w.t_ns, w.at, w.lbn);
-        let c = self.geom.map(lbn);
-        let dist = c.cylinder.abs_diff(cur.cylinder);
-        let switch = if c.head != cur.head { self.head_switch_ns } else { 0.0 };
-        let mut mv = if dist > 0 { self.seek.seek_ns(dist).max(switch) } else { switch };
-        // DiskSim adds the write settle (which may be negative) to any non-zero move
-        // (`dm_seek_time_g1`); a move shorter than nothing is no move.
-        if write && mv > 0.0 {
-            mv = (mv + self.settle_ns).max(0.0);
-        }
-        if w.first {
-            mv = mv.max(opts.min_first_move_ns);
-            w.first = false;
-        }
-        let t = t + mv;
-        let arrive = t;
-        let wait = self.rot_wait_ns(t, self.geom.angle_turns(&c));
-        let (len, span) = self.geom.run(lbn, &c, w.left);
-        let st = self.sector_ns[c.zone];
-        let sector_ns = span as f64 * st / len as f64;
-        let e = earliest(lbn, len, sector_ns);
-        w.at = HeadState { cylinder: c.cylinder, head: c.head };
-        w.lbn += len;
-        w.left -= len;
-        if opts.immed && wait > 0.0 && span == len {
-            // Sectors the heads are past the run's first one; they start at the next
-            // sector boundary if that lies inside the run.
-            let past = (self.period_ns - wait) / st;
-            let k = past.ceil() as u64;
-            let landing = arrive + (k as f64 - past) * st;
-            // A write's run must all be in the buffer by then (`earliest` is 0 for reads).
-            let all_in = if e > 0.0 { e + (len - 1) as f64 * sector_ns } else { e };
-            if k >= 1 && k < len && all_in <= landing {
-                let round = t + wait;
-                runs.push(Run {
-                    first: lbn,
-                    len: k,
-                    start_ns: round,
-                    sector_ns,
-                    arrive_ns: arrive,
-                });
-                runs.push(Run {
-                    first: lbn + k,
-                    len: len - k,
-                    start_ns: round + k as f64 * st,
-                    sector_ns: 0.0,
-                    arrive_ns: arrive,
-                });
-                w.t_ns = round + k as f64 * st;
-                return;
+        let (mut t, mut cur, mut lbn, mut left) = (t_ns, from, lbn, n);
+        let mut first = true;
+        while left > 0 {
+            let c = self.geom.map(lbn);
+            let dist = c.cylinder.abs_diff(cur.cylinder);
+            let switch = if c.head != cur.head { self.head_switch_ns } else { 0.0 };
+            let mut mv = if dist > 0 { self.seek.seek_ns(dist).max(switch) } else { switch };
+            // DiskSim adds the write settle (which may be negative) to any non-zero move
+            // (`dm_seek_time_g1`); a move shorter than nothing is no move.
+            if write && mv > 0.0 {
+                mv = (mv + self.settle_ns).max(0.0);
             }
+            if first {
+                mv = mv.max(opts.min_first_move_ns);
+                first = false;
+            }
+            t += mv;
+            let arrive = t;
+            let wait = self.rot_wait_ns(t, self.geom.angle_turns(&c));
+            let (len, span) = self.geom.run(lbn, &c, left);
+            let st = self.sector_ns[c.zone];
+            let sector_ns = span as f64 * st / len as f64;
+            let e = earliest(lbn, len, sector_ns);
+            cur = HeadState { cylinder: c.cylinder, head: c.head };
+            if opts.immed && wait > 0.0 && span == len {
+                // Sectors the heads are past the run's first one; they start at the next
+                // sector boundary if that lies inside the run.
+                let past = (self.period_ns - wait) / st;
+                let k = past.ceil() as u64;
+                let landing = arrive + (k as f64 - past) * st;
+                // A write's run must all be in the buffer by then (`earliest` is 0 for reads).
+                let all_in = if e > 0.0 { e + (len - 1) as f64 * sector_ns } else { e };
+                if k >= 1 && k < len && all_in <= landing {
+                    let round = t + wait;
+                    runs.push(Run {
+                        first: lbn,
+                        len: k,
+                        start_ns: round,
+                        sector_ns,
+                        arrive_ns: arrive,
+                    });
+                    runs.push(Run {
+                        first: lbn + k,
+                        len: len - k,
+                        start_ns: round + k as f64 * st,
+                        sector_ns: 0.0,
+                        arrive_ns: arrive,
+                    });
+                    t = round + k as f64 * st;
+                    lbn += len;
+                    left -= len;
+                    continue;
+                }
+            }
+            t += wait;
+            if e > t {
+                t += ((e - t) / self.period_ns).ceil() * self.period_ns;
+            }
+            runs.push(Run { first: lbn, len, start_ns: t, sector_ns, arrive_ns: arrive });
+            t += span as f64 * st;
+            lbn += len;
+            left -= len;
         }
-        let mut t = t + wait;
-        if e > t {
-            t += ((e - t) / self.period_ns).ceil() * self.period_ns;
-        }
-        runs.push(Run { first: lbn, len, start_ns: t, sector_ns, arrive_ns: arrive });
-        w.t_ns = t + span as f64 * st;
+        (t, cur)
     }
 
     /// Where read-ahead `s` (the current one, whose walk is `stream_runs`) stands at `t_ns`.
-    /// The walk must cover `t_ns` ([`Self::ds_cover_stream`]).
     fn stream_at(&self, s: &Stream, t_ns: f64) -> StreamPos {
         if s.limit <= s.next || t_ns <= s.t_ns {
             return StreamPos { valid: s.next, at: s.at, pending_ns: s.t_ns, seeking: false };
         }
-        let (end_t, end_at) = (s.walked.t_ns, s.walked.at);
-        if s.ended_by(t_ns) {
+        let (end_t, end_at) = (s.end_ns, s.end_at);
+        if end_t <= t_ns {
             return StreamPos { valid: s.limit, at: end_at, pending_ns: end_t, seeking: false };
         }
         let runs = &self.ds().stream_runs;
@@ -688,7 +637,7 @@ impl Hdd {
             HeadState { cylinder: c.cylinder, head: c.head }
         };
         for r in runs.iter() {
-            if r.over_by(t_ns) {
+            if t_ns >= r.start_ns + r.len as f64 * r.sector_ns && t_ns >= r.arrive_ns {
                 continue;
             }
             let at = at_run(r);
@@ -711,25 +660,7 @@ impl Hdd {
                 };
             }
         }
-        debug_assert!(s.walked.left == 0, "read-ahead walked to {end_t}, asked at {t_ns}");
         StreamPos { valid: s.limit, at: end_at, pending_ns: end_t, seeking: false }
-    }
-
-    /// Walks the read-ahead in progress, track by track, until the walk covers `t_ns`: its
-    /// last run is not over by then, or it reaches the limit. Every question about where the
-    /// read-ahead stands at `t_ns` comes after this.
-    fn ds_cover_stream(&mut self, t_ns: f64) {
-        let Some(mut s) = self.ds().stream else { return };
-        if s.walked.left == 0 {
-            return;
-        }
-        let mut runs = std::mem::take(&mut self.ds_mut().stream_runs);
-        while s.walked.left > 0 && runs.last().is_none_or(|r| r.over_by(t_ns)) {
-            self.walk_track(&mut s.walked, false, &mut runs, &|_, _, _| 0.0, WalkOpts::default());
-        }
-        let st = self.ds_mut();
-        st.stream_runs = runs;
-        st.stream = Some(s);
     }
 
     /// Stops read-ahead at `t_ns` (a command needs the mechanism): the heads are where it
@@ -826,12 +757,33 @@ impl Hdd {
         limit.min(total)
     }
 
-    /// Starts read-ahead into segment `seg` from `next`, heads at `at` free at `t_ns` (its
-    /// walk is taken as commands ask, [`Self::ds_cover_stream`]).
+    /// Starts read-ahead into segment `seg` from `next`, heads at `at` free at `t_ns`.
     fn ds_start_stream(&mut self, seg: usize, next: u64, t_ns: f64, at: HeadState, limit: u64) {
-        let st = self.ds_mut();
-        st.stream_runs.clear();
-        st.stream = (limit > next).then(|| Stream::new(seg, next, t_ns, at, limit));
+        let stream = (limit > next).then(|| {
+            let mut s = Stream { seg, next, t_ns, at, limit, end_ns: t_ns, end_at: at };
+            self.ds_walk_stream(&mut s);
+            s
+        });
+        self.ds_mut().stream = stream;
+    }
+
+    /// Walks read-ahead `s` to its limit into `stream_runs`: when it ends and where.
+    fn ds_walk_stream(&mut self, s: &mut Stream) {
+        let mut runs = std::mem::take(&mut self.ds_mut().stream_runs);
+        runs.clear();
+        let opts = WalkOpts::default();
+        let (end_ns, end_at) = self.walk(
+            s.at,
+            s.t_ns,
+            false,
+            s.next,
+            s.limit - s.next,
+            &mut runs,
+            |_, _, _| 0.0,
+            opts,
+        );
+        (s.end_ns, s.end_at) = (end_ns, end_at);
+        self.ds_mut().stream_runs = runs;
     }
 
     /// Segment `i` as choosing a segment at `t_ns` sees it.
@@ -840,7 +792,7 @@ impl Hdd {
         let s = &st.segs[i];
         if s.empty {
             SegState::Empty
-        } else if st.stream.is_some_and(|x| x.seg == i && !x.ended_by(t_ns)) {
+        } else if st.stream.is_some_and(|x| x.seg == i && t_ns < x.end_ns) {
             SegState::Reading
         } else if s.write && t_ns < s.dirty_until_ns {
             SegState::Dirty
@@ -864,7 +816,7 @@ impl Hdd {
         let stream = st.stream;
         let stream_seg = stream.map_or(usize::MAX, |x| x.seg);
         let stream_end = stream.map_or(0, |x| self.stream_at(&x, t_ns).valid);
-        let reading_seg = stream.filter(|x| !x.ended_by(t_ns)).map_or(usize::MAX, |x| x.seg);
+        let reading_seg = stream.filter(|x| t_ns < x.end_ns).map_or(usize::MAX, |x| x.seg);
         let write_seg = st.write_seg.unwrap_or(usize::MAX);
         // Segment `i`'s valid data ends at `end`; the read hits it if its first block is in
         // the last segment's worth before that end.
@@ -1008,8 +960,7 @@ impl Hdd {
         let t = now as f64 + self.ds().c.per_request_ms * 1e6;
         let (lbn, n) = (q.lbn, q.sectors);
         // Read-ahead that has reached its limit is over: its segment is clean.
-        self.ds_cover_stream(t);
-        if self.ds().stream.is_some_and(|s| s.ended_by(t)) {
+        if self.ds().stream.is_some_and(|s| s.end_ns <= t) {
             self.ds_stop_stream(t);
         }
         let done = match q.cmd.op {
@@ -1255,9 +1206,10 @@ impl Hdd {
                 }
                 if let Some(s) = streaming {
                     let limit = self.read_ahead_limit(lbn, n, seg_start).max(end);
-                    if let Some(cur) = self.ds().stream {
-                        let limit = cur.limit.max(limit).max(s.limit);
-                        self.ds_start_stream(cur.seg, cur.next, cur.t_ns, cur.at, limit);
+                    if let Some(mut cur) = self.ds().stream {
+                        cur.limit = cur.limit.max(limit).max(s.limit);
+                        self.ds_walk_stream(&mut cur);
+                        self.ds_mut().stream = Some(cur);
                     }
                 }
                 self.read_bus(connect, &avail, n)
@@ -1483,34 +1435,5 @@ mod tests {
         let mut d = drive(DiskSimController { read_any_free_blocks: false, ..c });
         read(&mut d, 0, 50, 4, 0);
         assert!(read(&mut d, 1, 44, 4, 30_000_000) > 1.0);
-    }
-
-    #[test]
-    fn read_ahead_walked_as_far_as_asked_stands_where_a_whole_walk_says() {
-        // Read-ahead of 60 blocks past a 4-block read: three tracks and a head switch.
-        let c = DiskSimController { max_read_ahead_sectors: 60, ..Default::default() };
-        let mut lazy = drive(c.clone());
-        let mut whole = drive(c);
-        let done_ms = read(&mut lazy, 0, 3, 4, 0);
-        read(&mut whole, 0, 3, 4, 0);
-        whole.ds_cover_stream(f64::INFINITY);
-        let s = whole.ds().stream.expect("read-ahead");
-        assert_eq!(s.walked.left, 0);
-        assert!(whole.ds().stream_runs.len() >= 3);
-        // From the read's end to past the read-ahead's, in steps that are no sector multiple.
-        let mut t = done_ms * 1e6;
-        while t < s.walked.t_ns + 2e6 {
-            lazy.ds_cover_stream(t);
-            let l = lazy.ds().stream.expect("read-ahead");
-            let runs = &lazy.ds().stream_runs;
-            assert!(runs.len() <= whole.ds().stream_runs.len());
-            for (a, b) in runs.iter().zip(&whole.ds().stream_runs) {
-                assert_eq!((a.first, a.len, a.start_ns), (b.first, b.len, b.start_ns), "at {t}");
-            }
-            assert_eq!(l.ended_by(t), s.ended_by(t), "at {t}");
-            assert_eq!(lazy.stream_at(&l, t), whole.stream_at(&s, t), "at {t}");
-            t += 370_000.0;
-        }
-        assert_eq!(lazy.ds().stream_runs.len(), whole.ds().stream_runs.len());
     }
 }
