@@ -19,7 +19,7 @@
 # another (its Makefiles race under make -j). Usage:
 #   DISKSIM=/path/to/disksim bench/disksim-speed.sh [DRIVE_DIR] [RUNS]
 # DRIVE_DIR defaults to ../shared/data/disksim/barracuda. Wall and CPU time per run, each
-# program RUNS times (default 20) back to back.
+# program RUNS times (default 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${DISKSIM:?set DISKSIM to a DiskSim 4.0 binary built with -O2}"
@@ -31,22 +31,38 @@ ELEVATOR=${CARGO_TARGET_DIR:-$PWD/target}/release/elevator
 WORK=$(mktemp -d /tmp/disksim-speed.XXXXXX)
 cp -r "$DRIVE"/. "$WORK"/
 cd "$WORK"
-clock() { python3 - "$RUNS" "$@" <<'PY'
-import os, resource, subprocess, sys, time
-runs, cmd = int(sys.argv[1]), sys.argv[2:]
-t0 = time.perf_counter(); r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-for _ in range(runs):
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-t1 = time.perf_counter(); r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-print(f"{(t1 - t0) / runs * 1e3:.1f} {cpu / runs * 1e3:.1f}")
-PY
+# The two programs run alternately, run by run, so that a machine whose speed drifts (a
+# shared VM's does, by a third from minute to minute) slows both alike; the ratio of the
+# medians is the figure, the means are printed beside it.
+python3 - "$RUNS" "$NAME" "$DISKSIM" "$ELEVATOR" "$WORK" <<'PY'
+import os, resource, statistics, subprocess, sys, time
+runs, name, disksim, elevator, work = int(sys.argv[1]), *sys.argv[2:]
+cmds = {
+    "DiskSim 4.0 -O2": [disksim, f"{name}.parv", f"{name}.outv", "validate", f"{name}.trace", "0"],
+    "elevator validate-disk": [elevator, "validate-disk", "--drive", work],
 }
-read -r dw dc < <(clock "$DISKSIM" "$NAME.parv" "$NAME.outv" validate "$NAME.trace" 0)
-read -r ew ec < <(clock "$ELEVATOR" validate-disk --drive "$WORK")
-echo "machine: $(uname -srm), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "drive $NAME, $(wc -l < "$NAME.trace") requests, $RUNS runs each"
-echo "DiskSim 4.0 -O2:         ${dw} ms wall, ${dc} ms CPU per run"
-echo "elevator validate-disk:  ${ew} ms wall, ${ec} ms CPU per run"
-python3 -c "print(f'speed-up: {$dw/$ew:.1f}x wall, {$dc/$ec:.1f}x CPU (target 40x)')"
+wall = {k: [] for k in cmds}
+cpu = {k: 0.0 for k in cmds}
+for _ in range(runs):
+    for k, cmd in cmds.items():
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        wall[k].append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu[k] += (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+with open("/proc/loadavg") as f:
+    load = " ".join(f.read().split()[:3])
+print(f"machine: {os.uname().sysname} {os.uname().release} {os.uname().machine}, {os.cpu_count()} CPUs, load {load}")
+with open(f"{name}.trace") as f:
+    print(f"drive {name}, {sum(1 for _ in f)} requests, {runs} runs each, alternating")
+for k in cmds:
+    w = wall[k]
+    print(f"{k + ':':<24} {statistics.median(w) * 1e3:.1f} ms wall median, "
+          f"{statistics.mean(w) * 1e3:.1f} mean, {cpu[k] / runs * 1e3:.1f} ms CPU per run")
+(d, e) = (wall[k] for k in cmds)
+(dc, ec) = (cpu[k] for k in cmds)
+print(f"speed-up: {statistics.median(d) / statistics.median(e):.1f}x wall (medians), "
+      f"{statistics.mean(d) / statistics.mean(e):.1f}x (means), {dc / ec:.1f}x CPU (target 40x)")
+PY
 rm -rf "$WORK"

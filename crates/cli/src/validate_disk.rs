@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use clap::{ArgGroup, Args, ValueEnum};
 use elevator_disksim::{
     cdf_points, disksim_rms_ms, hdd_params, histogram, load_drive, load_trace, mean, median, p99,
-    replay, rms_demerit_ms, Buckets,
+    replay_trace_file, rms_demerit_ms, Buckets, ReplayFileError, TraceReplay,
 };
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -100,14 +100,27 @@ fn validate(dir: &Path, trace: Option<&Path>) -> Result<Validation, String> {
         (None, Some(t)) => t.clone(),
         (None, None) => return Err(format!("{}: no .trace file; pass --trace", dir.display())),
     };
-    let trace = load_trace(&trace_path).map_err(|e| e.to_string())?;
-    if trace.is_empty() {
+    // The trace's errors come first, then an empty trace, then the drive's parameters, then
+    // the replay's (what a load, a check and a replay one after another would say).
+    let params = hdd_params(&drive);
+    let TraceReplay { measured_ms: measured, simulated_ms: simulated } = match &params {
+        Ok(p) => replay_trace_file(p, &trace_path).map_err(|e| match e {
+            ReplayFileError::Trace(e) => e.to_string(),
+            ReplayFileError::Replay(e) => format!("{}: {e}", trace_path.display()),
+        })?,
+        Err(_) => TraceReplay {
+            measured_ms: load_trace(&trace_path)
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|r| r.access_time_ms())
+                .collect(),
+            simulated_ms: Vec::new(),
+        },
+    };
+    if measured.is_empty() {
         return Err(format!("{}: no requests", trace_path.display()));
     }
-    let params = hdd_params(&drive).map_err(|e| e.to_string())?;
-    let simulated =
-        replay(&params, &trace).map_err(|e| format!("{}: {e}", trace_path.display()))?;
-    let measured: Vec<f64> = trace.iter().map(|r| r.access_time_ms()).collect();
+    params.map_err(|e| e.to_string())?;
     let buckets = match &drive.statdefs {
         Some(d) => d
             .buckets("Physical access time")

@@ -1,6 +1,8 @@
 //! What `elevator validate-disk` does per drive, end to end: load the drive directory and
 //! its 10,000-request trace, bridge to the HDD model, replay closed-loop, compute the rms
-//! demerit, for each of DiskSim 4.0's ten validation drives present. Target < 50 ms a drive.
+//! demerit, for each of DiskSim 4.0's ten validation drives present (`validate_disk_DRIVE`, the
+//! trace read on a second thread as the CLI does; `validate_disk_one_thread_DRIVE`, each step
+//! in turn). Target < 50 ms a drive.
 //! And the replay alone (`replay_DRIVE`), its throughput in requests per second: target
 //! ≥ 2 M requests/s on one core. Skips when the DiskSim data is absent.
 
@@ -29,7 +31,17 @@ fn bench(c: &mut Criterion) {
             });
             g.finish();
         }
+        // As `validate-disk` runs it: the trace read on a second thread while it replays.
         c.bench_function(&format!("validate_disk_{name}"), |b| {
+            b.iter(|| {
+                let drv = load_drive(&dir).unwrap();
+                let params = hdd_params(&drv).unwrap();
+                let r = replay_trace_file(&params, drv.trace_path.as_ref().unwrap()).unwrap();
+                rms_demerit_ms(&r.measured_ms, &r.simulated_ms, &Buckets::access_time_default())
+            })
+        });
+        // The same, one step after another on one thread: what the second thread saves.
+        c.bench_function(&format!("validate_disk_one_thread_{name}"), |b| {
             b.iter(|| {
                 let drv = load_drive(&dir).unwrap();
                 let params = hdd_params(&drv).unwrap();

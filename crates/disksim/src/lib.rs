@@ -30,10 +30,10 @@ pub use params::{parse_file, parse_str, Block, Item, Node, ParamFile, Value};
 pub use published::{
     at_or_below_published, disksim_rms_ms, validation_drives_dir, DISKSIM_4_0_RMS_MS,
 };
-pub use replay::{replay, ReplayError};
+pub use replay::{replay, replay_trace_file, Replay, ReplayError, ReplayFileError, TraceReplay};
 pub use rms::{
     cdf_points, histogram, mean, median, p99, parse_cdf_tsv, percentile, rms_between_cdfs,
     rms_demerit_ms, rms_from_cdf, CdfRow,
 };
 pub use statdefs::{Buckets, StatDef, StatDefs};
-pub use trace::{load_trace, parse_trace, TraceRecord};
+pub use trace::{load_trace, parse_trace, parse_trace_with, read_trace_text, TraceRecord};

@@ -32,8 +32,18 @@ impl TraceRecord {
 /// its end, so lines are not split out first (finding every newline ahead of the reader was a
 /// sixth of the parse); a line it does not take is cut out and read by [`any_line`].
 pub fn parse_trace(text: &str, file: &str) -> Result<Vec<TraceRecord>, DiskSimError> {
+    let mut out = Vec::with_capacity(text.len() / 40 + 1);
+    parse_trace_with(text, file, |r| out.push(r))?;
+    Ok(out)
+}
+
+/// [`parse_trace`], handing each record to `each` in trace order as it is read.
+pub fn parse_trace_with(
+    text: &str,
+    file: &str,
+    mut each: impl FnMut(TraceRecord),
+) -> Result<(), DiskSimError> {
     let s = text.as_bytes();
-    let mut out = Vec::with_capacity(s.len() / 40 + 1);
     let (mut at, mut ln) = (0, 0);
     // One past the newline at or after `i` (the end of the text without one).
     let next_line =
@@ -42,18 +52,18 @@ pub fn parse_trace(text: &str, file: &str) -> Result<Vec<TraceRecord>, DiskSimEr
         ln += 1;
         let mut c = Cursor { s, i: at };
         if let Some(rec) = c.common_line(ln) {
-            out.push(rec);
+            each(rec);
             at = if s.get(c.i) == Some(&b'\n') { c.i + 1 } else { next_line(c.i) };
             continue;
         }
         let end = next_line(at);
         // A `\r` before the newline is whitespace to `any_line`, as it is to `str::lines`.
         if let Some(rec) = any_line(text[at..end].trim_end_matches('\n'), ln, file)? {
-            out.push(rec);
+            each(rec);
         }
         at = end;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// [`Cursor::common_line`] over one line.
@@ -247,6 +257,11 @@ pub const MAX_TRACE_BYTES: u64 = 1 << 30;
 
 /// Read and parse a trace file (at most [`MAX_TRACE_BYTES`]).
 pub fn load_trace(path: &Path) -> Result<Vec<TraceRecord>, DiskSimError> {
+    parse_trace(&read_trace_text(path)?, &path.display().to_string())
+}
+
+/// The text of a trace file, refused past [`MAX_TRACE_BYTES`].
+pub fn read_trace_text(path: &Path) -> Result<String, DiskSimError> {
     let io = |e| DiskSimError::Io { path: path.to_path_buf(), source: e };
     let bytes = std::fs::metadata(path).map_err(io)?.len();
     if bytes > MAX_TRACE_BYTES {
@@ -258,8 +273,7 @@ pub fn load_trace(path: &Path) -> Result<Vec<TraceRecord>, DiskSimError> {
             ),
         });
     }
-    let text = std::fs::read_to_string(path).map_err(io)?;
-    parse_trace(&text, &path.display().to_string())
+    std::fs::read_to_string(path).map_err(io)
 }
 
 #[cfg(test)]
