@@ -429,7 +429,7 @@ struct StreamPos {
 /// One track's run of a media walk: blocks `[first, first + len)`, the first in the buffer
 /// one `sector_ns` after `start_ns` and each next one `sector_ns` later (`sector_ns` 0: all
 /// at `start_ns`, as the blocks a zero-latency access read early); the heads reached the
-/// track at `arrive_ns`.
+/// track, `at`, at `arrive_ns` (blocks already in the buffer: none of these matter).
 #[derive(Clone, Copy, Debug)]
 struct Run {
     first: u64,
@@ -437,6 +437,7 @@ struct Run {
     start_ns: f64,
     sector_ns: f64,
     arrive_ns: f64,
+    at: HeadState,
 }
 
 impl Run {
@@ -595,6 +596,7 @@ impl Hdd {
                         start_ns: round,
                         sector_ns,
                         arrive_ns: arrive,
+                        at: cur,
                     });
                     runs.push(Run {
                         first: lbn + k,
@@ -602,6 +604,7 @@ impl Hdd {
                         start_ns: round + k as f64 * st,
                         sector_ns: 0.0,
                         arrive_ns: arrive,
+                        at: cur,
                     });
                     t = round + k as f64 * st;
                     lbn += len;
@@ -613,7 +616,7 @@ impl Hdd {
             if e > t {
                 t += ((e - t) / self.period_ns).ceil() * self.period_ns;
             }
-            runs.push(Run { first: lbn, len, start_ns: t, sector_ns, arrive_ns: arrive });
+            runs.push(Run { first: lbn, len, start_ns: t, sector_ns, arrive_ns: arrive, at: cur });
             t += span as f64 * st;
             lbn += len;
             left -= len;
@@ -631,16 +634,11 @@ impl Hdd {
             return StreamPos { valid: s.limit, at: end_at, pending_ns: end_t, seeking: false };
         }
         let runs = &self.ds().stream_runs;
-        // Where the heads are for run `r` (mapped only for the run `t_ns` falls in).
-        let at_run = |r: &Run| {
-            let c = self.geom.map(r.first);
-            HeadState { cylinder: c.cylinder, head: c.head }
-        };
         for r in runs.iter() {
             if t_ns >= r.start_ns + r.len as f64 * r.sector_ns && t_ns >= r.arrive_ns {
                 continue;
             }
-            let at = at_run(r);
+            let at = r.at;
             if t_ns < r.arrive_ns {
                 return StreamPos { valid: r.first, at, pending_ns: r.arrive_ns, seeking: true };
             }
@@ -1161,6 +1159,7 @@ impl Hdd {
                     start_ns: 0.0,
                     sector_ns: 0.0,
                     arrive_ns: 0.0,
+                    at: HeadState::default(),
                 });
                 if end <= have {
                     if streaming.is_none() && self.ds().c.read_ahead_on_idle_hit {

@@ -232,6 +232,12 @@ pub struct Chs {
     pub zone: usize,
 }
 
+impl Chs {
+    /// The place of a command whose place nothing asks (a queued command that DiskSim's
+    /// controller serves in arrival order, one at a time).
+    pub const UNPLACED: Chs = Chs { cylinder: 0, head: 0, sector: 0, zone: 0 };
+}
+
 /// `(a / b, a % b)`, in 32 bits when both fit (a 64-bit division costs several times more
 /// on many x86 cores, and the map divides on every command).
 #[inline(always)]

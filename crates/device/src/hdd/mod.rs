@@ -900,8 +900,14 @@ impl Device for Hdd {
 
     fn submit(&mut self, cmd: Command, now_ns: Nanos) {
         let (lbn, sectors) = Self::lbn_range(&cmd);
-        let chs = self.geom.map(lbn);
-        let angle = self.geom.angle_turns(&chs);
+        // DiskSim's controller serving one command at a time places it itself, and the queue
+        // never chooses: the place would go unused (mapping it was a tenth of a validation replay).
+        let (chs, angle) = if self.ds.is_some() && self.p.queue_depth <= 1 {
+            (Chs::UNPLACED, 0.0)
+        } else {
+            let chs = self.geom.map(lbn);
+            (chs, self.geom.angle_turns(&chs))
+        };
         let settle = if cmd.op.is_write() { self.settle_ns } else { 0.0 };
         self.queue.push(Queued { cmd, arrived_ns: now_ns, lbn, sectors, chs }, angle, settle);
         self.start_next(now_ns);
