@@ -304,32 +304,10 @@ fn every_validation_drive_imports() {
     }
 }
 
-/// On every drive present, reading the trace on a second thread while it replays gives what
-/// reading it first and then replaying gives, to the bit.
-#[test]
-fn the_trace_read_beside_the_replay_replays_as_read_first() {
-    let Some(d) = data_dir() else { return };
-    for (name, _) in DISKSIM_4_0_RMS_MS {
-        let dir = d.join(name);
-        if !dir.is_dir() {
-            continue;
-        }
-        let drv = load_drive(&dir).unwrap();
-        let params = hdd_params(&drv).unwrap();
-        let path = drv.trace_path.as_ref().unwrap();
-        let trace = load_trace(path).unwrap();
-        let sim = replay(&params, &trace).unwrap();
-        let both = replay_trace_file(&params, path).unwrap();
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&both.simulated_ms), bits(&sim), "{name}");
-        let measured: Vec<f64> = trace.iter().map(|r| r.access_time_ms()).collect();
-        assert_eq!(bits(&both.measured_ms), bits(&measured), "{name}");
-    }
-}
-
 /// On every drive present, the demerit is at or below DiskSim 4.0's: the figure `runvalid`
 /// says each drive's rms "should be about", to its three decimals (a demerit that rounds
-/// to it passes).
+/// to it passes). And reading the trace on a second thread while it replays, as
+/// `validate-disk` does, gives what reading it first and then replaying gives, to the bit.
 #[test]
 fn every_demerit_at_or_below_disksim() {
     let Some(d) = data_dir() else { return };
@@ -344,6 +322,10 @@ fn every_demerit_at_or_below_disksim() {
         let trace = load_trace(drv.trace_path.as_ref().unwrap()).unwrap();
         let sim = replay(&params, &trace).unwrap();
         let measured: Vec<f64> = trace.iter().map(|r| r.access_time_ms()).collect();
+        let both = replay_trace_file(&params, drv.trace_path.as_ref().unwrap()).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&both.simulated_ms), bits(&sim), "{name}");
+        assert_eq!(bits(&both.measured_ms), bits(&measured), "{name}");
         let got = rms_demerit_ms(&measured, &sim, &Buckets::access_time_default());
         eprintln!("{name}: demerit {got:.6} ms (DiskSim 4.0: {published})");
         assert!(at_or_below_published(got, published), "{name}: {got} above DiskSim's {published}");
