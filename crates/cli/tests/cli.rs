@@ -989,7 +989,8 @@ fn openfiles_keeps_that_many_files_open_as_real_fio_does() {
 /// fio's: `sync`, `datasync` or `sync_file_range`, each with the offset its reused io_u
 /// carried last (the last I/O's, for a sync engine); none after the job's last write; at a
 /// pass's end and again as the next begins (`loops=`); `end_fsync`'s and
-/// `fsync_on_close`'s at the end. In a mixed job fio syncs before every I/O once the writes
+/// `fsync_on_close`'s at the end of every pass, one for each file of a tree, in file order
+/// (a file fio closed is opened for its sync and closed again). In a mixed job fio syncs before every I/O once the writes
 /// are a multiple of N until the next write (`io_issues % N == 0 && !last_was_sync`), so a
 /// read after the Nth write brings another sync, in both tools (the offsets are drawn
 /// differently, so that rule is checked on each log).
@@ -1021,6 +1022,14 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
             "rw=write\nfsync=1\nopenfiles=1",
             "rw=write\nfsync=2\nfile_service_type=roundrobin:2\nfilesize=16k",
             "rw=write\nfdatasync=2\nloops=2",
+            "rw=write\nend_fsync=1",
+            "rw=write\ndirect=0\nfsync_on_close=1",
+            "rw=write\nend_fsync=1\nfsync=2",
+            "rw=write\ndirect=1\nend_fsync=1",
+            "rw=write\nend_fsync=1\nloops=2",
+            "rw=write\nend_fsync=1\nloops=2\ndirect=1",
+            "rw=write\nfsync_on_close=1\nloops=2",
+            "rw=write\nend_fsync=1\nloops=2\nioengine=libaio\niodepth=2",
         ],
     );
     for (n, rw) in [(1, "randrw"), (3, "randrw"), (2, "readwrite")] {

@@ -284,6 +284,11 @@ impl FileTree {
         self.open_limit = if n == 0 { files } else { (n as usize).min(files) };
     }
 
+    /// Whether fio holds file `i` open now.
+    pub fn is_open(&self, i: usize) -> bool {
+        self.is_open[i]
+    }
+
     /// An I/O to `file` went out: fio holds a reference to the file until it completes.
     pub fn issued(&mut self, file: usize) {
         self.in_flight[file] += 1;

@@ -449,8 +449,12 @@ pub struct Process {
     /// `end_fsync` / `fsync_on_close` on a job that writes: fio's do_io ends every pass
     /// with an fsync unless the last I/O was one (`should_fsync`), direct or not.
     end_fsync: bool,
-    /// A direct job's fsync at its end, to go out before it is done.
-    end_fsync_owed: bool,
+    /// The fsyncs still to go out at the job's end (`end_fsync`, `fsync_on_close`): one per
+    /// file of the job, in file order, as fio's do_io syncs every file (`for_each_file`).
+    end_syncs_owed: usize,
+    /// The end fsync in flight went to a file of the tree that fio had closed: fio opened it
+    /// for the sync and closes it once the sync returns (`fio_file_fsync`).
+    close_after_sync: Option<usize>,
     /// The last I/O issued was a sync (fio's `last_was_sync`, as should_fsync reads it).
     last_was_flush: bool,
     /// When this process last issued an I/O.
@@ -716,7 +720,8 @@ impl Process {
             end_fsync: (spec.end_fsync || spec.fsync_on_close)
                 && spec.rw.writes()
                 && spec.iolog.is_none(),
-            end_fsync_owed: false,
+            end_syncs_owed: 0,
+            close_after_sync: None,
             last_was_flush: false,
             last_issue_ns: None,
             max_latency_ns: spec.max_latency_ns,
@@ -1138,12 +1143,11 @@ impl Process {
         if self.state != State::Running {
             return Next::Full;
         }
-        if self.end_fsync_owed {
+        if self.end_syncs_owed > 0 {
             if self.in_flight > 0 {
                 return Next::Full;
             }
-            self.end_fsync_owed = false;
-            return Next::Issue(Io::flush(FlushCall::Unaccounted));
+            return Next::Issue(self.next_end_sync());
         }
         if self.verifying() {
             return self.next_verify_read(now_ns);
@@ -1179,7 +1183,8 @@ impl Process {
             // fio syncs it there, before clear_io_state closes it (a sync engine's pass found
             // its file done and closed it: the sync goes to it reopened, see next_loop).
             if !restart && !self.sync_engine && self.pass_end_fsync_due() {
-                return Next::Issue(Io::flush(FlushCall::Unaccounted));
+                self.end_syncs_owed = self.file_count();
+                return Next::Issue(self.next_end_sync());
             }
             // fio's thread_main verifies what a pass wrote before the next pass (do_verify).
             if more && !restart && !self.verify_only && self.begin_verify(now_ns) {
@@ -1192,6 +1197,11 @@ impl Process {
                 log.reopened(now_ns);
             }
             self.next_loop();
+            // A tree's end_fsync at a sync engine's pass end: every file, before the next
+            // pass's first I/O.
+            if self.end_syncs_owed > 0 {
+                return Next::Issue(self.next_end_sync());
+            }
         }
         if self.open_in_flight.is_some() {
             return Next::Full;
@@ -1390,12 +1400,34 @@ impl Process {
 
     /// The job has done its I/O: a buffered job with `end_fsync`/`fsync_on_close` still
     /// owes its final fsync (returned once, as an I/O to issue).
+    /// In a file tree, one per file, each asked for once the last has returned.
     pub fn take_end_fsync(&mut self) -> Option<Io> {
-        // should_fsync: only a job that writes, and not right after a sync.
+        // should_fsync: only a job that writes, and not right after a sync; fio asks once,
+        // before the syncs.
         let due = self.should_fsync();
-        let b = self.buffered.as_mut().filter(|b| b.end_fsync)?;
-        b.end_fsync = false;
-        due.then(|| Io::flush(FlushCall::Unaccounted))
+        if let Some(b) = self.buffered.as_mut().filter(|b| b.end_fsync) {
+            b.end_fsync = false;
+            self.end_syncs_owed = if due { self.file_count() } else { 0 };
+        }
+        (self.end_syncs_owed > 0).then(|| self.next_end_sync())
+    }
+
+    /// The next of the fsyncs owed at the job's end, to the next file in order.
+    fn next_end_sync(&mut self) -> Io {
+        let file = self.file_count() - self.end_syncs_owed;
+        self.end_syncs_owed -= 1;
+        if let Some(files) = self.files.as_ref() {
+            if !files.is_open(file) {
+                self.close_after_sync = Some(file);
+            }
+            self.sync_to(file);
+        }
+        Io::flush(FlushCall::Unaccounted)
+    }
+
+    /// The job's files: a tree's, else its one.
+    fn file_count(&self) -> usize {
+        self.files.as_ref().map_or(1, |f| f.files.len())
     }
 
     /// Counts an I/O about to be issued against the job's limits and rates.
@@ -1602,6 +1634,12 @@ impl Process {
     ) -> Option<Resume> {
         debug_assert!(self.in_flight > 0);
         self.in_flight -= 1;
+        if let Some(file) = self.close_after_sync.filter(|_| op == Op::Flush) {
+            self.close_after_sync = None;
+            if let Some(log) = self.issue_log.as_mut() {
+                log.closed(now_ns, file);
+            }
+        }
         // A buffered job makes one call at a time; a direct job's opening went out alone in
         // its nanosecond.
         let opening = op == Op::Read
@@ -1834,9 +1872,15 @@ impl Process {
     /// phase begins instead (it runs again, issuing reads).
     #[must_use]
     pub fn drained(&mut self, now_ns: Nanos) -> bool {
-        // A direct job's end_fsync (a buffered job's goes out as take_end_fsync says).
+        // The rest of the fsyncs owed at the job's end, one file after another.
+        if self.end_syncs_owed > 0 {
+            self.state = State::Running;
+            return false;
+        }
+        // A direct job's end_fsync, one per file (a buffered job's go out as take_end_fsync
+        // says).
         if self.buffered.is_none() && self.ios_issued > 0 && self.should_fsync() {
-            self.end_fsync_owed = true;
+            self.end_syncs_owed = self.file_count();
             self.state = State::Running;
             return false;
         }
@@ -2137,10 +2181,15 @@ impl Process {
         }
         self.wrapped = true;
         if self.sync_engine && self.pass_end_fsync_due() {
-            self.want_flush(FlushCall::Unaccounted);
-            // A pass that ran out of offsets closed its file first: fio's end_fsync opens
-            // it for the sync, closes it, and the next pass opens it again.
-            self.reopen_after_flush = self.files.is_none();
+            if self.files.is_some() {
+                // Every file of the tree, each opened for its sync if fio closed it.
+                self.end_syncs_owed = self.file_count();
+            } else {
+                self.want_flush(FlushCall::Unaccounted);
+                // A pass that ran out of offsets closed its file first: fio's end_fsync
+                // opens it for the sync, closes it, and the next pass opens it again.
+                self.reopen_after_flush = true;
+            }
         }
         if resync {
             self.want_flush(self.fsync_call);
