@@ -1064,8 +1064,9 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
 /// its offsets run out, the next does the rest, and a pass left nothing to do ends the job;
 /// `io_size=` past the passes asks for more. A sync engine's pass is not cut at `size=` (fio
 /// counts only queued I/O there), an async one's is. A sync due since the last write comes
-/// again as the next pass begins, also after `verify=`'s read-back. Each shape logs exactly
-/// real fio 3.33's lines.
+/// again as the next pass begins, also after `verify=`'s read-back. In a file tree the next
+/// pass takes up the round robin where the last left it (fio never resets `td->next_file`).
+/// Each shape logs exactly real fio 3.33's lines.
 #[test]
 fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
     for (i, body) in [
@@ -1091,6 +1092,9 @@ fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
             "rw=read\nnumber_ios=4\nloops=2",
             "rw=write\nio_size=36k\nloops=2",
             "rw=write\nio_size=12k\nloops=2\nioengine=libaio\niodepth=2",
+            // A pass that ends mid-round: the next goes on with the round robin's next file.
+            "rw=write\nloops=3\nfsync=2",
+            "rw=write\nfsync=2\nloops=3\nioengine=libaio\niodepth=2",
         ],
     );
     // A random job's pass ends where its random map is full, and the next opens the file

@@ -546,7 +546,7 @@ impl FileTree {
         self.pos.iter_mut().for_each(|p| *p = 0);
         self.finished = 0;
         self.current = 0;
-        self.next_rr = 0;
+        // fio's round robin goes on where it was (`td->next_file` outlives clear_io_state).
         self.service_left = None;
         self.hold = false;
     }
