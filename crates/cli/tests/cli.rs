@@ -1065,7 +1065,9 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
 /// `io_size=` past the passes asks for more. A sync engine's pass is not cut at `size=` (fio
 /// counts only queued I/O there), an async one's is. A sync due since the last write comes
 /// again as the next pass begins, also after `verify=`'s read-back. In a file tree the next
-/// pass takes up the round robin where the last left it (fio never resets `td->next_file`).
+/// pass takes up the round robin where the last left it (fio never resets `td->next_file`),
+/// and a pass with another after it closes its files in the round robin's order, as fio asks
+/// for a file once more and finds each done.
 /// Each shape logs exactly real fio 3.33's lines.
 #[test]
 fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
@@ -1095,6 +1097,11 @@ fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
             // A pass that ends mid-round: the next goes on with the round robin's next file.
             "rw=write\nloops=3\nfsync=2",
             "rw=write\nfsync=2\nloops=3\nioengine=libaio\niodepth=2",
+            // A pass with another after it asks for a file once more: the round robin closes
+            // the files it finds done in its order.
+            "rw=write\nnrfiles=4\nloops=3\nfsync=3",
+            "rw=write\nnrfiles=4\nloops=3\nfsync=3\ndirect=1",
+            "rw=write\nnrfiles=4\nloops=2\nfdatasync=3\nend_fsync=1",
         ],
     );
     // A random job's pass ends where its random map is full, and the next opens the file

@@ -101,6 +101,8 @@ pub struct FileTree {
     /// I/O to it is in flight stays open, `closing`, until that I/O completes (fio's file
     /// references): it keeps its place under `open_limit` and is not chosen.
     is_open: Vec<bool>,
+    /// Another pass follows this one ([`FileTree::set_pass_follows`]).
+    pass_follows: bool,
     open_now: usize,
     closing: Vec<bool>,
     /// I/Os to each file in flight ([`FileTree::issued`], [`FileTree::completed`]).
@@ -265,6 +267,7 @@ impl FileTree {
             announce_opens: false,
             open_limit: n,
             is_open: vec![false; n],
+            pass_follows: false,
             open_now: 0,
             closing: vec![false; n],
             in_flight: vec![0; n],
@@ -408,6 +411,9 @@ impl FileTree {
         let mut given_up = 0;
         loop {
             if self.finished == self.files.len() || given_up > self.files.len() {
+                if self.pass_follows {
+                    self.close_done_in_turn();
+                }
                 return FileIo::Done;
             }
             let i = match self.take_turn(rng) {
@@ -506,6 +512,27 @@ impl FileTree {
             self.closing[i] = true;
         } else {
             self.shut(i);
+        }
+    }
+
+    /// Whether another pass follows this one (`loops=`, `io_size=`): fio's do_io then asks
+    /// for a file once more after the last one's data is out, where at its last pass it
+    /// stops at its bytes.
+    pub fn set_pass_follows(&mut self, follows: bool) {
+        self.pass_follows = follows;
+    }
+
+    /// Asked for a file once more with every file's data out, fio's round robin goes round
+    /// from its next file and closes each open one it finds done (`get_next_file_rr`), so
+    /// they close in that order, not the tree's. A random choice finds them in the order it
+    /// draws them, which this does not follow.
+    fn close_done_in_turn(&mut self) {
+        if self.service == FileServiceType::Random || self.distribution.is_some() {
+            return;
+        }
+        let n = self.files.len();
+        for k in 0..n {
+            self.close((self.next_rr + k) % n);
         }
     }
 

@@ -2049,7 +2049,9 @@ impl Process {
     fn next_in_files(&mut self, d: usize, bs: u64) -> Option<FileIo> {
         // Another pass for time-based jobs, and while io_size= is not yet moved (fio wraps).
         let more = self.io_limit_bytes.is_some_and(|l| self.loop_bytes() < l);
+        let follows = self.loops_left > 0 || self.io_size_left();
         let files = self.files.as_mut()?;
+        files.set_pass_follows(follows);
         let (sizes, unaligned) = (&self.block_size[d], self.bs_unaligned);
         let fit = |left| sizes.fitting_as(left, unaligned);
         let mut io = files.next(bs, fit, &mut self.rng);
