@@ -990,10 +990,11 @@ fn openfiles_keeps_that_many_files_open_as_real_fio_does() {
 /// carried last (the last I/O's, for a sync engine); none after the job's last write; at a
 /// pass's end and again as the next begins (`loops=`); `end_fsync`'s and
 /// `fsync_on_close`'s at the end of every pass, one for each file of a tree, in file order
-/// (a file fio closed is opened for its sync and closed again). In a mixed job fio syncs before every I/O once the writes
-/// are a multiple of N until the next write (`io_issues % N == 0 && !last_was_sync`), so a
-/// read after the Nth write brings another sync, in both tools (the offsets are drawn
-/// differently, so that rule is checked on each log).
+/// (a file fio closed is opened for its sync and closed again). In a mixed job fio syncs
+/// before every I/O once the writes are a multiple of N until the next write
+/// (`io_issues % N == 0 && !last_was_sync`), so a read after the Nth write brings another
+/// sync, in both tools (the offsets are drawn differently, so that rule is checked on each
+/// log).
 #[test]
 fn syncs_are_logged_and_repeated_as_real_fio_does() {
     for (i, body) in [

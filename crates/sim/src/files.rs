@@ -101,8 +101,6 @@ pub struct FileTree {
     /// I/O to it is in flight stays open, `closing`, until that I/O completes (fio's file
     /// references): it keeps its place under `open_limit` and is not chosen.
     is_open: Vec<bool>,
-    /// Another pass follows this one ([`FileTree::set_pass_follows`]).
-    pass_follows: bool,
     open_now: usize,
     closing: Vec<bool>,
     /// I/Os to each file in flight ([`FileTree::issued`], [`FileTree::completed`]).
@@ -267,7 +265,6 @@ impl FileTree {
             announce_opens: false,
             open_limit: n,
             is_open: vec![false; n],
-            pass_follows: false,
             open_now: 0,
             closing: vec![false; n],
             in_flight: vec![0; n],
@@ -401,17 +398,21 @@ impl FileTree {
     /// The next I/O: of `bs` bytes, or where the file has less left, the block `fit` gives
     /// for what is left. Where `fit` gives none, fio's `fill_io_u` fails and the file is done
     /// (or, under a non-uniform choice, reset), without I/O; another file is chosen.
+    /// `pass_follows`: another pass follows this one (`loops=`, `io_size=`), so once every
+    /// file's data is out fio's do_io asks for a file once more (at its last pass it stops at
+    /// its bytes), and finds them done in its own order (`close_done_in_turn`).
     pub fn next(
         &mut self,
         bs: u64,
         fit: impl Fn(u64) -> Option<u64>,
+        pass_follows: bool,
         rng: &mut RandomStream,
     ) -> FileIo {
         // Every file given up without I/O: a non-uniform choice would draw them forever.
         let mut given_up = 0;
         loop {
             if self.finished == self.files.len() || given_up > self.files.len() {
-                if self.pass_follows {
+                if pass_follows {
                     self.close_done_in_turn();
                 }
                 return FileIo::Done;
@@ -515,13 +516,6 @@ impl FileTree {
         }
     }
 
-    /// Whether another pass follows this one (`loops=`, `io_size=`): fio's do_io then asks
-    /// for a file once more after the last one's data is out, where at its last pass it
-    /// stops at its bytes.
-    pub fn set_pass_follows(&mut self, follows: bool) {
-        self.pass_follows = follows;
-    }
-
     /// Asked for a file once more with every file's data out, fio's round robin goes round
     /// from its next file and closes each open one it finds done (`get_next_file_rr`), so
     /// they close in that order, not the tree's. A random choice finds them in the order it
@@ -611,7 +605,7 @@ mod tests {
         let mut rng = RandomStream::new(2, 0);
         let (mut metas, mut bytes) = (0, 0);
         loop {
-            match t.next(16384, Some, &mut rng) {
+            match t.next(16384, Some, false, &mut rng) {
                 FileIo::Meta { .. } => metas += 1,
                 FileIo::Data { len_bytes, .. } => bytes += len_bytes,
                 FileIo::Open { .. } | FileIo::Reopen { .. } => {
@@ -626,7 +620,7 @@ mod tests {
         assert_eq!(bytes, t.total_bytes());
         t.rewind();
         assert!(
-            matches!(t.next(16384, Some, &mut rng), FileIo::Data { .. }),
+            matches!(t.next(16384, Some, false, &mut rng), FileIo::Data { .. }),
             "files stay open across passes"
         );
     }
@@ -647,7 +641,7 @@ mod tests {
         t.set_open_limit(open);
         let mut out = String::new();
         loop {
-            match t.next(4096, Some, &mut rng) {
+            match t.next(4096, Some, false, &mut rng) {
                 FileIo::Data { file, .. } => out.push(char::from(b'0' + file as u8)),
                 FileIo::Meta { .. } => {}
                 FileIo::Busy => out.push('.'),
@@ -700,7 +694,7 @@ mod tests {
             FileTree::lay_out(0, 64 << 20, 2, Some((4096, 4096)), 4096, service, &mut rng).unwrap();
         t.set_open_limit(1);
         let mut next = |t: &mut FileTree| loop {
-            match t.next(4096, Some, &mut rng) {
+            match t.next(4096, Some, false, &mut rng) {
                 FileIo::Meta { .. } => continue,
                 other => return other,
             }

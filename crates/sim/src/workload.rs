@@ -1399,8 +1399,8 @@ impl Process {
     }
 
     /// The job has done its I/O: a buffered job with `end_fsync`/`fsync_on_close` still
-    /// owes its final fsync (returned once, as an I/O to issue).
-    /// In a file tree, one per file, each asked for once the last has returned.
+    /// owes its final fsyncs, one per file: the first is returned here, as an I/O to issue;
+    /// the rest go out as the job runs on once it has returned ([`Process::drained`]).
     pub fn take_end_fsync(&mut self) -> Option<Io> {
         // should_fsync: only a job that writes, and not right after a sync; fio asks once,
         // before the syncs.
@@ -2051,15 +2051,14 @@ impl Process {
         let more = self.io_limit_bytes.is_some_and(|l| self.loop_bytes() < l);
         let follows = self.loops_left > 0 || self.io_size_left();
         let files = self.files.as_mut()?;
-        files.set_pass_follows(follows);
         let (sizes, unaligned) = (&self.block_size[d], self.bs_unaligned);
         let fit = |left| sizes.fitting_as(left, unaligned);
-        let mut io = files.next(bs, fit, &mut self.rng);
+        let mut io = files.next(bs, fit, follows, &mut self.rng);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
             // fio's thread_main: another do_io after clear_io_state closed the files.
             self.reopen_to_log = true;
             files.rewind();
-            io = files.next(bs, fit, &mut self.rng);
+            io = files.next(bs, fit, follows, &mut self.rng);
         }
         Some(io)
     }
