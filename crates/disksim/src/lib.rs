@@ -36,4 +36,4 @@ pub use rms::{
     rms_demerit_ms, rms_from_cdf, CdfRow,
 };
 pub use statdefs::{Buckets, StatDef, StatDefs};
-pub use trace::{load_trace, parse_trace, parse_trace_with, read_trace_text, TraceRecord};
+pub use trace::{load_trace, parse_trace, parse_trace_file, TraceRecord};

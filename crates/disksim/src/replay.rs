@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use crate::error::DiskSimError;
-use crate::trace::{parse_trace_with, read_trace_text, TraceRecord};
+use crate::trace::{parse_trace_file, TraceRecord};
 use elevator_core::{Op, RandomStream, RequestId, SECTOR_BYTES};
 use elevator_device::hdd::{Hdd, HddParams};
 use elevator_device::{Command, Completion, Device};
@@ -93,9 +93,19 @@ pub fn replay(params: &HddParams, trace: &[TraceRecord]) -> Result<Vec<f64>, Rep
 }
 
 /// Records in each chunk the reading thread of [`replay_trace_file`] hands over.
-const CHUNK_RECORDS: usize = 1024;
-/// Chunks read but not yet replayed, at most (so 8 × 1024 records in flight).
-const CHUNKS_IN_FLIGHT: usize = 8;
+const CHUNK_RECORDS: usize = 256;
+/// Chunks read but not yet replayed, at most. Parsing is several times faster than the
+/// replay, so the reader is always ahead: two chunks keep it so, and chunks coming back
+/// empty are filled again, so that a run touches a few chunks' worth of memory, not the
+/// trace's (fresh pages fault, and the faults cost more than the parse).
+const CHUNKS_IN_FLIGHT: usize = 2;
+/// The shortest line of a typical trace (`R Hit 4 8 1.0 1.0` and a newline is 18 bytes;
+/// DiskSim's validation traces run 40–50): the outputs are sized for the file's bytes over
+/// this, so that they are not copied as they grow (a guess too small only costs that).
+const TYPICAL_MIN_LINE_BYTES: u64 = 16;
+/// The most requests the outputs are sized for before the replay (2 × 64 MiB); past it they
+/// grow as they fill.
+const MAX_PRESIZED_REQUESTS: u64 = 1 << 23;
 
 /// A trace file replayed: each request's measured and simulated access time (ms), in trace
 /// order.
@@ -123,17 +133,19 @@ pub enum ReplayFileError {
 /// replays (to nothing) whatever the parameters.
 pub fn replay_trace_file(params: &HddParams, path: &Path) -> Result<TraceReplay, ReplayFileError> {
     let (tx, rx) = mpsc::sync_channel::<Vec<TraceRecord>>(CHUNKS_IN_FLIGHT);
+    // Replayed chunks go back to the reader, empty, to be filled again.
+    let (back_tx, back_rx) = mpsc::channel::<Vec<TraceRecord>>();
     std::thread::scope(|scope| {
         let reader = scope.spawn(move || -> Result<(), DiskSimError> {
-            let text = read_trace_text(path)?;
-            let mut chunk = Vec::with_capacity(CHUNK_RECORDS);
+            let fresh = || back_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK_RECORDS));
+            let mut chunk = fresh();
             // Once the replay has stopped, the rest is still parsed, for its errors.
             let mut replaying = true;
-            parse_trace_with(&text, &path.display().to_string(), |r| {
+            parse_trace_file(path, |r| {
                 if replaying {
                     chunk.push(r);
                     if chunk.len() == CHUNK_RECORDS {
-                        let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_RECORDS));
+                        let full = std::mem::replace(&mut chunk, fresh());
                         replaying = tx.send(full).is_ok();
                     }
                 }
@@ -143,10 +155,15 @@ pub fn replay_trace_file(params: &HddParams, path: &Path) -> Result<TraceReplay,
             }
             Ok(())
         });
-        let mut out = TraceReplay::default();
+        let expected = std::fs::metadata(path).map_or(0, |m| m.len() / TYPICAL_MIN_LINE_BYTES);
+        let expected = expected.min(MAX_PRESIZED_REQUESTS) as usize;
+        let mut out = TraceReplay {
+            measured_ms: Vec::with_capacity(expected),
+            simulated_ms: Vec::with_capacity(expected),
+        };
         let mut replayed = Ok(());
         let mut drive: Option<Replay> = None;
-        for chunk in rx.iter() {
+        for mut chunk in rx.iter() {
             let r = match drive.as_mut() {
                 Some(r) => r,
                 None => match Replay::new(params) {
@@ -162,6 +179,9 @@ pub fn replay_trace_file(params: &HddParams, path: &Path) -> Result<TraceReplay,
                 replayed = Err(e);
                 break;
             }
+            chunk.clear();
+            // The reader may be done and gone; the chunk is then dropped here.
+            let _ = back_tx.send(chunk);
         }
         // The reader's sends fail from here on, if it is not done.
         drop(rx);
