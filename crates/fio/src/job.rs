@@ -118,6 +118,11 @@ impl RwMode {
         matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandTrim | RwMode::RandRw)
     }
 
+    /// Whether the job mixes reads and writes (`readwrite`, `randrw`).
+    pub fn is_mixed(self) -> bool {
+        matches!(self, RwMode::ReadWrite | RwMode::RandRw)
+    }
+
     /// Whether the job reads (alone or mixed with writes).
     pub fn reads(self) -> bool {
         matches!(self, RwMode::Read | RwMode::RandRead | RwMode::ReadWrite | RwMode::RandRw)

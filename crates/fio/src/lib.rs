@@ -17,6 +17,7 @@ pub mod iolog;
 pub mod job;
 mod options;
 mod parser;
+pub mod rand;
 mod units;
 
 pub use distribution::{

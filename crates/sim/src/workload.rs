@@ -48,6 +48,54 @@ pub fn dir_index(op: Op) -> usize {
     }
 }
 
+/// How fio 3.33 picks the data direction of a mixed job (`rw=readwrite`, `randrw`;
+/// `get_rw_ddir`): it keeps a direction until the I/Os issued in it reach a bar, drawing a
+/// new one (read with `rwmixread`'s chance, `get_rand_ddir`) at every I/O past the bar;
+/// switching sets the bar to the I/Os issued in the direction left times the other
+/// direction's share (`set_rwmix_bytes`), which the new direction's count is then compared
+/// with. The draws come from fio's own generator, seeded as fio seeds `rwmix_state`, so a job
+/// file mixes its reads and writes in the order fio does. A rated job ahead of its rate in
+/// the drawn direction goes the other way if that one is behind (`rate_ddir`, in
+/// [`Process::next_io`]).
+#[derive(Clone, Copy, Debug)]
+struct RwMix {
+    seed: u64,
+    rng: elevator_fio::rand::Taus88,
+    /// `td->rwmix_ddir` (0 read, 1 write) and `td->rwmix_issues`.
+    dir: usize,
+    issues: u64,
+    /// The direction fio decided before waiting for its rate (`rate_ddir` sleeps and goes
+    /// on with it): the next I/O takes it without a draw.
+    decided: Option<usize>,
+}
+
+impl RwMix {
+    fn new(seed: u64) -> RwMix {
+        let rng = elevator_fio::rand::Taus88::new(seed);
+        RwMix { seed, rng, dir: 0, issues: 0, decided: None }
+    }
+
+    /// A new pass (fio's `clear_io_state`): the bar is 0 again and, as under fio's default
+    /// `randrepeat`, the draws start over; the direction and the counts stay.
+    fn new_pass(&mut self) {
+        self.issues = 0;
+        self.rng = elevator_fio::rand::Taus88::new(self.seed);
+    }
+
+    /// The direction of the next I/O, given the I/Os issued so far in each direction.
+    fn pick(&mut self, read_percent: u32, issued: &[u64; 3]) -> usize {
+        if issued[self.dir] >= self.issues {
+            let d = if self.rng.between(1, 100) <= read_percent { 0 } else { 1 };
+            if d != self.dir {
+                let other_share = if self.dir == 0 { 100 - read_percent } else { read_percent };
+                self.issues = issued[self.dir] * u64::from(other_share) / 100;
+            }
+            self.dir = d;
+        }
+        self.dir
+    }
+}
+
 /// One I/O the process wants to issue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Io {
@@ -367,6 +415,8 @@ pub struct Process {
     // Configuration copied from the spec.
     rw: RwMode,
     rwmixread_percent: u32,
+    /// A mixed job's data direction, drawn as fio draws it ([`RwMix`]).
+    rwmix: RwMix,
     block_size: [BlockSize; 3],
     /// `bs_unaligned`: drawn sizes keep their bytes ([`Process::pick_block_size`]).
     bs_unaligned: bool,
@@ -671,6 +721,7 @@ impl Process {
             exit_on_io_done: spec.exit_on_io_done && spec.ioengine.name() == "cpuio",
             rw: spec.rw,
             rwmixread_percent: spec.rwmixread_percent.min(100),
+            rwmix: RwMix::new(0),
             block_size: spec.block_size.clone(),
             sync_writes: spec.direct,
             max_in_flight: if spec.latency_target_ns.is_some() { 1 } else { max_in_flight },
@@ -1260,11 +1311,34 @@ impl Process {
         if let Some(read) = self.backlog_verify_read() {
             return read;
         }
-        let op = self.pick_direction();
-        let d = dir_index(op);
+        let op = match self.rwmix.decided.take() {
+            Some(d) => DIRECTIONS[d],
+            None => self.pick_direction(),
+        };
+        let mut d = dir_index(op);
         if let Some(at) = self.rate_wait(d, now_ns) {
-            return Next::WaitUntil(at);
+            // fio's rate_ddir: a mixed job ahead of its rate in this direction takes the
+            // other if that one is behind, else waits for whichever is due first, and goes
+            // on in that direction (no new draw after the wait).
+            let o = d ^ 1;
+            let other_share =
+                if o == 0 { self.rwmixread_percent } else { 100 - self.rwmixread_percent };
+            if !self.rw.is_mixed() || d > 1 || other_share == 0 {
+                self.rwmix.decided = self.rw.is_mixed().then_some(d);
+                return Next::WaitUntil(at);
+            }
+            match self.rate_wait(o, now_ns) {
+                None => d = o,
+                Some(at_o) => {
+                    let (at, due) = if at <= at_o { (at, d) } else { (at_o, o) };
+                    self.rwmix.dir = due;
+                    self.rwmix.decided = Some(due);
+                    return Next::WaitUntil(at);
+                }
+            }
+            self.rwmix.dir = d;
         }
+        let op = DIRECTIONS[d];
         let bs = self.pick_block_size(d);
         let step = match self.held_open.take() {
             Some(open) => Some(open),
@@ -2168,6 +2242,11 @@ impl Process {
             self.loops_done += 1;
         }
         self.pass_ended = false;
+        if !self.time_based {
+            // clear_io_state: rwmix_issues back to 0, and under randrepeat the generators
+            // seeded again (td_fill_rand_seeds).
+            self.rwmix.new_pass();
+        }
         if let Some(seq) = self.sequencer.as_mut() {
             seq.last_start = [None; 3];
         }
@@ -2218,13 +2297,15 @@ impl Process {
             RwMode::Write | RwMode::RandWrite => Op::Write,
             RwMode::Trim | RwMode::RandTrim => Op::Discard,
             RwMode::ReadWrite | RwMode::RandRw => {
-                if (self.rng.below(100) as u32) < self.rwmixread_percent {
-                    Op::Read
-                } else {
-                    Op::Write
-                }
+                DIRECTIONS[self.rwmix.pick(self.rwmixread_percent, &self.dir_ios_issued)]
             }
         }
+    }
+
+    /// Seeds the generator of a mixed job's directions (fio's `rwmix_state`) and starts
+    /// its draws again ([`RwMix::new`]).
+    pub fn seed_rwmix(&mut self, seed: u64) {
+        self.rwmix = RwMix::new(seed);
     }
 
     /// The earliest time the rate limits allow another I/O in direction `d`, if later than now.

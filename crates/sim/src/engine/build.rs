@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use elevator_core::{Cgroup, IoPrio, IoPrioClass, Owner, RandomStream};
+use elevator_fio::rand as fio_rand;
 use elevator_fio::{Amount, BlockSize, FadviseHint, JobFile, JobSpec, RwMode, SyncIo};
 use elevator_mm::pages::FileId;
 use elevator_mm::vm::{Advice, BdiSpec, FileSpec, JournalSpec};
@@ -574,6 +575,8 @@ pub(super) fn build_processes(
             let limits = ByteLimits { pass_bytes: io_limit, job_bytes };
             let mut proc =
                 Process::new(spec, j, clone, group_id, phase, owner, region, limits, rng);
+            // fio's thread number: the process's place among all jobs' processes, from 1.
+            proc.seed_rwmix(fio_seed(seed, spec, stream as u64 + 1, fio_rand::seed_index::MIX));
             // fio's null engine makes its file as large as the job's offset and size.
             let file_bytes = if spec.ioengine.is_null() {
                 region_start - file_base + region_len
@@ -847,6 +850,21 @@ fn grow_file(
 /// simulation seed is mixed in so `--seed` varies random jobs; a job's explicit `randseed`
 /// takes precedence over both. With `randrepeat=0` fio would seed from the clock: elevator
 /// stays deterministic and uses the simulation seed alone.
+/// The seed fio gives generator `index` of the process with thread number `thread` when
+/// `randrepeat` holds or `randseed` is set (fio's `setup_random_seeds`), from `randseed`
+/// (default 0x89) — moved by the simulation seed, so that `--seed` varies these draws too:
+/// the default `--seed 1` is fio's own seeding. With `randrepeat=0` and no `randseed` fio
+/// seeds from the system; elevator stays deterministic with [`job_seed`]'s mix.
+fn fio_seed(seed: u64, spec: &JobSpec, thread: u64, index: u64) -> u64 {
+    match spec.randseed {
+        Some(s) => fio_rand::job_seed(s, thread, index),
+        None if spec.randrepeat => {
+            fio_rand::job_seed(fio_rand::DEFAULT_RANDSEED ^ (seed ^ 1), thread, index)
+        }
+        None => job_seed(seed, spec).wrapping_mul(thread).wrapping_add(index),
+    }
+}
+
 fn job_seed(seed: u64, spec: &JobSpec) -> u64 {
     match spec.randseed {
         Some(s) => s,
