@@ -1070,9 +1070,9 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
 /// A mixed job's reads and writes come in fio's order: fio keeps a direction until the I/Os
 /// issued in it reach a bar set at each switch, and draws the rest from its own generator,
 /// seeded from `randseed` and the job's thread number; each pass starts the draws again.
-/// Sequential shapes log exactly real fio 3.33's lines (offsets kept per direction);
-/// `randrw` offsets are drawn differently, but each of three jobs in one file (thread
-/// numbers 1 to 3) reads and writes in the same order as under fio.
+/// Sequential shapes log exactly real fio 3.33's lines (offsets kept per direction), on one
+/// file and over a file tree; `randrw` offsets are drawn differently, but each of three
+/// jobs in one file (thread numbers 1 to 3) reads and writes in the same order as under fio.
 #[test]
 fn mixed_jobs_read_and_write_in_real_fios_order() {
     for (i, body) in [
@@ -1122,6 +1122,23 @@ fn mixed_jobs_read_and_write_in_real_fios_order() {
         assert!(fio.iter().all(|d| d.len() == 32), "{fio:?}");
         assert_eq!(directions("elevator"), fio, "{mix}");
     }
+    // In a file tree each file has a position per direction, a file is done when the
+    // direction drawn at its turn has no room, each file tried takes a draw, and the pass
+    // stops at size=.
+    assert_tree_log_as_fio(
+        "rwmix-tree",
+        &[
+            "rw=readwrite",
+            "rw=readwrite\nfilesize=16k\nrwmixread=70",
+            "rw=readwrite\nfilesize=16k\nloops=2",
+            "rw=readwrite\nnrfiles=4\nfilesize=16k\nfile_service_type=sequential",
+            "rw=readwrite\nfilesize=16k\ndirect=1\nioengine=libaio\niodepth=4",
+            "rw=readwrite\nfilesize=16k\nfsync=2",
+            "rw=readwrite\nfilesize=16k\nopenfiles=1",
+            "rw=readwrite\nfilesize=16k\nfile_service_type=roundrobin:2",
+            "rw=readwrite\nfilesize=16k\nrwmixread=90\nloops=2\ndirect=1",
+        ],
+    );
 }
 
 /// `loops=` bounds `io_size=` (or `number_ios=`) over all passes together, as fio's

@@ -76,8 +76,17 @@ pub struct FileTree {
     /// The last call opened the current file: the next serves it without a new choice (an
     /// open is not one of fio's I/Os).
     hold: bool,
-    /// Bytes of each file already issued.
-    pos: Vec<u64>,
+    /// Bytes of each file already issued, per data direction (read, write, trim): fio keeps
+    /// a file's position per direction (`last_pos[ddir]`), so a mixed job reads and writes
+    /// each file from its start.
+    pos: Vec<[u64; 3]>,
+    /// Files counted in `finished` (a mixed job's file is found out in one direction at its
+    /// turn, and may be out in the other already).
+    counted: Vec<bool>,
+    /// A sequential mixed job (`rw=readwrite`): each direction at its own position. A random
+    /// one shares one, as fio's random map of a file is shared by both directions (each
+    /// block once a pass, read or written).
+    per_direction: bool,
     opened: Vec<bool>,
     /// Files fio has found done and closed (`set_io_u_file`), and those closed since the
     /// caller last asked ([`FileTree::take_closes`]).
@@ -107,32 +116,41 @@ pub struct FileTree {
     in_flight: Vec<u32>,
 }
 
+/// The direction a [`FileTree::next_in`] call tries files in (the one the caller drew, or
+/// the last redrawn), and whether a file has been tried in it (then it is spent: fio draws
+/// once per file it fills an io_u for).
+#[derive(Clone, Copy, Debug)]
+pub struct Attempt {
+    pub dir: usize,
+    pub tried: bool,
+}
+
+impl Attempt {
+    pub fn new(dir: usize) -> Attempt {
+        Attempt { dir, tried: false }
+    }
+}
+
 /// What the tree wants next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileIo {
     /// Read the inode block at this offset (to open file `file`).
-    Meta {
-        offset_bytes: u64,
-        file: usize,
-    },
+    Meta { offset_bytes: u64, file: usize },
     /// Open file `file` for the first time (with [`FileTree::announce_opens`]).
-    Open {
-        file: usize,
-    },
+    Open { file: usize },
     /// Open file `file` again, after fio closed it finished under a non-uniform choice
     /// (with [`FileTree::announce_opens`]; its inode is cached).
-    Reopen {
-        file: usize,
-    },
+    Reopen { file: usize },
     Data {
         offset_bytes: u64,
         len_bytes: u64,
         file: usize,
+        /// The data direction (0 read, 1 write, 2 trim): the one asked for, or the last
+        /// redrawn ([`FileTree::next_in`]).
+        dir: usize,
     },
     /// A sync of file `file`, whose turn it takes ([`FileTree::sync_turn`]).
-    Sync {
-        file: usize,
-    },
+    Sync { file: usize },
     /// The file whose turn it is is not open and `openfiles=` files are (fio's `EBUSY` from
     /// `get_next_file`): fio waits for a completion if I/O is in flight, then asks again
     /// (the choice moved on: round-robin's next file, another draw).
@@ -254,7 +272,9 @@ impl FileTree {
             next_rr: 0,
             distribution,
             hold: false,
-            pos: vec![0; n],
+            pos: vec![[0; 3]; n],
+            counted: vec![false; n],
+            per_direction: false,
             opened: vec![false; n],
             closed: vec![false; n],
             closes: Vec::new(),
@@ -408,6 +428,23 @@ impl FileTree {
         pass_follows: bool,
         rng: &mut RandomStream,
     ) -> FileIo {
+        self.next_in(&mut Attempt::new(0), &mut || 0, bs, fit, pass_follows, rng)
+    }
+
+    /// [`FileTree::next`] in data direction `dir`, each file at its own position in that
+    /// direction. Each further file tried after one found without room asks `redraw` for
+    /// the direction first: fio draws a mixed job's direction in `fill_io_u`, once per file
+    /// it tries (`get_io_u`). A mixed job's file is found done when the direction drawn at
+    /// its turn has no room, whatever the other has left, as in fio.
+    pub fn next_in(
+        &mut self,
+        attempt: &mut Attempt,
+        redraw: &mut dyn FnMut() -> usize,
+        bs: u64,
+        fit: impl Fn(u64) -> Option<u64>,
+        pass_follows: bool,
+        rng: &mut RandomStream,
+    ) -> FileIo {
         // Every file given up without I/O: a non-uniform choice would draw them forever.
         let mut given_up = 0;
         loop {
@@ -417,39 +454,71 @@ impl FileTree {
                 }
                 return FileIo::Done;
             }
+            // A direction a file was tried in is spent: the next file gets a new draw,
+            // opened first or not (fio draws after opening, with the same counts).
+            let spent = std::mem::take(&mut attempt.tried);
             let i = match self.take_turn(rng) {
                 Ok(i) => i,
-                Err(first) => return first,
+                Err(first) => {
+                    // A busy choice fills no io_u: the spent direction waits for the next
+                    // file tried.
+                    match first {
+                        FileIo::Busy => attempt.tried = spent,
+                        _ if spent => attempt.dir = redraw(),
+                        _ => {}
+                    }
+                    return first;
+                }
             };
+            if spent {
+                attempt.dir = redraw();
+            }
+            attempt.tried = true;
+            let dir = attempt.dir;
+            let at = if self.per_direction { dir } else { 0 };
             let f = self.files[i];
-            if self.pos[i] >= f.len_bytes {
+            if self.pos[i][at] >= f.len_bytes {
                 // fio's set_io_u_file: fill_io_u finds no block left, and the file is done and
                 // closed; under a non-uniform choice it is reset (fio_file_reset) instead of
                 // done. Another choice follows.
                 self.close(i);
                 if self.distribution.is_some() {
-                    self.pos[i] = 0;
+                    self.pos[i] = [0; 3];
                     self.reopen[i] = true;
+                } else {
+                    self.file_done(i);
                 }
                 continue;
             }
             if let Some(reopen) = self.reopen_if_closed(i) {
                 return reopen;
             }
-            let left = f.len_bytes - self.pos[i];
+            let left = f.len_bytes - self.pos[i][at];
             let Some(len) = (if bs <= left { Some(bs) } else { fit(left) }) else {
-                self.pos[i] = f.len_bytes;
-                self.file_done();
+                self.pos[i][at] = f.len_bytes;
+                self.file_done(i);
                 self.close(i);
                 given_up += 1;
                 continue;
             };
-            let offset = f.data_offset_bytes + self.pos[i];
-            self.pos[i] += len;
-            if self.pos[i] >= f.len_bytes {
-                self.file_done();
+            let offset = f.data_offset_bytes + self.pos[i][at];
+            self.pos[i][at] += len;
+            if self.pos[i][at] >= f.len_bytes && self.out_every_way(i) {
+                self.file_done(i);
             }
-            return FileIo::Data { offset_bytes: offset, len_bytes: len, file: i };
+            return FileIo::Data { offset_bytes: offset, len_bytes: len, file: i, dir };
+        }
+    }
+
+    /// Whether file `i` has no room left in any direction the job moves in: known done
+    /// before its turn finds it so (a mixed job's file only once both are out).
+    fn out_every_way(&self, i: usize) -> bool {
+        let (len, p) = (self.files[i].len_bytes, self.pos[i]);
+        if self.per_direction {
+            p[0] >= len && p[1] >= len
+        } else {
+            // One position moves; the others stay at 0.
+            p.iter().any(|&x| x >= len)
         }
     }
 
@@ -540,13 +609,19 @@ impl FileTree {
         std::mem::take(&mut self.opens)
     }
 
-    /// A file has no data left.
-    fn file_done(&mut self) {
+    /// File `i` has no data left (counted once a pass).
+    fn file_done(&mut self, i: usize) {
         // Under a non-uniform choice fio never marks a file done: it resets it when it draws
         // it finished (see FileTree::next).
-        if self.distribution.is_none() {
+        if self.distribution.is_none() && !std::mem::replace(&mut self.counted[i], true) {
             self.finished += 1;
         }
+    }
+
+    /// The job reads and writes sequentially (`rw=readwrite`): a position per direction, and
+    /// a file out only when both directions are.
+    pub fn set_per_direction(&mut self, per_direction: bool) {
+        self.per_direction = per_direction;
     }
 
     /// Starts another pass over the tree (time-based jobs); files stay open, or, where fio
@@ -564,7 +639,8 @@ impl FileTree {
         }
         self.reopen.iter_mut().for_each(|r| *r = false);
         self.opens.clear();
-        self.pos.iter_mut().for_each(|p| *p = 0);
+        self.pos.iter_mut().for_each(|p| *p = [0; 3]);
+        self.counted.iter_mut().for_each(|c| *c = false);
         self.finished = 0;
         self.current = 0;
         // fio's round robin goes on where it was (`td->next_file` outlives clear_io_state).

@@ -29,7 +29,7 @@ use elevator_fio::{
 };
 use elevator_mm::SyncRangeFlags;
 
-use crate::files::{FileIo, FileTree};
+use crate::files::{Attempt, FileIo, FileTree};
 use crate::iolog_out::JobLogs;
 use crate::offset_distribution::OffsetDistribution;
 use crate::random_map::RandomMap;
@@ -1311,6 +1311,8 @@ impl Process {
         if let Some(read) = self.backlog_verify_read() {
             return read;
         }
+        // A draw fio would not have made (no file to try) is taken back.
+        let rwmix_before = self.rwmix;
         let op = match self.rwmix.decided.take() {
             Some(d) => DIRECTIONS[d],
             None => self.pick_direction(),
@@ -1340,22 +1342,36 @@ impl Process {
         }
         let op = DIRECTIONS[d];
         let bs = self.pick_block_size(d);
+        let mut attempt = Attempt::new(d);
         let step = match self.held_open.take() {
             Some(open) => Some(open),
             None => loop {
-                match self.next_in_files(d, bs) {
+                match self.next_in_files(&mut attempt, bs) {
                     // fio's do_io on EBUSY: reap a completion first if any I/O is in
-                    // flight, else ask again at once (the choice has moved on).
-                    Some(FileIo::Busy) if self.in_flight > 0 => return Next::Full,
+                    // flight, else ask again at once (the choice has moved on). fio drew no
+                    // direction: no file was there to fill an io_u for.
+                    Some(FileIo::Busy) if self.in_flight > 0 => {
+                        if !attempt.tried {
+                            self.rwmix = rwmix_before;
+                        }
+                        return Next::Full;
+                    }
                     Some(FileIo::Busy) => continue,
                     step => break step,
                 }
             },
         };
-        if matches!(step, Some(FileIo::Meta { .. } | FileIo::Open { .. } | FileIo::Reopen { .. }))
-            && self.in_flight > 0
-            && self.last_issue_ns == Some(now_ns)
-        {
+        let opening_step =
+            matches!(step, Some(FileIo::Meta { .. } | FileIo::Open { .. } | FileIo::Reopen { .. }));
+        if opening_step && self.rw.is_mixed() {
+            // fio opens the file before fill_io_u draws: the drawn direction is the data's
+            // that follows the opening.
+            self.rwmix.decided = Some(attempt.dir);
+        }
+        if step == Some(FileIo::Done) && !attempt.tried {
+            self.rwmix = rwmix_before;
+        }
+        if opening_step && self.in_flight > 0 && self.last_issue_ns == Some(now_ns) {
             self.held_open = step;
             return Next::WaitUntil(now_ns + 1);
         }
@@ -1396,10 +1412,10 @@ impl Process {
                 let meta = self.files.as_ref().expect("a tree").files[file].meta_offset_bytes;
                 (Op::Read, meta, 4096, true)
             }
-            Some(FileIo::Data { offset_bytes, len_bytes, file }) => {
+            Some(FileIo::Data { offset_bytes, len_bytes, file, dir }) => {
                 self.tree_io = Some(TreeIo::Data(file));
                 self.log_file = file;
-                (op, offset_bytes, len_bytes, false)
+                (DIRECTIONS[dir], offset_bytes, len_bytes, false)
             }
             Some(FileIo::Busy | FileIo::Sync { .. }) => {
                 unreachable!("a busy choice is asked again above; a sync turn is a flush")
@@ -2120,19 +2136,34 @@ impl Process {
 
     /// The next step through the file tree, if the process has one; a time-based job, or one
     /// whose `io_size` is larger than its files, starts another pass when it has done them all.
-    fn next_in_files(&mut self, d: usize, bs: u64) -> Option<FileIo> {
+    fn next_in_files(&mut self, attempt: &mut Attempt, bs: u64) -> Option<FileIo> {
+        let d = attempt.dir;
         // Another pass for time-based jobs, and while io_size= is not yet moved (fio wraps).
         let more = self.io_limit_bytes.is_some_and(|l| self.loop_bytes() < l);
         let follows = self.loops_left > 0 || self.io_size_left();
         let files = self.files.as_mut()?;
         let (sizes, unaligned) = (&self.block_size[d], self.bs_unaligned);
         let fit = |left| sizes.fitting_as(left, unaligned);
-        let mut io = files.next(bs, fit, follows, &mut self.rng);
+        // A mixed job draws its direction again for each further file tried.
+        let (mixed, read_percent, issued) =
+            (self.rw.is_mixed(), self.rwmixread_percent, self.dir_ios_issued);
+        let rwmix = &mut self.rwmix;
+        let mut redraw = || if mixed { rwmix.pick(read_percent, &issued) } else { d };
+        let mut io = files.next_in(attempt, &mut redraw, bs, fit, follows, &mut self.rng);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
-            // fio's thread_main: another do_io after clear_io_state closed the files.
+            // fio's thread_main: another do_io after clear_io_state closed the files (and,
+            // under randrepeat, seeded the generators again): the direction is drawn anew.
             self.reopen_to_log = true;
             files.rewind();
-            io = files.next(bs, fit, follows, &mut self.rng);
+            let d = if mixed {
+                rwmix.new_pass();
+                rwmix.pick(read_percent, &issued)
+            } else {
+                d
+            };
+            let mut redraw = || if mixed { rwmix.pick(read_percent, &issued) } else { d };
+            *attempt = Attempt::new(d);
+            io = files.next_in(attempt, &mut redraw, bs, fit, follows, &mut self.rng);
         }
         Some(io)
     }

@@ -487,6 +487,7 @@ pub(super) fn build_processes(
                 )
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
                 files.set_service_nr(spec.file_service_nr);
+                files.set_per_direction(spec.rw == RwMode::ReadWrite);
                 files.set_open_limit(spec.open_files);
                 // Files that spilled past the region (its metadata beside `size=` bytes of
                 // files) take the room after it: the job's own file grows on its file
@@ -529,7 +530,10 @@ pub(super) fn build_processes(
                 // stop at io_size= (or size=) times loops (job_bytes below).
                 spec.ioengine.is_async().then_some(pass_bytes)
             } else if tree {
-                spec.io_size_bytes
+                // fio's io_issue_bytes_exceeded: a mixed job stops at size=, with files
+                // still holding room in the other direction (each direction has its own
+                // position); otherwise the files run out there anyway.
+                spec.io_size_bytes.or_else(|| spec.rw.is_mixed().then_some(pass_bytes))
             } else {
                 spec.io_size_bytes.or(spec.size.map(|_| region_len))
             };
