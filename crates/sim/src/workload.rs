@@ -1313,11 +1313,10 @@ impl Process {
         }
         // A draw fio would not have made (no file to try) is taken back.
         let rwmix_before = self.rwmix;
-        let op = match self.rwmix.decided.take() {
-            Some(d) => DIRECTIONS[d],
-            None => self.pick_direction(),
+        let mut d = match self.rwmix.decided.take() {
+            Some(d) => d,
+            None => dir_index(self.pick_direction()),
         };
-        let mut d = dir_index(op);
         if let Some(at) = self.rate_wait(d, now_ns) {
             // fio's rate_ddir: a mixed job ahead of its rate in this direction takes the
             // other if that one is behind, else waits for whichever is due first, and goes
