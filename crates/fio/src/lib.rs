@@ -6,6 +6,8 @@
 //! but elevator does not model are kept as [`Diagnostic`] warnings; unknown or malformed
 //! options are errors naming file, line and option.
 //!
+//! [`rand`] is fio's random-number arithmetic, for draws the simulator makes as fio does.
+//!
 //! **Architecture invariant:** parsing only — no simulation, no topology knowledge. `filename`
 //! stays a name; the simulator resolves it against the topology.
 
