@@ -11,7 +11,8 @@
 //! pass, unless `norandommap` (then drawn with replacement).
 //!
 //! Deviations from fio, on purpose:
-//! - random I/O within the files of a tree (`nrfiles`) keeps no random map;
+//! - random I/O within the files of a tree (`nrfiles`) goes through each file's blocks in
+//!   order ([`FileTree::next_in`]; fio draws them from each file's random map);
 //! - buffered (`direct=0`) jobs on one region go through the machine's page cache
 //!   ([`elevator_mm`]): each I/O is a `read()`/`write()` system call, and runs of identical
 //!   sequential calls are handed over together ([`Process::run_len`]); buffered jobs with
