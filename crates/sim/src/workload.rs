@@ -2334,7 +2334,7 @@ impl Process {
     }
 
     /// Seeds the generator of a mixed job's directions (fio's `rwmix_state`) and starts
-    /// its draws again ([`RwMix::new`]).
+    /// its draws again.
     pub fn seed_rwmix(&mut self, seed: u64) {
         self.rwmix = RwMix::new(seed);
     }
