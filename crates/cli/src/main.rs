@@ -3,6 +3,10 @@
 //! Each subcommand lives in its own module; this file only parses arguments and reports
 //! errors: every failure, a bad argument included, prints one line on stderr and exits 1.
 
+// clap prints the argument structs' doc comments as the --help text, where a sysfs path's
+// `<dev>` is meant literally, not as HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 mod calibrate;
 mod compare;
 mod ctl;

@@ -10,7 +10,7 @@
 //! rotational phase at power-on) comes from a [`elevator_core::RandomStream`] handed in.
 //!
 //! Models: [`ram`], [`hdd`] (the disk of record), [`ssd`] (SATA and NVMe flash drives), and
-//! [`array`]s of them.
+//! [`array`](mod@array)s of them.
 
 pub mod array;
 pub mod hdd;

@@ -1,7 +1,7 @@
 //! Reads DiskSim 4.0 validation drives (parameter files, seek curves, traces, statdefs)
 //! and computes DiskSim's `rms` demerit exactly, so an HDD model can be checked against
 //! the same figure DiskSim reports; [`bridge`] turns a drive into the parameters of
-//! elevator's HDD model and [`replay`] runs a validation trace through it.
+//! elevator's HDD model and [`replay()`](fn@replay) runs a validation trace through it.
 
 pub mod bridge;
 pub mod drive;

@@ -171,7 +171,7 @@ pub fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-/// Percentile `q` in [0,1] by linear interpolation between order statistics
+/// Percentile `q` in \[0, 1\] by linear interpolation between order statistics
 /// (R type 7). NaN for an empty sample; NaNs in the sample are ignored.
 pub fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();

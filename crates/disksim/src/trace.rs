@@ -28,9 +28,9 @@ impl TraceRecord {
 
 /// Parse trace text. Blank lines and `#` comments are skipped.
 ///
-/// One pass over the bytes: [`Cursor::common_line`] reads a line where it starts and stops at
+/// One pass over the bytes: `Cursor::common_line` reads a line where it starts and stops at
 /// its end, so lines are not split out first (finding every newline ahead of the reader was a
-/// sixth of the parse); a line it does not take is cut out and read by [`any_line`].
+/// sixth of the parse); a line it does not take is cut out and read by `any_line`.
 pub fn parse_trace(text: &str, file: &str) -> Result<Vec<TraceRecord>, DiskSimError> {
     let mut out = Vec::with_capacity(text.len() / 40 + 1);
     parse_lines(text, 0, file, &mut |r| out.push(r))?;

@@ -8,7 +8,7 @@
 //! share of recent writeback completions, a floating proportion whose period doubles with
 //! the threshold (`calc_period_shift`, `lib/proportions.c`).
 //!
-//! **2.6.3x throttling** ([`Legacy`], 2.6.32–3.1): a writer past the ratelimit calls
+//! **2.6.3x throttling** (`Balance::Legacy` in `vm`, 2.6.32–3.1): a writer past the ratelimit calls
 //! `balance_dirty_pages`; while its device is over `bdi_thresh` (lowered by up to 1/8 for
 //! tasks that dirty a lot, `task_dirty_limit`) and the machine over the midpoint of the
 //! background and dirty thresholds, the writer itself writes back `write_chunk` pages

@@ -265,7 +265,7 @@ fn percentile_table(zones: &[DistributionZone]) -> Vec<(u64, u64)> {
     table
 }
 
-/// The Zipf normaliser `sum_{i=1..m} i^-theta`: term by term up to [`ZETA_EXACT_TERMS`],
+/// The Zipf normaliser `sum_{i=1..m} i^-theta`: term by term up to `ZETA_EXACT_TERMS`,
 /// then the Euler–Maclaurin formula (integral, end-point and first derivative terms; the
 /// next term is below 1e-12 of the sum there).
 pub fn zipf_normaliser(m: u64, theta: f64) -> f64 {

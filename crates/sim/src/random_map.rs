@@ -11,7 +11,7 @@
 //!
 //! One bit per block of the job's smallest block size, with a summary bit per word of them
 //! (full or not), so finding the next free block skips 4096 done blocks per summary bit read.
-//! The bits live in chunks of [`CHUNK_WORDS`] words, made when a block in them is first
+//! The bits live in chunks of `CHUNK_WORDS` words, made when a block in them is first
 //! marked and kept by chunk number (fio's axmap allocates the whole map up front): a job that
 //! does a few thousand I/Os over a 100 GiB partition costs a few thousand chunks, not 3 MiB,
 //! and seed 001's 350 random readers fit in the scenario memory bound.

@@ -37,7 +37,7 @@ struct GridFile {
 /// One run of a sweep: a plan line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSpec {
-    /// [`run_id`] of the other fields.
+    /// [`RunSpec::compute_id`] of the other fields.
     pub id: String,
     /// The job file as the grid names it, and the path a run opens.
     pub job: String,

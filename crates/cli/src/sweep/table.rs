@@ -295,7 +295,7 @@ pub fn write(path: &Path, rows: &[Row]) -> Result<(), String> {
     std::fs::rename(&tmp, path).map_err(|e| perr(path, format!("cannot write: {e}")))
 }
 
-/// Reads a file [`write`] wrote: its rows in file order, nulls left out.
+/// Reads a file [`write()`](fn@write) wrote: its rows in file order, nulls left out.
 pub fn read(path: &Path) -> Result<Vec<Row>, String> {
     let file = File::open(path).map_err(|e| perr(path, format!("cannot read: {e}")))?;
     let reader = SerializedFileReader::new(file).map_err(|e| perr(path, e))?;

@@ -12,12 +12,12 @@
 //! costs only its CPU time ([`VmConfig::syscall_cost_ns`]), so a 16 GiB dd of 512-byte writes
 //! costs what its ratelimit checks and writeback cost, not 33 million steps.
 //!
-//! - [`read`]: `do_generic_file_read`: cached pages, the readahead marker, sync and async
+//! - `read`: `do_generic_file_read`: cached pages, the readahead marker, sync and async
 //!   readahead ([`crate::readahead`]), waiting for locked pages; `posix_fadvise`.
 //! - [`write`]: `generic_perform_write`: reads of partially overwritten pages, dirtying, the
 //!   ratelimit check, O_SYNC, `fsync`/`fdatasync`.
-//! - [`balance`]: `balance_dirty_pages`, 2.6.3x and IO-less forms ([`crate::dirty`]).
-//! - [`flusher`]: the per-device flusher thread: background writeback above
+//! - `balance`: `balance_dirty_pages`, 2.6.3x and IO-less forms ([`crate::dirty`]).
+//! - `flusher`: the per-device flusher thread: background writeback above
 //!   `dirty_background_ratio`, periodic writeback of inodes dirty longer than
 //!   `dirty_expire_centisecs` every `dirty_writeback_centisecs`, in chunks per inode.
 //!

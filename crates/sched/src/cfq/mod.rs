@@ -83,7 +83,7 @@
 //! idles, no queue idles while any request is in the driver); `queue_merging` 1 (elevator's
 //! own: 0 turns off close cooperators, as before 2.6.30).
 //!
-//! **Close cooperators** (2.6.33+, [`coop`]): when the active queue runs empty and another
+//! **Close cooperators** (2.6.33+, module `coop`): when the active queue runs empty and another
 //! busy sync queue's next request is close to the head, CFQ serves that queue instead of
 //! idling and merges the two; a merged queue that turns seeky is split again.
 //!
