@@ -76,10 +76,10 @@ pub struct FileTree {
     /// The last call opened the current file: the next serves it without a new choice (an
     /// open is not one of fio's I/Os).
     hold: bool,
-    /// Bytes of each file already issued, per data direction (read, write, trim): fio keeps
-    /// a file's position per direction (`last_pos[ddir]`), so a mixed job reads and writes
-    /// each file from its start.
-    pos: Vec<[u64; 3]>,
+    /// Bytes of each file already issued: one position for the job's direction, or with
+    /// `per_direction` one for reads and one for writes, as fio keeps a file's position per
+    /// direction (`last_pos[ddir]`), so a mixed job reads and writes each file from its start.
+    pos: Vec<[u64; 2]>,
     /// Files counted in `finished` (a mixed job's file is found out in one direction at its
     /// turn, and may be out in the other already).
     counted: Vec<bool>,
@@ -272,7 +272,7 @@ impl FileTree {
             next_rr: 0,
             distribution,
             hold: false,
-            pos: vec![[0; 3]; n],
+            pos: vec![[0; 2]; n],
             counted: vec![false; n],
             per_direction: false,
             opened: vec![false; n],
@@ -345,7 +345,7 @@ impl FileTree {
     /// chosen file open.
     fn choose(&mut self, rng: &mut RandomStream) -> bool {
         // fio passes over the files it has found done (fio_file_done); one whose data is all
-        // out is found done when its turn comes and it has no block (FileTree::next). A
+        // out is found done when its turn comes and it has no block (FileTree::next_in). A
         // non-uniform choice never marks a file done: fio draws finished ones too, and
         // resets them when it finds them so.
         let live = |t: &FileTree, i: usize| t.distribution.is_some() || !t.closed[i];
@@ -415,12 +415,8 @@ impl FileTree {
         self.files.iter().map(|f| f.len_bytes).sum()
     }
 
-    /// The next I/O: of `bs` bytes, or where the file has less left, the block `fit` gives
-    /// for what is left. Where `fit` gives none, fio's `fill_io_u` fails and the file is done
-    /// (or, under a non-uniform choice, reset), without I/O; another file is chosen.
-    /// `pass_follows`: another pass follows this one (`loops=`, `io_size=`), so once every
-    /// file's data is out fio's do_io asks for a file once more (at its last pass it stops at
-    /// its bytes), and finds them done in its own order (`close_done_in_turn`).
+    /// [`FileTree::next_in`] for a job of one direction (the tests').
+    #[cfg(test)]
     pub fn next(
         &mut self,
         bs: u64,
@@ -431,8 +427,15 @@ impl FileTree {
         self.next_in(&mut Attempt::new(0), &mut || 0, bs, fit, pass_follows, rng)
     }
 
-    /// [`FileTree::next`] in data direction `dir`, each file at its own position in that
-    /// direction. Each further file tried after one found without room asks `redraw` for
+    /// The next I/O: of `bs` bytes, or where the file has less left, the block `fit` gives
+    /// for what is left. Where `fit` gives none, fio's `fill_io_u` fails and the file is done
+    /// (or, under a non-uniform choice, reset), without I/O; another file is chosen.
+    /// `pass_follows`: another pass follows this one (`loops=`, `io_size=`), so once every
+    /// file's data is out fio's do_io asks for a file once more (at its last pass it stops at
+    /// its bytes), and finds them done in its own order (`close_done_in_turn`).
+    ///
+    /// The I/O goes in `attempt`'s direction, each file at its own position in it (with
+    /// `per_direction`). Each further file tried after one found without room asks `redraw` for
     /// the direction first: fio draws a mixed job's direction in `fill_io_u`, once per file
     /// it tries (`get_io_u`). A mixed job's file is found done when the direction drawn at
     /// its turn has no room, whatever the other has left, as in fio.
@@ -483,7 +486,7 @@ impl FileTree {
                 // done. Another choice follows.
                 self.close(i);
                 if self.distribution.is_some() {
-                    self.pos[i] = [0; 3];
+                    self.pos[i] = [0; 2];
                     self.reopen[i] = true;
                 } else {
                     self.file_done(i);
@@ -514,12 +517,7 @@ impl FileTree {
     /// before its turn finds it so (a mixed job's file only once both are out).
     fn out_every_way(&self, i: usize) -> bool {
         let (len, p) = (self.files[i].len_bytes, self.pos[i]);
-        if self.per_direction {
-            p[0] >= len && p[1] >= len
-        } else {
-            // One position moves; the others stay at 0.
-            p.iter().any(|&x| x >= len)
-        }
+        p[0] >= len && (!self.per_direction || p[1] >= len)
     }
 
     /// The turn a sync takes: fio's `get_io_u` chooses the file before `fill_io_u` finds the
@@ -612,7 +610,7 @@ impl FileTree {
     /// File `i` has no data left (counted once a pass).
     fn file_done(&mut self, i: usize) {
         // Under a non-uniform choice fio never marks a file done: it resets it when it draws
-        // it finished (see FileTree::next).
+        // it finished (see FileTree::next_in).
         if self.distribution.is_none() && !std::mem::replace(&mut self.counted[i], true) {
             self.finished += 1;
         }
@@ -639,7 +637,7 @@ impl FileTree {
         }
         self.reopen.iter_mut().for_each(|r| *r = false);
         self.opens.clear();
-        self.pos.iter_mut().for_each(|p| *p = [0; 3]);
+        self.pos.iter_mut().for_each(|p| *p = [0; 2]);
         self.counted.iter_mut().for_each(|c| *c = false);
         self.finished = 0;
         self.current = 0;

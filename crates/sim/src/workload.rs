@@ -88,12 +88,21 @@ impl RwMix {
         if issued[self.dir] >= self.issues {
             let d = if self.rng.between(1, 100) <= read_percent { 0 } else { 1 };
             if d != self.dir {
-                let other_share = if self.dir == 0 { 100 - read_percent } else { read_percent };
+                let other_share = mix_share(read_percent, self.dir ^ 1);
                 self.issues = issued[self.dir] * u64::from(other_share) / 100;
             }
             self.dir = d;
         }
         self.dir
+    }
+}
+
+/// Direction `dir`'s percent of a mixed job's I/O (fio's `td->o.rwmix[dir]`).
+fn mix_share(read_percent: u32, dir: usize) -> u32 {
+    if dir == 0 {
+        read_percent
+    } else {
+        100 - read_percent
     }
 }
 
@@ -1323,9 +1332,7 @@ impl Process {
             // other if that one is behind, else waits for whichever is due first, and goes
             // on in that direction (no new draw after the wait).
             let o = d ^ 1;
-            let other_share =
-                if o == 0 { self.rwmixread_percent } else { 100 - self.rwmixread_percent };
-            if !self.rw.is_mixed() || d > 1 || other_share == 0 {
+            if !self.rw.is_mixed() || mix_share(self.rwmixread_percent, o) == 0 {
                 self.rwmix.decided = self.rw.is_mixed().then_some(d);
                 return Next::WaitUntil(at);
             }
@@ -2144,26 +2151,30 @@ impl Process {
         let files = self.files.as_mut()?;
         let (sizes, unaligned) = (&self.block_size[d], self.bs_unaligned);
         let fit = |left| sizes.fitting_as(left, unaligned);
-        // A mixed job draws its direction again for each further file tried.
+        // A mixed job draws its direction again for each further file tried; any other keeps
+        // its one.
         let (mixed, read_percent, issued) =
             (self.rw.is_mixed(), self.rwmixread_percent, self.dir_ios_issued);
         let rwmix = &mut self.rwmix;
-        let mut redraw = || if mixed { rwmix.pick(read_percent, &issued) } else { d };
-        let mut io = files.next_in(attempt, &mut redraw, bs, fit, follows, &mut self.rng);
+        // `new_pass`: fio's clear_io_state came first (the generator starts over).
+        let mut redraw = |new_pass: bool| {
+            if mixed {
+                if new_pass {
+                    rwmix.new_pass();
+                }
+                rwmix.pick(read_percent, &issued)
+            } else {
+                d
+            }
+        };
+        let mut io = files.next_in(attempt, &mut || redraw(false), bs, fit, follows, &mut self.rng);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
             // fio's thread_main: another do_io after clear_io_state closed the files (and,
             // under randrepeat, seeded the generators again): the direction is drawn anew.
             self.reopen_to_log = true;
             files.rewind();
-            let d = if mixed {
-                rwmix.new_pass();
-                rwmix.pick(read_percent, &issued)
-            } else {
-                d
-            };
-            let mut redraw = || if mixed { rwmix.pick(read_percent, &issued) } else { d };
-            *attempt = Attempt::new(d);
-            io = files.next_in(attempt, &mut redraw, bs, fit, follows, &mut self.rng);
+            *attempt = Attempt::new(redraw(true));
+            io = files.next_in(attempt, &mut || redraw(false), bs, fit, follows, &mut self.rng);
         }
         Some(io)
     }

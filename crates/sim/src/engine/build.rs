@@ -850,10 +850,6 @@ fn grow_file(
     }
 }
 
-/// fio seeds a job's generators from `randseed` (default 0x89) when `randrepeat` is set. The
-/// simulation seed is mixed in so `--seed` varies random jobs; a job's explicit `randseed`
-/// takes precedence over both. With `randrepeat=0` fio would seed from the clock: elevator
-/// stays deterministic and uses the simulation seed alone.
 /// The seed fio gives generator `index` of the process with thread number `thread` when
 /// `randrepeat` holds or `randseed` is set (fio's `setup_random_seeds`), from `randseed`
 /// (default 0x89) — moved by the simulation seed, so that `--seed` varies these draws too:
@@ -869,10 +865,14 @@ fn fio_seed(seed: u64, spec: &JobSpec, thread: u64, index: u64) -> u64 {
     }
 }
 
+/// fio seeds a job's generators from `randseed` (default 0x89) when `randrepeat` is set. The
+/// simulation seed is mixed in so `--seed` varies random jobs; a job's explicit `randseed`
+/// takes precedence over both. With `randrepeat=0` fio would seed from the clock: elevator
+/// stays deterministic and uses the simulation seed alone.
 fn job_seed(seed: u64, spec: &JobSpec) -> u64 {
     match spec.randseed {
         Some(s) => s,
-        None if spec.randrepeat => seed ^ 0x89,
+        None if spec.randrepeat => seed ^ fio_rand::DEFAULT_RANDSEED,
         None => seed.rotate_left(17) ^ 0x5eed,
     }
 }
