@@ -47,30 +47,35 @@ fn list_names_the_experiments() {
 #[test]
 fn anticipatory_beats_deadline_where_seed_003_says() {
     let v = reproduce("as-vs-deadline");
-    // Streaming readers: with two, AS well ahead of deadline's aggregate (published 3.6x;
-    // here 2x: two files laid out back to back and a drive without positioning jitter put
-    // deadline's alternating reads in a fixed rotational phase, which with the presets'
-    // write-settle skews happens to be a short wait); with four, still well ahead.
+    // Streaming readers: AS well ahead of deadline's aggregate (published 3.6x with two,
+    // 3.8x with four; here about 3x and 4x: two files laid out back to back and a drive
+    // without positioning jitter put deadline's alternating windows in a fixed rotational
+    // phase, see two-streams-placement.fio).
     let (dl, aas) =
         (column(&v, "Streaming readers", "DL", 1), column(&v, "Streaming readers", "AS", 1));
     assert!(
-        aas[0] >= 1.8 * dl[0],
+        aas[0] >= 2.5 * dl[0],
         "two streaming readers: AS {} MB/s vs DL {} MB/s",
         aas[0],
         dl[0]
     );
     assert!(
-        aas[1] >= 2.0 * dl[1],
+        aas[1] >= 3.0 * dl[1],
         "four streaming readers: AS {} MB/s vs DL {} MB/s",
         aas[1],
         dl[1]
     );
-    // Reader + writer: AS serves an order of magnitude more reads per write.
-    let (dl, aas) = (
-        column(&v, "Streaming reader + streaming writer", "DL", 1)[0],
-        column(&v, "Streaming reader + streaming writer", "AS", 1)[0],
-    );
+    // Reader + writer: AS serves an order of magnitude more reads per write, and without
+    // starving the writer (published 2.08); the totals within 0.7-1.3x of the published
+    // 33.36 MB/s (deadline) and 42.19 MB/s (AS).
+    let rw =
+        |variant: &str, c: usize| column(&v, "Streaming reader + streaming writer", variant, c)[0];
+    let (dl, aas) = (rw("DL", 1), rw("AS", 1));
     assert!(aas >= 10.0 * dl, "reads per write: AS {aas} vs DL {dl}");
+    assert!((2.08 / 3.0..=2.08 * 3.0).contains(&aas), "AS reads per write {aas} (published 2.08)");
+    let (dl, aas) = (rw("DL", 0), rw("AS", 0));
+    assert!((0.7 * 33.36..=1.3 * 33.36).contains(&dl), "DL reader + writer {dl} MB/s");
+    assert!((0.7 * 42.19..=1.3 * 42.19).contains(&aas), "AS reader + writer {aas} MB/s");
     // Two streaming writers: no reads to anticipate, so AS and deadline write about as
     // fast (published 40.64 and 38.59 MB/s).
     let (dl, aas) = (
