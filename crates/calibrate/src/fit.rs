@@ -339,13 +339,17 @@ fn fit_flash(
     let p16k = m.get(Kind::Size(16384));
     let is_key = |k: Kind| k == Kind::Size(4096) || k == peak.kind || matches!(k, Kind::SeqMax);
     // Every read probe, and for the key ones how far (ln) a candidate may miss them: 5 %, or
-    // the probe's own drift (DRIFT_RESOLUTION standard deviations of its slice means).
+    // the probe's own drift (DRIFT_RESOLUTION standard errors of its mean over its slices:
+    // a candidate is held to the probe's mean, which moves with the device by a slice's
+    // spread over √n; held to a slice's spread, a QD32 probe whose four slices ran at 47K to
+    // 115K IOPS let a parallelism 43 % short of their mean count as meeting it, and the
+    // parsimony rule then kept it).
     let all: Vec<&Probe> = sizes.iter().chain(&depths).copied().chain(seq).collect();
     let key_drift: Vec<Option<f64>> = all
         .iter()
         .map(|meas| {
             is_key(meas.kind)
-                .then(|| DRIFT_RESOLUTION * meas.slice_spread_us() / fit_mean_us(meas).max(1e-9))
+                .then(|| DRIFT_RESOLUTION * meas.mean_spread_us() / fit_mean_us(meas).max(1e-9))
         })
         .collect();
     let key_tolerance: Vec<Option<f64>> =
@@ -464,9 +468,8 @@ fn channel_resolution_us(
 ) -> f64 {
     let qd1_drift = p4k.slice_spread_us() / fit_mean_us(p4k).max(1e-9);
     let mean_spread_us = |q: &Probe, drift: f64| {
-        let n = q.slice_ends.len();
-        if n >= 2 {
-            q.slice_spread_us() / (n as f64).sqrt()
+        if q.slice_ends.len() >= 2 {
+            q.mean_spread_us()
         } else {
             drift * fit_mean_us(q)
         }

@@ -110,6 +110,19 @@ impl Probe {
     }
 }
 
+impl Probe {
+    /// How far its mean latency may have moved with the device's drift, in µs: the standard
+    /// error over its slices (a slice's spread over √n), 0 for fewer than two. The fit
+    /// compares a model with the probe's mean, not with any one slice.
+    pub fn mean_spread_us(&self) -> f64 {
+        let n = self.slice_ends.len();
+        if n < 2 {
+            return 0.0;
+        }
+        self.slice_spread_us() / (n as f64).sqrt()
+    }
+}
+
 impl Measurements {
     pub fn get(&self, kind: Kind) -> Option<&Probe> {
         self.probes.iter().find(|p| p.kind == kind && p.outcome.issued() > 0)
@@ -361,6 +374,9 @@ mod tests {
         let p = probe(&[60, 80, 80, 90, 70, 90, 80], &[2, 3, 4, 7]);
         assert!((p.slice_spread_us() - (200.0f64 / 3.0).sqrt()).abs() < 1e-9);
         assert_eq!(probe(&[60, 80], &[2]).slice_spread_us(), 0.0, "one slice: no spread");
+        // The mean of four slices moves by half a slice's spread.
+        assert!((p.mean_spread_us() - (200.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-9);
+        assert_eq!(probe(&[60, 80], &[2]).mean_spread_us(), 0.0);
     }
 
     #[test]
