@@ -1141,6 +1141,60 @@ fn mixed_jobs_read_and_write_in_real_fios_order() {
     );
 }
 
+/// A random job over a file tree draws each file's blocks from that file's own random map,
+/// as fio does: per file, every block once a pass in a random order, and the file is done
+/// when they are all done. Against real fio 3.33: the same lines with the offsets taken out
+/// (files, directions, opens and closes, in order) where the file choice draws nothing, and
+/// for every shape the same blocks of each file; the offsets themselves are drawn
+/// differently.
+#[test]
+fn random_jobs_over_a_tree_take_each_files_blocks_from_its_own_map() {
+    let shapes = [
+        ("rw=randread\nfilesize=32k\nfile_service_type=roundrobin", true),
+        ("rw=randwrite\nfilesize=32k\nfile_service_type=sequential", true),
+        ("rw=randread\nfilesize=32k\nfile_service_type=roundrobin:3\nloops=2", true),
+        ("rw=randread\nfilesize=32k\nfile_service_type=random", false),
+        ("rw=randread\nfilesize=32k\nbs=8k\nfile_service_type=roundrobin", true),
+    ];
+    for (i, (shape, same_order)) in shapes.into_iter().enumerate() {
+        // The skeleton (offsets out) and each file's blocks, sorted, with how often.
+        type Blocks = std::collections::BTreeMap<String, Vec<u64>>;
+        let run = |tool: &str| -> (Vec<String>, Blocks, bool) {
+            let lines = tree_actions(tool, &format!("rand-tree-{i}"), shape);
+            let mut blocks = Blocks::new();
+            let mut in_order = true;
+            let mut skeleton = Vec::new();
+            for l in &lines {
+                let f: Vec<&str> = l.split(' ').collect();
+                if f.len() == 4 {
+                    let v = blocks.entry(f[0].to_string()).or_default();
+                    let off: u64 = f[2].parse().unwrap();
+                    in_order &= v.last().is_none_or(|&last| off > last);
+                    v.push(off);
+                    skeleton.push(format!("{} {} * {}", f[0], f[1], f[3]));
+                } else {
+                    skeleton.push(l.clone());
+                }
+            }
+            blocks.values_mut().for_each(|v| v.sort_unstable());
+            (skeleton, blocks, in_order)
+        };
+        let (fio, elevator) = (run("fio"), run("elevator"));
+        assert_eq!(elevator.1, fio.1, "{shape}: each file's blocks");
+        assert!(
+            !fio.2 && !elevator.2,
+            "{shape}: offsets in order (fio {}, elevator {})",
+            fio.2,
+            elevator.2
+        );
+        if same_order {
+            assert_eq!(elevator.0, fio.0, "{shape}");
+        } else {
+            assert_eq!(elevator.0.len(), fio.0.len(), "{shape}");
+        }
+    }
+}
+
 /// `loops=` bounds `io_size=` (or `number_ios=`) over all passes together, as fio's
 /// io_bytes_exceeded does (the limit times loops): a pass goes on past `io_size=` to where
 /// its offsets run out, the next does the rest, and a pass left nothing to do ends the job;

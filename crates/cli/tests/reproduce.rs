@@ -289,10 +289,16 @@ fn interactive_reads_stall_behind_ext3_commits_until_jbd_writes_async() {
             assert!(at(&cfq, max) >= 1.0 * S, "{table} {cfq}: max {}", at(&cfq, max) / S);
         }
         // 3.5's async commits (Jan Kara's fix): mean and worst case fall several-fold
-        // (published: mean 619 -> 82 ms, max 2.13 -> 0.70 s).
+        // (published: mean 619 -> 82 ms, max 2.13 -> 0.70 s). Under postmark the model's
+        // mean falls by half and its worst case stays at seconds; the mail has no 3.5 row
+        // and draws no conclusion from postmark.
         let (before, after) = ("CFQ, 3.2", "CFQ, 3.5 (jbd commits async)");
-        assert!(at(after, mean) < 0.4 * at(before, mean), "{table}: mean {before} vs {after}");
-        assert!(at(after, max) < 0.5 * at(before, max), "{table}: max {before} vs {after}");
+        if table == "postmark" {
+            assert!(at(after, mean) < 0.6 * at(before, mean), "{table}: mean {before} vs {after}");
+        } else {
+            assert!(at(after, mean) < 0.4 * at(before, mean), "{table}: mean {before} vs {after}");
+            assert!(at(after, max) < 0.5 * at(before, max), "{table}: max {before} vs {after}");
+        }
         // Percentiles are ordered, and every background job finished.
         for variant in ["CFQ, 2.6.32", "deadline, 3.2", "noop, 2.6.32"] {
             let row: Vec<f64> = (1..=5).map(|c| at(variant, c)).collect();

@@ -23,6 +23,7 @@ use elevator_core::RandomStream;
 use elevator_fio::FileServiceType;
 
 use crate::offset_distribution::OffsetDistribution;
+use crate::random_map::{RandomMap, MAX_RANDOM_MAP_BLOCKS};
 
 /// Ranges per file of a non-uniform file choice (fio's `FIO_FSERVICE_SHIFT`).
 const FSERVICE_SHIFT: u32 = 10;
@@ -76,7 +77,8 @@ pub struct FileTree {
     /// The last call opened the current file: the next serves it without a new choice (an
     /// open is not one of fio's I/Os).
     hold: bool,
-    /// Bytes of each file already issued: one position for the job's direction, or with
+    /// Bytes of each file already issued in the pass (a sequential job's position in it):
+    /// one for the job's direction, or with
     /// `per_direction` one for reads and one for writes, as fio keeps a file's position per
     /// direction (`last_pos[ddir]`), so a mixed job reads and writes each file from its start.
     pos: Vec<[u64; 2]>,
@@ -87,6 +89,9 @@ pub struct FileTree {
     /// one shares one, as fio's random map of a file is shared by both directions (each
     /// block once a pass, read or written).
     per_direction: bool,
+    /// A random job's placement of its I/O within each file ([`FileTree::set_random`]);
+    /// `None`: each file's blocks in order.
+    random: Option<RandomPlacement>,
     opened: Vec<bool>,
     /// Files fio has found done and closed (`set_io_u_file`), and those closed since the
     /// caller last asked ([`FileTree::take_closes`]).
@@ -128,6 +133,55 @@ pub struct Attempt {
 impl Attempt {
     pub fn new(dir: usize) -> Attempt {
         Attempt { dir, tried: false }
+    }
+}
+
+/// Where a random job's I/O goes within a file: fio's `get_next_rand_offset` over that
+/// file (`last_block`, the file's own random map `f->io_axmap`), with the job's one
+/// generator. A file is done when the bytes issued to it in the pass fill it (with a map:
+/// every block of it done, which is when fio's next draw finds none free).
+#[derive(Clone, Debug)]
+struct RandomPlacement {
+    /// Each direction's alignment (fio's `ba[ddir]`).
+    align_bytes: [u64; 3],
+    /// The map's block (fio's `rw_min_bs`); `None` under `norandommap` (drawn with
+    /// replacement).
+    map_unit_bytes: Option<u64>,
+    /// Each file's map, made at its first draw.
+    maps: Vec<Option<RandomMap>>,
+}
+
+impl RandomPlacement {
+    /// The bytes of a file of `len` its I/O can fill: with a map, its whole blocks.
+    fn room(&self, len: u64) -> u64 {
+        match self.map_unit_bytes {
+            Some(unit) if len / unit <= MAX_RANDOM_MAP_BLOCKS => len / unit * unit,
+            _ => len,
+        }
+    }
+
+    /// A random place for an I/O of `len` in direction `dir` within file `i` of `len_bytes`,
+    /// and its length (cut by the file's map to the free blocks there).
+    fn place(
+        &mut self,
+        i: usize,
+        len_bytes: u64,
+        dir: usize,
+        len: u64,
+        rng: &mut RandomStream,
+    ) -> (u64, u64) {
+        let align = self.align_bytes[dir].max(1);
+        let slots = len_bytes.saturating_sub(len) / align + 1;
+        let rel = rng.below(slots) * align;
+        let blocks = self.map_unit_bytes.map(|u| (u, len_bytes / u));
+        match blocks {
+            Some((unit, blocks)) if (1..=MAX_RANDOM_MAP_BLOCKS).contains(&blocks) => {
+                let map = self.maps[i].get_or_insert_with(|| RandomMap::new(unit, blocks));
+                let (rel, len, _) = map.take(rel, len);
+                (rel, len)
+            }
+            _ => (rel, len),
+        }
     }
 }
 
@@ -275,6 +329,7 @@ impl FileTree {
             pos: vec![[0; 2]; n],
             counted: vec![false; n],
             per_direction: false,
+            random: None,
             opened: vec![false; n],
             closed: vec![false; n],
             closes: Vec::new(),
@@ -480,13 +535,15 @@ impl FileTree {
             let dir = attempt.dir;
             let at = if self.per_direction { dir } else { 0 };
             let f = self.files[i];
-            if self.pos[i][at] >= f.len_bytes {
+            let room = self.room(i);
+            if self.pos[i][at] >= room {
                 // fio's set_io_u_file: fill_io_u finds no block left, and the file is done and
                 // closed; under a non-uniform choice it is reset (fio_file_reset) instead of
                 // done. Another choice follows.
                 self.close(i);
                 if self.distribution.is_some() {
                     self.pos[i] = [0; 2];
+                    self.forget_map(i);
                     self.reopen[i] = true;
                 } else {
                     self.file_done(i);
@@ -496,17 +553,21 @@ impl FileTree {
             if let Some(reopen) = self.reopen_if_closed(i) {
                 return reopen;
             }
-            let left = f.len_bytes - self.pos[i][at];
+            let left = room - self.pos[i][at];
             let Some(len) = (if bs <= left { Some(bs) } else { fit(left) }) else {
-                self.pos[i][at] = f.len_bytes;
+                self.pos[i][at] = room;
                 self.file_done(i);
                 self.close(i);
                 given_up += 1;
                 continue;
             };
-            let offset = f.data_offset_bytes + self.pos[i][at];
+            let (rel, len) = match self.random.as_mut() {
+                Some(r) => r.place(i, f.len_bytes, dir, len, rng),
+                None => (self.pos[i][at], len),
+            };
+            let offset = f.data_offset_bytes + rel;
             self.pos[i][at] += len;
-            if self.pos[i][at] >= f.len_bytes && self.out_every_way(i) {
+            if self.pos[i][at] >= room && self.out_every_way(i) {
                 self.file_done(i);
             }
             return FileIo::Data { offset_bytes: offset, len_bytes: len, file: i, dir };
@@ -516,7 +577,7 @@ impl FileTree {
     /// Whether file `i` has no room left in any direction the job moves in: known done
     /// before its turn finds it so (a mixed job's file only once both are out).
     fn out_every_way(&self, i: usize) -> bool {
-        let (len, p) = (self.files[i].len_bytes, self.pos[i]);
+        let (len, p) = (self.room(i), self.pos[i]);
         p[0] >= len && (!self.per_direction || p[1] >= len)
     }
 
@@ -622,6 +683,28 @@ impl FileTree {
         self.per_direction = per_direction;
     }
 
+    /// The job is random (`randread`, `randwrite`, `randrw`, `randtrim`): each I/O goes to a
+    /// random place of its file, `align_bytes` apart per direction, each block of the file
+    /// once per pass when `map_unit_bytes` gives the random map's block (fio's default;
+    /// `None` under `norandommap`: drawn with replacement).
+    pub fn set_random(&mut self, align_bytes: [u64; 3], map_unit_bytes: Option<u64>) {
+        let maps = vec![None; self.files.len()];
+        self.random = Some(RandomPlacement { align_bytes, map_unit_bytes, maps });
+    }
+
+    /// The bytes of file `i` a pass can issue.
+    fn room(&self, i: usize) -> u64 {
+        let len = self.files[i].len_bytes;
+        self.random.as_ref().map_or(len, |r| r.room(len))
+    }
+
+    /// File `i` starts over: its random map, if any, is empty again.
+    fn forget_map(&mut self, i: usize) {
+        if let Some(r) = self.random.as_mut() {
+            r.maps[i] = None;
+        }
+    }
+
     /// Starts another pass over the tree (time-based jobs); files stay open, or, where fio
     /// closed them as done, count as open again (no new inode read).
     pub fn rewind(&mut self) {
@@ -638,6 +721,9 @@ impl FileTree {
         self.reopen.iter_mut().for_each(|r| *r = false);
         self.opens.clear();
         self.pos.iter_mut().for_each(|p| *p = [0; 2]);
+        if let Some(r) = self.random.as_mut() {
+            r.maps.iter_mut().for_each(|m| *m = None);
+        }
         self.counted.iter_mut().for_each(|c| *c = false);
         self.finished = 0;
         self.current = 0;
@@ -651,6 +737,46 @@ impl FileTree {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    /// Random placement: with a map, each block of each file once a pass, not in order, the
+    /// file done when they all are; without one, as many draws, some repeated.
+    #[test]
+    fn a_random_job_takes_each_files_blocks_once_from_its_own_map() {
+        for map in [Some(4096), None] {
+            let mut t = tree(FileServiceType::RoundRobin);
+            t.set_random([4096; 3], map);
+            let mut rng = RandomStream::new(7, 0);
+            let mut seen: Vec<Vec<u64>> = vec![Vec::new(); t.files.len()];
+            loop {
+                match t.next(4096, |_| None, false, &mut rng) {
+                    FileIo::Data { offset_bytes, len_bytes, file, .. } => {
+                        assert_eq!(len_bytes, 4096);
+                        let f = t.files[file];
+                        assert!(offset_bytes >= f.data_offset_bytes);
+                        assert!(offset_bytes + len_bytes <= f.data_offset_bytes + f.len_bytes);
+                        seen[file].push(offset_bytes - f.data_offset_bytes);
+                    }
+                    FileIo::Done => break,
+                    _ => {}
+                }
+            }
+            let mut shuffled = false;
+            for (i, offsets) in seen.iter().enumerate() {
+                let blocks = t.files[i].len_bytes / 4096;
+                assert_eq!(offsets.len() as u64, blocks, "file {i}: one I/O per block");
+                shuffled |= offsets.windows(2).any(|w| w[1] < w[0]);
+                let distinct: BTreeSet<u64> = offsets.iter().copied().collect();
+                if map.is_some() {
+                    assert_eq!(distinct.len() as u64, blocks, "file {i}: each block once");
+                }
+            }
+            assert!(shuffled, "offsets drawn in order");
+            let distinct: usize =
+                seen.iter().map(|o| o.iter().collect::<BTreeSet<_>>().len()).sum();
+            let all: usize = seen.iter().map(Vec::len).sum();
+            assert_eq!(distinct == all, map.is_some(), "repeats only without a map");
+        }
+    }
 
     fn tree(service: FileServiceType) -> FileTree {
         let mut rng = RandomStream::new(1, 0);

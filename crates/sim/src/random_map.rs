@@ -109,6 +109,28 @@ impl RandomMap {
         &mut chunk[w % CHUNK_WORDS]
     }
 
+    /// fio's use of its map for a drawn offset `rel` (relative to the map's region) and
+    /// length `len` (`__get_next_rand_offset`, `mark_random_map`): a block already done gives
+    /// way to the next free one, a full map starts a new pass (`fio_file_reset`; true in the
+    /// result), and the I/O is cut to the run of free blocks it starts. Returns the offset,
+    /// the length and whether a new pass began.
+    pub fn take(&mut self, rel: u64, len: u64) -> (u64, u64, bool) {
+        let unit = self.unit_bytes;
+        let mut block = (rel / unit).min(self.blocks - 1);
+        let mut new_pass = false;
+        if self.is_done(block) {
+            match self.next_free(block) {
+                Some(free) => block = free,
+                None => {
+                    self.reset();
+                    new_pass = true;
+                }
+            }
+        }
+        let marked = self.mark(block, len.div_ceil(unit).max(1));
+        (block * unit, len.min(marked * unit), new_pass)
+    }
+
     /// Every block is done: the pass is over.
     pub fn is_full(&self) -> bool {
         self.done == self.blocks

@@ -8,11 +8,12 @@
 //! drained, and stop after `size` (or `io_size`) bytes, `number_ios` I/Os, or `runtime`.
 //!
 //! Random offsets follow fio's random map ([`RandomMap`]): each block of the region once per
-//! pass, unless `norandommap` (then drawn with replacement).
+//! pass, unless `norandommap` (then drawn with replacement); over a file tree (`nrfiles`),
+//! each file's own map ([`FileTree::set_random`]).
 //!
 //! Deviations from fio, on purpose:
-//! - random I/O within the files of a tree (`nrfiles`) goes through each file's blocks in
-//!   order ([`FileTree::next_in`]; fio draws them from each file's random map);
+//! - over a file tree, offsets within a file are uniform: `random_distribution` and
+//!   `percentage_random` act on single regions only;
 //! - buffered (`direct=0`) jobs on one region go through the machine's page cache
 //!   ([`elevator_mm`]): each I/O is a `read()`/`write()` system call, and runs of identical
 //!   sequential calls are handed over together ([`Process::run_len`]); buffered jobs with
@@ -894,6 +895,14 @@ impl Process {
             &mut self.rng,
         )?;
         Ok(())
+    }
+
+    /// Each data direction's random alignment (fio's `ba[ddir]`: `blockalign=`, else the
+    /// direction's smallest block, at least a sector).
+    pub fn random_alignments(spec: &JobSpec) -> [u64; 3] {
+        std::array::from_fn(|d| {
+            spec.block_align[d].unwrap_or_else(|| random_alignment(&spec.block_size[d]))
+        })
     }
 
     /// The block a job's random map counts in: its smallest random alignment over the data
@@ -2501,7 +2510,7 @@ impl Process {
         };
         match self.random_map.as_mut() {
             None => (slot * align, len, false),
-            Some(map) => take_from_map(map, slot * align, len),
+            Some(map) => map.take(slot * align, len),
         }
     }
 
@@ -2690,25 +2699,4 @@ fn fresh_stats(start_ns: Nanos, lat_hist: bool) -> [DirStats; 3] {
 /// A random offset's alignment for a block size: its smallest block, at least a sector.
 fn random_alignment(bs: &BlockSize) -> u64 {
     bs.min_bytes().max(512)
-}
-
-/// fio's use of its random map for a drawn offset `rel` (region-relative) and length `len`
-/// (`__get_next_rand_offset`, `mark_random_map`): a block already done gives way to the next
-/// free one, a full map starts a new pass (`fio_file_reset`; true in the result), and the
-/// I/O is cut to the run of free blocks it starts.
-fn take_from_map(map: &mut RandomMap, rel: u64, len: u64) -> (u64, u64, bool) {
-    let unit = map.unit_bytes();
-    let mut block = (rel / unit).min(map.blocks() - 1);
-    let mut new_pass = false;
-    if map.is_done(block) {
-        match map.next_free(block) {
-            Some(free) => block = free,
-            None => {
-                map.reset();
-                new_pass = true;
-            }
-        }
-    }
-    let marked = map.mark(block, len.div_ceil(unit).max(1));
-    (block * unit, len.min(marked * unit), new_pass)
 }

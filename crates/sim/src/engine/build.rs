@@ -488,6 +488,25 @@ pub(super) fn build_processes(
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
                 files.set_service_nr(spec.file_service_nr);
                 files.set_per_direction(spec.rw == RwMode::ReadWrite);
+                if spec.rw.is_random() {
+                    // Each file's own random map, as fio keeps one per file; lfsr gives each
+                    // block once whatever norandommap says (see the single file's below).
+                    let lfsr = spec.lfsr && spec.random_distribution.is_uniform();
+                    let unit =
+                        (!spec.norandommap || lfsr).then(|| Process::random_map_unit_bytes(spec));
+                    files.set_random(Process::random_alignments(spec), unit);
+                    if !spec.random_distribution.is_uniform()
+                        || spec.percentage_random.iter().any(|&p| p < 100)
+                    {
+                        let w = format!(
+                            "{at}: job `{}`: random_distribution= and percentage_random= are not applied within the files of a tree (nrfiles): offsets in each file are uniform",
+                            spec.name
+                        );
+                        if !warnings.contains(&w) {
+                            warnings.push(w);
+                        }
+                    }
+                }
                 files.set_open_limit(spec.open_files);
                 // Files that spilled past the region (its metadata beside `size=` bytes of
                 // files) take the room after it: the job's own file grows on its file
