@@ -1203,7 +1203,8 @@ fn random_jobs_over_a_tree_take_each_files_blocks_from_its_own_map() {
 /// again as the next pass begins, also after `verify=`'s read-back. In a file tree the next
 /// pass takes up the round robin where the last left it (fio never resets `td->next_file`),
 /// and a pass with another after it closes its files in the round robin's order, as fio asks
-/// for a file once more and finds each done.
+/// for a file once more and finds each done; so does the last pass while the job has issued
+/// less than `io_size=` times `loops=`.
 /// Each shape logs exactly real fio 3.33's lines.
 #[test]
 fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
@@ -1238,6 +1239,11 @@ fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
             "rw=write\nnrfiles=4\nloops=3\nfsync=3",
             "rw=write\nnrfiles=4\nloops=3\nfsync=3\ndirect=1",
             "rw=write\nnrfiles=4\nloops=2\nfdatasync=3\nend_fsync=1",
+            // The last pass ends below io_size= times loops: fio asks for I/O once more, finds
+            // the sync due, then each file done in turn.
+            "rw=write\nio_size=40k\nloops=2\nfsync=3",
+            "rw=write\nio_size=40k\nloops=2\nfsync=3\ndirect=1",
+            "rw=readwrite\nio_size=40k\nloops=2\nfsync=3",
         ],
     );
     // A random job's pass ends where its random map is full, and the next opens the file

@@ -2156,7 +2156,7 @@ impl Process {
         let d = attempt.dir;
         // Another pass for time-based jobs, and while io_size= is not yet moved (fio wraps).
         let more = self.io_limit_bytes.is_some_and(|l| self.loop_bytes() < l);
-        let follows = self.loops_left > 0 || self.io_size_left();
+        let follows = self.loops_left > 0 || self.io_size_left() || self.below_job_limit();
         let files = self.files.as_mut()?;
         let (sizes, unaligned) = (&self.block_size[d], self.bs_unaligned);
         let fit = |left| sizes.fitting_as(left, unaligned);
@@ -2221,6 +2221,7 @@ impl Process {
         let Some(files) = self.files.as_ref() else { return false };
         let more = self.io_limit_bytes.is_some_and(|l| self.loop_bytes() < l);
         !more
+            && !self.below_job_limit()
             && !self.time_based
             && self.runtime_ns.is_none()
             && self.loops_left == 0
@@ -2248,6 +2249,14 @@ impl Process {
     fn job_limit_reached(&self) -> bool {
         self.job_ios_limit().is_some_and(|n| self.job_ios() >= n)
             || self.job_limit_bytes.is_some_and(|l| self.job_bytes() >= l)
+    }
+
+    /// The passes are bounded by `io_size=` (or `size=`) times `loops=` and the job has not
+    /// issued that yet: fio's do_io goes on asking for I/O after the last pass's files are
+    /// done (finding the sync due and each file done in turn) rather than stopping at its
+    /// bytes.
+    fn below_job_limit(&self) -> bool {
+        self.job_limit_bytes.is_some() && !self.job_limit_reached()
     }
 
     /// Bytes and I/Os issued towards the job's limits: not the read-back of `verify=`'s
