@@ -12,6 +12,9 @@ const SEED_MULTIPLIER: u64 = 0x9e37_0001;
 pub mod seed_index {
     /// `FIO_RAND_MIX_OFF`: the data direction of a mixed job (`rwmix_state`).
     pub const MIX: u64 = 4;
+    /// `FIO_RAND_FILE_OFF`: the file `file_service_type=random` serves next
+    /// (`next_file_state`).
+    pub const FILE: u64 = 5;
 }
 
 /// `randseed=`'s default.

@@ -20,6 +20,7 @@
 //! ([`FileTree::footprint_bytes`]).
 
 use elevator_core::RandomStream;
+use elevator_fio::rand::Taus88;
 use elevator_fio::FileServiceType;
 
 use crate::offset_distribution::OffsetDistribution;
@@ -74,6 +75,9 @@ pub struct FileTree {
     /// A non-uniform file choice (`zipf`, `pareto`, `normal`): fio's generator over
     /// `files << FSERVICE_SHIFT` ranges.
     distribution: Option<OffsetDistribution>,
+    /// `file_service_type=random` drawn as fio draws it ([`FileTree::set_fio_file_draws`]);
+    /// `None`: from the caller's stream.
+    file_draws: Option<FileDraws>,
     /// The last call opened the current file: the next serves it without a new choice (an
     /// open is not one of fio's I/Os).
     hold: bool,
@@ -182,6 +186,25 @@ impl RandomPlacement {
             }
             _ => (rel, len),
         }
+    }
+}
+
+/// fio's `next_file_state`: the taus88 generator `file_service_type=random` draws each file
+/// from (`__get_next_fileno_rand`), seeded at `FIO_RAND_FILE_OFF`, and seeded again at each
+/// pass under `randrepeat` (`clear_io_state`'s `td_fill_rand_seeds`). Deviation: under
+/// `random_generator=tausworthe64` fio uses its 64-bit generator; this stays taus88.
+#[derive(Clone, Copy, Debug)]
+struct FileDraws {
+    seed: u64,
+    state: Taus88,
+    reseed_each_pass: bool,
+}
+
+impl FileDraws {
+    /// `nr_files * (r / (rand_max + 1.0))`, truncated.
+    fn next(&mut self, files: usize) -> usize {
+        let r = f64::from(self.state.next_u32());
+        (files as f64 * (r / (f64::from(u32::MAX) + 1.0))) as usize
     }
 }
 
@@ -330,6 +353,7 @@ impl FileTree {
             counted: vec![false; n],
             per_direction: false,
             random: None,
+            file_draws: None,
             opened: vec![false; n],
             closed: vec![false; n],
             closes: Vec::new(),
@@ -423,7 +447,10 @@ impl FileTree {
         let mut passed = 0;
         self.current = loop {
             let f = match (&self.service, self.distribution.as_mut()) {
-                (FileServiceType::Random, _) => rng.below(n as u64) as usize,
+                (FileServiceType::Random, _) => match self.file_draws.as_mut() {
+                    Some(d) => d.next(n),
+                    None => rng.below(n as u64) as usize,
+                },
                 (_, Some(d)) => (d.next_slot(0, ranges, 1, rng) >> FSERVICE_SHIFT) as usize,
                 _ => {
                     let f = self.next_rr;
@@ -690,6 +717,20 @@ impl FileTree {
     pub fn set_random(&mut self, align_bytes: [u64; 3], map_unit_bytes: Option<u64>) {
         let maps = vec![None; self.files.len()];
         self.random = Some(RandomPlacement { align_bytes, map_unit_bytes, maps });
+    }
+
+    /// `file_service_type=random` draws its files from fio's own generator, seeded with
+    /// `seed` (fio's `rand_seeds[FIO_RAND_FILE_OFF]`) and, with `reseed_each_pass`
+    /// (`randrepeat`), again at each pass ([`FileTree::new_pass_draws`]).
+    pub fn set_fio_file_draws(&mut self, seed: u64, reseed_each_pass: bool) {
+        self.file_draws = Some(FileDraws { seed, state: Taus88::new(seed), reseed_each_pass });
+    }
+
+    /// A new pass (fio's `clear_io_state`): under `randrepeat` the file draws start over.
+    pub fn new_pass_draws(&mut self) {
+        if let Some(d) = self.file_draws.as_mut().filter(|d| d.reseed_each_pass) {
+            d.state = Taus88::new(d.seed);
+        }
     }
 
     /// The bytes of file `i` a pass can issue.

@@ -2181,6 +2181,7 @@ impl Process {
             // fio's thread_main: another do_io after clear_io_state closed the files (and,
             // under randrepeat, seeded the generators again): the direction is drawn anew.
             self.reopen_to_log = true;
+            files.new_pass_draws();
             files.rewind();
             *attempt = Attempt::new(redraw(true));
             io = files.next_in(attempt, &mut || redraw(false), bs, fit, follows, &mut self.rng);
@@ -2306,6 +2307,9 @@ impl Process {
             // clear_io_state: rwmix_issues back to 0, and under randrepeat the generators
             // seeded again (td_fill_rand_seeds).
             self.rwmix.new_pass();
+            if let Some(files) = self.files.as_mut() {
+                files.new_pass_draws();
+            }
         }
         if let Some(seq) = self.sequencer.as_mut() {
             seq.last_start = [None; 3];

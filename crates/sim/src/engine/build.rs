@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use elevator_core::{Cgroup, IoPrio, IoPrioClass, Owner, RandomStream};
 use elevator_fio::rand as fio_rand;
-use elevator_fio::{Amount, BlockSize, FadviseHint, JobFile, JobSpec, RwMode, SyncIo};
+use elevator_fio::{
+    Amount, BlockSize, FadviseHint, FileServiceType, JobFile, JobSpec, RwMode, SyncIo,
+};
 use elevator_mm::pages::FileId;
 use elevator_mm::vm::{Advice, BdiSpec, FileSpec, JournalSpec};
 use elevator_mm::Vm;
@@ -506,6 +508,12 @@ pub(super) fn build_processes(
                             warnings.push(w);
                         }
                     }
+                }
+                if spec.file_service_type == FileServiceType::Random {
+                    // fio's thread number: the process's place among all jobs' processes.
+                    let thread = u64::from(stream) + 1;
+                    let seed = fio_seed(seed, spec, thread, fio_rand::seed_index::FILE);
+                    files.set_fio_file_draws(seed, spec.randrepeat);
                 }
                 files.set_open_limit(spec.open_files);
                 // Files that spilled past the region (its metadata beside `size=` bytes of
