@@ -1190,6 +1190,26 @@ fn random_jobs_over_a_tree_take_each_files_blocks_from_its_own_map() {
     }
 }
 
+/// `number_ios=` does not stop a time-based job: fio 3.33's do_io goes on while
+/// `time_based`, whatever `io_bytes_exceeded` says, and `keep_running` asks `time_based`
+/// first. Real fio and elevator both go past 40 I/Os in a second, and elevator's first
+/// lines are fio's.
+#[test]
+fn number_ios_does_not_stop_a_time_based_job() {
+    let body = "rw=read\nbs=4k\nsize=64k\ntime_based\nruntime=1\nnumber_ios=40";
+    let (fio, elevator) =
+        (file_actions("fio", "nios-tb", body), file_actions("elevator", "nios-tb", body));
+    let reads = |l: &[String]| l.iter().filter(|a| a.contains(" read ")).count();
+    assert!(
+        reads(&fio) > 40 && reads(&elevator) > 40,
+        "fio {}, elevator {}",
+        reads(&fio),
+        reads(&elevator)
+    );
+    let n = fio.len().min(elevator.len()) - 2;
+    assert_eq!(elevator[..n], fio[..n]);
+}
+
 /// `loops=` bounds `io_size=` (or `number_ios=`) over all passes together, as fio's
 /// io_bytes_exceeded does (the limit times loops): a pass goes on past `io_size=` to where
 /// its offsets run out, the next does the rest, and a pass left nothing to do ends the job;

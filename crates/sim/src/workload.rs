@@ -753,7 +753,10 @@ impl Process {
             exit_what: spec.exit_what,
             io_limit_bytes: limits.pass_bytes,
             job_limit_bytes: limits.job_bytes,
-            number_ios: spec.number_ios,
+            // fio's do_io goes on while time_based whatever io_bytes_exceeded says, and
+            // keep_running asks time_based first: number_ios= bounds a time-based job only
+            // where verify= breaks the loop on it (fio 3.33's backend.c).
+            number_ios: spec.number_ios.filter(|_| !spec.time_based || spec.verify),
             io_size_bytes: spec.io_size_bytes.filter(|_| passes > 1),
             passes,
             loops_left: passes - 1,
