@@ -1143,51 +1143,29 @@ fn mixed_jobs_read_and_write_in_real_fios_order() {
 
 /// A random job over a file tree draws each file's blocks from that file's own random map,
 /// as fio does: per file, every block once a pass in a random order, and the file is done
-/// when they are all done. Against real fio 3.33: the same lines with the offsets taken out
-/// (files, directions, opens and closes, in order), and the same blocks of each file; the
-/// offsets themselves are drawn differently.
+/// when they are all done (fio's draw at a full file is spent). The draws are fio's own
+/// (`random_state`, `next_file_state`, `file_size_state`, seeded as fio seeds them), so the
+/// logs are real fio 3.33's line for line, offsets included.
 #[test]
 fn random_jobs_over_a_tree_take_each_files_blocks_from_its_own_map() {
-    let shapes = [
-        "rw=randread\nfilesize=32k\nfile_service_type=roundrobin",
-        "rw=randwrite\nfilesize=32k\nfile_service_type=sequential",
-        "rw=randread\nfilesize=32k\nfile_service_type=roundrobin:3\nloops=2",
-        "rw=randread\nfilesize=32k\nfile_service_type=random",
-        "rw=randread\nfilesize=32k\nbs=8k\nfile_service_type=roundrobin",
-    ];
-    for (i, shape) in shapes.into_iter().enumerate() {
-        // The skeleton (offsets out) and each file's blocks, sorted, with how often.
-        type Blocks = std::collections::BTreeMap<String, Vec<u64>>;
-        let run = |tool: &str| -> (Vec<String>, Blocks, bool) {
-            let lines = tree_actions(tool, &format!("rand-tree-{i}"), shape);
-            let mut blocks = Blocks::new();
-            let mut in_order = true;
-            let mut skeleton = Vec::new();
-            for l in &lines {
-                let f: Vec<&str> = l.split(' ').collect();
-                if f.len() == 4 {
-                    let v = blocks.entry(f[0].to_string()).or_default();
-                    let off: u64 = f[2].parse().unwrap();
-                    in_order &= v.last().is_none_or(|&last| off > last);
-                    v.push(off);
-                    skeleton.push(format!("{} {} * {}", f[0], f[1], f[3]));
-                } else {
-                    skeleton.push(l.clone());
-                }
-            }
-            blocks.values_mut().for_each(|v| v.sort_unstable());
-            (skeleton, blocks, in_order)
-        };
-        let (fio, elevator) = (run("fio"), run("elevator"));
-        assert_eq!(elevator.1, fio.1, "{shape}: each file's blocks");
-        assert!(
-            !fio.2 && !elevator.2,
-            "{shape}: offsets in order (fio {}, elevator {})",
-            fio.2,
-            elevator.2
-        );
-        assert_eq!(elevator.0, fio.0, "{shape}");
-    }
+    assert_tree_log_as_fio(
+        "rand-tree",
+        &[
+            "rw=randread\nfilesize=32k\nfile_service_type=roundrobin",
+            "rw=randwrite\nfilesize=32k\nfile_service_type=sequential\nloops=2",
+            "rw=randread\nfilesize=32k\nfile_service_type=roundrobin:3\nloops=2",
+            "rw=randread\nfilesize=32k\nfile_service_type=random",
+            "rw=randrw\nrwmixread=70\nfilesize=32k\nfile_service_type=random",
+            "rw=randread\nfilesize=64k\nbs=8k\nfile_service_type=roundrobin:2",
+            "rw=randread\nfilesize=32k\nioengine=libaio\niodepth=4\ndirect=1",
+            "rw=randwrite\nfilesize=32k\nfsync=3",
+            "rw=randread\nfilesize=32k\nrandrepeat=0\nrandseed=5",
+            "rw=randread\nfilesize=32k\nnorandommap",
+            // Sizes drawn from a range are fio's too.
+            "rw=randread\nfilesize=4k-32k\nnrfiles=4",
+            "rw=read\nfilesize=4k-32k\nnrfiles=6\nfile_service_type=random",
+        ],
+    );
 }
 
 /// `number_ios=` does not stop a time-based job: fio 3.33's do_io goes on while

@@ -15,6 +15,10 @@ pub mod seed_index {
     /// `FIO_RAND_FILE_OFF`: the file `file_service_type=random` serves next
     /// (`next_file_state`).
     pub const FILE: u64 = 5;
+    /// `FIO_RAND_BLOCK_OFF`: a random job's offsets (`random_state`), without `randrepeat`.
+    pub const BLOCK: u64 = 6;
+    /// `FIO_RAND_FILE_SIZE_OFF`: the sizes `filesize=LOW-HIGH` draws (`file_size_state`).
+    pub const FILE_SIZE: u64 = 7;
 }
 
 /// `randseed=`'s default.

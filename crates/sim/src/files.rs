@@ -77,7 +77,7 @@ pub struct FileTree {
     distribution: Option<OffsetDistribution>,
     /// `file_service_type=random` drawn as fio draws it ([`FileTree::set_fio_file_draws`]);
     /// `None`: from the caller's stream.
-    file_draws: Option<FileDraws>,
+    file_draws: Option<FioDraws>,
     /// The last call opened the current file: the next serves it without a new choice (an
     /// open is not one of fio's I/Os).
     hold: bool,
@@ -153,6 +153,8 @@ struct RandomPlacement {
     map_unit_bytes: Option<u64>,
     /// Each file's map, made at its first draw.
     maps: Vec<Option<RandomMap>>,
+    /// fio's `random_state` ([`FileTree::set_random`]); `None`: the caller's stream.
+    draws: Option<FioDraws>,
 }
 
 impl RandomPlacement {
@@ -175,8 +177,13 @@ impl RandomPlacement {
         rng: &mut RandomStream,
     ) -> (u64, u64) {
         let align = self.align_bytes[dir].max(1);
+        // fio's last_block for a block of `len` (its smallest, for a fixed size).
         let slots = len_bytes.saturating_sub(len) / align + 1;
-        let rel = rng.below(slots) * align;
+        let slot = match self.draws.as_mut() {
+            Some(d) => d.below(slots),
+            None => rng.below(slots),
+        };
+        let rel = slot * align;
         let blocks = self.map_unit_bytes.map(|u| (u, len_bytes / u));
         match blocks {
             Some((unit, blocks)) if (1..=MAX_RANDOM_MAP_BLOCKS).contains(&blocks) => {
@@ -189,22 +196,33 @@ impl RandomPlacement {
     }
 }
 
-/// fio's `next_file_state`: the taus88 generator `file_service_type=random` draws each file
-/// from (`__get_next_fileno_rand`), seeded at `FIO_RAND_FILE_OFF`, and seeded again at each
-/// pass under `randrepeat` (`clear_io_state`'s `td_fill_rand_seeds`). Deviation: under
+/// One of fio's per-job generators as fio draws from it: taus88 from its seed, seeded again
+/// at each pass under `randrepeat` (`clear_io_state`'s `td_fill_rand_seeds`). The tree uses
+/// two: `next_file_state` for `file_service_type=random` (`__get_next_fileno_rand`) and
+/// `random_state` for a random job's offsets (`__get_next_rand_offset`). Deviation: under
 /// `random_generator=tausworthe64` fio uses its 64-bit generator; this stays taus88.
 #[derive(Clone, Copy, Debug)]
-struct FileDraws {
+pub struct FioDraws {
     seed: u64,
     state: Taus88,
     reseed_each_pass: bool,
 }
 
-impl FileDraws {
-    /// `nr_files * (r / (rand_max + 1.0))`, truncated.
-    fn next(&mut self, files: usize) -> usize {
+impl FioDraws {
+    pub fn new(seed: u64, reseed_each_pass: bool) -> FioDraws {
+        FioDraws { seed, state: Taus88::new(seed), reseed_each_pass }
+    }
+
+    /// `n * (r / (rand_max + 1.0))`, truncated: one of `n`.
+    fn below(&mut self, n: u64) -> u64 {
         let r = f64::from(self.state.next_u32());
-        (files as f64 * (r / (f64::from(u32::MAX) + 1.0))) as usize
+        (n as f64 * (r / (f64::from(u32::MAX) + 1.0))) as u64
+    }
+
+    fn new_pass(&mut self) {
+        if self.reseed_each_pass {
+            self.state = Taus88::new(self.seed);
+        }
     }
 }
 
@@ -245,7 +263,10 @@ impl FileTree {
     /// File sizes are fio's (`setup_files`): `filesize=LOW-HIGH` draws each uniformly in
     /// `[LOW, HIGH)` and aligns it down to the job's smallest block `min_bs`
     /// (`get_rand_file_size`), one `filesize=` size is every file's, and without `filesize=`
-    /// each file is `len_bytes / nrfiles`. Sizes are kept in whole 512-byte sectors.
+    /// each file is `len_bytes / nrfiles`. Sizes are kept in whole 512-byte sectors. With
+    /// `size_seed` (fio's `rand_seeds[FIO_RAND_FILE_SIZE_OFF]`) the drawn sizes are fio's own,
+    /// from its `file_size_state`; without, from `rng`, which also places the directories.
+    #[allow(clippy::too_many_arguments)]
     pub fn lay_out(
         start_bytes: u64,
         len_bytes: u64,
@@ -254,7 +275,9 @@ impl FileTree {
         min_bs: u64,
         service: FileServiceType,
         rng: &mut RandomStream,
+        size_seed: Option<u64>,
     ) -> Result<FileTree, String> {
+        let mut size_draws = size_seed.map(Taus88::new);
         let groups = (len_bytes / GROUP_BYTES).max(1);
         let mut group_len = len_bytes.min(GROUP_BYTES);
         let dirs = u64::from(nrfiles).div_ceil(FILES_PER_DIR as u64);
@@ -284,8 +307,17 @@ impl FileTree {
                 group = rng.below(groups);
             }
             let size = if max > min {
-                let drawn =
-                    min + ((u128::from(max - min) * u128::from(rng.below(1 << 32))) >> 32) as u64;
+                let drawn = match size_draws.as_mut() {
+                    // get_rand_file_size: (double) sized * (r / (rand_max + 1.0)), truncated.
+                    Some(t) => {
+                        let r = f64::from(t.next_u32()) / (f64::from(u32::MAX) + 1.0);
+                        min + ((max - min) as f64 * r) as u64
+                    }
+                    None => {
+                        min + ((u128::from(max - min) * u128::from(rng.below(1 << 32))) >> 32)
+                            as u64
+                    }
+                };
                 drawn - drawn % min_bs.max(1)
             } else {
                 min
@@ -448,7 +480,7 @@ impl FileTree {
         self.current = loop {
             let f = match (&self.service, self.distribution.as_mut()) {
                 (FileServiceType::Random, _) => match self.file_draws.as_mut() {
-                    Some(d) => d.next(n),
+                    Some(d) => d.below(n as u64) as usize,
                     None => rng.below(n as u64) as usize,
                 },
                 (_, Some(d)) => (d.next_slot(0, ranges, 1, rng) >> FSERVICE_SHIFT) as usize,
@@ -564,6 +596,9 @@ impl FileTree {
             let f = self.files[i];
             let room = self.room(i);
             if self.pos[i][at] >= room {
+                // A random job's turn at a file with every block done: fio's
+                // __get_next_rand_offset draws before it finds the map full.
+                self.draw_for_a_full_file();
                 // fio's set_io_u_file: fill_io_u finds no block left, and the file is done and
                 // closed; under a non-uniform choice it is reset (fio_file_reset) instead of
                 // done. Another choice follows.
@@ -714,22 +749,39 @@ impl FileTree {
     /// random place of its file, `align_bytes` apart per direction, each block of the file
     /// once per pass when `map_unit_bytes` gives the random map's block (fio's default;
     /// `None` under `norandommap`: drawn with replacement).
-    pub fn set_random(&mut self, align_bytes: [u64; 3], map_unit_bytes: Option<u64>) {
+    pub fn set_random(
+        &mut self,
+        align_bytes: [u64; 3],
+        map_unit_bytes: Option<u64>,
+        draws: Option<FioDraws>,
+    ) {
         let maps = vec![None; self.files.len()];
-        self.random = Some(RandomPlacement { align_bytes, map_unit_bytes, maps });
+        self.random = Some(RandomPlacement { align_bytes, map_unit_bytes, maps, draws });
     }
 
     /// `file_service_type=random` draws its files from fio's own generator, seeded with
     /// `seed` (fio's `rand_seeds[FIO_RAND_FILE_OFF]`) and, with `reseed_each_pass`
     /// (`randrepeat`), again at each pass ([`FileTree::new_pass_draws`]).
-    pub fn set_fio_file_draws(&mut self, seed: u64, reseed_each_pass: bool) {
-        self.file_draws = Some(FileDraws { seed, state: Taus88::new(seed), reseed_each_pass });
+    pub fn set_fio_file_draws(&mut self, draws: FioDraws) {
+        self.file_draws = Some(draws);
     }
 
     /// A new pass (fio's `clear_io_state`): under `randrepeat` the file draws start over.
     pub fn new_pass_draws(&mut self) {
-        if let Some(d) = self.file_draws.as_mut().filter(|d| d.reseed_each_pass) {
-            d.state = Taus88::new(d.seed);
+        if let Some(d) = self.file_draws.as_mut() {
+            d.new_pass();
+        }
+        if let Some(d) = self.random.as_mut().and_then(|r| r.draws.as_mut()) {
+            d.new_pass();
+        }
+    }
+
+    /// fio draws an offset before it finds a file's random map full; the draw is spent.
+    fn draw_for_a_full_file(&mut self) {
+        if let Some(d) = self.random.as_mut().filter(|r| r.map_unit_bytes.is_some()) {
+            if let Some(d) = d.draws.as_mut() {
+                d.below(1);
+            }
         }
     }
 
@@ -785,7 +837,7 @@ mod tests {
     fn a_random_job_takes_each_files_blocks_once_from_its_own_map() {
         for map in [Some(4096), None] {
             let mut t = tree(FileServiceType::RoundRobin);
-            t.set_random([4096; 3], map);
+            t.set_random([4096; 3], map, None);
             let mut rng = RandomStream::new(7, 0);
             let mut seen: Vec<Vec<u64>> = vec![Vec::new(); t.files.len()];
             loop {
@@ -821,7 +873,7 @@ mod tests {
 
     fn tree(service: FileServiceType) -> FileTree {
         let mut rng = RandomStream::new(1, 0);
-        FileTree::lay_out(1 << 30, 4 << 30, 100, Some((4096, 65536)), 4096, service, &mut rng)
+        FileTree::lay_out(1 << 30, 4 << 30, 100, Some((4096, 65536)), 4096, service, &mut rng, None)
             .unwrap()
     }
 
@@ -876,7 +928,7 @@ mod tests {
     fn order_open(service: FileServiceType, nr: u32, open: u32) -> String {
         let mut rng = RandomStream::new(1, 0);
         let mut t =
-            FileTree::lay_out(0, 64 << 20, 4, Some((16384, 16384)), 4096, service, &mut rng)
+            FileTree::lay_out(0, 64 << 20, 4, Some((16384, 16384)), 4096, service, &mut rng, None)
                 .unwrap();
         t.set_service_nr(nr);
         t.set_open_limit(open);
@@ -932,7 +984,8 @@ mod tests {
         let mut rng = RandomStream::new(1, 0);
         let service = FileServiceType::Sequential;
         let mut t =
-            FileTree::lay_out(0, 64 << 20, 2, Some((4096, 4096)), 4096, service, &mut rng).unwrap();
+            FileTree::lay_out(0, 64 << 20, 2, Some((4096, 4096)), 4096, service, &mut rng, None)
+                .unwrap();
         t.set_open_limit(1);
         let mut next = |t: &mut FileTree| loop {
             match t.next(4096, Some, false, &mut rng) {
@@ -973,7 +1026,16 @@ mod tests {
     fn files_past_the_region_go_to_block_groups_after_it() {
         let mut rng = RandomStream::new(1, 0);
         let lay = |len: u64, n: u32, size: u64, rng: &mut RandomStream| {
-            FileTree::lay_out(0, len, n, Some((size, size)), 4096, FileServiceType::Sequential, rng)
+            FileTree::lay_out(
+                0,
+                len,
+                n,
+                Some((size, size)),
+                4096,
+                FileServiceType::Sequential,
+                rng,
+                None,
+            )
         };
         // fio's size=64m nrfiles=16 filesize=4m: the files fill the region, the metadata does
         // not fit beside them; the last go to a group after it.
@@ -996,24 +1058,36 @@ mod tests {
 
     #[test]
     fn file_sizes_are_drawn_as_fio_draws_them() {
-        let sizes = |range: (u64, u64), min_bs: u64| -> BTreeSet<u64> {
-            let mut rng = RandomStream::new(7, 0);
-            let service = FileServiceType::Sequential;
-            let t = FileTree::lay_out(0, 1 << 30, 2000, Some(range), min_bs, service, &mut rng);
-            t.unwrap().files.iter().map(|f| f.len_bytes).collect()
-        };
-        // get_rand_file_size: uniform in [low, high), aligned down to the smallest block.
-        let kib = |v: &[u64]| v.iter().map(|k| k << 10).collect::<BTreeSet<u64>>();
-        assert_eq!(sizes((4 << 10, 24 << 10), 4096), kib(&[4, 8, 12, 16, 20]));
-        assert_eq!(
-            sizes((4 << 10, 24 << 10), 8192),
-            kib(&[8, 16]).union(&[512].into()).copied().collect()
-        );
-        assert_eq!(sizes((30 << 10, 30 << 10), 6144), kib(&[30]), "one size: as given");
+        // From elevator's stream, and from fio's own generator (file_size_state).
+        for size_seed in [None, Some(0x1234)] {
+            let sizes = |range: (u64, u64), min_bs: u64| -> BTreeSet<u64> {
+                let mut rng = RandomStream::new(7, 0);
+                let service = FileServiceType::Sequential;
+                let t = FileTree::lay_out(
+                    0,
+                    1 << 30,
+                    2000,
+                    Some(range),
+                    min_bs,
+                    service,
+                    &mut rng,
+                    size_seed,
+                );
+                t.unwrap().files.iter().map(|f| f.len_bytes).collect()
+            };
+            // get_rand_file_size: uniform in [low, high), aligned down to the smallest block.
+            let kib = |v: &[u64]| v.iter().map(|k| k << 10).collect::<BTreeSet<u64>>();
+            assert_eq!(sizes((4 << 10, 24 << 10), 4096), kib(&[4, 8, 12, 16, 20]));
+            assert_eq!(
+                sizes((4 << 10, 24 << 10), 8192),
+                kib(&[8, 16]).union(&[512].into()).copied().collect()
+            );
+            assert_eq!(sizes((30 << 10, 30 << 10), 6144), kib(&[30]), "one size: as given");
+        }
         // No filesize=: size / nrfiles each.
         let mut rng = RandomStream::new(7, 0);
-        let t =
-            FileTree::lay_out(0, 30 << 10, 3, None, 4096, FileServiceType::Sequential, &mut rng);
+        let service = FileServiceType::Sequential;
+        let t = FileTree::lay_out(0, 30 << 10, 3, None, 4096, service, &mut rng, None);
         assert!(t.unwrap().files.iter().all(|f| f.len_bytes == 10 << 10));
     }
 
@@ -1028,6 +1102,7 @@ mod tests {
             4096,
             FileServiceType::Sequential,
             &mut rng,
+            None,
         );
         // (Not expect_err: a tree's Debug is long.)
         let Err(e) = laid else { panic!("laid out") };

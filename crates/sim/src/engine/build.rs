@@ -14,7 +14,7 @@ use elevator_mm::vm::{Advice, BdiSpec, FileSpec, JournalSpec};
 use elevator_mm::Vm;
 
 use super::SimError;
-use crate::files::FileTree;
+use crate::files::{FileTree, FioDraws};
 use crate::filesystem::JOURNAL_OFFSET_BYTES;
 use crate::intake::{is_regular_path, NULL_DEVICE};
 use crate::iolog_out::IssueLog;
@@ -486,6 +486,13 @@ pub(super) fn build_processes(
                     min_bs,
                     spec.file_service_type.clone(),
                     &mut rng,
+                    // fio's file_size_state (td_fill_rand_seeds_internal).
+                    Some(fio_seed(
+                        seed,
+                        spec,
+                        u64::from(stream) + 1,
+                        fio_rand::seed_index::FILE_SIZE,
+                    )),
                 )
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
                 files.set_service_nr(spec.file_service_nr);
@@ -496,7 +503,16 @@ pub(super) fn build_processes(
                     let lfsr = spec.lfsr && spec.random_distribution.is_uniform();
                     let unit =
                         (!spec.norandommap || lfsr).then(|| Process::random_map_unit_bytes(spec));
-                    files.set_random(Process::random_alignments(spec), unit);
+                    // fio's random_state: seeded at FIO_RAND_BLOCK_OFF, or under randrepeat
+                    // at FIO_RANDSEED times the thread number (td_fill_rand_seeds_internal).
+                    let thread = u64::from(stream) + 1;
+                    let block_seed = if spec.randrepeat {
+                        (FIO_RANDSEED ^ (seed ^ 1)).wrapping_mul(thread)
+                    } else {
+                        fio_seed(seed, spec, thread, fio_rand::seed_index::BLOCK)
+                    };
+                    let draws = FioDraws::new(block_seed, spec.randrepeat);
+                    files.set_random(Process::random_alignments(spec), unit, Some(draws));
                     if !spec.random_distribution.is_uniform()
                         || spec.percentage_random.iter().any(|&p| p < 100)
                     {
@@ -513,7 +529,7 @@ pub(super) fn build_processes(
                     // fio's thread number: the process's place among all jobs' processes.
                     let thread = u64::from(stream) + 1;
                     let seed = fio_seed(seed, spec, thread, fio_rand::seed_index::FILE);
-                    files.set_fio_file_draws(seed, spec.randrepeat);
+                    files.set_fio_file_draws(FioDraws::new(seed, spec.randrepeat));
                 }
                 files.set_open_limit(spec.open_files);
                 // Files that spilled past the region (its metadata beside `size=` bytes of
@@ -876,6 +892,11 @@ fn grow_file(
         _ => false,
     }
 }
+
+/// fio's `FIO_RANDSEED`: under `randrepeat` a random job's offsets are seeded with it times
+/// the job's thread number, whatever `randseed` says (`td_fill_rand_seeds_internal`), moved
+/// by the simulation seed as [`fio_seed`]'s are (the default `--seed 1` is fio's own).
+const FIO_RANDSEED: u64 = 0xb189_9bed;
 
 /// The seed fio gives generator `index` of the process with thread number `thread` when
 /// `randrepeat` holds or `randseed` is set (fio's `setup_random_seeds`), from `randseed`
