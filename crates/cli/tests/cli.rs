@@ -353,7 +353,7 @@ fn rw_modifiers_place_ios_as_real_fio_does() {
         assert!(!fio.is_empty(), "{extra}");
         assert_eq!(ours, fio, "{extra:?}");
     }
-    // Random offsets differ between the tools; what happens between them does not.
+    // Random: what happens between the random offsets is the same in both tools.
     for tool in ["fio", "elevator"] {
         // A new offset every 4th I/O (the first among them), the next block in between,
         // one drawn at random where the file's end stops a run.
@@ -779,7 +779,7 @@ fn file_service_type_serves_files_in_real_fio_s_order() {
         assert_eq!(fio.len(), 64, "{fst}: {fio}");
         assert_eq!(ours, fio, "{fst}");
     }
-    // Random: not fio's generator, but the same runs of N.
+    // Random: the same runs of N.
     let ours = files("elevator", "random:4");
     let runs: Vec<usize> = ours.as_bytes().chunk_by(|a, b| a == b).map(<[u8]>::len).collect();
     assert!(runs.iter().filter(|&&r| r % 4 != 0).count() <= 4, "{ours}");
@@ -1000,8 +1000,7 @@ fn openfiles_keeps_that_many_files_open_as_real_fio_does() {
 /// (a file fio closed is opened for its sync and closed again). In a mixed job fio syncs
 /// before every I/O once the writes are a multiple of N until the next write
 /// (`io_issues % N == 0 && !last_was_sync`), so a read after the Nth write brings another
-/// sync, in both tools (the offsets are drawn differently, so that rule is checked on each
-/// log).
+/// sync, in both tools (that rule is checked on each log).
 #[test]
 fn syncs_are_logged_and_repeated_as_real_fio_does() {
     for (i, body) in [
@@ -1071,8 +1070,8 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
 /// issued in it reach a bar set at each switch, and draws the rest from its own generator,
 /// seeded from `randseed` and the job's thread number; each pass starts the draws again.
 /// Sequential shapes log exactly real fio 3.33's lines (offsets kept per direction), on one
-/// file and over a file tree; `randrw` offsets are drawn differently, but each of three
-/// jobs in one file (thread numbers 1 to 3) reads and writes in the same order as under fio.
+/// file and over a file tree; each of three `randrw` jobs in one file (thread numbers 1 to 3)
+/// reads and writes in the same order as under fio.
 #[test]
 fn mixed_jobs_read_and_write_in_real_fios_order() {
     for (i, body) in [
@@ -1168,6 +1167,31 @@ fn random_jobs_over_a_tree_take_each_files_blocks_from_its_own_map() {
     );
 }
 
+/// A random job's offsets on one file are fio's own draws (`random_state`, seeded at
+/// `FIO_RANDSEED` times the thread number under `randrepeat`, else from `randseed`; its
+/// random map, reset and drawn again as fio does): the logs are real fio 3.33's line for
+/// line, across passes (`loops=`, `io_size=` past `size=`) and with `norandommap`.
+#[test]
+fn random_offsets_on_one_file_are_fios_own() {
+    for (i, body) in [
+        "rw=randread",
+        "rw=randwrite\nfsync=5",
+        "rw=randrw\nrwmixread=30",
+        "rw=randread\nloops=2",
+        "rw=randread\nio_size=1m",
+        "rw=randread\nbs=16k\nrandseed=9",
+        "rw=randread\nrandrepeat=0\nrandseed=5",
+        "rw=randread\nnorandommap",
+        "rw=randread\nioengine=libaio\niodepth=8\ndirect=1",
+        "rw=randread\noffset=64k\nsize=128k",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_file_io_as_fio(&format!("rand-file-{i}"), &format!("size=256k\nbs=4k\n{body}"));
+    }
+}
+
 /// `number_ios=` does not stop a time-based job: fio 3.33's do_io goes on while
 /// `time_based`, whatever `io_bytes_exceeded` says, and `keep_running` asks `time_based`
 /// first. Real fio and elevator both go past 40 I/Os in a second, and elevator's first
@@ -1246,7 +1270,7 @@ fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
         ],
     );
     // A random job's pass ends where its random map is full, and the next opens the file
-    // again (the offsets are drawn differently: reads, distinct blocks and opens compared).
+    // again (reads, distinct blocks and opens compared).
     for (i, body) in ["io_size=6m", "io_size=2m\nloops=3", "io_size=2m\nloops=3\nioengine=libaio"]
         .into_iter()
         .enumerate()

@@ -83,6 +83,37 @@ impl Taus88 {
     }
 }
 
+/// One of fio's per-job generators as fio draws from it: taus88 from its seed, seeded again
+/// at each pass under `randrepeat` (`clear_io_state`'s `td_fill_rand_seeds`). Used for
+/// `random_state` (a random job's offsets, `__get_next_rand_offset`), `next_file_state`
+/// (`__get_next_fileno_rand`). Deviation: under `random_generator=tausworthe64` fio uses
+/// its 64-bit generator; this stays taus88.
+#[derive(Clone, Copy, Debug)]
+pub struct Draws {
+    seed: u64,
+    state: Taus88,
+    reseed_each_pass: bool,
+}
+
+impl Draws {
+    pub fn new(seed: u64, reseed_each_pass: bool) -> Draws {
+        Draws { seed, state: Taus88::new(seed), reseed_each_pass }
+    }
+
+    /// `n * (r / (rand_max + 1.0))`, truncated: one of `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        let r = f64::from(self.state.next_u32());
+        (n as f64 * (r / 4_294_967_296.0)) as u64
+    }
+
+    /// A new pass: under `randrepeat` the draws start over.
+    pub fn new_pass(&mut self) {
+        if self.reseed_each_pass {
+            self.state = Taus88::new(self.seed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@
 //! ([`FileTree::footprint_bytes`]).
 
 use elevator_core::RandomStream;
-use elevator_fio::rand::Taus88;
+use elevator_fio::rand::{Draws as FioDraws, Taus88};
 use elevator_fio::FileServiceType;
 
 use crate::offset_distribution::OffsetDistribution;
@@ -192,36 +192,6 @@ impl RandomPlacement {
                 (rel, len)
             }
             _ => (rel, len),
-        }
-    }
-}
-
-/// One of fio's per-job generators as fio draws from it: taus88 from its seed, seeded again
-/// at each pass under `randrepeat` (`clear_io_state`'s `td_fill_rand_seeds`). The tree uses
-/// two: `next_file_state` for `file_service_type=random` (`__get_next_fileno_rand`) and
-/// `random_state` for a random job's offsets (`__get_next_rand_offset`). Deviation: under
-/// `random_generator=tausworthe64` fio uses its 64-bit generator; this stays taus88.
-#[derive(Clone, Copy, Debug)]
-pub struct FioDraws {
-    seed: u64,
-    state: Taus88,
-    reseed_each_pass: bool,
-}
-
-impl FioDraws {
-    pub fn new(seed: u64, reseed_each_pass: bool) -> FioDraws {
-        FioDraws { seed, state: Taus88::new(seed), reseed_each_pass }
-    }
-
-    /// `n * (r / (rand_max + 1.0))`, truncated: one of `n`.
-    fn below(&mut self, n: u64) -> u64 {
-        let r = f64::from(self.state.next_u32());
-        (n as f64 * (r / (f64::from(u32::MAX) + 1.0))) as u64
-    }
-
-    fn new_pass(&mut self) {
-        if self.reseed_each_pass {
-            self.state = Taus88::new(self.seed);
         }
     }
 }

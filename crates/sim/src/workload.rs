@@ -9,7 +9,10 @@
 //!
 //! Random offsets follow fio's random map ([`RandomMap`]): each block of the region once per
 //! pass, unless `norandommap` (then drawn with replacement); over a file tree (`nrfiles`),
-//! each file's own map ([`FileTree::set_random`]).
+//! each file's own map ([`FileTree::set_random`]). Uniform offsets are fio's own draws
+//! (`random_state`, [`Process::set_fio_offsets`]); non-uniform ones (`random_distribution`),
+//! block sizes drawn from ranges and `percentage_random`'s choice come from the process's
+//! own stream, so they differ from fio's draw for draw.
 //!
 //! Deviations from fio, on purpose:
 //! - over a file tree, offsets within a file are uniform: `random_distribution` and
@@ -624,6 +627,9 @@ pub struct Process {
     block_align: [Option<u64>; 3],
     /// `random_distribution=` other than uniform: where random offsets go instead.
     offset_distribution: Option<OffsetDistribution>,
+    /// fio's `random_state` for uniform random offsets ([`Process::set_fio_offsets`]);
+    /// `None`: the process's own stream.
+    fio_offsets: Option<elevator_fio::rand::Draws>,
     /// `rw=...:N` and `rw_sequencer=` (see [`Process::pick_offset_sequenced`]).
     sequencer: Option<Box<Sequencer>>,
     /// `zonemode=strided`, and where the job is in its zones.
@@ -855,6 +861,7 @@ impl Process {
             block_align: spec.block_align,
             bs_unaligned: spec.bs_unaligned,
             offset_distribution: None,
+            fio_offsets: None,
             sequencer: (spec.rw_seq_nr > 1 || spec.rw_seq_add_bytes != 0).then(|| {
                 Box::new(Sequencer {
                     nr: spec.rw_seq_nr.max(1),
@@ -889,6 +896,12 @@ impl Process {
     /// Gives a random job fio's non-uniform offsets (`random_distribution=`); nothing for the
     /// uniform one. The ranges are the job's smallest read or write block (fio's
     /// `__init_rand_distribution`).
+    /// Uniform random offsets come from fio's own generator (`random_state`), as fio draws
+    /// them: `last_block * (r / (rand_max + 1.0))`.
+    pub fn set_fio_offsets(&mut self, draws: elevator_fio::rand::Draws) {
+        self.fio_offsets = Some(draws);
+    }
+
     pub fn set_offset_distribution(&mut self, spec: &JobSpec) -> Result<(), String> {
         let range_bytes = spec.block_size[..2].iter().map(random_alignment).min().unwrap_or(512);
         self.offset_distribution = OffsetDistribution::new(
@@ -2313,6 +2326,9 @@ impl Process {
             if let Some(files) = self.files.as_mut() {
                 files.new_pass_draws();
             }
+            if let Some(d) = self.fio_offsets.as_mut() {
+                d.new_pass();
+            }
         }
         if let Some(seq) = self.sequencer.as_mut() {
             seq.last_start = [None; 3];
@@ -2520,10 +2536,25 @@ impl Process {
     /// and whether the map was full and started a new pass.
     fn random_rel(&mut self, d: usize, len: u64) -> (u64, u64, bool) {
         let (align, slots) = self.random_slots(d, len);
-        let slot = match self.offset_distribution.as_mut() {
-            Some(dist) => dist.next_slot(d, slots, align, &mut self.rng),
-            None => self.rng.below(slots),
+        let draw = |p: &mut Process| match (p.offset_distribution.as_mut(), p.fio_offsets.as_mut())
+        {
+            (Some(dist), _) => dist.next_slot(d, slots, align, &mut p.rng),
+            (None, Some(fio)) => fio.below(slots),
+            (None, None) => p.rng.below(slots),
         };
+        let slot = draw(self);
+        if self.fio_offsets.is_some() && self.random_map.as_ref().is_some_and(RandomMap::is_full) {
+            // fio's draw found no free block. A time-based job's file is reset and fio draws
+            // again (get_next_rand_block); any other's pass is over, and the next begins
+            // after clear_io_state, which under randrepeat seeds the generator again.
+            self.random_map.as_mut().expect("a map").reset();
+            if !self.time_based {
+                self.fio_offsets.as_mut().expect("fio's draws").new_pass();
+            }
+            let slot = draw(self);
+            let (rel, len, _) = self.random_map.as_mut().expect("a map").take(slot * align, len);
+            return (rel, len, true);
+        }
         match self.random_map.as_mut() {
             None => (slot * align, len, false),
             Some(map) => map.take(slot * align, len),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use elevator_core::{Cgroup, IoPrio, IoPrioClass, Owner, RandomStream};
 use elevator_fio::rand as fio_rand;
+use elevator_fio::rand::Draws as FioDraws;
 use elevator_fio::{
     Amount, BlockSize, FadviseHint, FileServiceType, JobFile, JobSpec, RwMode, SyncIo,
 };
@@ -14,7 +15,7 @@ use elevator_mm::vm::{Advice, BdiSpec, FileSpec, JournalSpec};
 use elevator_mm::Vm;
 
 use super::SimError;
-use crate::files::{FileTree, FioDraws};
+use crate::files::FileTree;
 use crate::filesystem::JOURNAL_OFFSET_BYTES;
 use crate::intake::{is_regular_path, NULL_DEVICE};
 use crate::iolog_out::IssueLog;
@@ -503,15 +504,7 @@ pub(super) fn build_processes(
                     let lfsr = spec.lfsr && spec.random_distribution.is_uniform();
                     let unit =
                         (!spec.norandommap || lfsr).then(|| Process::random_map_unit_bytes(spec));
-                    // fio's random_state: seeded at FIO_RAND_BLOCK_OFF, or under randrepeat
-                    // at FIO_RANDSEED times the thread number (td_fill_rand_seeds_internal).
-                    let thread = u64::from(stream) + 1;
-                    let block_seed = if spec.randrepeat {
-                        (FIO_RANDSEED ^ (seed ^ 1)).wrapping_mul(thread)
-                    } else {
-                        fio_seed(seed, spec, thread, fio_rand::seed_index::BLOCK)
-                    };
-                    let draws = FioDraws::new(block_seed, spec.randrepeat);
+                    let draws = offset_draws(seed, spec, u64::from(stream) + 1);
                     files.set_random(Process::random_alignments(spec), unit, Some(draws));
                     if !spec.random_distribution.is_uniform()
                         || spec.percentage_random.iter().any(|&p| p < 100)
@@ -624,6 +617,9 @@ pub(super) fn build_processes(
                 Process::new(spec, j, clone, group_id, phase, owner, region, limits, rng);
             // fio's thread number: the process's place among all jobs' processes, from 1.
             proc.seed_rwmix(fio_seed(seed, spec, stream as u64 + 1, fio_rand::seed_index::MIX));
+            if spec.rw.is_random() {
+                proc.set_fio_offsets(offset_draws(seed, spec, u64::from(stream) + 1));
+            }
             // fio's null engine makes its file as large as the job's offset and size.
             let file_bytes = if spec.ioengine.is_null() {
                 region_start - file_base + region_len
@@ -897,6 +893,18 @@ fn grow_file(
 /// the job's thread number, whatever `randseed` says (`td_fill_rand_seeds_internal`), moved
 /// by the simulation seed as [`fio_seed`]'s are (the default `--seed 1` is fio's own).
 const FIO_RANDSEED: u64 = 0xb189_9bed;
+
+/// fio's `random_state` for the process with thread number `thread`: seeded at
+/// `FIO_RAND_BLOCK_OFF`, or under `randrepeat` at `FIO_RANDSEED` times the thread number
+/// (`td_fill_rand_seeds_internal`), again each pass under `randrepeat`.
+fn offset_draws(seed: u64, spec: &JobSpec, thread: u64) -> FioDraws {
+    let block_seed = if spec.randrepeat {
+        (FIO_RANDSEED ^ (seed ^ 1)).wrapping_mul(thread)
+    } else {
+        fio_seed(seed, spec, thread, fio_rand::seed_index::BLOCK)
+    };
+    FioDraws::new(block_seed, spec.randrepeat)
+}
 
 /// The seed fio gives generator `index` of the process with thread number `thread` when
 /// `randrepeat` holds or `randseed` is set (fio's `setup_random_seeds`), from `randseed`
