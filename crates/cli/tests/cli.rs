@@ -1082,6 +1082,12 @@ fn mixed_jobs_read_and_write_in_real_fios_order() {
         "rw=readwrite\nloops=3\nsize=128k",
         "rw=readwrite\nioengine=libaio\niodepth=4",
         "rw=readwrite\nrwmixread=10\nfsync=3",
+        // io_size= past size=: fio's keep_running passes restart both directions at 0, seed
+        // the generators again and sync first.
+        "rw=rw\nio_size=600k\nfsync=7",
+        "rw=randrw\nio_size=600k\nfsync=7",
+        "rw=randrw\nio_size=1m\nrwmixread=30",
+        "rw=rw\nio_size=600k\nioengine=libaio\niodepth=4\ndirect=1",
     ]
     .into_iter()
     .enumerate()

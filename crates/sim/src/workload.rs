@@ -763,7 +763,7 @@ impl Process {
             // keep_running asks time_based first: number_ios= bounds a time-based job only
             // where verify= breaks the loop on it (fio 3.33's backend.c).
             number_ios: spec.number_ios.filter(|_| !spec.time_based || spec.verify),
-            io_size_bytes: spec.io_size_bytes.filter(|_| passes > 1),
+            io_size_bytes: spec.io_size_bytes.filter(|_| passes > 1 || limits.job_bytes.is_some()),
             passes,
             loops_left: passes - 1,
             loops_done: 0,

@@ -554,7 +554,15 @@ pub(super) fn build_processes(
             };
             // What a pass moves: a tree's files, else the region.
             let pass_bytes = files.as_ref().map_or(region_len, FileTree::total_bytes);
-            let looping = spec.loops > 1 && spec.iolog.is_none() && !spec.time_based;
+            // A mixed job on one file with io_size= past its region: fio's keep_running runs
+            // passes as loops= does (clear_io_state: both directions from the start, the
+            // generators seeded again, the sync due first), bounded by io_size= in all.
+            let io_size_passes = spec.loops <= 1
+                && !tree
+                && spec.rw.is_mixed()
+                && spec.io_size_bytes.is_some_and(|s| s > pass_bytes);
+            let looping =
+                (spec.loops > 1 || io_size_passes) && spec.iolog.is_none() && !spec.time_based;
             // fio's io_bytes_exceeded: io_size= (or size=) times loops, over all passes.
             let job_bytes = looping
                 .then(|| spec.io_size_bytes.unwrap_or(pass_bytes).saturating_mul(spec.loops));
