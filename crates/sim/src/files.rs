@@ -20,7 +20,7 @@
 //! ([`FileTree::footprint_bytes`]).
 
 use elevator_core::RandomStream;
-use elevator_fio::rand::{Draws as FioDraws, Taus88};
+use elevator_fio::rand::Draws as FioDraws;
 use elevator_fio::FileServiceType;
 
 use crate::offset_distribution::OffsetDistribution;
@@ -247,7 +247,7 @@ impl FileTree {
         rng: &mut RandomStream,
         size_seed: Option<u64>,
     ) -> Result<FileTree, String> {
-        let mut size_draws = size_seed.map(Taus88::new);
+        let mut size_draws = size_seed.map(|s| FioDraws::new(s, false));
         let groups = (len_bytes / GROUP_BYTES).max(1);
         let mut group_len = len_bytes.min(GROUP_BYTES);
         let dirs = u64::from(nrfiles).div_ceil(FILES_PER_DIR as u64);
@@ -279,10 +279,7 @@ impl FileTree {
             let size = if max > min {
                 let drawn = match size_draws.as_mut() {
                     // get_rand_file_size: (double) sized * (r / (rand_max + 1.0)), truncated.
-                    Some(t) => {
-                        let r = f64::from(t.next_u32()) / (f64::from(u32::MAX) + 1.0);
-                        min + ((max - min) as f64 * r) as u64
-                    }
+                    Some(d) => min + d.below(max - min),
                     None => {
                         min + ((u128::from(max - min) * u128::from(rng.below(1 << 32))) >> 32)
                             as u64
@@ -729,14 +726,15 @@ impl FileTree {
         self.random = Some(RandomPlacement { align_bytes, map_unit_bytes, maps, draws });
     }
 
-    /// `file_service_type=random` draws its files from fio's own generator, seeded with
-    /// `seed` (fio's `rand_seeds[FIO_RAND_FILE_OFF]`) and, with `reseed_each_pass`
-    /// (`randrepeat`), again at each pass ([`FileTree::new_pass_draws`]).
+    /// `file_service_type=random` draws its files from fio's own generator (`next_file_state`,
+    /// seeded at `FIO_RAND_FILE_OFF`), seeded again at each pass under `randrepeat`
+    /// ([`FileTree::new_pass_draws`]).
     pub fn set_fio_file_draws(&mut self, draws: FioDraws) {
         self.file_draws = Some(draws);
     }
 
-    /// A new pass (fio's `clear_io_state`): under `randrepeat` the file draws start over.
+    /// A new pass (fio's `clear_io_state`): under `randrepeat` the file and offset draws
+    /// start over.
     pub fn new_pass_draws(&mut self) {
         if let Some(d) = self.file_draws.as_mut() {
             d.new_pass();
@@ -748,10 +746,9 @@ impl FileTree {
 
     /// fio draws an offset before it finds a file's random map full; the draw is spent.
     fn draw_for_a_full_file(&mut self) {
-        if let Some(d) = self.random.as_mut().filter(|r| r.map_unit_bytes.is_some()) {
-            if let Some(d) = d.draws.as_mut() {
-                d.below(1);
-            }
+        let random = self.random.as_mut().filter(|r| r.map_unit_bytes.is_some());
+        if let Some(d) = random.and_then(|r| r.draws.as_mut()) {
+            d.below(1);
         }
     }
 

@@ -893,15 +893,15 @@ impl Process {
         self.random_map = Some(map);
     }
 
-    /// Gives a random job fio's non-uniform offsets (`random_distribution=`); nothing for the
-    /// uniform one. The ranges are the job's smallest read or write block (fio's
-    /// `__init_rand_distribution`).
     /// Uniform random offsets come from fio's own generator (`random_state`), as fio draws
     /// them: `last_block * (r / (rand_max + 1.0))`.
     pub fn set_fio_offsets(&mut self, draws: elevator_fio::rand::Draws) {
         self.fio_offsets = Some(draws);
     }
 
+    /// Gives a random job fio's non-uniform offsets (`random_distribution=`); nothing for the
+    /// uniform one. The ranges are the job's smallest read or write block (fio's
+    /// `__init_rand_distribution`).
     pub fn set_offset_distribution(&mut self, spec: &JobSpec) -> Result<(), String> {
         let range_bytes = spec.block_size[..2].iter().map(random_alignment).min().unwrap_or(512);
         self.offset_distribution = OffsetDistribution::new(
@@ -916,9 +916,7 @@ impl Process {
     /// Each data direction's random alignment (fio's `ba[ddir]`: `blockalign=`, else the
     /// direction's smallest block, at least a sector).
     pub fn random_alignments(spec: &JobSpec) -> [u64; 3] {
-        std::array::from_fn(|d| {
-            spec.block_align[d].unwrap_or_else(|| random_alignment(&spec.block_size[d]))
-        })
+        std::array::from_fn(|d| direction_alignment(spec.block_align[d], &spec.block_size[d]))
     }
 
     /// The block a job's random map counts in: its smallest random alignment over the data
@@ -2441,7 +2439,7 @@ impl Process {
 
     /// A random offset's alignment and how many aligned places an I/O of `len` has.
     fn random_slots(&self, d: usize, len: u64) -> (u64, u64) {
-        let align = self.block_align[d].unwrap_or_else(|| random_alignment(&self.block_size[d]));
+        let align = direction_alignment(self.block_align[d], &self.block_size[d]);
         (align, (self.random_span_bytes() - len) / align + 1)
     }
 
@@ -2746,4 +2744,10 @@ fn fresh_stats(start_ns: Nanos, lat_hist: bool) -> [DirStats; 3] {
 /// A random offset's alignment for a block size: its smallest block, at least a sector.
 fn random_alignment(bs: &BlockSize) -> u64 {
     bs.min_bytes().max(512)
+}
+
+/// A direction's random alignment (fio's `ba[ddir]`): `blockalign=` if given, else
+/// [`random_alignment`].
+fn direction_alignment(block_align: Option<u64>, bs: &BlockSize) -> u64 {
+    block_align.unwrap_or_else(|| random_alignment(bs))
 }

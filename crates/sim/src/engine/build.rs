@@ -475,6 +475,8 @@ pub(super) fn build_processes(
             // A time-based job loops over its files until its runtime is over, however
             // large `size` or `io_size` (fio's keep_running asks time_based first).
             let stream = procs.len() as u32;
+            // fio's thread number: the process's place among all jobs' processes, from 1.
+            let thread = u64::from(stream) + 1;
             let rng_seed = job_seed(seed, spec);
             let region = Region { route, start_bytes: region_start, len_bytes: region_len };
             let mut rng = RandomStream::new(rng_seed, stream);
@@ -488,12 +490,7 @@ pub(super) fn build_processes(
                     spec.file_service_type.clone(),
                     &mut rng,
                     // fio's file_size_state (td_fill_rand_seeds_internal).
-                    Some(fio_seed(
-                        seed,
-                        spec,
-                        u64::from(stream) + 1,
-                        fio_rand::seed_index::FILE_SIZE,
-                    )),
+                    Some(fio_seed(seed, spec, thread, fio_rand::seed_index::FILE_SIZE)),
                 )
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
                 files.set_service_nr(spec.file_service_nr);
@@ -504,7 +501,7 @@ pub(super) fn build_processes(
                     let lfsr = spec.lfsr && spec.random_distribution.is_uniform();
                     let unit =
                         (!spec.norandommap || lfsr).then(|| Process::random_map_unit_bytes(spec));
-                    let draws = offset_draws(seed, spec, u64::from(stream) + 1);
+                    let draws = offset_draws(seed, spec, thread);
                     files.set_random(Process::random_alignments(spec), unit, Some(draws));
                     if !spec.random_distribution.is_uniform()
                         || spec.percentage_random.iter().any(|&p| p < 100)
@@ -519,8 +516,6 @@ pub(super) fn build_processes(
                     }
                 }
                 if spec.file_service_type == FileServiceType::Random {
-                    // fio's thread number: the process's place among all jobs' processes.
-                    let thread = u64::from(stream) + 1;
                     let seed = fio_seed(seed, spec, thread, fio_rand::seed_index::FILE);
                     files.set_fio_file_draws(FioDraws::new(seed, spec.randrepeat));
                 }
@@ -623,10 +618,10 @@ pub(super) fn build_processes(
             let limits = ByteLimits { pass_bytes: io_limit, job_bytes };
             let mut proc =
                 Process::new(spec, j, clone, group_id, phase, owner, region, limits, rng);
-            // fio's thread number: the process's place among all jobs' processes, from 1.
-            proc.seed_rwmix(fio_seed(seed, spec, stream as u64 + 1, fio_rand::seed_index::MIX));
-            if spec.rw.is_random() {
-                proc.set_fio_offsets(offset_draws(seed, spec, u64::from(stream) + 1));
+            proc.seed_rwmix(fio_seed(seed, spec, thread, fio_rand::seed_index::MIX));
+            // A tree's files draw their offsets themselves (FileTree::set_random).
+            if spec.rw.is_random() && files.is_none() {
+                proc.set_fio_offsets(offset_draws(seed, spec, thread));
             }
             // fio's null engine makes its file as large as the job's offset and size.
             let file_bytes = if spec.ioengine.is_null() {
