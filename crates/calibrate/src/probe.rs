@@ -108,9 +108,7 @@ impl Probe {
         let var = means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (means.len() - 1) as f64;
         var.sqrt()
     }
-}
 
-impl Probe {
     /// How far its mean latency may have moved with the device's drift, in µs: the standard
     /// error over its slices (a slice's spread over √n), 0 for fewer than two. The fit
     /// compares a model with the probe's mean, not with any one slice.
