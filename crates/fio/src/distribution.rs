@@ -149,7 +149,7 @@ fn number(s: &str) -> Result<f64, String> {
 
 /// One direction's zones: `A/S` entries joined by `:` (fio's `split_parse_ddir` and
 /// `zone_split_ddir`). The access percentages must add up to 100. For `zoned`, a size
-/// above 100 counts as 100, and zones without one (no `/`, or 0) share what the others
+/// above 100 counts as 100, and zones without one (no `/`, nothing after it, or 0) share what the others
 /// leave, each `(100 - given) / missing` (fio's integer division); the sizes may not add up
 /// to more than 100. For `zoned_abs` a zone without a size has none.
 fn parse_zones(v: &str, absolute: bool, kb_base: u64) -> Result<Vec<DistributionZone>, String> {
@@ -178,6 +178,11 @@ fn parse_zones(v: &str, absolute: bool, kb_base: u64) -> Result<Vec<Distribution
             (None, true) => 0,
             (Some(s), true) => parse_size(s, kb_base)?,
             (None, false) => {
+                missing.push(zones.len());
+                0
+            }
+            // fio's `atoi` reads an empty size as 0: the zone has none.
+            (Some(""), false) => {
                 missing.push(zones.len());
                 0
             }
@@ -281,6 +286,11 @@ mod tests {
             panic!()
         };
         assert_eq!(zones[0].iter().map(|z| z.size).collect::<Vec<_>>(), [33, 33, 33]);
+        // Nothing after the `/` is no size (fio's examples/rand-zones.fio).
+        let RandomDistribution::Zoned { zones } = parse("zoned:50/5:30/15:20/").unwrap() else {
+            panic!()
+        };
+        assert_eq!(zones[0], vec![zone(50, 5), zone(30, 15), zone(20, 80)]);
         assert!(parse("zoned:60/10:30/20").unwrap_err().contains("add up to 90"));
         assert!(parse("zoned:50/60:50/60").unwrap_err().contains("more than 100"));
         let many = vec!["0/0"; MAX_DISTRIBUTION_ZONES].join(":") + ":100/1";
