@@ -19,6 +19,8 @@
 //! `size=` counts only the files) go to whole groups after it, and the job reserves that room
 //! ([`FileTree::footprint_bytes`]).
 
+use std::collections::BTreeSet;
+
 use elevator_core::RandomStream;
 use elevator_fio::rand::Draws as FioDraws;
 use elevator_fio::FileServiceType;
@@ -101,6 +103,8 @@ pub struct FileTree {
     /// caller last asked ([`FileTree::take_closes`]).
     closed: Vec<bool>,
     closes: Vec<usize>,
+    /// The files not closed, for round robin to pass over the closed ones at once.
+    unclosed: Unclosed,
     /// Under a non-uniform choice: files fio closed and reset when it drew them finished,
     /// opened again when drawn next; and those reopened since the caller last asked
     /// ([`FileTree::take_opens`]).
@@ -119,7 +123,7 @@ pub struct FileTree {
     /// I/O to it is in flight stays open, `closing`, until that I/O completes (fio's file
     /// references): it keeps its place under `open_limit` and is not chosen.
     is_open: Vec<bool>,
-    open_now: usize,
+    open_now: BTreeSet<usize>,
     closing: Vec<bool>,
     /// I/Os to each file in flight ([`FileTree::issued`], [`FileTree::completed`]).
     in_flight: Vec<u32>,
@@ -193,6 +197,47 @@ impl RandomPlacement {
             }
             _ => (rel, len),
         }
+    }
+}
+
+/// The files of a tree not closed, as a union-find over their indices: `next[i]` leads to
+/// the first file at or after `i` not closed (`n`: none), so a round robin passes over any
+/// run of closed files in near-constant time.
+#[derive(Clone, Debug)]
+struct Unclosed {
+    next: Vec<u32>,
+}
+
+impl Unclosed {
+    /// `n` files, none closed. `n` < 2^32: a tree's files are bounded by its block groups
+    /// (`MAX_TREE_GROUPS`) long before.
+    fn new(n: usize) -> Unclosed {
+        Unclosed { next: (0..=n as u32).collect() }
+    }
+
+    /// The same files with those `closed` says closed.
+    fn without(mut self, closed: &[bool]) -> Unclosed {
+        for (i, _) in closed.iter().enumerate().filter(|(_, c)| **c) {
+            self.close(i);
+        }
+        self
+    }
+
+    /// File `i` is closed.
+    fn close(&mut self, i: usize) {
+        self.next[i] = i as u32 + 1;
+    }
+
+    /// The first file at or after `i` not closed; the number of files if none.
+    fn first_from(&mut self, i: usize) -> usize {
+        let mut i = i;
+        // Path halving: each link passed over now points two on.
+        while self.next[i] as usize != i {
+            let up = self.next[i] as usize;
+            self.next[i] = self.next[up];
+            i = up;
+        }
+        i
     }
 }
 
@@ -356,6 +401,7 @@ impl FileTree {
             opened: vec![false; n],
             closed: vec![false; n],
             closes: Vec::new(),
+            unclosed: Unclosed::new(n),
             reopen: vec![false; n],
             opens: Vec::new(),
             finished: 0,
@@ -363,7 +409,7 @@ impl FileTree {
             announce_opens: false,
             open_limit: n,
             is_open: vec![false; n],
-            open_now: 0,
+            open_now: BTreeSet::new(),
             closing: vec![false; n],
             in_flight: vec![0; n],
         })
@@ -403,7 +449,7 @@ impl FileTree {
     /// File `i` is no longer open (fio's last `put_file`).
     fn shut(&mut self, i: usize) {
         if std::mem::take(&mut self.is_open[i]) {
-            self.open_now -= 1;
+            self.open_now.remove(&i);
         }
     }
 
@@ -452,7 +498,19 @@ impl FileTree {
                 },
                 (_, Some(d)) => (d.next_slot(0, ranges, 1, rng) >> FSERVICE_SHIFT) as usize,
                 _ => {
-                    let f = self.next_rr;
+                    // Round robin (no distribution: live is not closed). fio's
+                    // get_next_file_rr walks past the closed files one by one, and so did
+                    // this, closing each again (a no-op): quadratic in the files where
+                    // openfiles= holds most of them back. The first file not closed from
+                    // `next_rr` on, round the end, is the one that walk stops at.
+                    let mut f = self.unclosed.first_from(self.next_rr);
+                    if f == n {
+                        f = self.unclosed.first_from(0);
+                    }
+                    if f == n {
+                        // Every file closed: nothing to choose (callers stop before).
+                        return false;
+                    }
                     self.next_rr = (f + 1) % n;
                     f
                 }
@@ -469,16 +527,33 @@ impl FileTree {
                 continue;
             }
             if !self.is_open[f] {
-                if self.open_now >= self.open_limit {
+                if self.open_now.len() >= self.open_limit {
                     return false;
                 }
                 self.is_open[f] = true;
-                self.open_now += 1;
+                self.open_now.insert(f);
             }
             break f;
         };
         self.service_left = Some(self.service_nr.wrapping_sub(1));
         true
+    }
+
+    /// fio's do_io asks again at once after `EBUSY` with no I/O in flight, and round robin
+    /// goes on from the next file, `EBUSY` again at each one neither open nor closed while
+    /// `openfiles=` files are open. Those turns change nothing else, so this moves the
+    /// choice on to the next open file at once: a tree of many files under `openfiles=1`
+    /// made every I/O a walk round all of them. A random choice draws at each turn, and
+    /// takes them one by one.
+    pub fn pass_busy_turns(&mut self) {
+        let round_robin = self.service != FileServiceType::Random && self.distribution.is_none();
+        if !round_robin || self.open_now.len() < self.open_limit {
+            return;
+        }
+        let next = self.open_now.range(self.next_rr..).next();
+        if let Some(&f) = next.or_else(|| self.open_now.first()) {
+            self.next_rr = f;
+        }
     }
 
     /// Reports first opens as [`FileIo::Open`] rather than inode-block reads.
@@ -652,6 +727,10 @@ impl FileTree {
             return None;
         }
         self.closed[i] = false;
+        if self.distribution.is_none() {
+            // Only a non-uniform choice reopens files, and it does not go round robin.
+            self.unclosed = Unclosed::new(self.files.len()).without(&self.closed);
+        }
         if self.announce_opens {
             self.hold = true;
             return Some(FileIo::Reopen { file: i });
@@ -664,6 +743,7 @@ impl FileTree {
     fn close(&mut self, i: usize) {
         if self.opened[i] && !self.closed[i] {
             self.closed[i] = true;
+            self.unclosed.close(i);
             self.closes.push(i);
         }
         if self.in_flight[i] > 0 && self.is_open[i] {
@@ -769,6 +849,7 @@ impl FileTree {
     /// closed them as done, count as open again (no new inode read).
     pub fn rewind(&mut self) {
         self.closed.iter_mut().for_each(|c| *c = false);
+        self.unclosed = Unclosed::new(self.files.len());
         // fio's clear_io_state closes every file; those with I/O still in flight close
         // when it completes.
         for i in 0..self.files.len() {
@@ -909,6 +990,53 @@ mod tests {
                     unreachable!()
                 }
                 FileIo::Done => return out,
+            }
+        }
+    }
+
+    /// The data I/O of a tree of `files` files of `sizes` (drawn), `openfiles=open`, nothing
+    /// in flight between calls: each busy turn taken (`pass` false), or passed at once.
+    fn data_order(
+        files: u32,
+        sizes: (u64, u64),
+        service: FileServiceType,
+        open: u32,
+        pass: bool,
+    ) -> Vec<(usize, u64)> {
+        let mut rng = RandomStream::new(7, 0);
+        let mut t =
+            FileTree::lay_out(0, 1 << 30, files, Some(sizes), 4096, service, &mut rng, None)
+                .unwrap();
+        t.set_open_limit(open);
+        let mut out = Vec::new();
+        loop {
+            match t.next(4096, Some, false, &mut rng) {
+                FileIo::Data { file, offset_bytes, .. } => out.push((file, offset_bytes)),
+                FileIo::Busy if pass => t.pass_busy_turns(),
+                FileIo::Done => return out,
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn passing_busy_turns_at_once_serves_what_taking_them_does() {
+        // Round robin with files of many sizes, a few or one open at a time: the busy turns
+        // (a walk round the tree per I/O under openfiles=1) change nothing but the next file.
+        for service in [FileServiceType::RoundRobin, FileServiceType::Sequential] {
+            for (files, sizes, open) in [
+                (40, (4096, 65536), 1),
+                (40, (4096, 65536), 3),
+                (200, (4096, 4096), 1),
+                (9, (8192, 32768), 8),
+            ] {
+                let taken = data_order(files, sizes, service.clone(), open, false);
+                let passed = data_order(files, sizes, service.clone(), open, true);
+                assert!(!taken.is_empty());
+                assert_eq!(
+                    taken, passed,
+                    "{service:?} {files} files of {sizes:?}, openfiles={open}"
+                );
             }
         }
     }

@@ -1311,7 +1311,7 @@ impl Process {
                 Some(files) => loop {
                     match files.sync_turn(&mut self.rng) {
                         FileIo::Busy if self.in_flight > 0 => return Next::Full,
-                        FileIo::Busy => continue,
+                        FileIo::Busy => files.pass_busy_turns(),
                         other => break Some(other),
                     }
                 },
@@ -1386,7 +1386,11 @@ impl Process {
                         }
                         return Next::Full;
                     }
-                    Some(FileIo::Busy) => continue,
+                    Some(FileIo::Busy) => {
+                        if let Some(files) = self.files.as_mut() {
+                            files.pass_busy_turns();
+                        }
+                    }
                     step => break step,
                 }
             },
