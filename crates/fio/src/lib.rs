@@ -29,4 +29,6 @@ pub use distribution::{
 pub use expr::{Keywords, MAX_EXPR_BYTES, MAX_EXPR_DEPTH};
 pub use ini::{MAX_INCLUDES, MAX_INCLUDE_DEPTH, MAX_JOB_TEXT_BYTES, MAX_SECTIONS};
 pub use job::*;
-pub use parser::{parse_file, parse_file_with, parse_str, parse_str_with, MAX_PROCESSES};
+pub use parser::{
+    parse_file, parse_file_with, parse_str, parse_str_with, MAX_FILES, MAX_PROCESSES,
+};

@@ -1035,7 +1035,7 @@ impl Builder {
             "randseed" => spec.randseed = Some(parse_size(v, kb)?),
             "uid" => spec.uid = Some(int_in(v, kb, 0, u32::MAX.into())? as u32),
             "gid" => spec.gid = Some(int_in(v, kb, 0, u32::MAX.into())? as u32),
-            "nrfiles" => spec.nrfiles = int_in(v, kb, 1, u32::MAX.into())? as u32,
+            "nrfiles" => spec.nrfiles = int_in(v, kb, 1, crate::parser::MAX_FILES)? as u32,
             "wait_for" => spec.wait_for = Some(v.to_string()),
             "openfiles" => spec.open_files = int_in(v, kb, 0, u32::MAX.into())? as u32,
             "filesize" => {

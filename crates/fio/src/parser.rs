@@ -63,6 +63,12 @@ pub fn parse_str_with(
 /// its own state and statistics in the simulator).
 pub const MAX_PROCESSES: u64 = 4096;
 
+/// Files one job file may ask for: `nrfiles` times `numjobs`, summed over its jobs. Each file
+/// of a tree has state of its own in the simulator (its place, position and open state; for
+/// a buffered job its page-cache accounting too, about 900 bytes a file in all), so this
+/// keeps that under a GiB.
+pub const MAX_FILES: u64 = 1 << 20;
+
 /// Which kind of section the option lines currently belong to.
 enum Current {
     None,
@@ -162,6 +168,17 @@ fn build(items: Vec<Item>, file_name: &str, keywords: &Keywords) -> Result<JobFi
             message: format!(
                 "the jobs add up to {processes} processes (numjobs summed over the sections); \
                  at most {MAX_PROCESSES}"
+            ),
+        });
+    }
+    let files: u64 = out.jobs.iter().map(|j| u64::from(j.numjobs) * u64::from(j.nrfiles)).sum();
+    if files > MAX_FILES {
+        return Err(ParseError {
+            location: SourceLocation { file: file_name.into(), line: 0 },
+            option: Some("nrfiles".into()),
+            message: format!(
+                "the jobs add up to {files} files (nrfiles times numjobs, summed over the \
+                 sections); at most {MAX_FILES} (MAX_FILES)"
             ),
         });
     }

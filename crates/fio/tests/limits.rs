@@ -78,6 +78,11 @@ fn numjobs_and_sections_are_bounded() {
     let many: String = (0..3).map(|i| format!("[j{i}]\nrw=read\nnumjobs=2000\n")).collect();
     let e = parse(&many).unwrap_err().to_string();
     assert!(e.contains(&format!("at most {MAX_PROCESSES}")), "{e}");
+    // Files: each job's nrfiles, and nrfiles times numjobs over the file.
+    let e = parse("[j]\nrw=read\nnrfiles=2000000\n").unwrap_err().to_string();
+    assert!(e.contains("t.fio:3") && e.contains("nrfiles"), "{e}");
+    let e = parse("[j]\nrw=read\nnrfiles=300000\nnumjobs=4\n").unwrap_err().to_string();
+    assert!(e.contains("1200000 files") && e.contains(&format!("at most {MAX_FILES}")), "{e}");
     let sections: String = (0..=MAX_SECTIONS).map(|i| format!("[j{i}]\n")).collect();
     let e = parse(&sections).unwrap_err().to_string();
     assert!(e.contains(&format!("more than {MAX_SECTIONS} sections")), "{e}");
