@@ -1457,6 +1457,43 @@ fn percentage_offsets_align_as_real_fio_aligns_them() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Clones sharing one regular file that does not exist yet: fio sets them up one after
+/// another, each finding the file as the ones before left it (a percentage offset counts
+/// from that length, 0 for the first) and extending it to its own region; it numbers the
+/// clones after the first in reverse. Real fio (installed by setup.sh) and elevator do the
+/// same I/O (their logs, all clones in one, sorted: the clones interleave in time).
+#[test]
+fn clones_sharing_a_new_file_grow_it_as_real_fio_does() {
+    let dir = scratch_dir("oshared");
+    let data = dir.join("data");
+    for extra in [
+        "offset=10%",
+        "offset=10%\nnumjobs=2",
+        "offset_increment=64k\nnumjobs=2",
+        "offset=4k\noffset_increment=10%\nnumjobs=3",
+        "rw=randread\noffset_increment=64k\nnumjobs=3",
+        "rw=write\nsize=32k\noffset_increment=40k\nnumjobs=4\nioengine=libaio\niodepth=4",
+    ] {
+        let logged = |tool: &str| -> Vec<LoggedIo> {
+            let _ = std::fs::remove_file(&data);
+            let log = dir.join(format!("{tool}.log"));
+            let text = format!(
+                "[o]\nfilename={}\nrw=read\nsize=64k\nbs=4k\n{extra}\nwrite_iolog={}\n",
+                data.display(),
+                log.display()
+            );
+            let mut ios = iolog_of(tool, &dir.join(format!("{tool}.fio")), &text, &log);
+            ios.iter_mut().for_each(|io| io.0 = 0);
+            ios.sort();
+            ios
+        };
+        let fio = logged("fio");
+        assert!(!fio.is_empty(), "{extra}");
+        assert_eq!(logged("elevator"), fio, "{extra}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `verify_only=1`: the job goes through its writes without I/O (fio's `do_dry_run`) and
 /// reads back what they would have written. Real fio (installed by setup.sh) and elevator
 /// log the same reads and no writes, and report the writes as done in no time.

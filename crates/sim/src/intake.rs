@@ -173,13 +173,8 @@ pub fn fit(
             continue;
         }
         // The real file is looked at, never opened for writing: its length is the size.
-        let path = std::path::Path::new(name);
-        let path = match &spec.directory {
-            Some(dir) if path.is_relative() => std::path::Path::new(dir).join(path),
-            _ => path.to_path_buf(),
-        };
-        let bytes = match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() && m.len() >= 512 => m.len() / 512 * 512,
+        let bytes = match host_file_bytes(spec, name) {
+            Some(len) if len >= 512 => len / 512 * 512,
             _ => {
                 warnings.push(format!(
                     "{}: job `{}`: `{name}` does not exist and the job gives no size= (fio would stop with \"you need to specify size=\"); simulated as a file of {} MiB",
@@ -193,6 +188,17 @@ pub fn fit(
         spec.size = Some(Amount::Bytes(bytes));
     }
     Ok((jobs, topology, warnings))
+}
+
+/// The length of the regular file `name` (under the job's `directory=`) on this machine, if
+/// it is one there: what fio's setup finds (`real_file_size`). Only looked at, never opened.
+pub fn host_file_bytes(spec: &elevator_fio::JobSpec, name: &str) -> Option<u64> {
+    let path = std::path::Path::new(name);
+    let path = match &spec.directory {
+        Some(dir) if path.is_relative() => std::path::Path::new(dir).join(path),
+        _ => path.to_path_buf(),
+    };
+    std::fs::metadata(&path).ok().filter(|m| m.is_file()).map(|m| m.len())
 }
 
 /// Whether a `filename=` names a regular file rather than a device of the topology.

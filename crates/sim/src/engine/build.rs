@@ -17,7 +17,7 @@ use elevator_mm::Vm;
 use super::SimError;
 use crate::files::FileTree;
 use crate::filesystem::JOURNAL_OFFSET_BYTES;
-use crate::intake::{is_regular_path, NULL_DEVICE};
+use crate::intake::{host_file_bytes, is_regular_path, NULL_DEVICE};
 use crate::iolog_out::IssueLog;
 use crate::random_map::{RandomMap, MAX_RANDOM_MAP_BLOCKS};
 use crate::steadystate::{SteadyStateJob, SteadyStateWindow};
@@ -213,8 +213,9 @@ fn percent_of(percent: f64, of_bytes: u64) -> u64 {
 }
 
 /// Where clone `clone` of `spec` starts in a target or file of `of_bytes` (fio's
-/// `get_start_offset`, which counts the job's sub-jobs from 0): `offset=` plus
-/// `offset_increment=` once per earlier clone. Where either is a percentage of `of_bytes`
+/// `get_start_offset`): `offset=` plus `offset_increment=` once per sub-job before it. fio
+/// numbers a job's processes after the first in reverse (`add_job` makes them counting
+/// `numjobs` down), so with `numjobs=3` the second process is sub-job 2 and the third 1. Where either is a percentage of `of_bytes`
 /// the sum is rounded up to `offset_align=`, else to the job's smallest block size; byte
 /// offsets are taken as given.
 fn clone_offset(spec: &JobSpec, clone: u32, of_bytes: u64) -> u64 {
@@ -230,13 +231,48 @@ fn clone_offset(spec: &JobSpec, clone: u32, of_bytes: u64) -> u64 {
         Amount::Percent(_) => 0,
         Amount::Bytes(b) => b,
     };
-    let offset = base.saturating_add(u64::from(clone).saturating_mul(step));
+    let subjob = if clone == 0 { 0 } else { spec.numjobs.max(1).saturating_sub(clone) };
+    let offset = base.saturating_add(u64::from(subjob).saturating_mul(step));
     if !align {
         return offset;
     }
     let min_bs = spec.block_size.iter().map(|b| b.min_bytes()).min().unwrap_or(512);
     let unit = spec.offset_align.unwrap_or(min_bs).max(512);
     offset.div_ceil(unit).saturating_mul(unit)
+}
+
+/// Where a clone's region of a regular file lies when fio sets the clone up and finds the
+/// file `real_bytes` long (0: it does not exist yet): its offset, with a percentage of
+/// `real_bytes`, and its length, `size=` or the rest of the file.
+fn file_region(spec: &JobSpec, clone: u32, real_bytes: u64, job_bytes: Option<u64>) -> (u64, u64) {
+    let offset = clone_offset(spec, clone, real_bytes);
+    (offset, job_bytes.unwrap_or(real_bytes.saturating_sub(offset)))
+}
+
+/// How long each regular file named by `filename=` ends up, by directory and path. fio sets
+/// up one job and clone after another before any runs (`create_serialize`), each finding the
+/// file as the ones before left it (a percentage offset counts from that length) and
+/// extending it to its own offset and size (`setup_files`): a file shared by `numjobs=` clones
+/// with `offset_increment=` holds all their regions.
+fn named_file_lengths(jobs: &JobFile, topology: &Topology) -> BTreeMap<String, u64> {
+    let mut grown: BTreeMap<String, u64> = BTreeMap::new();
+    for spec in &jobs.jobs {
+        let Some(name) = spec.filename.as_deref() else { continue };
+        if spec.iolog.is_some() || spec.ioengine.is_null() || !is_regular_path(topology, name) {
+            continue;
+        }
+        let dir = file_system_of(topology, spec.directory.as_deref());
+        let key = format!("{dir}\0{name}");
+        for clone in 0..spec.numjobs.max(1) {
+            let real = grown
+                .get(&key)
+                .copied()
+                .unwrap_or_else(|| host_file_bytes(spec, name).unwrap_or(0));
+            let (offset, len) = file_region(spec, clone, real, single_file_bytes(spec));
+            grown.insert(key.clone(), real.max(offset.saturating_add(len)));
+        }
+    }
+    grown
 }
 
 /// What [`build_processes`] makes: the processes, the page cache with a task per buffered
@@ -265,8 +301,11 @@ pub(super) fn build_processes(
     // directory's device (the first device by default), like files written in order on a fresh
     // file system.
     let mut file_cursors: BTreeMap<String, u64> = BTreeMap::new();
-    // Regular files named by filename=, by directory and path: where they were placed.
+    // Regular files named by filename=, by directory and path: where they were placed, how
+    // long each is when the next job or clone is set up, and how long it ends.
     let mut named_files: BTreeMap<String, (Route, u64, u64)> = BTreeMap::new();
+    let mut named_grown: BTreeMap<String, u64> = BTreeMap::new();
+    let named_final = named_file_lengths(jobs, topology);
     let mut pid = 1000u32;
     let mut users_of_name: BTreeMap<String, u32> = BTreeMap::new();
     // Each job section's name and processes, for wait_for=.
@@ -378,6 +417,12 @@ pub(super) fn build_processes(
                         let fill = spec.fill_device && !named_files.contains_key(&key);
                         fill.then(|| fill_bytes(topology, &file_cursors, &dir, 1)).flatten()
                     });
+                    let real = named_grown
+                        .get(&key)
+                        .copied()
+                        .unwrap_or_else(|| host_file_bytes(spec, name).unwrap_or(0));
+                    let (offset, len) = file_region(spec, clone, real, job_bytes);
+                    named_grown.insert(key.clone(), real.max(offset.saturating_add(len)));
                     let (route, start, size) = match named_files.get(&key) {
                         Some(&placed) => placed,
                         None => {
@@ -387,14 +432,10 @@ pub(super) fn build_processes(
                                     spec.name
                                 )));
                             };
-                            // fio makes a new file as long as the job's offset and size
-                            // (setup_files extends it to file_offset + io_size).
-                            let size = match spec.offset {
-                                Amount::Bytes(_) => {
-                                    clone_offset(spec, clone, size).saturating_add(size)
-                                }
-                                Amount::Percent(_) => size,
-                            };
+                            // fio makes a new file as long as the job's offset and size, and
+                            // each later job or clone extends it to its own (setup_files).
+                            let grown = named_final.get(&key).copied().unwrap_or(0);
+                            let size = grown.max(offset.saturating_add(size));
                             let placed = place_file(topology, &mut file_cursors, &dir, size, 0)
                                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
                             named_files.insert(key, placed);
@@ -402,8 +443,8 @@ pub(super) fn build_processes(
                         }
                     };
                     // Each job and clone covers its size= of the file from its own offset on.
-                    let offset = clone_offset(spec, clone, size).min(size);
-                    let len = job_bytes.map_or(size - offset, |b| b.min(size - offset));
+                    let offset = offset.min(size);
+                    let len = len.min(size - offset);
                     (route, start, size, start + offset, len)
                 }
                 Some(name) => {
