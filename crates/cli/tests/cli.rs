@@ -1190,11 +1190,35 @@ fn random_offsets_on_one_file_are_fios_own() {
         "rw=randread\nnorandommap",
         "rw=randread\nioengine=libaio\niodepth=8\ndirect=1",
         "rw=randread\noffset=64k\nsize=128k",
+        // randseed= overrides randrepeat from the second pass on (fio's fixup_options):
+        // the offsets and directions go on drawing instead of starting over.
+        "rw=randread\nrandseed=42\nloops=2",
+        "rw=randrw\nrandseed=42\nloops=3",
+        "rw=readwrite\nrandseed=1234\nloops=2",
     ]
     .into_iter()
     .enumerate()
     {
         assert_file_io_as_fio(&format!("rand-file-{i}"), &format!("size=256k\nbs=4k\n{body}"));
+    }
+}
+
+/// `fsync=` and `fdatasync=` together: fio 3.33's get_rw_ddir asks the fsync cadence first,
+/// then the fdatasync one, each against the writes issued so far, and a sync due stays due
+/// before each I/O until the next write unless the last I/O was a sync. Real fio and
+/// elevator log the same calls.
+#[test]
+fn fsync_and_fdatasync_together_fall_where_real_fio_puts_them() {
+    for (i, body) in [
+        "rw=randwrite\nfsync=7\nfdatasync=2\nnorandommap",
+        "rw=write\nfsync=3\nfdatasync=2\nloops=2",
+        "rw=randwrite\nsize=200k\nfsync=3\nfdatasync=2\nloops=3\nio_size=100k",
+        "rw=randrw\nfsync=4\nfdatasync=3",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_file_io_as_fio(&format!("fsync-fdatasync-{i}"), &format!("size=64k\nbs=4k\n{body}"));
     }
 }
 

@@ -86,7 +86,7 @@ impl Taus88 {
 /// One of fio's per-job generators as fio draws from it: taus88 from its seed, seeded again
 /// at each pass under `randrepeat` (`clear_io_state`'s `td_fill_rand_seeds`). Used for
 /// `random_state` (a random job's offsets, `__get_next_rand_offset`), `next_file_state`
-/// (`__get_next_fileno_rand`). Deviation: under `random_generator=tausworthe64` fio uses
+/// (`__get_next_fileno_rand`), `rwmix_state` (a mixed job's directions, `get_rand_ddir`). Deviation: under `random_generator=tausworthe64` fio uses
 /// its 64-bit generator; this stays taus88.
 #[derive(Clone, Copy, Debug)]
 pub struct Draws {
@@ -98,6 +98,11 @@ pub struct Draws {
 impl Draws {
     pub fn new(seed: u64, reseed_each_pass: bool) -> Draws {
         Draws { seed, state: Taus88::new(seed), reseed_each_pass }
+    }
+
+    /// [`Taus88::between`] on this generator.
+    pub fn between(&mut self, start: u32, end: u32) -> u32 {
+        self.state.between(start, end)
     }
 
     /// `n * (r / (rand_max + 1.0))`, truncated: one of `n`.

@@ -64,8 +64,7 @@ pub fn dir_index(op: Op) -> usize {
 /// [`Process::next_io`]).
 #[derive(Clone, Copy, Debug)]
 struct RwMix {
-    seed: u64,
-    rng: elevator_fio::rand::Taus88,
+    draws: elevator_fio::rand::Draws,
     /// `td->rwmix_ddir` (0 read, 1 write) and `td->rwmix_issues`.
     dir: usize,
     issues: u64,
@@ -75,22 +74,21 @@ struct RwMix {
 }
 
 impl RwMix {
-    fn new(seed: u64) -> RwMix {
-        let rng = elevator_fio::rand::Taus88::new(seed);
-        RwMix { seed, rng, dir: 0, issues: 0, decided: None }
+    fn new(draws: elevator_fio::rand::Draws) -> RwMix {
+        RwMix { draws, dir: 0, issues: 0, decided: None }
     }
 
-    /// A new pass (fio's `clear_io_state`): the bar is 0 again and, as under fio's default
-    /// `randrepeat`, the draws start over; the direction and the counts stay.
+    /// A new pass (fio's `clear_io_state`): the bar is 0 again and, where fio reseeds its
+    /// generators, the draws start over; the direction and the counts stay.
     fn new_pass(&mut self) {
         self.issues = 0;
-        self.rng = elevator_fio::rand::Taus88::new(self.seed);
+        self.draws.new_pass();
     }
 
     /// The direction of the next I/O, given the I/Os issued so far in each direction.
     fn pick(&mut self, read_percent: u32, issued: &[u64; 3]) -> usize {
         if issued[self.dir] >= self.issues {
-            let d = if self.rng.between(1, 100) <= read_percent { 0 } else { 1 };
+            let d = if self.draws.between(1, 100) <= read_percent { 0 } else { 1 };
             if d != self.dir {
                 let other_share = mix_share(read_percent, self.dir ^ 1);
                 self.issues = issued[self.dir] * u64::from(other_share) / 100;
@@ -500,11 +498,22 @@ pub struct Process {
     /// reference to its file of a tree ([`FileTree::issued`]).
     iou_free: Vec<(u64, usize)>,
     iou_busy: Vec<(Nanos, (u64, usize))>,
-    /// fio's `should_fsync`/`get_rw_ddir`: once the writes are a multiple of `fsync=N`, a
-    /// sync is due before every I/O that does not follow a sync, until the next write
-    /// (`io_issues[DDIR_WRITE] % N == 0` and `!last_was_sync`): in a mixed job every read
-    /// after the Nth write brings another.
-    fsync_armed: bool,
+    /// fio's `should_fsync`/`get_rw_ddir`: once the writes are a multiple of `fsync=N` (or
+    /// else of `fdatasync=M`), that sync is due before every I/O that does not follow a
+    /// sync, until the next write (`io_issues[DDIR_WRITE] % N == 0` and `!last_was_sync`):
+    /// in a mixed job every read after the Nth write brings another.
+    sync_armed: Option<FlushCall>,
+    /// fio's `last_was_sync`: the last I/O fio reaped was a sync. It changes as completions
+    /// are reaped, not as I/Os go out, so an engine that queues its syncs (io_uring) sends
+    /// one at each turn until a reaped completion says a sync went through, and one that
+    /// runs them inline (libaio) skips the sync due while nothing has been reaped since the
+    /// last. Cleared by `clear_io_state` at each pass.
+    last_reaped_sync: bool,
+    /// The engine runs a sync in the submitting thread (fio's libaio: `do_io_u_sync`), so
+    /// the job issues nothing while one is in flight.
+    sync_blocks: bool,
+    /// Syncs in flight.
+    flushes_in_flight: u32,
     /// A sync engine: fio counts its do_io bytes only for short I/Os, so a pass goes on to
     /// the sync due after its last write.
     sync_engine: bool,
@@ -542,9 +551,9 @@ pub struct Process {
     /// `rate_process=poisson`: per direction, when the next I/O is due (from the start), each
     /// I/O moving it on by an exponentially distributed gap.
     poisson_due_ns: Option<[Nanos; 3]>,
-    fsync_every: u32,
-    /// What `fsync_every`'s flushes are (`fsync=` or `fdatasync=`).
-    fsync_call: FlushCall,
+    /// `fsync=N` and `fdatasync=M` (0: none), asked in that order as fio's get_rw_ddir
+    /// asks them.
+    sync_cadence: [(u32, FlushCall); 2],
     /// What the pending flush (`flush_pending`) is.
     pending_flush: FlushCall,
     /// Flushes in flight that fio accounts: (issue time, an fsync).
@@ -577,7 +586,8 @@ pub struct Process {
     dir_ios_issued: [u64; 3],
     since_think: u32,
     thinking: bool,
-    writes_since_fsync: u32,
+    /// Writes issued (fio's `io_issues[DDIR_WRITE]`, which the sync cadences divide).
+    writes_for_sync: u64,
     flush_pending: bool,
     stop_at_ns: Option<Nanos>,
     /// With `nrfiles` > 1: the files and the progress through them.
@@ -738,7 +748,7 @@ impl Process {
             exit_on_io_done: spec.exit_on_io_done && spec.ioengine.name() == "cpuio",
             rw: spec.rw,
             rwmixread_percent: spec.rwmixread_percent.min(100),
-            rwmix: RwMix::new(0),
+            rwmix: RwMix::new(elevator_fio::rand::Draws::new(0, true)),
             block_size: spec.block_size.clone(),
             sync_writes: spec.direct,
             max_in_flight: if spec.latency_target_ns.is_some() { 1 } else { max_in_flight },
@@ -785,7 +795,10 @@ impl Process {
             held_open: None,
             iou_free: vec![(0, usize::MAX); max_in_flight.max(1) as usize],
             iou_busy: Vec::new(),
-            fsync_armed: false,
+            sync_armed: None,
+            last_reaped_sync: false,
+            sync_blocks: spec.ioengine.name() == "libaio",
+            flushes_in_flight: 0,
             sync_engine: !spec.ioengine.is_async(),
             reopen_after_flush: false,
             end_fsync: (spec.end_fsync || spec.fsync_on_close)
@@ -805,9 +818,11 @@ impl Process {
             rate_bytes_per_sec: spec.rate_bytes_per_sec,
             rate_iops: spec.rate_iops,
             poisson_due_ns: (spec.rate_process == RateProcess::Poisson).then_some([0; 3]),
-            fsync_every: if spec.fsync_every > 0 { spec.fsync_every } else { spec.fdatasync_every },
+            sync_cadence: [
+                (spec.fsync_every, FlushCall::Fsync),
+                (spec.fdatasync_every, FlushCall::Fdatasync),
+            ],
             barrier_every: spec.write_barrier_every,
-            fsync_call: if spec.fsync_every > 0 { FlushCall::Fsync } else { FlushCall::Fdatasync },
             pending_flush: FlushCall::Unaccounted,
             syncs_in_flight: Vec::new(),
             sync_stats: crate::stats::SyncStats::default(),
@@ -828,7 +843,7 @@ impl Process {
             dir_ios_issued: [0; 3],
             since_think: 0,
             thinking: false,
-            writes_since_fsync: 0,
+            writes_for_sync: 0,
             flush_pending: false,
             stop_at_ns: None,
             files: None,
@@ -1006,10 +1021,10 @@ impl Process {
         if let Some(limit) = self.job_ios_limit() {
             n = n.min(limit.saturating_sub(self.job_ios()) + 1);
         }
-        if io.op == Op::Write && self.fsync_every > 0 {
-            n = n.min(u64::from(self.fsync_every - self.writes_since_fsync) + 1);
+        if let Some(left) = self.writes_to_next_sync().filter(|_| io.op == Op::Write) {
+            n = n.min(left + 1);
         }
-        if io.op != Op::Write && self.fsync_armed {
+        if io.op != Op::Write && self.sync_armed.is_some() {
             n = 1; // a sync follows it
         }
         if io.op == Op::Write && self.barrier_every > 0 {
@@ -1056,13 +1071,8 @@ impl Process {
             busy.1 .0 = last_offset;
         }
         self.depth_hist[0] += extra;
-        if io.op == Op::Write && self.fsync_every > 0 {
-            self.writes_since_fsync += extra as u32;
-            self.fsync_armed = self.writes_since_fsync >= self.fsync_every;
-            if self.fsync_armed {
-                self.writes_since_fsync = 0;
-                self.want_flush(self.fsync_call);
-            }
+        if io.op == Op::Write {
+            self.count_writes_for_sync(extra);
         }
         if io.op == Op::Write && self.barrier_every > 0 {
             // run_len stops a run before the barrier write, so no barrier falls inside it.
@@ -1214,6 +1224,7 @@ impl Process {
                 Next::Issue(io) if self.verify_only && !self.verifying() => {
                     // fio's do_dry_run: a depth of one, and the write accounted as done.
                     self.depth_hist[0] += 1;
+                    self.last_reaped_sync = io.op == Op::Flush;
                     if io.op != Op::Flush && now_ns >= self.ramp_end_ns {
                         self.record_io(dir_index(io.op), io.len_bytes, now_ns, now_ns, now_ns);
                     }
@@ -1259,6 +1270,7 @@ impl Process {
             }
             // A sync engine's pass asks for one more io_u: the sync due after its last write
             // goes out in this pass, and again as the next begins.
+            self.want_cadence_sync();
             if self.flush_pending && self.sync_engine && !restart && self.end_of_pass_turn() {
                 self.flush_pending = false;
                 return Next::Issue(Io::flush(self.pending_flush));
@@ -1303,6 +1315,10 @@ impl Process {
             }
             self.draining_to_low = false;
         }
+        if self.sync_blocks && self.flushes_in_flight > 0 {
+            return Next::Full;
+        }
+        self.want_cadence_sync();
         if self.flush_pending && !self.tree_exhausted() && self.held_open.is_none() {
             // In a file tree the sync takes the turn of the file chosen next; opening it
             // first goes out below, and the sync follows.
@@ -1488,17 +1504,8 @@ impl Process {
                 v.wrote(offset, len);
             }
         }
-        if op == Op::Write && self.fsync_every > 0 {
-            self.writes_since_fsync += 1;
-            self.fsync_armed = self.writes_since_fsync >= self.fsync_every;
-            if self.fsync_armed {
-                self.writes_since_fsync = 0;
-                self.want_flush(self.fsync_call);
-            }
-        } else if self.fsync_armed && !opening {
-            // fio's get_rw_ddir: the writes are still a multiple of N and this I/O was no
-            // sync, so one is due before the next.
-            self.want_flush(self.fsync_call);
+        if op == Op::Write {
+            self.count_writes_for_sync(1);
         }
         if op == Op::Write {
             self.wrote(offset, len, 1);
@@ -1612,6 +1619,40 @@ impl Process {
         })
     }
 
+    /// `n` more writes went out: the sync due after them, if the count is a multiple of a
+    /// cadence (`fsync=` asked before `fdatasync=`), stays armed until the next write
+    /// ([`Process::want_cadence_sync`] asks for it at each turn).
+    fn count_writes_for_sync(&mut self, n: u64) {
+        if self.sync_cadence.iter().all(|&(every, _)| every == 0) {
+            return;
+        }
+        self.writes_for_sync += n;
+        let w = self.writes_for_sync;
+        self.sync_armed = self
+            .sync_cadence
+            .iter()
+            .find(|&&(every, _)| every > 0 && w.is_multiple_of(u64::from(every)))
+            .map(|&(_, call)| call);
+    }
+
+    /// fio's get_rw_ddir at a turn: the sync the write count is due for goes first, unless
+    /// the last I/O reaped was a sync (`should_fsync`).
+    fn want_cadence_sync(&mut self) {
+        if let Some(call) = self.sync_armed.filter(|_| !self.last_reaped_sync) {
+            self.want_flush(call);
+        }
+    }
+
+    /// Writes still to go before the next sync a cadence asks for, if any cadence is set.
+    fn writes_to_next_sync(&self) -> Option<u64> {
+        let w = self.writes_for_sync;
+        self.sync_cadence
+            .iter()
+            .filter(|&&(every, _)| every > 0)
+            .map(|&(every, _)| u64::from(every) - w % u64::from(every))
+            .min()
+    }
+
     /// A flush is due: `call` (one fio accounts wins over one it does not, where both fall
     /// on the same write).
     fn want_flush(&mut self, call: FlushCall) {
@@ -1635,7 +1676,7 @@ impl Process {
         self.writes_since_sfr += n as u32;
         if self.writes_since_sfr >= sfr.every {
             self.writes_since_sfr = 0;
-            if !self.flush_pending {
+            if !self.flush_pending && self.sync_armed.is_none() {
                 self.sfr_pending = true;
             }
         }
@@ -1668,6 +1709,9 @@ impl Process {
         }
         self.last_issue_ns = Some(now_ns);
         self.last_was_flush = io.op == Op::Flush;
+        if io.op == Op::Flush {
+            self.flushes_in_flight += 1;
+        }
         // The io_u it goes in: a flush keeps the offset its io_u carried last.
         let iou = self.iou_free.pop().unwrap_or((0, usize::MAX));
         let carried = if io.op == Op::Flush { iou } else { (io.offset_bytes, self.log_file) };
@@ -1771,6 +1815,12 @@ impl Process {
         if opening {
             self.open_in_flight = None;
             return self.go_on(now_ns);
+        }
+        // Reaped (the job takes each completion as it comes: it waits only when it cannot
+        // issue, as fio reaps only then).
+        self.last_reaped_sync = op == Op::Flush;
+        if op == Op::Flush {
+            self.flushes_in_flight = self.flushes_in_flight.saturating_sub(1);
         }
         // Its io_u is free again, on top of the free list (a buffered job's call returns in
         // order: the oldest).
@@ -2315,15 +2365,21 @@ impl Process {
     fn next_loop(&mut self) {
         // clear_io_state clears last_was_sync: a sync due since the last write comes again
         // first (a time-based job's offsets just start again, with no clear_io_state).
-        let resync = !self.time_based && self.fsync_armed && !self.flush_pending;
         if self.loops_left > 0 {
             self.loops_left -= 1;
             self.loops_done += 1;
         }
         self.pass_ended = false;
         if !self.time_based {
-            // clear_io_state: rwmix_issues back to 0, and under randrepeat the generators
-            // seeded again (td_fill_rand_seeds).
+            // A sync engine's do_io asks for I/O once more after the pass's last (it counts
+            // its bytes only for short I/Os): the draw finds the random map full and is spent
+            // before the pass ends.
+            let map_full = self.random_map.as_ref().is_some_and(RandomMap::is_full);
+            if let Some(d) = self.fio_offsets.as_mut().filter(|_| self.sync_engine && map_full) {
+                d.below(1);
+            }
+            // clear_io_state: rwmix_issues back to 0, and where fio reseeds (randrepeat,
+            // no randseed) the generators seeded again (td_fill_rand_seeds).
             self.rwmix.new_pass();
             if let Some(files) = self.files.as_mut() {
                 files.new_pass_draws();
@@ -2356,8 +2412,9 @@ impl Process {
                 self.reopen_after_flush = true;
             }
         }
-        if resync {
-            self.want_flush(self.fsync_call);
+        if !self.time_based {
+            // reset_io_counters: the sync due since the last write comes again first.
+            self.last_reaped_sync = false;
         }
     }
 
@@ -2387,10 +2444,10 @@ impl Process {
         }
     }
 
-    /// Seeds the generator of a mixed job's directions (fio's `rwmix_state`) and starts
-    /// its draws again.
-    pub fn seed_rwmix(&mut self, seed: u64) {
-        self.rwmix = RwMix::new(seed);
+    /// The generator of a mixed job's directions (fio's `rwmix_state`), its draws from the
+    /// start.
+    pub fn seed_rwmix(&mut self, draws: elevator_fio::rand::Draws) {
+        self.rwmix = RwMix::new(draws);
     }
 
     /// The earliest time the rate limits allow another I/O in direction `d`, if later than now.

@@ -558,7 +558,7 @@ pub(super) fn build_processes(
                 }
                 if spec.file_service_type == FileServiceType::Random {
                     let seed = fio_seed(seed, spec, thread, fio_rand::seed_index::FILE);
-                    files.set_fio_file_draws(FioDraws::new(seed, spec.randrepeat));
+                    files.set_fio_file_draws(FioDraws::new(seed, reseeds_each_pass(spec)));
                 }
                 files.set_open_limit(spec.open_files);
                 // Files that spilled past the region (its metadata beside `size=` bytes of
@@ -659,7 +659,8 @@ pub(super) fn build_processes(
             let limits = ByteLimits { pass_bytes: io_limit, job_bytes };
             let mut proc =
                 Process::new(spec, j, clone, group_id, phase, owner, region, limits, rng);
-            proc.seed_rwmix(fio_seed(seed, spec, thread, fio_rand::seed_index::MIX));
+            let mix_seed = fio_seed(seed, spec, thread, fio_rand::seed_index::MIX);
+            proc.seed_rwmix(FioDraws::new(mix_seed, reseeds_each_pass(spec)));
             // A tree's files draw their offsets themselves (FileTree::set_random).
             if spec.rw.is_random() && files.is_none() {
                 proc.set_fio_offsets(offset_draws(seed, spec, thread));
@@ -940,14 +941,23 @@ const FIO_RANDSEED: u64 = 0xb189_9bed;
 
 /// fio's `random_state` for the process with thread number `thread`: seeded at
 /// `FIO_RAND_BLOCK_OFF`, or under `randrepeat` at `FIO_RANDSEED` times the thread number
-/// (`td_fill_rand_seeds_internal`), again each pass under `randrepeat`.
+/// (`td_fill_rand_seeds_internal`), again each pass where fio reseeds
+/// ([`reseeds_each_pass`]).
 fn offset_draws(seed: u64, spec: &JobSpec, thread: u64) -> FioDraws {
     let block_seed = if spec.randrepeat {
         (FIO_RANDSEED ^ (seed ^ 1)).wrapping_mul(thread)
     } else {
         fio_seed(seed, spec, thread, fio_rand::seed_index::BLOCK)
     };
-    FioDraws::new(block_seed, spec.randrepeat)
+    FioDraws::new(block_seed, reseeds_each_pass(spec))
+}
+
+/// Whether fio seeds a job's generators again at each pass (`clear_io_state` under
+/// `rand_repeatable`): with `randrepeat` (the default) unless `randseed=` is set, which
+/// fio's `fixup_options` takes to override `randrepeat` — after `setup_random_seeds` has
+/// seeded the first pass as `randrepeat` says, so only the later passes see it.
+fn reseeds_each_pass(spec: &JobSpec) -> bool {
+    spec.randrepeat && spec.randseed.is_none()
 }
 
 /// The seed fio gives generator `index` of the process with thread number `thread` when
