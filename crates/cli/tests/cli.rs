@@ -1195,6 +1195,11 @@ fn random_offsets_on_one_file_are_fios_own() {
         "rw=randread\nrandseed=42\nloops=2",
         "rw=randrw\nrandseed=42\nloops=3",
         "rw=readwrite\nrandseed=1234\nloops=2",
+        // io_size= past size= without a map: an async engine's do_io stops at size= and
+        // keep_running starts a pass; a sync engine's, or a job that writes, runs on.
+        "rw=randread\nnorandommap\nio_size=384k\nioengine=libaio\niodepth=4",
+        "rw=randread\nnorandommap\nio_size=384k",
+        "rw=randrw\nnorandommap\nio_size=384k\nioengine=libaio\niodepth=4",
     ]
     .into_iter()
     .enumerate()

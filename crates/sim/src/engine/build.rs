@@ -590,12 +590,21 @@ pub(super) fn build_processes(
             };
             // What a pass moves: a tree's files, else the region.
             let pass_bytes = files.as_ref().map_or(region_len, FileTree::total_bytes);
-            // A mixed job on one file with io_size= past its region: fio's keep_running runs
-            // passes as loops= does (clear_io_state: both directions from the start, the
-            // generators seeded again, the sync due first), bounded by io_size= in all.
+            // A job on one file with io_size= past its region whose do_io stops at size=:
+            // fio's keep_running runs passes as loops= does (clear_io_state: the file from
+            // the start, the generators seeded again, the sync due first), bounded by
+            // io_size= in all. A mixed job's offsets run out there; a norandommap job's never
+            // do, and only an async engine's do_io counts its bytes against size= — except a
+            // random job that writes without a map, which do_io lets run to io_size=.
+            let unmapped = spec.rw.is_random() && spec.norandommap;
+            let stops_at_size = if unmapped {
+                spec.ioengine.is_async() && !spec.rw.writes()
+            } else {
+                spec.rw.is_mixed()
+            };
             let io_size_passes = spec.loops <= 1
                 && !tree
-                && spec.rw.is_mixed()
+                && stops_at_size
                 && spec.io_size_bytes.is_some_and(|s| s > pass_bytes);
             let looping =
                 (spec.loops > 1 || io_size_passes) && spec.iolog.is_none() && !spec.time_based;
