@@ -1493,26 +1493,21 @@ fn percentage_offsets_align_as_real_fio_aligns_them() {
 /// same I/O (their logs, all clones in one, sorted: the clones interleave in time).
 #[test]
 fn clones_sharing_a_new_file_grow_it_as_real_fio_does() {
-    let dir = scratch_dir("oshared");
-    let data = dir.join("data");
-    for extra in [
+    for (i, extra) in [
         "offset=10%",
         "offset=10%\nnumjobs=2",
         "offset_increment=64k\nnumjobs=2",
         "offset=4k\noffset_increment=10%\nnumjobs=3",
         "rw=randread\noffset_increment=64k\nnumjobs=3",
         "rw=write\nsize=32k\noffset_increment=40k\nnumjobs=4\nioengine=libaio\niodepth=4",
-    ] {
-        let logged = |tool: &str| -> Vec<LoggedIo> {
-            let _ = std::fs::remove_file(&data);
-            let log = dir.join(format!("{tool}.log"));
-            let text = format!(
-                "[o]\nfilename={}\nrw=read\nsize=64k\nbs=4k\n{extra}\nwrite_iolog={}\n",
-                data.display(),
-                log.display()
-            );
-            let mut ios = iolog_of(tool, &dir.join(format!("{tool}.fio")), &text, &log);
-            ios.iter_mut().for_each(|io| io.0 = 0);
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let body = format!("rw=read\nsize=64k\nbs=4k\n{extra}");
+        let logged = |tool: &str| -> Vec<String> {
+            let lines = file_iolog(tool, &format!("oshared-{i}"), &body);
+            let mut ios: Vec<String> = lines.iter().map(|f| f[2..].join(" ")).collect();
             ios.sort();
             ios
         };
@@ -1520,7 +1515,6 @@ fn clones_sharing_a_new_file_grow_it_as_real_fio_does() {
         assert!(!fio.is_empty(), "{extra}");
         assert_eq!(logged("elevator"), fio, "{extra}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `verify_only=1`: the job goes through its writes without I/O (fio's `do_dry_run`) and

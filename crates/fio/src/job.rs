@@ -237,6 +237,12 @@ impl IoEngine {
         )
     }
 
+    /// An async engine that runs a sync in the submitting thread, waiting for it: fio's
+    /// libaio (`fio_libaio_queue` hands a sync to `do_io_u_sync`), where io_uring queues it.
+    pub fn runs_syncs_inline(self) -> bool {
+        matches!(self, IoEngine::Libaio)
+    }
+
     /// `null` and the engines without block I/O: their I/Os complete without a device.
     pub fn is_null(self) -> bool {
         matches!(self, IoEngine::Other { class: EngineClass::Null, .. })

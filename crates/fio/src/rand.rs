@@ -84,10 +84,11 @@ impl Taus88 {
 }
 
 /// One of fio's per-job generators as fio draws from it: taus88 from its seed, seeded again
-/// at each pass under `randrepeat` (`clear_io_state`'s `td_fill_rand_seeds`). Used for
-/// `random_state` (a random job's offsets, `__get_next_rand_offset`), `next_file_state`
-/// (`__get_next_fileno_rand`), `rwmix_state` (a mixed job's directions, `get_rand_ddir`). Deviation: under `random_generator=tausworthe64` fio uses
-/// its 64-bit generator; this stays taus88.
+/// at each pass where fio reseeds (`clear_io_state`'s `td_fill_rand_seeds`, under
+/// `randrepeat` without `randseed=`). Used for `random_state` (a random job's offsets,
+/// `__get_next_rand_offset`), `next_file_state` (`__get_next_fileno_rand`) and
+/// `rwmix_state` (a mixed job's directions, `get_rand_ddir`). Deviation: under
+/// `random_generator=tausworthe64` fio uses its 64-bit generator; this stays taus88.
 #[derive(Clone, Copy, Debug)]
 pub struct Draws {
     seed: u64,
@@ -111,7 +112,7 @@ impl Draws {
         (n as f64 * (r / 4_294_967_296.0)) as u64
     }
 
-    /// A new pass: under `randrepeat` the draws start over.
+    /// A new pass: the draws start over if this generator reseeds each pass.
     pub fn new_pass(&mut self) {
         if self.reseed_each_pass {
             self.state = Taus88::new(self.seed);

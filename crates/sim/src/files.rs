@@ -119,9 +119,10 @@ pub struct FileTree {
     /// fio's `openfiles=`: at most this many files open at once (`nr_open_files` against
     /// `open_files`); `nrfiles`, the default, never holds a file back.
     open_limit: usize,
-    /// Whether fio holds each file open now, and how many it holds. A file fio closed while
-    /// I/O to it is in flight stays open, `closing`, until that I/O completes (fio's file
-    /// references): it keeps its place under `open_limit` and is not chosen.
+    /// Whether fio holds each file open now, and which it holds, in order (for the next open
+    /// one, [`FileTree::pass_busy_turns`]). A file fio closed while I/O to it is in flight
+    /// stays open, `closing`, until that I/O completes (fio's file references): it keeps its
+    /// place under `open_limit` and is not chosen.
     is_open: Vec<bool>,
     open_now: BTreeSet<usize>,
     closing: Vec<bool>,
@@ -202,25 +203,19 @@ impl RandomPlacement {
 
 /// The files of a tree not closed, as a union-find over their indices: `next[i]` leads to
 /// the first file at or after `i` not closed (`n`: none), so a round robin passes over any
-/// run of closed files in near-constant time.
+/// run of closed files in near-constant time. Files only close within a pass: they all open
+/// again at the next ([`FileTree::rewind`]); the files a non-uniform choice reopens are not
+/// chosen round robin.
 #[derive(Clone, Debug)]
 struct Unclosed {
     next: Vec<u32>,
 }
 
 impl Unclosed {
-    /// `n` files, none closed. `n` < 2^32: a tree's files are bounded by its block groups
-    /// (`MAX_TREE_GROUPS`) long before.
+    /// `n` files, none closed. `n` < 2^32: a job file asks for at most
+    /// `elevator_fio::MAX_FILES` files.
     fn new(n: usize) -> Unclosed {
         Unclosed { next: (0..=n as u32).collect() }
-    }
-
-    /// The same files with those `closed` says closed.
-    fn without(mut self, closed: &[bool]) -> Unclosed {
-        for (i, _) in closed.iter().enumerate().filter(|(_, c)| **c) {
-            self.close(i);
-        }
-        self
     }
 
     /// File `i` is closed.
@@ -726,11 +721,8 @@ impl FileTree {
         if !std::mem::take(&mut self.reopen[i]) {
             return None;
         }
+        debug_assert!(self.distribution.is_some(), "only a non-uniform choice reopens files");
         self.closed[i] = false;
-        if self.distribution.is_none() {
-            // Only a non-uniform choice reopens files, and it does not go round robin.
-            self.unclosed = Unclosed::new(self.files.len()).without(&self.closed);
-        }
         if self.announce_opens {
             self.hold = true;
             return Some(FileIo::Reopen { file: i });
@@ -807,14 +799,14 @@ impl FileTree {
     }
 
     /// `file_service_type=random` draws its files from fio's own generator (`next_file_state`,
-    /// seeded at `FIO_RAND_FILE_OFF`), seeded again at each pass under `randrepeat`
+    /// seeded at `FIO_RAND_FILE_OFF`), seeded again at each pass where fio reseeds
     /// ([`FileTree::new_pass_draws`]).
     pub fn set_fio_file_draws(&mut self, draws: FioDraws) {
         self.file_draws = Some(draws);
     }
 
-    /// A new pass (fio's `clear_io_state`): under `randrepeat` the file and offset draws
-    /// start over.
+    /// A new pass (fio's `clear_io_state`): where fio reseeds (`randrepeat` without
+    /// `randseed=`), the file and offset draws start over.
     pub fn new_pass_draws(&mut self) {
         if let Some(d) = self.file_draws.as_mut() {
             d.new_pass();

@@ -797,7 +797,7 @@ impl Process {
             iou_busy: Vec::new(),
             sync_armed: None,
             last_reaped_sync: false,
-            sync_blocks: spec.ioengine.name() == "libaio",
+            sync_blocks: spec.ioengine.runs_syncs_inline(),
             flushes_in_flight: 0,
             sync_engine: !spec.ioengine.is_async(),
             reopen_after_flush: false,
@@ -2247,7 +2247,7 @@ impl Process {
         let mut io = files.next_in(attempt, &mut || redraw(false), bs, fit, follows, &mut self.rng);
         if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
             // fio's thread_main: another do_io after clear_io_state closed the files (and,
-            // under randrepeat, seeded the generators again): the direction is drawn anew.
+            // where fio reseeds, seeded the generators again): the direction is drawn anew.
             self.reopen_to_log = true;
             files.new_pass_draws();
             files.rewind();
@@ -2363,8 +2363,6 @@ impl Process {
     /// does: from the start of the region, an empty random map, the file opened again (so
     /// `invalidate` drops its pages again), `end_fsync`'s flush first.
     fn next_loop(&mut self) {
-        // clear_io_state clears last_was_sync: a sync due since the last write comes again
-        // first (a time-based job's offsets just start again, with no clear_io_state).
         if self.loops_left > 0 {
             self.loops_left -= 1;
             self.loops_done += 1;
@@ -2413,7 +2411,9 @@ impl Process {
             }
         }
         if !self.time_based {
-            // reset_io_counters: the sync due since the last write comes again first.
+            // clear_io_state's reset_io_counters clears last_was_sync: the sync due since the
+            // last write comes again first (a time-based job's offsets just start again, with
+            // no clear_io_state).
             self.last_reaped_sync = false;
         }
     }
@@ -2605,7 +2605,7 @@ impl Process {
         if self.fio_offsets.is_some() && self.random_map.as_ref().is_some_and(RandomMap::is_full) {
             // fio's draw found no free block. A time-based job's file is reset and fio draws
             // again (get_next_rand_block); any other's pass is over, and the next begins
-            // after clear_io_state, which under randrepeat seeds the generator again.
+            // after clear_io_state, which seeds the generator again where fio reseeds.
             self.random_map.as_mut().expect("a map").reset();
             if !self.time_based {
                 self.fio_offsets.as_mut().expect("fio's draws").new_pass();

@@ -215,9 +215,9 @@ fn percent_of(percent: f64, of_bytes: u64) -> u64 {
 /// Where clone `clone` of `spec` starts in a target or file of `of_bytes` (fio's
 /// `get_start_offset`): `offset=` plus `offset_increment=` once per sub-job before it. fio
 /// numbers a job's processes after the first in reverse (`add_job` makes them counting
-/// `numjobs` down), so with `numjobs=3` the second process is sub-job 2 and the third 1. Where either is a percentage of `of_bytes`
-/// the sum is rounded up to `offset_align=`, else to the job's smallest block size; byte
-/// offsets are taken as given.
+/// `numjobs` down), so with `numjobs=3` the second process is sub-job 2 and the third 1.
+/// Where either is a percentage of `of_bytes` the sum is rounded up to `offset_align=`, else
+/// to the job's smallest block size; byte offsets are taken as given.
 fn clone_offset(spec: &JobSpec, clone: u32, of_bytes: u64) -> u64 {
     let (step, mut align) = match spec.offset_increment {
         Amount::Percent(p) => (percent_of(p, of_bytes), true),
@@ -241,38 +241,70 @@ fn clone_offset(spec: &JobSpec, clone: u32, of_bytes: u64) -> u64 {
     offset.div_ceil(unit).saturating_mul(unit)
 }
 
-/// Where a clone's region of a regular file lies when fio sets the clone up and finds the
-/// file `real_bytes` long (0: it does not exist yet): its offset, with a percentage of
-/// `real_bytes`, and its length, `size=` or the rest of the file.
-fn file_region(spec: &JobSpec, clone: u32, real_bytes: u64, job_bytes: Option<u64>) -> (u64, u64) {
-    let offset = clone_offset(spec, clone, real_bytes);
-    (offset, job_bytes.unwrap_or(real_bytes.saturating_sub(offset)))
+/// Regular files named by `filename=`, by directory and path, as fio's setup grows them. fio
+/// sets up one job and clone after another before any runs (`create_serialize`), each
+/// finding the file as the ones before left it (a percentage offset counts from that length)
+/// and extending it to its own offset and size (`setup_files`): a file shared by `numjobs=`
+/// clones with `offset_increment=` holds all their regions.
+#[derive(Clone, Debug, Default)]
+struct NamedFileGrowth {
+    /// Each file's length on this machine before any setup (0: it does not exist).
+    found: BTreeMap<String, u64>,
+    /// Each file's length as the setups so far left it.
+    len_bytes: BTreeMap<String, u64>,
 }
 
-/// How long each regular file named by `filename=` ends up, by directory and path. fio sets
-/// up one job and clone after another before any runs (`create_serialize`), each finding the
-/// file as the ones before left it (a percentage offset counts from that length) and
-/// extending it to its own offset and size (`setup_files`): a file shared by `numjobs=` clones
-/// with `offset_increment=` holds all their regions.
-fn named_file_lengths(jobs: &JobFile, topology: &Topology) -> BTreeMap<String, u64> {
-    let mut grown: BTreeMap<String, u64> = BTreeMap::new();
-    for spec in &jobs.jobs {
-        let Some(name) = spec.filename.as_deref() else { continue };
-        if spec.iolog.is_some() || spec.ioengine.is_null() || !is_regular_path(topology, name) {
-            continue;
+impl NamedFileGrowth {
+    /// The lengths every job and clone of `jobs` leaves the files at.
+    fn of(jobs: &JobFile, topology: &Topology) -> NamedFileGrowth {
+        let mut growth = NamedFileGrowth::default();
+        for spec in &jobs.jobs {
+            let Some(name) = spec.filename.as_deref() else { continue };
+            if spec.iolog.is_some() || spec.ioengine.is_null() || !is_regular_path(topology, name) {
+                continue;
+            }
+            let dir = file_system_of(topology, spec.directory.as_deref());
+            let key = format!("{dir}\0{name}");
+            for clone in 0..spec.numjobs.max(1) {
+                growth.set_up(&key, spec, name, clone, single_file_bytes(spec));
+            }
         }
-        let dir = file_system_of(topology, spec.directory.as_deref());
-        let key = format!("{dir}\0{name}");
-        for clone in 0..spec.numjobs.max(1) {
-            let real = grown
-                .get(&key)
-                .copied()
-                .unwrap_or_else(|| host_file_bytes(spec, name).unwrap_or(0));
-            let (offset, len) = file_region(spec, clone, real, single_file_bytes(spec));
-            grown.insert(key.clone(), real.max(offset.saturating_add(len)));
-        }
+        growth
     }
-    grown
+
+    /// The files again as they were before any setup.
+    fn restarted(&self) -> NamedFileGrowth {
+        NamedFileGrowth { found: self.found.clone(), len_bytes: BTreeMap::new() }
+    }
+
+    /// Sets up clone `clone` of `spec` on file `key` (`name`): its region as fio places it
+    /// in the file as it finds it — the offset, with a percentage of that length, and the
+    /// length, `job_bytes` or the rest of the file — and the file grows to hold it.
+    fn set_up(
+        &mut self,
+        key: &str,
+        spec: &JobSpec,
+        name: &str,
+        clone: u32,
+        job_bytes: Option<u64>,
+    ) -> (u64, u64) {
+        let real = match self.len_bytes.get(key) {
+            Some(&len) => len,
+            None => *self
+                .found
+                .entry(key.to_string())
+                .or_insert_with(|| host_file_bytes(spec, name).unwrap_or(0)),
+        };
+        let offset = clone_offset(spec, clone, real);
+        let len = job_bytes.unwrap_or(real.saturating_sub(offset));
+        self.len_bytes.insert(key.to_string(), real.max(offset.saturating_add(len)));
+        (offset, len)
+    }
+
+    /// How long file `key` is after the setups so far (0 if none).
+    fn len_of(&self, key: &str) -> u64 {
+        self.len_bytes.get(key).copied().unwrap_or(0)
+    }
 }
 
 /// What [`build_processes`] makes: the processes, the page cache with a task per buffered
@@ -304,8 +336,8 @@ pub(super) fn build_processes(
     // Regular files named by filename=, by directory and path: where they were placed, how
     // long each is when the next job or clone is set up, and how long it ends.
     let mut named_files: BTreeMap<String, (Route, u64, u64)> = BTreeMap::new();
-    let mut named_grown: BTreeMap<String, u64> = BTreeMap::new();
-    let named_final = named_file_lengths(jobs, topology);
+    let named_final = NamedFileGrowth::of(jobs, topology);
+    let mut named_grown = named_final.restarted();
     let mut pid = 1000u32;
     let mut users_of_name: BTreeMap<String, u32> = BTreeMap::new();
     // Each job section's name and processes, for wait_for=.
@@ -417,12 +449,7 @@ pub(super) fn build_processes(
                         let fill = spec.fill_device && !named_files.contains_key(&key);
                         fill.then(|| fill_bytes(topology, &file_cursors, &dir, 1)).flatten()
                     });
-                    let real = named_grown
-                        .get(&key)
-                        .copied()
-                        .unwrap_or_else(|| host_file_bytes(spec, name).unwrap_or(0));
-                    let (offset, len) = file_region(spec, clone, real, job_bytes);
-                    named_grown.insert(key.clone(), real.max(offset.saturating_add(len)));
+                    let (offset, len) = named_grown.set_up(&key, spec, name, clone, job_bytes);
                     let (route, start, size) = match named_files.get(&key) {
                         Some(&placed) => placed,
                         None => {
@@ -434,8 +461,7 @@ pub(super) fn build_processes(
                             };
                             // fio makes a new file as long as the job's offset and size, and
                             // each later job or clone extends it to its own (setup_files).
-                            let grown = named_final.get(&key).copied().unwrap_or(0);
-                            let size = grown.max(offset.saturating_add(size));
+                            let size = named_final.len_of(&key).max(offset.saturating_add(size));
                             let placed = place_file(topology, &mut file_cursors, &dir, size, 0)
                                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
                             named_files.insert(key, placed);
