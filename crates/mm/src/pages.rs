@@ -281,44 +281,79 @@ impl Pages {
         file.exts.insert(s, e);
     }
 
-    /// Splits so that an extent starts at `p` (if `p` falls inside one).
+    /// Splits so that an extent starts at `p` (if `p` falls inside one). Both pieces keep
+    /// the extent's state and LRU place, so only the second one is new to the indexes.
     fn split_at(&mut self, f: FileId, p: u64) {
-        if let Some((s, e)) = self.get(f, p) {
-            if s < p {
-                self.unlink(f, s, &e);
-                self.files[f as usize].exts.remove(&s);
-                self.link(f, s, Extent { end: p, ..e });
-                self.link(f, p, e);
-            }
+        let file = &mut self.files[f as usize];
+        let Some((&s, e)) = file.exts.range_mut(..=p).next_back() else { return };
+        if s == p || e.end <= p {
+            return;
         }
+        let tail = *e;
+        e.end = p;
+        file.exts.insert(p, tail);
+        if tail.state == PageState::Dirty {
+            file.dirty_starts.insert(p);
+        }
+        self.lru.insert((tail.list, tail.gen, f, p));
     }
 
-    /// Merges the extent at `s` with its neighbours where they are alike.
-    fn merge_around(&mut self, f: FileId, s: u64) {
-        let Some(&e) = self.files[f as usize].exts.get(&s) else { return };
+    /// Forgets the extent at `s` as a run of its own once its pages have joined a neighbour
+    /// that is alike: the pages stay cached, so the counts do not change.
+    fn absorbed(&mut self, f: FileId, s: u64, e: &Extent) {
+        let file = &mut self.files[f as usize];
+        file.exts.remove(&s);
+        if e.state == PageState::Dirty {
+            file.dirty_starts.remove(&s);
+        }
+        self.lru.remove(&(e.list, e.gen, f, s));
+    }
+
+    /// Merges the extent `cur` at `s` with its neighbours where they are alike.
+    fn merge_around(&mut self, f: FileId, s: u64, cur: Extent) {
+        let exts = &self.files[f as usize].exts;
         let mut start = s;
-        let mut cur = e;
-        if let Some((&ps, &pe)) = self.files[f as usize].exts.range(..s).next_back() {
-            if pe.end == s && alike(&pe, &cur) {
-                self.unlink(f, ps, &pe);
-                self.unlink(f, s, &cur);
-                self.files[f as usize].exts.remove(&ps);
-                self.files[f as usize].exts.remove(&s);
-                cur = Extent { end: cur.end, ..pe };
+        if let Some((&ps, pe)) = exts.range(..s).next_back() {
+            if pe.end == s && alike(pe, &cur) {
+                self.absorbed(f, s, &cur);
                 start = ps;
-                self.link(f, start, cur);
             }
         }
-        if let Some(&ne) = self.files[f as usize].exts.get(&cur.end) {
-            if alike(&cur, &ne) {
-                let ns = cur.end;
-                self.unlink(f, start, &cur);
-                self.unlink(f, ns, &ne);
-                self.files[f as usize].exts.remove(&start);
-                self.files[f as usize].exts.remove(&ns);
-                self.link(f, start, Extent { end: ne.end, ..cur });
-            }
+        let exts = &mut self.files[f as usize].exts;
+        let Some(&ne) = exts.get(&cur.end) else {
+            exts.get_mut(&start).expect("cached").end = cur.end;
+            return;
+        };
+        let end = if alike(&cur, &ne) {
+            self.absorbed(f, cur.end, &ne);
+            ne.end
+        } else {
+            cur.end
+        };
+        self.files[f as usize].exts.get_mut(&start).expect("cached").end = end;
+    }
+
+    /// Gives the pages of the extent at `s` (now `old`) the state and LRU place of `new`
+    /// (same pages), touching only the indexes whose keys change.
+    fn replace(&mut self, f: FileId, s: u64, old: &Extent, new: Extent) {
+        debug_assert_eq!(old.end, new.end);
+        if (old.list, old.gen) != (new.list, new.gen) {
+            self.lru.remove(&(old.list, old.gen, f, s));
+            self.lru.insert((new.list, new.gen, f, s));
         }
+        self.account(f, old, old.end - s, false);
+        self.account(f, &new, new.end - s, true);
+        let file = &mut self.files[f as usize];
+        match (old.state == PageState::Dirty, new.state == PageState::Dirty) {
+            (true, false) => {
+                file.dirty_starts.remove(&s);
+            }
+            (false, true) => {
+                file.dirty_starts.insert(s);
+            }
+            _ => {}
+        }
+        *file.exts.get_mut(&s).expect("cached") = new;
     }
 
     /// Applies `change` to every cached extent piece of `[a, b)`: it returns the new extent
@@ -338,13 +373,16 @@ impl Pages {
         let starts: Vec<u64> = self.files[f as usize].exts.range(a..b).map(|(&s, _)| s).collect();
         let mut kept = Vec::with_capacity(starts.len());
         for s in starts {
-            let e = self.files[f as usize].exts.remove(&s).expect("listed");
-            self.unlink(f, s, &e);
+            let e = self.files[f as usize].exts[&s];
             if let Some(mut n) = change(s, &e) {
                 n.end = e.end;
-                self.link(f, s, n);
+                if n != e {
+                    self.replace(f, s, &e, n);
+                }
                 kept.push(s);
             } else {
+                self.files[f as usize].exts.remove(&s);
+                self.unlink(f, s, &e);
                 let file = &mut self.files[f as usize];
                 let gone: Vec<u64> = file.markers.range(s..e.end).copied().collect();
                 for m in gone {
@@ -353,8 +391,9 @@ impl Pages {
             }
         }
         for s in kept {
-            if self.files[f as usize].exts.contains_key(&s) {
-                self.merge_around(f, s);
+            // (Unless a piece before it took it in.)
+            if let Some(&e) = self.files[f as usize].exts.get(&s) {
+                self.merge_around(f, s, e);
             }
         }
         if self.files[f as usize].counts.dirty == 0 {
@@ -371,7 +410,7 @@ impl Pages {
         }
         let e = Extent { end: b, state, list: List::Inactive, referenced: false, gen };
         self.link(f, a, e);
-        self.merge_around(f, a);
+        self.merge_around(f, a, e);
     }
 
     pub fn set_marker(&mut self, f: FileId, p: u64) {
@@ -562,6 +601,73 @@ mod tests {
         assert_eq!(p.total.cached, 15);
         assert_eq!(p.total.dirty, 10, "dirty pages stay");
         assert!(p.get(f, 35).is_some() && p.get(f, 20).is_none());
+    }
+
+    /// The indexes (LRU order, dirty starts, counts) say what the extents say. (Alike
+    /// neighbours may stay apart: merging looks one extent to each side of a change.)
+    fn check_indexes(p: &Pages) {
+        let mut lru = BTreeSet::new();
+        let mut total = Counts::default();
+        for (f, file) in p.files.iter().enumerate() {
+            let mut counts = Counts::default();
+            let mut dirty_starts = BTreeSet::new();
+            let mut prev: Option<(u64, Extent)> = None;
+            for (&s, e) in &file.exts {
+                assert!(e.end > s, "empty extent at {s}");
+                if let Some((ps, pe)) = prev {
+                    assert!(pe.end <= s, "extents at {ps} and {s} overlap");
+                }
+                lru.insert((e.list, e.gen, f as FileId, s));
+                counts.apply(e, e.end - s, true);
+                total.apply(e, e.end - s, true);
+                if e.state == PageState::Dirty {
+                    dirty_starts.insert(s);
+                }
+                prev = Some((s, *e));
+            }
+            assert_eq!(file.counts, counts, "file {f}");
+            assert_eq!(file.dirty_starts, dirty_starts, "file {f}");
+        }
+        assert_eq!(p.lru, lru);
+        assert_eq!(p.total, total);
+    }
+
+    proptest::proptest! {
+        /// Random inserts, state changes, touches and reclaims over two files keep the
+        /// indexes in step with the extents.
+        #[test]
+        fn indexes_follow_the_extents(
+            ops in proptest::collection::vec((0u8..6, 0u32..2, 0u64..64, 1u64..12), 1..120),
+        ) {
+            let mut p = Pages::new();
+            p.add_file(0);
+            p.add_file(1);
+            for (op, f, a, len) in ops {
+                let b = a + len;
+                match op {
+                    0 => {
+                        let gen = p.gen_for(len);
+                        for (s, e) in p.holes(f, a, b) {
+                            p.insert(f, s, e, PageState::Clean, gen);
+                        }
+                    }
+                    1 => p.modify(f, a, b, |_, e| Some(Extent { state: PageState::Dirty, ..*e })),
+                    2 => p.modify(f, a, b, |_, e| {
+                        Some(match e.state {
+                            PageState::Dirty => Extent { state: PageState::Writeback { io: 1, dirty: false }, ..*e },
+                            PageState::Writeback { .. } => Extent { state: PageState::Clean, ..*e },
+                            _ => *e,
+                        })
+                    }),
+                    3 => p.touch(f, a, b),
+                    4 => {
+                        p.reclaim(len, 8);
+                    }
+                    _ => p.modify(f, a, b, |s, e| (s % 3 != 0).then_some(*e)),
+                }
+                check_indexes(&p);
+            }
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@
 /// `softrandommap=1`, goes on without a map) when it cannot.
 pub const MAX_RANDOM_MAP_BLOCKS: u64 = 1 << 29;
 
-use std::collections::HashMap;
+use elevator_core::hash::FastHashMap;
 
 /// Words per lazily made chunk of the map: 64 bytes, 512 blocks (small, since random I/O
 /// touches one chunk per I/O; large enough that a map filled in costs little over a dense one).
@@ -36,7 +36,9 @@ pub struct RandomMap {
     /// Bit `i % 64` of word `i / 64`: block `i` is done. Word `w` is in chunk
     /// `w / CHUNK_WORDS`; a chunk not made yet has all its blocks free. Never iterated, so
     /// its order cannot reach the output.
-    chunks: HashMap<usize, [u64; CHUNK_WORDS]>,
+    /// Every drawn offset looks its chunk up: the fast hash (SipHash was a third of a random
+    /// job's simulation).
+    chunks: FastHashMap<usize, [u64; CHUNK_WORDS]>,
     /// Words that hold blocks (`blocks / 64` rounded up).
     n_words: usize,
     /// Bit `w % 64` of summary word `w / 64`: word `w` is all done.
@@ -52,7 +54,7 @@ impl RandomMap {
         RandomMap {
             unit_bytes,
             blocks,
-            chunks: HashMap::new(),
+            chunks: FastHashMap::default(),
             n_words,
             full_words: vec![0; n_words.div_ceil(64)],
             done: 0,

@@ -48,7 +48,7 @@ use crate::{Command, Completion, Device};
 use cache::{Cache, Lookup};
 use controller::{DiskSimController, DsState};
 use geometry::{Chs, Geometry, Sparing, SurfaceOrder, ZoneSpec};
-use queue::{Queue, Queued};
+use queue::{Queue, Queued, OVERLAP_UNKNOWN};
 use seek::{SeekCurve, SeekSpec};
 use writeback::WriteCache;
 
@@ -654,19 +654,31 @@ impl Hdd {
             }
         }
         // Writes the write cache takes at once cost nothing to position, and neither do
-        // reads of data dirty in it.
+        // reads of data dirty in it. What each command overlaps is remembered between
+        // choices (the queue forgets it where the cache changes).
         if self.p.write_cache {
-            for (i, item) in q.items.iter().enumerate() {
+            let (wc, q) = (&self.wc, &mut self.queue);
+            for ((item, overlap), cost) in q.items.iter().zip(&mut q.wc_overlap).zip(&mut costs) {
+                let mut overlap = || {
+                    if *overlap == OVERLAP_UNKNOWN {
+                        *overlap = wc.overlap(item.lbn, item.sectors);
+                    }
+                    *overlap
+                };
                 let absorbed = match item.cmd.op {
-                    Op::Write => !item.cmd.fua && self.wc.fits(item.lbn, item.sectors),
-                    Op::Read => item.sectors > 0 && self.wc.covers(item.lbn, item.sectors),
+                    Op::Write => {
+                        !item.cmd.fua
+                            && (wc.has_room(item.sectors) || wc.fits_over(item.sectors, overlap()))
+                    }
+                    Op::Read => item.sectors > 0 && !wc.is_empty() && overlap() == item.sectors,
                     _ => false,
                 };
                 if absorbed {
-                    costs[i] = -1.0;
+                    *cost = -1.0;
                 }
             }
         }
+        let q = &self.queue;
         // Pass 2, rarely taken: a read the cache holds or is reading ahead costs what the
         // cache says instead.
         if self.cache.enabled() {
@@ -774,10 +786,25 @@ impl Hdd {
         };
         let a = self.media_access_with(head, start, true, lbn, n, self.geom.map(lbn), 0.0);
         self.head = a.end;
-        self.wc.destaged(lbn, n);
+        self.cache_clean(lbn, n);
         let end = start + a.overhead_ns + a.seek_ns + a.rotation_ns + a.transfer_ns;
         self.last_destage = Some((lbn + n, end));
         end
+    }
+
+    /// Sectors `[lbn, lbn + n)` are dirty in the write cache now. Every change to the write
+    /// cache goes through here or [`Hdd::cache_clean`], so the queue can forget what it
+    /// remembered of those sectors.
+    fn cache_dirty(&mut self, lbn: u64, n: u64) {
+        self.wc.insert(lbn, n);
+        self.queue.forget_overlap(lbn, n);
+    }
+
+    /// Sectors `[lbn, lbn + n)` are not dirty in the write cache (destaged, written through
+    /// or discarded).
+    fn cache_clean(&mut self, lbn: u64, n: u64) {
+        self.wc.clean(lbn, n);
+        self.queue.forget_overlap(lbn, n);
     }
 
     /// Serves one host command from `now`; returns its completion time.
@@ -788,7 +815,7 @@ impl Hdd {
         let (lbn, n) = (q.lbn, q.sectors);
         let done = match q.cmd.op {
             Op::Discard => {
-                self.wc.clean(lbn, n);
+                self.cache_clean(lbn, n);
                 now_f + self.write_overhead_ns
             }
             Op::Flush => {
@@ -852,12 +879,12 @@ impl Hdd {
                         }
                         self.media_free_ns = t;
                     }
-                    self.wc.insert(lbn, n);
+                    self.cache_dirty(lbn, n);
                     t + self.bus_ns(n * SECTOR_BYTES)
                 } else {
                     // FUA (or no write cache): to the media, which also makes any cached
                     // copy of these sectors clean.
-                    self.wc.clean(lbn, n);
+                    self.cache_clean(lbn, n);
                     self.stop_readahead(media_t);
                     let a = self.media_access_at(self.head, media_t, true, lbn, n, q.chs);
                     self.head = a.end;

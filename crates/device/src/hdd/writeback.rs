@@ -84,7 +84,7 @@ impl WriteCache {
     }
 
     /// Dirty sectors of `[lbn, lbn + n)` already in the cache (they take no new room).
-    fn overlap(&self, lbn: u64, n: u64) -> u64 {
+    pub fn overlap(&self, lbn: u64, n: u64) -> u64 {
         let end = lbn + n;
         let mut covered = 0;
         for (&s, &(e, _)) in self.extents.range(..end).rev() {
@@ -98,10 +98,21 @@ impl WriteCache {
 
     /// Room for a write of `[lbn, lbn + n)` without destaging first.
     pub fn fits(&self, lbn: u64, n: u64) -> bool {
-        self.dirty_sectors + n - self.overlap(lbn, n) <= self.limit_sectors
+        self.has_room(n) || self.fits_over(n, self.overlap(lbn, n))
     }
 
-    /// True when every sector of `[lbn, lbn + n)` is dirty in the cache (a read hit).
+    /// Room for `n` new sectors, whatever they overwrite.
+    pub fn has_room(&self, n: u64) -> bool {
+        self.dirty_sectors + n <= self.limit_sectors
+    }
+
+    /// Room for a write of `n` sectors, `overlap` of them dirty already.
+    pub fn fits_over(&self, n: u64, overlap: u64) -> bool {
+        self.dirty_sectors + n - overlap <= self.limit_sectors
+    }
+
+    /// True when every sector of `[lbn, lbn + n)` is dirty in the cache (a read hit); for
+    /// `n > 0`, exactly when [`WriteCache::overlap`] is `n` (extents never touch).
     pub fn covers(&self, lbn: u64, n: u64) -> bool {
         match self.extents.range(..=lbn).next_back() {
             Some((_, &(e, _))) => e >= lbn + n,
@@ -138,7 +149,7 @@ impl WriteCache {
         self.dirty_sectors += end - start;
     }
 
-    /// Forgets dirty sectors of `[lbn, lbn + n)` (written through by FUA, or trimmed).
+    /// Forgets dirty sectors of `[lbn, lbn + n)` (destaged, written through by FUA, or trimmed).
     pub fn clean(&mut self, lbn: u64, n: u64) {
         let end = lbn + n;
         let hit: Vec<u64> = self
@@ -170,20 +181,16 @@ impl WriteCache {
     /// The next destage: among the oldest few extents (the drive's candidates), the one with the
     /// lowest `cost(start)`; returns the chunk `(lbn, sectors)` to write, from its start.
     pub fn next_destage(&self, mut cost: impl FnMut(u64) -> f64) -> Option<(u64, u64)> {
-        let mut best: Option<(f64, u64, u64)> = None;
+        let mut best: Option<(f64, u64)> = None;
         for &(_, s) in self.by_age.iter().take(self.candidates) {
-            let (e, _) = self.extents[&s];
             let c = cost(s);
-            if best.is_none_or(|(b, _, _)| c < b) {
-                best = Some((c, s, e));
+            if best.is_none_or(|(b, _)| c < b) {
+                best = Some((c, s));
             }
         }
-        best.map(|(_, s, e)| (s, (e - s).min(self.chunk_sectors)))
-    }
-
-    /// The chunk `(lbn, sectors)` is on the media now.
-    pub fn destaged(&mut self, lbn: u64, n: u64) {
-        self.clean(lbn, n);
+        let (_, s) = best?;
+        let (e, _) = self.extents[&s];
+        Some((s, (e - s).min(self.chunk_sectors)))
     }
 }
 
@@ -217,9 +224,9 @@ mod tests {
         // Cost: distance from sector 290.
         let d = |s: u64| (s as f64 - 290.0).abs();
         assert_eq!(w.next_destage(d), Some((300, 4)));
-        w.destaged(300, 4);
+        w.clean(300, 4);
         assert_eq!(w.next_destage(|s| (s as f64 - 90.0).abs()), Some((100, 8)));
-        w.destaged(100, 8);
+        w.clean(100, 8);
         assert_eq!(w.dirty_sectors(), 16);
         assert!(w.covers(108, 12));
         w.clean(110, 5); // a FUA write through the middle
@@ -237,7 +244,7 @@ mod tests {
         let near_300 = |s: u64| (s as f64 - 300.0).abs();
         for want in [500, 100, 300] {
             assert_eq!(w.next_destage(near_300), Some((want, 4)));
-            w.destaged(want, 4);
+            w.clean(want, 4);
         }
         assert!(w.is_empty());
         assert_eq!(WriteCache::new(10, 5, 1).with_candidates(0).candidates, 1);

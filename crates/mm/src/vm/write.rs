@@ -212,23 +212,37 @@ impl Vm {
                 self.pages.insert(file, s, e, PageState::Dirty, gen);
             }
             if listed {
-                newly_dirty.extend(holes);
+                newly_dirty.extend(holes.iter().copied());
             }
         }
-        self.pages.modify(file, a, b, |s, e| {
-            Some(match e.state {
-                PageState::Clean => {
-                    if listed {
-                        newly_dirty.push((s, e.end));
+        // The pages that were cached before: the holes just filled are dirty already.
+        let mut cached = Vec::with_capacity(holes.len() + 1);
+        let mut p = a;
+        for &(s, e) in &holes {
+            if s > p {
+                cached.push((p, s));
+            }
+            p = e;
+        }
+        if p < b {
+            cached.push((p, b));
+        }
+        for (ca, cb) in cached {
+            self.pages.modify(file, ca, cb, |s, e| {
+                Some(match e.state {
+                    PageState::Clean => {
+                        if listed {
+                            newly_dirty.push((s, e.end));
+                        }
+                        Extent { state: PageState::Dirty, ..*e }
                     }
-                    Extent { state: PageState::Dirty, ..*e }
-                }
-                PageState::Writeback { io, .. } => {
-                    Extent { state: PageState::Writeback { io, dirty: true }, ..*e }
-                }
-                _ => *e,
-            })
-        });
+                    PageState::Writeback { io, .. } => {
+                        Extent { state: PageState::Writeback { io, dirty: true }, ..*e }
+                    }
+                    _ => *e,
+                })
+            });
+        }
         if listed {
             newly_dirty.sort_unstable();
             self.list_dirtied(file, &newly_dirty);
