@@ -281,21 +281,18 @@ impl Pages {
         file.exts.insert(s, e);
     }
 
-    /// Splits so that an extent starts at `p` (if `p` falls inside one). Both pieces keep
+    /// Cuts extent `e` at `s` in two at `p` (inside it); returns the second piece. Both keep
     /// the extent's state and LRU place, so only the second one is new to the indexes.
-    fn split_at(&mut self, f: FileId, p: u64) {
+    fn split(&mut self, f: FileId, s: u64, e: Extent, p: u64) -> Extent {
+        debug_assert!(s < p && p < e.end);
         let file = &mut self.files[f as usize];
-        let Some((&s, e)) = file.exts.range_mut(..=p).next_back() else { return };
-        if s == p || e.end <= p {
-            return;
-        }
-        let tail = *e;
-        e.end = p;
-        file.exts.insert(p, tail);
-        if tail.state == PageState::Dirty {
+        file.exts.get_mut(&s).expect("cached").end = p;
+        file.exts.insert(p, e);
+        if e.state == PageState::Dirty {
             file.dirty_starts.insert(p);
         }
-        self.lru.insert((tail.list, tail.gen, f, p));
+        self.lru.insert((e.list, e.gen, f, p));
+        e
     }
 
     /// Forgets the extent at `s` as a run of its own once its pages have joined a neighbour
@@ -309,8 +306,9 @@ impl Pages {
         self.lru.remove(&(e.list, e.gen, f, s));
     }
 
-    /// Merges the extent `cur` at `s` with its neighbours where they are alike.
-    fn merge_around(&mut self, f: FileId, s: u64, cur: Extent) {
+    /// Merges the extent `cur` at `s` with its neighbours where they are alike; returns where
+    /// the merged extent ends.
+    fn merge_around(&mut self, f: FileId, s: u64, cur: Extent) -> u64 {
         let exts = &self.files[f as usize].exts;
         let mut start = s;
         if let Some((&ps, pe)) = exts.range(..s).next_back() {
@@ -319,18 +317,17 @@ impl Pages {
                 start = ps;
             }
         }
-        let exts = &mut self.files[f as usize].exts;
-        let Some(&ne) = exts.get(&cur.end) else {
-            exts.get_mut(&start).expect("cached").end = cur.end;
-            return;
-        };
-        let end = if alike(&cur, &ne) {
-            self.absorbed(f, cur.end, &ne);
-            ne.end
-        } else {
-            cur.end
-        };
-        self.files[f as usize].exts.get_mut(&start).expect("cached").end = end;
+        let mut end = cur.end;
+        if let Some(&ne) = self.files[f as usize].exts.get(&cur.end) {
+            if alike(&cur, &ne) {
+                self.absorbed(f, cur.end, &ne);
+                end = ne.end;
+            }
+        }
+        if start != s || end != cur.end {
+            self.files[f as usize].exts.get_mut(&start).expect("cached").end = end;
+        }
+        end
     }
 
     /// Gives the pages of the extent at `s` (now `old`) the state and LRU place of `new`
@@ -368,18 +365,31 @@ impl Pages {
         if a >= b {
             return;
         }
-        self.split_at(f, a);
-        self.split_at(f, b);
-        let starts: Vec<u64> = self.files[f as usize].exts.range(a..b).map(|(&s, _)| s).collect();
-        let mut kept = Vec::with_capacity(starts.len());
-        for s in starts {
-            let e = self.files[f as usize].exts[&s];
+        // The extents overlapping [a, b), found with one descent (back from the last one
+        // that starts below `b`), the first cut at `a` and the last at `b`.
+        let mut pieces: Vec<(u64, Extent)> = self.files[f as usize]
+            .exts
+            .range(..b)
+            .rev()
+            .take_while(|(_, e)| e.end > a)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        pieces.reverse();
+        if let Some(first) = pieces.first_mut().filter(|(s, _)| *s < a) {
+            *first = (a, self.split(f, first.0, first.1, a));
+        }
+        if let Some(last) = pieces.last_mut().filter(|(_, e)| e.end > b) {
+            self.split(f, last.0, last.1, b);
+            last.1.end = b;
+        }
+        let mut kept = Vec::with_capacity(pieces.len());
+        for (s, e) in pieces {
             if let Some(mut n) = change(s, &e) {
                 n.end = e.end;
                 if n != e {
                     self.replace(f, s, &e, n);
                 }
-                kept.push(s);
+                kept.push((s, n));
             } else {
                 self.files[f as usize].exts.remove(&s);
                 self.unlink(f, s, &e);
@@ -390,10 +400,11 @@ impl Pages {
                 }
             }
         }
-        for s in kept {
-            // (Unless a piece before it took it in.)
-            if let Some(&e) = self.files[f as usize].exts.get(&s) {
-                self.merge_around(f, s, e);
+        // A piece the merge of the one before it took in is gone.
+        let mut merged_to = 0;
+        for (s, e) in kept {
+            if s >= merged_to {
+                merged_to = self.merge_around(f, s, e);
             }
         }
         if self.files[f as usize].counts.dirty == 0 {
