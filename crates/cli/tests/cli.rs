@@ -1227,6 +1227,27 @@ fn fsync_and_fdatasync_together_fall_where_real_fio_puts_them() {
     }
 }
 
+/// The job's limit (`size=` over all passes of a mixed job) ended a pass with `loops=` left:
+/// fio runs one more pass, whose do_io issues nothing but still syncs the file for
+/// end_fsync (or fsync_on_close), opening it for that (fio_file_fsync) after clear_io_state
+/// closed it; a pass without I/O then ends the job. Each shape logs exactly real fio 3.33's
+/// lines (elevator had stopped after the pass the limit ended).
+#[test]
+fn a_pass_with_nothing_left_to_do_still_syncs_as_real_fio_does() {
+    for (i, body) in [
+        "rw=rw\nloops=3\nend_fsync=1",
+        "rw=rw\nloops=5\nend_fsync=1",
+        "rw=rw\nloops=3\nfsync_on_close=1",
+        "rw=rw\nloops=3\nend_fsync=1\ndirect=1",
+        "rw=randrw\nloops=3\nend_fsync=1\nioengine=sync",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_file_io_as_fio(&format!("empty-pass-{i}"), &format!("size=32k\nbs=4k\n{body}"));
+    }
+}
+
 /// `number_ios=` does not stop a time-based job: fio 3.33's do_io goes on while
 /// `time_based`, whatever `io_bytes_exceeded` says, and `keep_running` asks `time_based`
 /// first. Real fio and elevator both go past 40 I/Os in a second, and elevator's first

@@ -519,6 +519,9 @@ pub struct Process {
     sync_engine: bool,
     /// The end_fsync due as a pass begins went to a file fio opened for it alone.
     reopen_after_flush: bool,
+    /// The job's limit ended a pass with `loops=` left: fio runs one more pass, which issues
+    /// nothing but ends with end_fsync's syncs (see [`Process::drained`]).
+    empty_pass_due: bool,
     /// `end_fsync` / `fsync_on_close` on a job that writes: fio's do_io ends every pass
     /// with an fsync unless the last I/O was one (`should_fsync`), direct or not.
     end_fsync: bool,
@@ -801,6 +804,7 @@ impl Process {
             flushes_in_flight: 0,
             sync_engine: !spec.ioengine.is_async(),
             reopen_after_flush: false,
+            empty_pass_due: false,
             end_fsync: (spec.end_fsync || spec.fsync_on_close)
                 && spec.rw.writes()
                 && spec.iolog.is_none(),
@@ -1261,6 +1265,7 @@ impl Process {
             let spent = self.job_limit_reached() && !self.time_based;
             let more = self.loops_left > 0 || self.io_size_left();
             if empty || spent || (!more && !restart) {
+                self.empty_pass_due = spent && !empty && self.loops_left > 0;
                 self.state = State::Draining;
                 return Next::Stop;
             }
@@ -2054,6 +2059,22 @@ impl Process {
         // A direct job's end_fsync, one per file (a buffered job's go out as take_end_fsync
         // says).
         if self.buffered.is_none() && self.ios_issued > 0 && self.should_fsync() {
+            self.end_syncs_owed = self.file_count();
+            self.state = State::Running;
+            return false;
+        }
+        // fio's pass after the one the job's limit ended, while loops= are left: its
+        // clear_io_state closes the files and its do_io issues nothing, but end_fsync (or
+        // fsync_on_close) still syncs every file, opening each for it (fio_file_fsync); a
+        // pass without I/O then ends the job (td->done).
+        if std::mem::take(&mut self.empty_pass_due) && self.end_fsync {
+            self.loops_left = 0;
+            if let Some(log) = self.issue_log.as_mut() {
+                log.reopened(now_ns);
+            }
+            if let Some(files) = self.files.as_mut() {
+                files.rewind();
+            }
             self.end_syncs_owed = self.file_count();
             self.state = State::Running;
             return false;
