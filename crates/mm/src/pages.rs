@@ -136,6 +136,9 @@ pub struct Pages {
     gen_pages: u64,
     pub total: Counts,
     per_bdi: Vec<Counts>,
+    /// [`Pages::modify`]'s list of the pieces of its range, kept to be reused (it runs once
+    /// or more per page-cache call; an allocation each time showed in profiles).
+    pieces: Vec<(u64, Extent)>,
 }
 
 impl Pages {
@@ -367,13 +370,16 @@ impl Pages {
         }
         // The extents overlapping [a, b), found with one descent (back from the last one
         // that starts below `b`), the first cut at `a` and the last at `b`.
-        let mut pieces: Vec<(u64, Extent)> = self.files[f as usize]
-            .exts
-            .range(..b)
-            .rev()
-            .take_while(|(_, e)| e.end > a)
-            .map(|(&s, &e)| (s, e))
-            .collect();
+        let mut pieces = std::mem::take(&mut self.pieces);
+        pieces.clear();
+        pieces.extend(
+            self.files[f as usize]
+                .exts
+                .range(..b)
+                .rev()
+                .take_while(|(_, e)| e.end > a)
+                .map(|(&s, &e)| (s, e)),
+        );
         pieces.reverse();
         if let Some(first) = pieces.first_mut().filter(|(s, _)| *s < a) {
             *first = (a, self.split(f, first.0, first.1, a));
@@ -382,14 +388,17 @@ impl Pages {
             self.split(f, last.0, last.1, b);
             last.1.end = b;
         }
-        let mut kept = Vec::with_capacity(pieces.len());
-        for (s, e) in pieces {
+        // The pieces kept, with their new values, move to the front.
+        let mut kept = 0;
+        for i in 0..pieces.len() {
+            let (s, e) = pieces[i];
             if let Some(mut n) = change(s, &e) {
                 n.end = e.end;
                 if n != e {
                     self.replace(f, s, &e, n);
                 }
-                kept.push((s, n));
+                pieces[kept] = (s, n);
+                kept += 1;
             } else {
                 self.files[f as usize].exts.remove(&s);
                 self.unlink(f, s, &e);
@@ -402,11 +411,12 @@ impl Pages {
         }
         // A piece the merge of the one before it took in is gone.
         let mut merged_to = 0;
-        for (s, e) in kept {
+        for &(s, e) in &pieces[..kept] {
             if s >= merged_to {
                 merged_to = self.merge_around(f, s, e);
             }
         }
+        self.pieces = pieces;
         if self.files[f as usize].counts.dirty == 0 {
             self.files[f as usize].dirtied_when = None;
         }
