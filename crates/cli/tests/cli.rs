@@ -513,6 +513,14 @@ fn assert_file_io_as_fio(name: &str, body: &str) {
     assert_eq!(actions("elevator"), actions("fio"), "{body}");
 }
 
+/// Each of `shapes` after the lines `common`, on one file, run by real fio and by elevator:
+/// the same I/O ([`assert_file_io_as_fio`], named `{name}-{i}`).
+fn assert_file_shapes_as_fio(name: &str, common: &str, shapes: &[&str]) {
+    for (i, shape) in shapes.iter().enumerate() {
+        assert_file_io_as_fio(&format!("{name}-{i}"), &format!("{common}{shape}"));
+    }
+}
+
 /// Each of `shapes` over [`tree_iolog`]'s tree, run by real fio and by elevator: the same
 /// log lines, opens and closes included.
 fn assert_tree_log_as_fio(name: &str, shapes: &[&str]) {
@@ -1003,21 +1011,20 @@ fn openfiles_keeps_that_many_files_open_as_real_fio_does() {
 /// sync, in both tools (that rule is checked on each log).
 #[test]
 fn syncs_are_logged_and_repeated_as_real_fio_does() {
-    for (i, body) in [
-        "fsync=1",
-        "fdatasync=1",
-        "sync_file_range=write:1",
-        "end_fsync=1",
-        "fsync_on_close=1",
-        "fsync=2\nloops=2",
-        "fsync=3\nloops=2",
-        "fdatasync=1\nloops=3",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        assert_file_io_as_fio(&format!("syncs-{i}"), &format!("size=16k\nbs=4k\nrw=write\n{body}"));
-    }
+    assert_file_shapes_as_fio(
+        "syncs",
+        "size=16k\nbs=4k\nrw=write\n",
+        &[
+            "fsync=1",
+            "fdatasync=1",
+            "sync_file_range=write:1",
+            "end_fsync=1",
+            "fsync_on_close=1",
+            "fsync=2\nloops=2",
+            "fsync=3\nloops=2",
+            "fdatasync=1\nloops=3",
+        ],
+    );
     // In a file tree fio chooses the file before it finds the I/O is a sync: the sync takes
     // that file's turn (and goes to a file whose data is all out, not yet found done).
     assert_tree_log_as_fio(
@@ -1074,26 +1081,25 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
 /// reads and writes in the same order as under fio.
 #[test]
 fn mixed_jobs_read_and_write_in_real_fios_order() {
-    for (i, body) in [
-        "rw=readwrite",
-        "rw=readwrite\nrwmixread=70",
-        "rw=rw\nrwmixwrite=80",
-        "rw=readwrite\nrandseed=12345",
-        "rw=readwrite\nloops=3\nsize=128k",
-        "rw=readwrite\nioengine=libaio\niodepth=4",
-        "rw=readwrite\nrwmixread=10\nfsync=3",
-        // io_size= past size=: fio's keep_running passes restart both directions at 0, seed
-        // the generators again and sync first.
-        "rw=rw\nio_size=600k\nfsync=7",
-        "rw=randrw\nio_size=600k\nfsync=7",
-        "rw=randrw\nio_size=1m\nrwmixread=30",
-        "rw=rw\nio_size=600k\nioengine=libaio\niodepth=4\ndirect=1",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        assert_file_io_as_fio(&format!("rwmix-{i}"), &format!("size=256k\nbs=4k\n{body}"));
-    }
+    assert_file_shapes_as_fio(
+        "rwmix",
+        "size=256k\nbs=4k\n",
+        &[
+            "rw=readwrite",
+            "rw=readwrite\nrwmixread=70",
+            "rw=rw\nrwmixwrite=80",
+            "rw=readwrite\nrandseed=12345",
+            "rw=readwrite\nloops=3\nsize=128k",
+            "rw=readwrite\nioengine=libaio\niodepth=4",
+            "rw=readwrite\nrwmixread=10\nfsync=3",
+            // io_size= past size=: fio's keep_running passes restart both directions at 0, seed
+            // the generators again and sync first.
+            "rw=rw\nio_size=600k\nfsync=7",
+            "rw=randrw\nio_size=600k\nfsync=7",
+            "rw=randrw\nio_size=1m\nrwmixread=30",
+            "rw=rw\nio_size=600k\nioengine=libaio\niodepth=4\ndirect=1",
+        ],
+    );
     for mix in ["", "rwmixread=30"] {
         let directions = |tool: &str| -> Vec<Vec<String>> {
             let dir = scratch_dir(&format!("rwmix-jobs-{tool}"));
@@ -1179,33 +1185,32 @@ fn random_jobs_over_a_tree_take_each_files_blocks_from_its_own_map() {
 /// line, across passes (`loops=`, `io_size=` past `size=`) and with `norandommap`.
 #[test]
 fn random_offsets_on_one_file_are_fios_own() {
-    for (i, body) in [
-        "rw=randread",
-        "rw=randwrite\nfsync=5",
-        "rw=randrw\nrwmixread=30",
-        "rw=randread\nloops=2",
-        "rw=randread\nio_size=1m",
-        "rw=randread\nbs=16k\nrandseed=9",
-        "rw=randread\nrandrepeat=0\nrandseed=5",
-        "rw=randread\nnorandommap",
-        "rw=randread\nioengine=libaio\niodepth=8\ndirect=1",
-        "rw=randread\noffset=64k\nsize=128k",
-        // randseed= overrides randrepeat from the second pass on (fio's fixup_options):
-        // the offsets and directions go on drawing instead of starting over.
-        "rw=randread\nrandseed=42\nloops=2",
-        "rw=randrw\nrandseed=42\nloops=3",
-        "rw=readwrite\nrandseed=1234\nloops=2",
-        // io_size= past size= without a map: an async engine's do_io stops at size= and
-        // keep_running starts a pass; a sync engine's, or a job that writes, runs on.
-        "rw=randread\nnorandommap\nio_size=384k\nioengine=libaio\niodepth=4",
-        "rw=randread\nnorandommap\nio_size=384k",
-        "rw=randrw\nnorandommap\nio_size=384k\nioengine=libaio\niodepth=4",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        assert_file_io_as_fio(&format!("rand-file-{i}"), &format!("size=256k\nbs=4k\n{body}"));
-    }
+    assert_file_shapes_as_fio(
+        "rand-file",
+        "size=256k\nbs=4k\n",
+        &[
+            "rw=randread",
+            "rw=randwrite\nfsync=5",
+            "rw=randrw\nrwmixread=30",
+            "rw=randread\nloops=2",
+            "rw=randread\nio_size=1m",
+            "rw=randread\nbs=16k\nrandseed=9",
+            "rw=randread\nrandrepeat=0\nrandseed=5",
+            "rw=randread\nnorandommap",
+            "rw=randread\nioengine=libaio\niodepth=8\ndirect=1",
+            "rw=randread\noffset=64k\nsize=128k",
+            // randseed= overrides randrepeat from the second pass on (fio's fixup_options):
+            // the offsets and directions go on drawing instead of starting over.
+            "rw=randread\nrandseed=42\nloops=2",
+            "rw=randrw\nrandseed=42\nloops=3",
+            "rw=readwrite\nrandseed=1234\nloops=2",
+            // io_size= past size= without a map: an async engine's do_io stops at size= and
+            // keep_running starts a pass; a sync engine's, or a job that writes, runs on.
+            "rw=randread\nnorandommap\nio_size=384k\nioengine=libaio\niodepth=4",
+            "rw=randread\nnorandommap\nio_size=384k",
+            "rw=randrw\nnorandommap\nio_size=384k\nioengine=libaio\niodepth=4",
+        ],
+    );
 }
 
 /// `fsync=` and `fdatasync=` together: fio 3.33's get_rw_ddir asks the fsync cadence first,
@@ -1214,17 +1219,16 @@ fn random_offsets_on_one_file_are_fios_own() {
 /// elevator log the same calls.
 #[test]
 fn fsync_and_fdatasync_together_fall_where_real_fio_puts_them() {
-    for (i, body) in [
-        "rw=randwrite\nfsync=7\nfdatasync=2\nnorandommap",
-        "rw=write\nfsync=3\nfdatasync=2\nloops=2",
-        "rw=randwrite\nsize=200k\nfsync=3\nfdatasync=2\nloops=3\nio_size=100k",
-        "rw=randrw\nfsync=4\nfdatasync=3",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        assert_file_io_as_fio(&format!("fsync-fdatasync-{i}"), &format!("size=64k\nbs=4k\n{body}"));
-    }
+    assert_file_shapes_as_fio(
+        "fsync-fdatasync",
+        "size=64k\nbs=4k\n",
+        &[
+            "rw=randwrite\nfsync=7\nfdatasync=2\nnorandommap",
+            "rw=write\nfsync=3\nfdatasync=2\nloops=2",
+            "rw=randwrite\nsize=200k\nfsync=3\nfdatasync=2\nloops=3\nio_size=100k",
+            "rw=randrw\nfsync=4\nfdatasync=3",
+        ],
+    );
 }
 
 /// The job's limit (`size=` over all passes of a mixed job) ended a pass with `loops=` left:
@@ -1234,18 +1238,17 @@ fn fsync_and_fdatasync_together_fall_where_real_fio_puts_them() {
 /// lines (elevator had stopped after the pass the limit ended).
 #[test]
 fn a_pass_with_nothing_left_to_do_still_syncs_as_real_fio_does() {
-    for (i, body) in [
-        "rw=rw\nloops=3\nend_fsync=1",
-        "rw=rw\nloops=5\nend_fsync=1",
-        "rw=rw\nloops=3\nfsync_on_close=1",
-        "rw=rw\nloops=3\nend_fsync=1\ndirect=1",
-        "rw=randrw\nloops=3\nend_fsync=1\nioengine=sync",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        assert_file_io_as_fio(&format!("empty-pass-{i}"), &format!("size=32k\nbs=4k\n{body}"));
-    }
+    assert_file_shapes_as_fio(
+        "empty-pass",
+        "size=32k\nbs=4k\n",
+        &[
+            "rw=rw\nloops=3\nend_fsync=1",
+            "rw=rw\nloops=5\nend_fsync=1",
+            "rw=rw\nloops=3\nfsync_on_close=1",
+            "rw=rw\nloops=3\nend_fsync=1\ndirect=1",
+            "rw=randrw\nloops=3\nend_fsync=1\nioengine=sync",
+        ],
+    );
 }
 
 /// `number_ios=` does not stop a time-based job: fio 3.33's do_io goes on while
@@ -1281,21 +1284,20 @@ fn number_ios_does_not_stop_a_time_based_job() {
 /// Each shape logs exactly real fio 3.33's lines.
 #[test]
 fn loops_bound_io_size_over_all_passes_as_real_fio_does() {
-    for (i, body) in [
-        "io_size=8k\nloops=2",
-        "io_size=12k\nloops=2",
-        "io_size=4k\nloops=3",
-        "number_ios=3\nloops=2",
-        "io_size=40k\nloops=2",
-        "io_size=12k\nloops=2\nfsync=4",
-        "io_size=12k\nloops=2\nfsync=4\nioengine=libaio",
-        "fsync=4\nloops=2\nverify=crc32c",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        assert_file_io_as_fio(&format!("loops-{i}"), &format!("size=16k\nbs=4k\nrw=write\n{body}"));
-    }
+    assert_file_shapes_as_fio(
+        "loops",
+        "size=16k\nbs=4k\nrw=write\n",
+        &[
+            "io_size=8k\nloops=2",
+            "io_size=12k\nloops=2",
+            "io_size=4k\nloops=3",
+            "number_ios=3\nloops=2",
+            "io_size=40k\nloops=2",
+            "io_size=12k\nloops=2\nfsync=4",
+            "io_size=12k\nloops=2\nfsync=4\nioengine=libaio",
+            "fsync=4\nloops=2\nverify=crc32c",
+        ],
+    );
     assert_tree_log_as_fio(
         "tree-loops",
         &[

@@ -266,47 +266,53 @@ impl Pages {
         self.per_bdi[file.bdi as usize].apply(e, len, add);
     }
 
-    fn unlink(&mut self, f: FileId, s: u64, e: &Extent) {
+    /// The run `e` at `s` takes its place in the LRU order and, if dirty, among the runs
+    /// writeback finds.
+    fn index(&mut self, f: FileId, s: u64, e: &Extent) {
+        self.lru.insert((e.list, e.gen, f, s));
+        if e.state == PageState::Dirty {
+            self.files[f as usize].dirty_starts.insert(s);
+        }
+    }
+
+    /// The run `e` at `s` leaves the LRU order and the dirty runs.
+    fn unindex(&mut self, f: FileId, s: u64, e: &Extent) {
         self.lru.remove(&(e.list, e.gen, f, s));
-        self.account(f, e, e.end - s, false);
         if e.state == PageState::Dirty {
             self.files[f as usize].dirty_starts.remove(&s);
         }
     }
 
+    /// New pages `e` at `s` are cached.
     fn link(&mut self, f: FileId, s: u64, e: Extent) {
-        self.lru.insert((e.list, e.gen, f, s));
+        self.index(f, s, &e);
         self.account(f, &e, e.end - s, true);
-        let file = &mut self.files[f as usize];
-        if e.state == PageState::Dirty {
-            file.dirty_starts.insert(s);
-        }
-        file.exts.insert(s, e);
+        self.files[f as usize].exts.insert(s, e);
+    }
+
+    /// The pages `e` at `s` are dropped from the cache.
+    fn unlink(&mut self, f: FileId, s: u64, e: &Extent) {
+        self.files[f as usize].exts.remove(&s);
+        self.unindex(f, s, e);
+        self.account(f, e, e.end - s, false);
     }
 
     /// Cuts extent `e` at `s` in two at `p` (inside it); returns the second piece. Both keep
     /// the extent's state and LRU place, so only the second one is new to the indexes.
     fn split(&mut self, f: FileId, s: u64, e: Extent, p: u64) -> Extent {
         debug_assert!(s < p && p < e.end);
-        let file = &mut self.files[f as usize];
-        file.exts.get_mut(&s).expect("cached").end = p;
-        file.exts.insert(p, e);
-        if e.state == PageState::Dirty {
-            file.dirty_starts.insert(p);
-        }
-        self.lru.insert((e.list, e.gen, f, p));
+        let exts = &mut self.files[f as usize].exts;
+        exts.get_mut(&s).expect("cached").end = p;
+        exts.insert(p, e);
+        self.index(f, p, &e);
         e
     }
 
     /// Forgets the extent at `s` as a run of its own once its pages have joined a neighbour
     /// that is alike: the pages stay cached, so the counts do not change.
     fn absorbed(&mut self, f: FileId, s: u64, e: &Extent) {
-        let file = &mut self.files[f as usize];
-        file.exts.remove(&s);
-        if e.state == PageState::Dirty {
-            file.dirty_starts.remove(&s);
-        }
-        self.lru.remove(&(e.list, e.gen, f, s));
+        self.files[f as usize].exts.remove(&s);
+        self.unindex(f, s, e);
     }
 
     /// Merges the extent `cur` at `s` with its neighbours where they are alike; returns where
@@ -400,7 +406,6 @@ impl Pages {
                 pieces[kept] = (s, n);
                 kept += 1;
             } else {
-                self.files[f as usize].exts.remove(&s);
                 self.unlink(f, s, &e);
                 let file = &mut self.files[f as usize];
                 let gone: Vec<u64> = file.markers.range(s..e.end).copied().collect();

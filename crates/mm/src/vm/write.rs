@@ -215,20 +215,9 @@ impl Vm {
                 newly_dirty.extend(holes.iter().copied());
             }
         }
-        // The pages that were cached before: the holes just filled are dirty already.
-        let mut cached = Vec::with_capacity(holes.len() + 1);
-        let mut p = a;
-        for &(s, e) in &holes {
-            if s > p {
-                cached.push((p, s));
-            }
-            p = e;
-        }
-        if p < b {
-            cached.push((p, b));
-        }
-        for (ca, cb) in cached {
-            self.pages.modify(file, ca, cb, |s, e| {
+        // The holes just filled are dirty already: a range that was all hole needs no more.
+        if holes != [(a, b)] {
+            self.pages.modify(file, a, b, |s, e| {
                 Some(match e.state {
                     PageState::Clean => {
                         if listed {
