@@ -2541,7 +2541,10 @@ impl Process {
         if self.rw.is_random() && self.should_do_random(d) {
             // A full random map: fio finds no offset and the file is done, and so is a pass
             // that is its region (a sync engine's under loops=, which size= does not cut).
-            if self.pass_is_region() && self.random_map.as_ref().is_some_and(RandomMap::is_full) {
+            // So is a job moving io_size= past its region with less than its largest block
+            // left: fio's keep_running starts no other pass (as for a sequential job below).
+            let map_full = self.random_map.as_ref().is_some_and(RandomMap::is_full);
+            if map_full && (self.pass_is_region() || self.io_size_spent_for_a_pass()) {
                 return None;
             }
             // A block larger than the region: the largest that fits, if any does.
@@ -2565,12 +2568,7 @@ impl Process {
                 Some(fits) => len = fits,
                 None if self.pass_is_region() => return None,
                 // fio's keep_running: no other pass for less than the largest block left.
-                None if self.io_limit_bytes.is_some_and(|l| {
-                    l.saturating_sub(self.loop_bytes()) < self.max_block_bytes()
-                }) =>
-                {
-                    return None
-                }
+                None if self.io_size_spent_for_a_pass() => return None,
                 None => {
                     offset = start;
                     self.wrapped = true;
@@ -2580,6 +2578,13 @@ impl Process {
         }
         self.next_seq_offset[d] = offset + len;
         Some((offset, len))
+    }
+
+    /// fio's keep_running: no other pass for less than the largest block left of the job's
+    /// `io_size=`.
+    fn io_size_spent_for_a_pass(&self) -> bool {
+        self.io_limit_bytes
+            .is_some_and(|l| l.saturating_sub(self.loop_bytes()) < self.max_block_bytes())
     }
 
     /// A pass is the region once over: no run time, `io_size=` past the region or log to
