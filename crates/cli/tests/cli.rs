@@ -1040,6 +1040,9 @@ fn syncs_are_logged_and_repeated_as_real_fio_does() {
             "rw=write\ndirect=0\nfsync_on_close=1",
             "rw=write\nend_fsync=1\nfsync=2",
             "rw=write\ndirect=1\nend_fsync=1",
+            // A sync and a write issued in one nanosecond: each completion frees its own
+            // io_u (the write's, not the sync's, releases its file; this panicked once).
+            "rw=write\nnrfiles=2\nfilesize=16k\nioengine=libaio\niodepth=8\ndirect=1\nfsync=1",
             "rw=write\nend_fsync=1\nloops=2",
             "rw=write\nend_fsync=1\nloops=2\ndirect=1",
             "rw=write\nfsync_on_close=1\nloops=2",

@@ -494,10 +494,10 @@ pub struct Process {
     /// fio's io_u pool as `write_iolog` sees it: a sync reuses a free io_u and logs the
     /// offset it carried last, in the file it carried it for. Free ones are a stack (fio's
     /// `io_u_freelist`, the last one freed on top), each with its last route offset and
-    /// file; busy ones by issue time. A direct job's data I/O in flight also holds a
-    /// reference to its file of a tree ([`FileTree::issued`]).
+    /// file; busy ones by issue time and whether they hold a sync. A direct job's data I/O
+    /// in flight also holds a reference to its file of a tree ([`FileTree::issued`]).
     iou_free: Vec<(u64, usize)>,
-    iou_busy: Vec<(Nanos, (u64, usize))>,
+    iou_busy: Vec<(Nanos, bool, (u64, usize))>,
     /// fio's `should_fsync`/`get_rw_ddir`: once the writes are a multiple of `fsync=N` (or
     /// else of `fdatasync=M`), that sync is due before every I/O that does not follow a
     /// sync, until the next write (`io_issues[DDIR_WRITE] % N == 0` and `!last_was_sync`):
@@ -1072,7 +1072,7 @@ impl Process {
         }
         // The run's calls reused one io_u: it carries the last one's offset.
         if let Some(busy) = self.iou_busy.last_mut() {
-            busy.1 .0 = last_offset;
+            busy.2 .0 = last_offset;
         }
         self.depth_hist[0] += extra;
         if io.op == Op::Write {
@@ -1720,7 +1720,7 @@ impl Process {
         // The io_u it goes in: a flush keeps the offset its io_u carried last.
         let iou = self.iou_free.pop().unwrap_or((0, usize::MAX));
         let carried = if io.op == Op::Flush { iou } else { (io.offset_bytes, self.log_file) };
-        self.iou_busy.push((now_ns, carried));
+        self.iou_busy.push((now_ns, io.op == Op::Flush, carried));
         let (file, holds) = (self.log_file, self.holds_tree_ref(io.op));
         if let Some(files) = self.files.as_mut().filter(|_| holds) {
             files.issued(file);
@@ -1830,12 +1830,20 @@ impl Process {
         // Its io_u is free again, on top of the free list (a buffered job's call returns in
         // order: the oldest).
         // Deviation: I/Os issued in the same nanosecond are matched to their io_us (and
-        // files) in issue order, whichever completes first.
-        let i = self.iou_busy.iter().position(|&(t, _)| t == issue_ns).unwrap_or(0);
+        // files) in issue order, whichever completes first; a sync only to a sync's io_u
+        // (a data I/O beside it in that nanosecond holds a file, the sync none).
+        let flush = op == Op::Flush;
+        let i = self
+            .iou_busy
+            .iter()
+            .position(|&(t, f, _)| t == issue_ns && f == flush)
+            .or_else(|| self.iou_busy.iter().position(|&(t, _, _)| t == issue_ns))
+            .unwrap_or(0);
         if i < self.iou_busy.len() {
-            let (_, (offset, file)) = self.iou_busy.remove(i);
+            let (_, _, (offset, file)) = self.iou_busy.remove(i);
             self.iou_free.push((offset, file));
-            let holds = self.holds_tree_ref(op);
+            // An io_u never used for data carries no file (usize::MAX).
+            let holds = self.holds_tree_ref(op) && file != usize::MAX;
             if let Some(files) = self.files.as_mut().filter(|_| holds) {
                 files.completed(file);
             }
