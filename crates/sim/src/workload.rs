@@ -498,6 +498,9 @@ pub struct Process {
     /// in flight also holds a reference to its file of a tree ([`FileTree::issued`]).
     iou_free: Vec<(u64, usize)>,
     iou_busy: Vec<(Nanos, bool, (u64, usize))>,
+    /// The bytes issued when a file tree's pass last started over in
+    /// [`Process::next_in_files`]: a pass from there that moves nothing starts no other.
+    tree_rewound_at_bytes: Option<u64>,
     /// fio's `should_fsync`/`get_rw_ddir`: once the writes are a multiple of `fsync=N` (or
     /// else of `fdatasync=M`), that sync is due before every I/O that does not follow a
     /// sync, until the next write (`io_issues[DDIR_WRITE] % N == 0` and `!last_was_sync`):
@@ -798,6 +801,7 @@ impl Process {
             held_open: None,
             iou_free: vec![(0, usize::MAX); max_in_flight.max(1) as usize],
             iou_busy: Vec::new(),
+            tree_rewound_at_bytes: None,
             sync_armed: None,
             last_reaped_sync: false,
             sync_blocks: spec.ioengine.runs_syncs_inline(),
@@ -2274,9 +2278,13 @@ impl Process {
             }
         };
         let mut io = files.next_in(attempt, &mut || redraw(false), bs, fit, follows, &mut self.rng);
-        if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) {
+        // A pass started here that moved no data gets no other: every file is too small for
+        // a block (fio 3.33 loops for ever there under a non-uniform file choice).
+        let moved = self.tree_rewound_at_bytes != Some(self.bytes_issued);
+        if io == FileIo::Done && (self.time_based || self.runtime_ns.is_some() || more) && moved {
             // fio's thread_main: another do_io after clear_io_state closed the files (and,
             // where fio reseeds, seeded the generators again): the direction is drawn anew.
+            self.tree_rewound_at_bytes = Some(self.bytes_issued);
             self.reopen_to_log = true;
             files.new_pass_draws();
             files.rewind();
