@@ -62,3 +62,18 @@ fn each_pass_opens_the_file_again() {
     assert_eq!(device_bytes(""), 2 * (4 << 20));
     assert_eq!(device_bytes("invalidate=0"), 4 << 20);
 }
+
+/// `rw=write:N` goes on past its region to the end of the file (fio's get_next_seq_offset
+/// wraps at the file's size, and only `io_size=` stops it): a buffered job's last writes
+/// land past its region, which the page cache takes as the file growing. They are written
+/// back like the rest, and the job ends (it waited for their writeback for ever once).
+#[test]
+fn buffered_writes_past_the_region_are_written_back() {
+    for rw in ["write:4k", "write:8k", "randwrite:4k"] {
+        let r = run(&format!("[j]\nfilename=sda\nrw={rw}\nbs=16k\nsize=64k\nend_fsync=1\n"));
+        let written = r.devices[0].counters.sectors[1] * 512;
+        let issued = r.processes[0].stats[1].io_bytes;
+        assert!(issued > 0, "{rw}");
+        assert!(written >= issued, "{rw}: {written} bytes on the device, {issued} written");
+    }
+}

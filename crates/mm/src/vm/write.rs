@@ -182,6 +182,10 @@ impl Vm {
         let f = &mut self.files[file as usize].spec;
         let old_bytes = f.data_bytes;
         f.data_bytes = f.data_bytes.max(offset + k * len);
+        // A write past the file's end extends it (`i_size`), and writeback reaches it: a
+        // job's region may end before the file does (fio's `rw=write:N` goes on to the end
+        // of the file as it finds it), and its pages past the region were dirtied for good.
+        f.size_bytes = f.size_bytes.max(f.data_bytes);
         let new_bytes = f.data_bytes;
         if self.files[file as usize].journal.is_some() {
             self.journal_write(file, old_bytes, new_bytes, now, out);
