@@ -647,6 +647,11 @@ impl FileTree {
                 // closed; under a non-uniform choice it is reset (fio_file_reset) instead of
                 // done. Another choice follows.
                 self.close(i);
+                if room == 0 {
+                    // No room for a block at all (a random map of blocks larger than the
+                    // file): given up as surely as a file too small for what is left.
+                    self.given_up += 1;
+                }
                 if self.distribution.is_some() {
                     self.pos[i] = [0; 2];
                     self.forget_map(i);

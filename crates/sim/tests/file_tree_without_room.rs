@@ -19,18 +19,23 @@ on = "sda"
 #[test]
 fn a_tree_with_no_room_for_a_block_ends_without_io() {
     let t = Topology::from_str(TOPOLOGY, "t.toml").unwrap();
-    for service in ["random", "roundrobin", "sequential", "zipf:1.1", "pareto:0.5", "normal:50"] {
+    let services = ["random", "roundrobin", "sequential", "zipf:1.1", "pareto:0.5", "normal:50"];
+    // A random job's map has no block in a file smaller than one: no room at all.
+    for (rw, service) in ["read", "randread", "randwrite"]
+        .into_iter()
+        .flat_map(|rw| services.into_iter().map(move |s| (rw, s)))
+    {
         for extra in
             ["", "direct=1", "loops=2", "io_size=80k", "direct=1\nioengine=libaio\niodepth=4"]
         {
             let job = format!(
-                "[j]\ndirectory=sda\nrw=read\nnrfiles=10\nfilesize=4k\nsize=40k\nbs=8k\n\
+                "[j]\ndirectory=sda\nrw={rw}\nnrfiles=10\nfilesize=4k\nsize=40k\nbs=8k\n\
                  file_service_type={service}\n{extra}\n"
             );
             let jobs = elevator_fio::parse_str(&job, "j.fio", Path::new("."), &|_| None).unwrap();
             let r = simulate(&jobs, &t, &SimOptions::default()).unwrap();
             let ios: u64 = r.processes[0].stats.iter().map(|s| s.total_ios).sum();
-            assert_eq!(ios, 0, "{service} {extra}");
+            assert_eq!(ios, 0, "{rw} {service} {extra}");
         }
     }
 }
