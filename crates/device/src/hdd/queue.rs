@@ -67,6 +67,15 @@ impl Queue {
     }
 
     pub fn remove(&mut self, i: usize) -> Queued {
+        // The last (often the only) command: popped, without six shifting removes.
+        if i + 1 == self.items.len() {
+            self.cylinder.pop();
+            self.head.pop();
+            self.angle_turns.pop();
+            self.settle_ns.pop();
+            self.wc_overlap.pop();
+            return self.items.pop().expect("a command at i");
+        }
         self.cylinder.remove(i);
         self.head.remove(i);
         self.angle_turns.remove(i);
