@@ -175,4 +175,12 @@ fn block_sizes_are_bounded_by_one_read_and_by_the_data_set() {
     std::fs::write(d.join("set.fio"), "[j]\nfilename=sda\nrw=randread\nsize=1m\nbs=2m\n").unwrap();
     let e = fails(&d, &["run", "set.fio"]);
     assert!(e.contains("set.fio") && e.contains("larger than data set range"), "{e}");
+    // The same for a file tree, over its files' data (real fio 3.33 refuses this one too).
+    std::fs::write(
+        d.join("tree.fio"),
+        "[j]\ndirectory=sda\nrw=read\nnrfiles=2\nfilesize=4k\nbs=16k\n",
+    )
+    .unwrap();
+    let e = fails(&d, &["run", "tree.fio"]);
+    assert!(e.contains("tree.fio:1") && e.contains("larger than data set range"), "{e}");
 }

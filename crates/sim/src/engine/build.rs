@@ -560,6 +560,15 @@ pub(super) fn build_processes(
                     Some(fio_seed(seed, spec, thread, fio_rand::seed_index::FILE_SIZE)),
                 )
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
+                // The same check over the tree's data: fio's size is the files' total when
+                // that is less (nrfiles=2 filesize=4k bs=16k: 8 KiB of data, refused).
+                let data_bytes = files.total_bytes();
+                if spec.iolog.is_none() && min_bs > data_bytes {
+                    return Err(SimError(format!(
+                        "{at}: job `{}`: blocksize is larger than data set range ({min_bs} > {data_bytes} bytes in {} files)",
+                        spec.name, spec.nrfiles
+                    )));
+                }
                 files.set_service_nr(spec.file_service_nr);
                 files.set_per_direction(spec.rw == RwMode::ReadWrite);
                 if spec.rw.is_random() {
