@@ -520,14 +520,7 @@ pub(super) fn build_processes(
                     spec.name
                 )));
             }
-            // fio's own check (filesetup.c): the smallest block of any direction must fit.
             let min_bs = spec.block_size.iter().map(|b| b.min_bytes()).min().unwrap_or(0);
-            if spec.iolog.is_none() && min_bs > region_len {
-                return Err(SimError(format!(
-                    "{at}: job `{}`: blocksize is larger than data set range ({min_bs} > {region_len} bytes)",
-                    spec.name
-                )));
-            }
             let owner = Owner {
                 job: j as u32,
                 pid,
@@ -560,15 +553,6 @@ pub(super) fn build_processes(
                     Some(fio_seed(seed, spec, thread, fio_rand::seed_index::FILE_SIZE)),
                 )
                 .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
-                // The same check over the tree's data: fio's size is the files' total when
-                // that is less (nrfiles=2 filesize=4k bs=16k: 8 KiB of data, refused).
-                let data_bytes = files.total_bytes();
-                if spec.iolog.is_none() && min_bs > data_bytes {
-                    return Err(SimError(format!(
-                        "{at}: job `{}`: blocksize is larger than data set range ({min_bs} > {data_bytes} bytes in {} files)",
-                        spec.name, spec.nrfiles
-                    )));
-                }
                 files.set_service_nr(spec.file_service_nr);
                 files.set_per_direction(spec.rw == RwMode::ReadWrite);
                 if spec.rw.is_random() {
@@ -625,6 +609,16 @@ pub(super) fn build_processes(
             };
             // What a pass moves: a tree's files, else the region.
             let pass_bytes = files.as_ref().map_or(region_len, FileTree::total_bytes);
+            // fio's own check (filesetup.c): the smallest block of any direction must fit in
+            // the data set, size= or a tree's files' total where that is less (nrfiles=2
+            // filesize=4k bs=16k: 8 KiB of data, refused).
+            let data_set_bytes = pass_bytes.min(region_len);
+            if spec.iolog.is_none() && min_bs > data_set_bytes {
+                return Err(SimError(format!(
+                    "{at}: job `{}`: blocksize is larger than data set range ({min_bs} > {data_set_bytes} bytes)",
+                    spec.name
+                )));
+            }
             // A job on one file with io_size= past its region whose do_io stops at size=:
             // fio's keep_running runs passes as loops= does (clear_io_state: the file from
             // the start, the generators seeded again, the sync due first), bounded by
