@@ -1220,6 +1220,26 @@ fn random_offsets_on_one_file_are_fios_own() {
     );
 }
 
+/// `rw=randread:N` as fio 3.33 reads N, with atoi: `8k` is 8 I/Os per random offset, `0`
+/// and `x` are 0 (the job never draws one and reads on from the file's start), `12abc` is 12
+/// and `-2` wraps to 2^32 - 2. elevator took `8k` as 8192 and refused 0; now each logs
+/// line for line what real fio logs.
+#[test]
+fn random_io_counts_are_read_as_fio_reads_them() {
+    assert_file_shapes_as_fio(
+        "rand-nr",
+        "size=200k\nbs=4k\n",
+        &[
+            "rw=randread:8k",
+            "rw=randread:0",
+            "rw=randread:x",
+            "rw=randread:12abc",
+            "rw=randrw:-2",
+            "rw=randread:2m\nioengine=libaio\niodepth=4",
+        ],
+    );
+}
+
 /// `fsync=` and `fdatasync=` together: fio 3.33's get_rw_ddir asks the fsync cadence first,
 /// then the fdatasync one, each against the writes issued so far, and a sync due stays due
 /// before each I/O until the next write unless the last I/O was a sync. Real fio and

@@ -353,7 +353,8 @@ pub struct JobSpec {
     /// (default 100).
     pub percentage_random: [u32; 3],
     /// `rw=randread:N` (fio's `ddir_seq_nr`): a random job draws a new offset only every
-    /// N-th I/O; in between it goes on as `rw_sequencer` says (default 1: every I/O).
+    /// N-th I/O; in between it goes on as `rw_sequencer` says (default 1: every I/O; 0:
+    /// never, as fio 3.33 reads `:0`).
     pub rw_seq_nr: u32,
     /// `rw=read:SIZE` (fio's `ddir_seq_add`): a sequential job skips SIZE bytes (steps back,
     /// if negative) after each I/O (default 0).

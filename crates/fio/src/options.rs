@@ -1260,15 +1260,17 @@ impl Builder {
         self.spec.rw_seq_add_bytes = 0;
         let Some(n) = modifier else { return Ok(Applied::Done) };
         if self.spec.rw.is_random() {
-            // `randread:8`: a new random offset every 8 I/Os (fio: 1 to UINT_MAX).
-            let nr = parse_size(n, self.kb_base)?;
-            if nr == 0 || nr > u64::from(u32::MAX) {
-                return Err(format!(
-                    "`{n}`: the I/Os per random offset run from 1 to {}",
-                    u32::MAX
-                ));
+            // `randread:8`: a new random offset every 8 I/Os. fio 3.33 reads the count with
+            // atoi into an unsigned int (later fio parses sizes and refuses 0), so `8k` is 8,
+            // a count past 32 bits wraps and 0 (or no digits) never draws a random offset.
+            let nr = c_atoi(n);
+            self.spec.rw_seq_nr = nr;
+            if nr == 0 || nr.to_string() != n {
+                return Ok(Applied::Warn(format!(
+                    "`{mode}:{n}` is read as `{mode}:{nr}`, as fio 3.33 reads it (atoi){}",
+                    if nr == 0 { ": the job never draws a random offset" } else { "" }
+                )));
             }
-            self.spec.rw_seq_nr = nr as u32;
         } else {
             // `read:4k` leaves a 4 KiB hole after each I/O; `read:-8k` steps back.
             let (negative, size) = match n.strip_prefix('-') {
@@ -1638,6 +1640,29 @@ fn parse_engine(v: &str) -> Result<IoEngine, String> {
     }
 }
 
+/// C's `atoi` as glibc has it, `(int) strtol(s, NULL, 10)`, stored into an unsigned int:
+/// leading blanks, a sign and the digits up to the first other character; a value past
+/// `long` saturates, then keeps its low 32 bits.
+fn c_atoi(s: &str) -> u32 {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (negative, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    let mut v: i64 = 0;
+    for b in t[..digits].bytes() {
+        let d = i64::from(b - b'0');
+        v = if negative {
+            v.checked_mul(10).and_then(|x| x.checked_sub(d)).unwrap_or(i64::MIN)
+        } else {
+            v.checked_mul(10).and_then(|x| x.checked_add(d)).unwrap_or(i64::MAX)
+        };
+    }
+    v as i32 as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1851,8 +1876,18 @@ mod tests {
         assert_eq!((s.rw_seq_nr, s.rw_seq_add_bytes), (1, -8192));
         let s = applied(&[("rw", Some("write:4k")), ("rw", Some("randrw"))]);
         assert_eq!((s.rw_seq_nr, s.rw_seq_add_bytes), (1, 0));
-        assert!(value_err("rw", "randread:0").contains("from 1 to"));
-        assert!(value_err("rw", "randread:5000000000").contains("from 1 to"));
+        // fio 3.33 reads a random job's count with atoi: a suffix is dropped, 0 and no digits
+        // are 0 (never random), a count past 32 bits keeps its low bits.
+        for (v, nr) in
+            [("randread:8k", 8), ("randread:0", 0), ("randread:x", 0), ("randrw:-2", u32::MAX - 1)]
+        {
+            let mut b = builder();
+            assert!(matches!(b.apply("rw", Some(v)), Ok(Applied::Warn(_))), "{v}");
+            assert_eq!(b.spec.rw_seq_nr, nr, "{v}");
+        }
+        let mut b = builder();
+        assert!(matches!(b.apply("rw", Some("randread: 4294967297")), Ok(Applied::Warn(_))));
+        assert_eq!(b.spec.rw_seq_nr, 1);
         assert!(value_err("rw", "read:2p").contains("MAX_RW_SEQ_ADD_BYTES"));
         assert_eq!(applied(&[]).sync_file_range, None);
         assert_eq!(
@@ -1947,7 +1982,7 @@ mod tests {
         assert!(matches!(builder().apply("rw", Some("trimwrite")), Ok(Applied::Warn(_))));
         assert_eq!(applied(&[("rw", Some("trimwrite"))]).rw, RwMode::Write);
         assert!(matches!(builder().apply("rw", Some("read:-8k")), Ok(Applied::Done)));
-        assert!(value_err("rw", "randread:x").contains("not a number"));
+        assert!(value_err("rw", "read:x").contains("not a number"));
     }
 
     #[test]

@@ -669,7 +669,7 @@ struct Replay {
 /// region (`get_next_seq_offset`), and it is followed here as written.
 #[derive(Debug)]
 struct Sequencer {
-    /// A random offset every `nr`-th I/O (random jobs).
+    /// A random offset every `nr`-th I/O (random jobs); 0: never (fio 3.33 reads `:0` so).
     nr: u32,
     /// I/Os until the next random one (fio's `td->ddir_seq_nr`, shared by the directions).
     nr_left: u32,
@@ -885,9 +885,9 @@ impl Process {
             bs_unaligned: spec.bs_unaligned,
             offset_distribution: None,
             fio_offsets: None,
-            sequencer: (spec.rw_seq_nr > 1 || spec.rw_seq_add_bytes != 0).then(|| {
+            sequencer: (spec.rw_seq_nr != 1 || spec.rw_seq_add_bytes != 0).then(|| {
                 Box::new(Sequencer {
-                    nr: spec.rw_seq_nr.max(1),
+                    nr: spec.rw_seq_nr,
                     // fio's first I/O takes a random offset.
                     nr_left: 1,
                     add_bytes: spec.rw_seq_add_bytes,
@@ -2670,8 +2670,11 @@ impl Process {
     /// closes the file and the pass ends.
     fn pick_offset_sequenced(&mut self, d: usize, len: u64) -> Option<(u64, u64)> {
         let seq = self.sequencer.as_mut().expect("a sequencer");
-        seq.nr_left -= 1;
-        let hit = seq.nr_left == 0;
+        // fio: `if (o->ddir_seq_nr && !--td->ddir_seq_nr)`; a count of 0 never hits.
+        let hit = seq.nr != 0 && {
+            seq.nr_left -= 1;
+            seq.nr_left == 0
+        };
         if hit {
             seq.nr_left = seq.nr;
         }

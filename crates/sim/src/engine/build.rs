@@ -680,7 +680,7 @@ pub(super) fn build_processes(
                 )));
             }
             if spec.zones.is_some() && spec.nrfiles <= 1 && spec.iolog.is_none() {
-                let clash = if spec.rw_seq_nr > 1 || spec.rw_seq_add_bytes != 0 {
+                let clash = if spec.rw_seq_nr != 1 || spec.rw_seq_add_bytes != 0 {
                     Some("rw=...:N")
                 } else if spec.verify {
                     Some("verify=")
