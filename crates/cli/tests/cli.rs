@@ -1278,6 +1278,29 @@ fn a_pass_with_nothing_left_to_do_still_syncs_as_real_fio_does() {
     );
 }
 
+/// `io_size=` past `size=` with `end_fsync` (or `fsync_on_close`) on a job that writes:
+/// fio's keep_running runs a pass per file's worth and do_io syncs at the end of each (a sync
+/// engine's file, found done and closed, opened for the sync and closed again); the last
+/// pass, ended by its offsets with less than a block of io_size= left, syncs a closed file
+/// too. elevator wrapped in one pass and synced once, and its last sync after running out of
+/// offsets had no open and close (each shape failed before); now each logs exactly real fio
+/// 3.33's lines.
+#[test]
+fn end_fsync_closes_every_io_size_pass_as_real_fio_does() {
+    assert_file_shapes_as_fio(
+        "io-size-sync",
+        "size=32k\nbs=4k\n",
+        &[
+            "rw=write\nio_size=40k\nend_fsync=1",
+            "rw=write\nio_size=40k\nend_fsync=1\nioengine=libaio\niodepth=4",
+            "rw=write\nio_size=100k\nbs=8k\nfsync_on_close=1",
+            "rw=randwrite\nio_size=100k\nbs=8k\nend_fsync=1",
+            "rw=write\nio_size=40k\nloops=3\nend_fsync=1",
+            "rw=write\nio_size=100k\nbs=8k\noffset=8k\nend_fsync=1\ndirect=1",
+        ],
+    );
+}
+
 /// `number_ios=` does not stop a time-based job: fio 3.33's do_io goes on while
 /// `time_based`, whatever `io_bytes_exceeded` says, and `keep_running` asks `time_based`
 /// first. Real fio and elevator both go past 40 I/Os in a second, and elevator's first

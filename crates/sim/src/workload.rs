@@ -1270,6 +1270,14 @@ impl Process {
             let more = self.loops_left > 0 || self.io_size_left();
             if empty || spent || (!more && !restart) {
                 self.empty_pass_due = spent && !empty && self.loops_left > 0;
+                // A sync engine's last pass that ran out of offsets found its file done and
+                // closed it: end_fsync opens it for the sync (fio_file_fsync) and closes it.
+                let closed = self.pass_ended && !empty && self.sync_engine && self.files.is_none();
+                if let (true, true, Some(log)) =
+                    (closed, self.should_fsync(), self.issue_log.as_mut())
+                {
+                    log.reopened(now_ns);
+                }
                 self.state = State::Draining;
                 return Next::Stop;
             }

@@ -631,9 +631,13 @@ pub(super) fn build_processes(
             } else {
                 spec.rw.is_mixed()
             };
+            // A job that syncs at the end of each pass (end_fsync, fsync_on_close) and writes
+            // runs its passes as loops= passes too: fio's do_io syncs before keep_running
+            // starts the next, where the other jobs just wrap.
+            let syncs_per_pass = (spec.end_fsync || spec.fsync_on_close) && spec.rw.writes();
             let io_size_passes = spec.loops <= 1
                 && !tree
-                && stops_at_size
+                && (stops_at_size || syncs_per_pass)
                 && spec.io_size_bytes.is_some_and(|s| s > pass_bytes);
             let looping =
                 (spec.loops > 1 || io_size_passes) && spec.iolog.is_none() && !spec.time_based;
