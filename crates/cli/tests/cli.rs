@@ -1301,6 +1301,26 @@ fn end_fsync_closes_every_io_size_pass_as_real_fio_does() {
     );
 }
 
+/// A percentage `offset=` of a file the job's own setup made: fio's first pass finds no file
+/// (0 % of nothing) and lays it out, and each later pass finds its start again from the
+/// file's length (10 % of 200k is 20k), reaching past the file's end, where fio's fill_io_u
+/// ends the pass (a random pass at its first offset past the end). elevator started every
+/// pass at 0 (each shape failed before); now each logs exactly real fio 3.33's lines.
+#[test]
+fn a_percentage_offset_moves_after_the_first_pass_as_in_real_fio() {
+    assert_file_shapes_as_fio(
+        "pct-offset",
+        "size=200k\nbs=4k\noffset=10%\n",
+        &[
+            "rw=read\nloops=2",
+            "rw=randread\nloops=2",
+            "rw=write\nloops=3",
+            "rw=read\nio_size=500k",
+            "rw=randread\nio_size=500k\nioengine=libaio\niodepth=4",
+        ],
+    );
+}
+
 /// `number_ios=` does not stop a time-based job: fio 3.33's do_io goes on while
 /// `time_based`, whatever `io_bytes_exceeded` says, and `keep_running` asks `time_based`
 /// first. Real fio and elevator both go past 40 I/Os in a second, and elevator's first

@@ -390,6 +390,12 @@ pub struct Process {
     pub terminated: bool,
     pub owner: Owner,
     pub region: Region,
+    /// Where the passes after the first start (route offset), where fio's `clear_io_state`
+    /// finds a different start: a percentage `offset=` of a file the first pass's setup made
+    /// or grew counts from the file's new length (`get_start_offset`). The region keeps its
+    /// length, and an I/O reaching past `file_end_bytes` ends the pass (fio's fill_io_u).
+    later_pass_start: Option<u64>,
+    file_end_bytes: u64,
     pub state: State,
     /// Blocked in the block layer waiting for a request (nr_requests).
     pub blocked: bool,
@@ -711,6 +717,8 @@ impl Process {
             terminated: false,
             owner,
             region,
+            later_pass_start: None,
+            file_end_bytes: u64::MAX,
             state: State::Pending,
             blocked: false,
             in_flight: 0,
@@ -1494,6 +1502,21 @@ impl Process {
                 return self.next(now_ns);
             }
             None => match self.pick_offset(d, bs) {
+                // fio's fill_io_u: an I/O past the file's end ends the pass.
+                Some((offset, len)) if offset.saturating_add(len) > self.file_end_bytes => {
+                    self.pass_ended = true;
+                    // A time-based job's next pass too opens the file fio closed here.
+                    if let (true, Some(log)) = (self.time_based, self.issue_log.as_mut()) {
+                        log.reopened(now_ns);
+                    }
+                    if self.time_based {
+                        if let Some(later) = self.later_pass_start {
+                            self.region.start_bytes = later;
+                        }
+                        self.next_seq_offset = [self.region.start_bytes; 3];
+                    }
+                    return self.next(now_ns);
+                }
                 Some((offset, len)) => {
                     if let (true, Some(log)) =
                         (std::mem::take(&mut self.reopen_to_log), self.issue_log.as_mut())
@@ -2436,6 +2459,9 @@ impl Process {
         }
         self.loop_start_bytes = self.bytes_issued;
         self.loop_start_ios = self.ios_issued;
+        if let Some(start) = self.later_pass_start {
+            self.region.start_bytes = start;
+        }
         self.next_seq_offset = [self.region.start_bytes; 3];
         if let Some(map) = self.random_map.as_mut() {
             map.reset();
@@ -2594,9 +2620,15 @@ impl Process {
                 // fio's keep_running: no other pass for less than the largest block left.
                 None if self.io_size_spent_for_a_pass() => return None,
                 None => {
-                    offset = start;
+                    // keep_running's next pass, whose start fio may find elsewhere.
+                    if let Some(later) = self.later_pass_start {
+                        self.region.start_bytes = later;
+                    }
+                    offset = self.region.start_bytes;
                     self.wrapped = true;
-                    self.reopen_to_log = !self.time_based;
+                    // A time-based job's offsets just start again, unless its start moved:
+                    // its region then reaches past the file, whose end closes it first.
+                    self.reopen_to_log = !self.time_based || self.later_pass_start.is_some();
                 }
             }
         }
@@ -2761,6 +2793,13 @@ impl Process {
 
     /// Where the job's file lies: byte 0 at route offset `base_bytes`, `len_bytes` long (for
     /// `rw=...:N`, whose arithmetic counts in the file).
+    /// The passes after the first start at `start` (route offset) in a file that ends at
+    /// `file_end` ([`Process::later_pass_start`]).
+    pub fn set_later_pass_start(&mut self, start: u64, file_end: u64) {
+        self.later_pass_start = Some(start);
+        self.file_end_bytes = file_end;
+    }
+
     pub fn set_file_extent(&mut self, base_bytes: u64, len_bytes: u64) {
         if let Some(seq) = self.sequencer.as_mut() {
             seq.file_base = base_bytes;

@@ -421,6 +421,8 @@ pub(super) fn build_processes(
             // `file_base`: the route offset of byte 0 of the job's file or device, which
             // write_iolog's offsets count from (fio logs offsets in the file); `file_bytes`:
             // its size (fio's `real_file_size`).
+            // A percentage offset's start in the passes after the first (regular files).
+            let mut later_pass_start = None;
             let (route, file_base, file_bytes, region_start, region_len) = match &filename {
                 Some(name) if spec.iolog.is_some() => {
                     let log = spec.iolog.as_ref().expect("matched");
@@ -450,6 +452,9 @@ pub(super) fn build_processes(
                         fill.then(|| fill_bytes(topology, &file_cursors, &dir, 1)).flatten()
                     });
                     let (offset, len) = named_grown.set_up(&key, spec, name, clone, job_bytes);
+                    // The file as this clone's setup left it: fio keeps that length per job
+                    // (its fio_file), whatever later setups make of the file.
+                    let own_len = named_grown.len_of(&key);
                     let (route, start, size) = match named_files.get(&key) {
                         Some(&placed) => placed,
                         None => {
@@ -471,6 +476,14 @@ pub(super) fn build_processes(
                     // Each job and clone covers its size= of the file from its own offset on.
                     let offset = offset.min(size);
                     let len = len.min(size - offset);
+                    // fio's clear_io_state finds the start again from the file's length then
+                    // (get_start_offset): a percentage of a file setup made or grew moves.
+                    let percent = matches!(spec.offset, Amount::Percent(_))
+                        || matches!(spec.offset_increment, Amount::Percent(_));
+                    let later = clone_offset(spec, clone, own_len).min(own_len);
+                    if percent && later != offset {
+                        later_pass_start = Some((start + later, start + own_len));
+                    }
                     (route, start, size, start + offset, len)
                 }
                 Some(name) => {
@@ -633,11 +646,12 @@ pub(super) fn build_processes(
             };
             // A job that syncs at the end of each pass (end_fsync, fsync_on_close) and writes
             // runs its passes as loops= passes too: fio's do_io syncs before keep_running
-            // starts the next, where the other jobs just wrap.
+            // starts the next, where the other jobs just wrap. So does one whose later passes
+            // start elsewhere (a percentage offset).
             let syncs_per_pass = (spec.end_fsync || spec.fsync_on_close) && spec.rw.writes();
             let io_size_passes = spec.loops <= 1
                 && !tree
-                && (stops_at_size || syncs_per_pass)
+                && (stops_at_size || syncs_per_pass || later_pass_start.is_some())
                 && spec.io_size_bytes.is_some_and(|s| s > pass_bytes);
             let looping =
                 (spec.loops > 1 || io_size_passes) && spec.iolog.is_none() && !spec.time_based;
@@ -714,6 +728,9 @@ pub(super) fn build_processes(
                 file_bytes
             };
             proc.set_file_extent(file_base, file_bytes);
+            if let Some((later, file_end)) = later_pass_start {
+                proc.set_later_pass_start(later, file_end);
+            }
             // fio's random map: each block once per pass (filesetup.c's init_random_map).
             // random_generator=lfsr gives each block once per pass without a map, whatever
             // norandommap says: a map stands in for the shift register (deviation: the order
