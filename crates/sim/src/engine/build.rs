@@ -646,11 +646,12 @@ pub(super) fn build_processes(
             };
             // A job that syncs at the end of each pass (end_fsync, fsync_on_close) and writes
             // runs its passes as loops= passes too: fio's do_io syncs before keep_running
-            // starts the next, where the other jobs just wrap. So does one whose later passes
-            // start elsewhere (a percentage offset).
+            // starts the next, where the other jobs just wrap (a file tree too: every file is
+            // synced at each pass's end). So does one whose later passes start elsewhere (a
+            // percentage offset).
             let syncs_per_pass = (spec.end_fsync || spec.fsync_on_close) && spec.rw.writes();
             let io_size_passes = spec.loops <= 1
-                && !tree
+                && (!tree || syncs_per_pass)
                 && (stops_at_size || syncs_per_pass || later_pass_start.is_some())
                 && spec.io_size_bytes.is_some_and(|s| s > pass_bytes);
             let looping =
