@@ -1297,6 +1297,8 @@ fn end_fsync_closes_every_io_size_pass_as_real_fio_does() {
             "rw=randwrite\nio_size=100k\nbs=8k\nend_fsync=1",
             "rw=write\nio_size=40k\nloops=3\nend_fsync=1",
             "rw=write\nio_size=100k\nbs=8k\noffset=8k\nend_fsync=1\ndirect=1",
+            // A random job without a map runs to io_size= in one pass: one sync at its end.
+            "rw=randwrite\nio_size=100k\nend_fsync=1\nnorandommap\nioengine=libaio\niodepth=4",
         ],
     );
 }
@@ -1317,6 +1319,10 @@ fn a_percentage_offset_moves_after_the_first_pass_as_in_real_fio() {
             "rw=write\nloops=3",
             "rw=read\nio_size=500k",
             "rw=randread\nio_size=500k\nioengine=libaio\niodepth=4",
+            // Without a map a random job that writes runs to io_size= in one pass, whose
+            // start never moves; with loops= each pass still starts anew.
+            "rw=randrw\nio_size=500k\nnorandommap\nioengine=libaio\niodepth=2\ndirect=1",
+            "rw=randread\nloops=2\nnorandommap\nioengine=libaio\niodepth=4",
         ],
     );
 }

@@ -649,10 +649,15 @@ pub(super) fn build_processes(
             // starts the next, where the other jobs just wrap (a file tree too: every file is
             // synced at each pass's end). So does one whose later passes start elsewhere (a
             // percentage offset).
-            let syncs_per_pass = (spec.end_fsync || spec.fsync_on_close) && spec.rw.writes();
+            // A random job without a map that runs to io_size= in one pass has no pass end
+            // to sync at or move from.
+            let passes_end = !unmapped;
+            let syncs_per_pass =
+                (spec.end_fsync || spec.fsync_on_close) && spec.rw.writes() && passes_end;
+            let moves = later_pass_start.is_some() && passes_end;
             let io_size_passes = spec.loops <= 1
                 && (!tree || syncs_per_pass)
-                && (stops_at_size || syncs_per_pass || later_pass_start.is_some())
+                && (stops_at_size || syncs_per_pass || moves)
                 && spec.io_size_bytes.is_some_and(|s| s > pass_bytes);
             let looping =
                 (spec.loops > 1 || io_size_passes) && spec.iolog.is_none() && !spec.time_based;
