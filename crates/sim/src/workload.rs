@@ -1506,14 +1506,11 @@ impl Process {
                 Some((offset, len)) if offset.saturating_add(len) > self.file_end_bytes => {
                     self.pass_ended = true;
                     // A time-based job's next pass too opens the file fio closed here.
-                    if let (true, Some(log)) = (self.time_based, self.issue_log.as_mut()) {
-                        log.reopened(now_ns);
-                    }
                     if self.time_based {
-                        if let Some(later) = self.later_pass_start {
-                            self.region.start_bytes = later;
+                        if let Some(log) = self.issue_log.as_mut() {
+                            log.reopened(now_ns);
                         }
-                        self.next_seq_offset = [self.region.start_bytes; 3];
+                        self.next_seq_offset = [self.next_pass_start(); 3];
                     }
                     return self.next(now_ns);
                 }
@@ -2459,10 +2456,7 @@ impl Process {
         }
         self.loop_start_bytes = self.bytes_issued;
         self.loop_start_ios = self.ios_issued;
-        if let Some(start) = self.later_pass_start {
-            self.region.start_bytes = start;
-        }
-        self.next_seq_offset = [self.region.start_bytes; 3];
+        self.next_seq_offset = [self.next_pass_start(); 3];
         if let Some(map) = self.random_map.as_mut() {
             map.reset();
         }
@@ -2621,10 +2615,7 @@ impl Process {
                 None if self.io_size_spent_for_a_pass() => return None,
                 None => {
                     // keep_running's next pass, whose start fio may find elsewhere.
-                    if let Some(later) = self.later_pass_start {
-                        self.region.start_bytes = later;
-                    }
-                    offset = self.region.start_bytes;
+                    offset = self.next_pass_start();
                     self.wrapped = true;
                     // A time-based job's offsets just start again, unless its start moved:
                     // its region then reaches past the file, whose end closes it first.
@@ -2634,6 +2625,15 @@ impl Process {
         }
         self.next_seq_offset[d] = offset + len;
         Some((offset, len))
+    }
+
+    /// Where the next pass starts (route offset): the region moves to where fio's
+    /// clear_io_state finds the start then ([`Process::later_pass_start`]).
+    fn next_pass_start(&mut self) -> u64 {
+        if let Some(start) = self.later_pass_start {
+            self.region.start_bytes = start;
+        }
+        self.region.start_bytes
     }
 
     /// fio's keep_running: no other pass for less than the largest block left of the job's
@@ -2791,8 +2791,6 @@ impl Process {
         Some(pos)
     }
 
-    /// Where the job's file lies: byte 0 at route offset `base_bytes`, `len_bytes` long (for
-    /// `rw=...:N`, whose arithmetic counts in the file).
     /// The passes after the first start at `start` (route offset) in a file that ends at
     /// `file_end` ([`Process::later_pass_start`]).
     pub fn set_later_pass_start(&mut self, start: u64, file_end: u64) {
@@ -2800,6 +2798,8 @@ impl Process {
         self.file_end_bytes = file_end;
     }
 
+    /// Where the job's file lies: byte 0 at route offset `base_bytes`, `len_bytes` long (for
+    /// `rw=...:N`, whose arithmetic counts in the file).
     pub fn set_file_extent(&mut self, base_bytes: u64, len_bytes: u64) {
         if let Some(seq) = self.sequencer.as_mut() {
             seq.file_base = base_bytes;

@@ -480,10 +480,10 @@ pub(super) fn build_processes(
                     // (get_start_offset): a percentage of a file setup made or grew moves.
                     let percent = matches!(spec.offset, Amount::Percent(_))
                         || matches!(spec.offset_increment, Amount::Percent(_));
-                    let later = clone_offset(spec, clone, own_len).min(own_len);
-                    if percent && later != offset {
-                        later_pass_start = Some((start + later, start + own_len));
-                    }
+                    later_pass_start = percent
+                        .then(|| clone_offset(spec, clone, own_len).min(own_len))
+                        .filter(|&later| later != offset)
+                        .map(|later| (start + later, start + own_len));
                     (route, start, size, start + offset, len)
                 }
                 Some(name) => {
@@ -648,9 +648,8 @@ pub(super) fn build_processes(
             // runs its passes as loops= passes too: fio's do_io syncs before keep_running
             // starts the next, where the other jobs just wrap (a file tree too: every file is
             // synced at each pass's end). So does one whose later passes start elsewhere (a
-            // percentage offset).
-            // A random job without a map that runs to io_size= in one pass has no pass end
-            // to sync at or move from.
+            // percentage offset). A random job without a map that runs to io_size= in one
+            // pass has no pass end to sync at or move from.
             let passes_end = !unmapped;
             let syncs_per_pass =
                 (spec.end_fsync || spec.fsync_on_close) && spec.rw.writes() && passes_end;
