@@ -1143,6 +1143,56 @@ impl Bfq {
         self.groups[g].active.retain(|&s| s != Slot::Queue(q));
     }
 
+    /// The bookkeeping that `dispatch` relies on to find work, checked (for tests): a queue
+    /// holding requests is in its group's tree or in service; a queue or group is in its
+    /// parent's tree exactly when its entity says it is active; an active group has active
+    /// entities (or `select_queue` would descend into nothing); the counts of queued and
+    /// dispatched requests add up; every tag is a number.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let in_service = self.in_service.as_ref().map(|s| s.queue);
+        let mut queued = 0;
+        for (q, qu) in self.queues.iter().enumerate() {
+            queued += qu.requests.len();
+            let listed = self.groups[qu.group].active.contains(&Slot::Queue(q));
+            if listed != qu.entity.active {
+                return Err(format!("queue {q}: active {} but listed {listed}", qu.entity.active));
+            }
+            if !qu.requests.is_empty() && !qu.entity.active && in_service != Some(q) {
+                return Err(format!("queue {q} holds {} requests, inactive", qu.requests.len()));
+            }
+            let dispatched = self.dispatched_from.values().filter(|&&d| d == q).count();
+            if dispatched != qu.dispatched as usize {
+                return Err(format!("queue {q}: dispatched {} of {dispatched}", qu.dispatched));
+            }
+            let e = &qu.entity;
+            if !(e.start.is_finite() && e.finish.is_finite() && e.weight > 0.0) {
+                return Err(format!("queue {q}: entity {e:?}"));
+            }
+        }
+        if queued != self.queued {
+            return Err(format!("{queued} requests in queues, {} counted", self.queued));
+        }
+        for (g, grp) in self.groups.iter().enumerate().skip(1) {
+            let listed = self.groups[grp.parent].active.contains(&Slot::Group(g));
+            if listed != grp.entity.active {
+                return Err(format!("group {g}: active {} but listed {listed}", grp.entity.active));
+            }
+            if grp.entity.active && grp.active.is_empty() {
+                return Err(format!("group {g} is active with nothing active in it"));
+            }
+            let e = &grp.entity;
+            if !(e.start.is_finite() && e.finish.is_finite() && e.weight > 0.0) {
+                return Err(format!("group {g}: entity {e:?}"));
+            }
+        }
+        for grp in &self.groups {
+            if grp.vtime.iter().any(|v| !v.is_finite()) {
+                return Err(format!("vtime {:?}", grp.vtime));
+            }
+        }
+        Ok(())
+    }
+
     /// `bfq_choose_req` over the queue's requests from the head position, or the expired FIFO
     /// head once per budget.
     fn next_request(&mut self, q: usize, now: Nanos, fifo_checked: &mut bool) -> Option<usize> {

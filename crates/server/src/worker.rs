@@ -56,6 +56,11 @@ const SEND_BUFFER_BYTES: usize = 4 << 20;
 /// Bytes of prefetched data a worker holds at most (read or in flight).
 /// How often a connection waiting for memory budget looks again.
 const STARVED_POLL: Duration = Duration::from_millis(2);
+/// How soon a scheduler that holds requests, with none in flight and no timer asked for, is
+/// asked again (see `Worker::run`).
+const STALL_POLL: Duration = Duration::from_millis(10);
+/// At most one line per this interval about such a scheduler.
+const STALL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 /// Idle this long, a worker gives its free buffers back to the system.
 const IDLE_TRIM: Duration = Duration::from_secs(1);
 /// A connection's receive buffer: requests (and write payloads that fit) are parsed in place.
@@ -469,6 +474,7 @@ pub(crate) fn spawn(
             trace: None,
             stopping: false,
             last_busy: Instant::now(),
+            stall_logged: None,
         };
         w.run();
     })?;
@@ -508,6 +514,8 @@ struct Worker {
     stopping: bool,
     /// The last time requests were queued or in flight (for `trim_when_idle`).
     last_busy: Instant,
+    /// When a stalled scheduler was last reported (see `STALL_POLL`).
+    stall_logged: Option<Instant>,
 }
 
 fn errno_to_nbd(e: i32) -> u32 {
@@ -563,6 +571,7 @@ impl Worker {
             }
             self.retry_parked();
             let mut deadline = self.release_held();
+            let mut stalled = false;
             while self.inflight.len() + self.parked.len() < self.setup.depth {
                 let now = self.now();
                 match self.setup.sched.dispatch(now) {
@@ -578,7 +587,12 @@ impl Worker {
                         deadline = Some(deadline.map_or(until_ns, |d: u64| d.min(until_ns)));
                         break;
                     }
-                    Dispatch::Empty => break,
+                    Dispatch::Empty => {
+                        stalled = self.inflight.is_empty()
+                            && self.parked.is_empty()
+                            && self.setup.sched.queued() > 0;
+                        break;
+                    }
                 }
             }
             let starved = self.retry_starved();
@@ -586,6 +600,24 @@ impl Worker {
             let mut wake_at = self.drop_silent_readers(wall);
             for slot in 0..self.conns.len() {
                 self.service(slot);
+            }
+            if stalled {
+                // A scheduler bug: it holds requests, none is in flight to call it back, and
+                // it asked for no timer — nothing would ask it again and its clients would
+                // wait for ever. Say so, and ask again soon (one whose state moves with time,
+                // as BFQ's budget timeout, gets going again).
+                if self.stall_logged.is_none_or(|t| wall.duration_since(t) >= STALL_LOG_INTERVAL) {
+                    let s = &self.setup.sched;
+                    tracing::error!(
+                        worker = %self.setup.name,
+                        scheduler = s.name(),
+                        queued = s.queued(),
+                        last_decision = s.last_decision(),
+                        "scheduler holds requests with none in flight and no timer"
+                    );
+                    self.stall_logged = Some(wall);
+                }
+                wake_at = Some(wake_at.map_or(wall + STALL_POLL, |t| t.min(wall + STALL_POLL)));
             }
             if starved {
                 // Budget freed by another worker wakes nobody here: look again soon.

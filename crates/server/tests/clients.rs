@@ -3,6 +3,9 @@
 use elevator_server::{ExportConfig, Server, ServerConfig};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
+
+mod common;
 
 const MIB: u64 = 1 << 20;
 
@@ -87,7 +90,9 @@ fn nbdsh_runs() -> bool {
 }
 
 fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("client runs");
+    // A server that stops answering fails the test rather than hangs it.
+    let out = common::output_within(cmd, Duration::from_secs(120), "client")
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     let text =
         format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{cmd:?} failed: {text}");

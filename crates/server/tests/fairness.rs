@@ -5,14 +5,24 @@
 use elevator_server::{ExportConfig, Server, ServerConfig};
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
+
+mod common;
 
 const MIB: u64 = 1 << 20;
+/// How long fio may take for its 6 s run before the test gives up on the server.
+const FIO_LIMIT: Duration = Duration::from_secs(120);
 
 fn workdir() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("nbd-fair").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
+/// One fio run at a time: the two tests would otherwise share the machine's cores, and on a
+/// machine of two a run that loses its client threads for a while loses its shares with them.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run_shares(scheduler: &str, tunables: &[(&str, i64)], depth: u32) -> Option<(f64, u64, u64)> {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !Path::new("/usr/bin/fio").exists() {
         eprintln!("SKIP: fio is not installed");
         return None;
@@ -67,7 +77,9 @@ fn run_shares(scheduler: &str, tunables: &[(&str, i64)], depth: u32) -> Option<(
     for name in ["heavy", "light"] {
         cmd.arg(format!("--name={name}")).arg(format!("--uri=nbd://127.0.0.1:{port}/{name}"));
     }
-    let out = cmd.output().expect("fio runs");
+    // fio runs for 6 s; a server that stops answering fails the test rather than hangs it.
+    let out = common::output_within(&mut cmd, FIO_LIMIT, "fio")
+        .unwrap_or_else(|e| panic!("{e}\nserver: {:?}", server.stats()));
     let stats = server.stats();
     server.shutdown();
     assert!(out.status.success(), "fio failed: {}", String::from_utf8_lossy(&out.stderr));

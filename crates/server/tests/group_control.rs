@@ -6,8 +6,13 @@
 use elevator_server::{ExportConfig, Server, ServerConfig};
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
+
+mod common;
 
 const MIB: u64 = 1 << 20;
+/// How long fio may take for its 6 s run before the test gives up on the server.
+const FIO_LIMIT: Duration = Duration::from_secs(120);
 
 struct Export {
     name: &'static str,
@@ -84,7 +89,8 @@ fn run_with(
         cmd.arg(format!("--name={}", e.name))
             .arg(format!("--uri=nbd://127.0.0.1:{port}/{}", e.name));
     }
-    let out = cmd.output().expect("fio runs");
+    // fio runs for 6 s; a server that stops answering fails the test rather than hangs it.
+    let out = common::output_within(&mut cmd, FIO_LIMIT, "fio").unwrap_or_else(|e| panic!("{e}"));
     server.shutdown();
     assert!(out.status.success(), "fio failed: {}", String::from_utf8_lossy(&out.stderr));
     let json: serde_json::Value =
