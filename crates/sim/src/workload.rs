@@ -521,6 +521,11 @@ pub struct Process {
     /// The engine runs a sync in the submitting thread (fio's libaio: `do_io_u_sync`), so
     /// the job issues nothing while one is in flight.
     sync_blocks: bool,
+    /// Data I/Os (by issue time, in completion order) that completed while such a sync ran:
+    /// fio, inside the sync call, reaps them only when its queue next fills (or the pass
+    /// ends), so until then they hold their io_us, and the sync stays the last I/O reaped
+    /// (`last_was_sync`). Not kept for a file tree (deviation: reaped at once there).
+    unreaped: Vec<Nanos>,
     /// Syncs in flight.
     flushes_in_flight: u32,
     /// A sync engine: fio counts its do_io bytes only for short I/Os, so a pass goes on to
@@ -813,6 +818,7 @@ impl Process {
             sync_armed: None,
             last_reaped_sync: false,
             sync_blocks: spec.ioengine.runs_syncs_inline(),
+            unreaped: Vec::new(),
             flushes_in_flight: 0,
             sync_engine: !spec.ioengine.is_async(),
             reopen_after_flush: false,
@@ -1278,9 +1284,10 @@ impl Process {
             let more = self.loops_left > 0 || self.io_size_left();
             if empty || spent || (!more && !restart) {
                 self.empty_pass_due = spent && !empty && self.loops_left > 0;
-                // A sync engine's last pass that ran out of offsets found its file done and
-                // closed it: end_fsync opens it for the sync (fio_file_fsync) and closes it.
-                let closed = self.pass_ended && !empty && self.sync_engine && self.files.is_none();
+                // A last pass that ran out of offsets (a sync engine's always does; an async
+                // engine's only short of its bytes) found its file done and closed it:
+                // end_fsync opens it for the sync (fio_file_fsync) and closes it.
+                let closed = self.pass_ended && !empty && self.files.is_none();
                 if let (true, true, Some(log)) =
                     (closed, self.should_fsync(), self.issue_log.as_mut())
                 {
@@ -1304,6 +1311,13 @@ impl Process {
             // fio syncs it there, before clear_io_state closes it (a sync engine's pass found
             // its file done and closed it: the sync goes to it reopened, see next_loop).
             if !restart && !self.sync_engine && self.pass_end_fsync_due() {
+                // One that ran out of offsets short of its bytes found its file done and
+                // closed it: the sync opens it again (fio_file_fsync).
+                if let (true, None, Some(log)) =
+                    (self.pass_ended, self.files.as_ref(), self.issue_log.as_mut())
+                {
+                    log.reopened(now_ns);
+                }
                 self.end_syncs_owed = self.file_count();
                 return Next::Issue(self.next_end_sync());
             }
@@ -1326,6 +1340,11 @@ impl Process {
         }
         if self.open_in_flight.is_some() {
             return Next::Full;
+        }
+        // fio's queue is full with the I/Os it has not reaped yet: it reaps them now (they
+        // are done) and goes on.
+        if self.in_flight + self.unreaped.len() as u32 >= self.max_in_flight {
+            self.reap_unreaped();
         }
         if self.thinking || self.in_flight >= self.max_in_flight {
             if self.in_flight >= self.max_in_flight && self.refill_depth() + 1 < self.max_in_flight
@@ -1853,32 +1872,18 @@ impl Process {
             self.open_in_flight = None;
             return self.go_on(now_ns);
         }
-        // Reaped (the job takes each completion as it comes: it waits only when it cannot
-        // issue, as fio reaps only then).
-        self.last_reaped_sync = op == Op::Flush;
-        if op == Op::Flush {
-            self.flushes_in_flight = self.flushes_in_flight.saturating_sub(1);
-        }
-        // Its io_u is free again, on top of the free list (a buffered job's call returns in
-        // order: the oldest).
-        // Deviation: I/Os issued in the same nanosecond are matched to their io_us (and
-        // files) in issue order, whichever completes first; a sync only to a sync's io_u
-        // (a data I/O beside it in that nanosecond holds a file, the sync none).
-        let flush = op == Op::Flush;
-        let i = self
-            .iou_busy
-            .iter()
-            .position(|&(t, f, _)| t == issue_ns && f == flush)
-            .or_else(|| self.iou_busy.iter().position(|&(t, _, _)| t == issue_ns))
-            .unwrap_or(0);
-        if i < self.iou_busy.len() {
-            let (_, _, (offset, file)) = self.iou_busy.remove(i);
-            self.iou_free.push((offset, file));
-            // An io_u never used for data carries no file (usize::MAX).
-            let holds = self.holds_tree_ref(op) && file != usize::MAX;
-            if let Some(files) = self.files.as_mut().filter(|_| holds) {
-                files.completed(file);
+        if op != Op::Flush && self.sync_blocks && self.flushes_in_flight > 0 && self.files.is_none()
+        {
+            // fio is inside the sync call: it reaps this one later (see `unreaped`).
+            self.unreaped.push(issue_ns);
+        } else {
+            // Reaped (the job takes each completion as it comes: it waits only when it
+            // cannot issue, as fio reaps only then).
+            self.last_reaped_sync = op == Op::Flush;
+            if op == Op::Flush {
+                self.flushes_in_flight = self.flushes_in_flight.saturating_sub(1);
             }
+            self.free_iou(op, issue_ns);
         }
         if op == Op::Flush {
             if let Some(i) = self.syncs_in_flight.iter().position(|&(t, _)| t == issue_ns) {
@@ -1917,6 +1922,44 @@ impl Process {
             self.count_towards_think(now_ns);
         }
         self.go_on(now_ns)
+    }
+
+    /// The io_u of the I/O issued at `issue_ns` is free again, on top of the free list (a
+    /// buffered job's call returns in order: the oldest).
+    /// Deviation: I/Os issued in the same nanosecond are matched to their io_us (and files)
+    /// in issue order, whichever completes first; a sync only to a sync's io_u (a data I/O
+    /// beside it in that nanosecond holds a file, the sync none).
+    fn free_iou(&mut self, op: Op, issue_ns: Nanos) {
+        let flush = op == Op::Flush;
+        let i = self
+            .iou_busy
+            .iter()
+            .position(|&(t, f, _)| t == issue_ns && f == flush)
+            .or_else(|| self.iou_busy.iter().position(|&(t, _, _)| t == issue_ns))
+            .unwrap_or(0);
+        if i < self.iou_busy.len() {
+            let (_, _, (offset, file)) = self.iou_busy.remove(i);
+            self.iou_free.push((offset, file));
+            // An io_u never used for data carries no file (usize::MAX).
+            let holds = self.holds_tree_ref(op) && file != usize::MAX;
+            if let Some(files) = self.files.as_mut().filter(|_| holds) {
+                files.completed(file);
+            }
+        }
+    }
+
+    /// fio reaps the data I/Os that completed during an inline sync (`unreaped`): the last
+    /// one it takes first (its io_u ends lowest on the free list) and the sync is no longer
+    /// the last I/O reaped. Whether there were any.
+    fn reap_unreaped(&mut self) -> bool {
+        if self.unreaped.is_empty() {
+            return false;
+        }
+        for issue_ns in std::mem::take(&mut self.unreaped).into_iter().rev() {
+            self.free_iou(Op::Write, issue_ns);
+        }
+        self.last_reaped_sync = false;
+        true
     }
 
     /// How the process goes on after a completion.
@@ -2091,6 +2134,11 @@ impl Process {
     /// phase begins instead (it runs again, issuing reads).
     #[must_use]
     pub fn drained(&mut self, now_ns: Nanos) -> bool {
+        // fio's do_io reaps what is left at its end (io_u_queued_complete): the data I/Os
+        // an inline sync left unreaped come after it (`should_fsync`).
+        if self.reap_unreaped() {
+            self.last_was_flush = false;
+        }
         // The rest of the fsyncs owed at the job's end, one file after another.
         if self.end_syncs_owed > 0 {
             self.state = State::Running;
@@ -2370,7 +2418,8 @@ impl Process {
 
     /// fio's should_fsync for end_fsync: the job writes and its last I/O was no sync.
     fn should_fsync(&self) -> bool {
-        self.end_fsync && !self.last_was_flush
+        // Data I/Os not reaped since an inline sync are reaped as the pass ends, after it.
+        self.end_fsync && (!self.last_was_flush || !self.unreaped.is_empty())
     }
 
     /// The job's largest block in any direction (fio's td_max_bs).
