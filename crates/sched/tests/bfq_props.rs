@@ -4,7 +4,7 @@
 //! export), several connections per group and a capped dispatch depth.
 //!
 //! `bfq_never_stalls` (proptest): random groups and weights, processes with random depths,
-//! sync reads and async writes, random tunables that matter for expiry and injection
+//! sync reads and async writes, ioprio classes and levels, random tunables that matter for expiry and injection
 //! (`slice_idle`, `max_budget`, `low_latency`, `strict_guarantees`, rotational or not). It
 //! checks:
 //! - **liveness**: whenever nothing is in the device and requests are queued, `dispatch`
@@ -15,7 +15,9 @@
 
 use std::collections::BTreeMap;
 
-use elevator_core::{Cgroup, Nanos, Op, Owner, Request, RequestId, NS_PER_MS, NS_PER_US};
+use elevator_core::{
+    Cgroup, IoPrio, IoPrioClass, Nanos, Op, Owner, Request, RequestId, NS_PER_MS, NS_PER_US,
+};
 use elevator_sched::bfq::Bfq;
 use elevator_sched::{Dispatch, Scheduler};
 use proptest::prelude::*;
@@ -28,6 +30,7 @@ struct Proc {
     random: bool,
     sync: bool,
     think_us: u64,
+    prio: IoPrio,
 }
 
 /// xorshift64: the device's service times and the processes' offsets.
@@ -87,6 +90,7 @@ fn run(
         *id += 1;
         let mut owner = Owner::process(pr.pid);
         owner.cgroup = pr.cgroup;
+        owner.prio = pr.prio;
         let op = if pr.sync { Op::Read } else { Op::Write };
         let rq = Request::new(RequestId(*id), op, at * 512, 4096, pr.sync, owner, now).unwrap();
         if let Some(m) = s.try_merge(&rq, 128 << 10, now) {
@@ -160,13 +164,20 @@ fn run(
     out
 }
 
-fn proc_strategy() -> impl Strategy<Value = (u32, usize, bool, bool, u64)> {
+fn proc_strategy() -> impl Strategy<Value = (u32, usize, bool, bool, u64, IoPrio)> {
+    let class = prop_oneof![
+        6 => Just(IoPrioClass::None),
+        1 => Just(IoPrioClass::RealTime),
+        1 => Just(IoPrioClass::BestEffort),
+        1 => Just(IoPrioClass::Idle),
+    ];
     (
         1u32..4,
         1usize..9,
         any::<bool>(),
         prop::bool::weighted(0.8),
         prop_oneof![Just(0u64), 0u64..20_000],
+        (class, 0u8..8).prop_map(|(class, level)| IoPrio { class, level }),
     )
 }
 
@@ -199,13 +210,14 @@ proptest! {
         let procs: Vec<Proc> = procs
             .iter()
             .enumerate()
-            .map(|(i, &(g, depth, random, sync, think_us))| Proc {
+            .map(|(i, &(g, depth, random, sync, think_us, prio))| Proc {
                 pid: 100 + i as u32,
                 cgroup: g.min(weights.len() as u32),
                 depth,
                 random,
                 sync,
                 think_us,
+                prio,
             })
             .collect();
         let out = run(&mut s, &procs, device_depth, service_max_us * NS_PER_US, seed, 300 * NS_PER_MS);
@@ -235,6 +247,7 @@ fn bfq_never_stalls_two_exports_at_depth_32() {
                 random: true,
                 sync: true,
                 think_us: 0,
+                prio: IoPrio::DEFAULT,
             })
             .collect();
         let out = run(&mut s, &procs, 8, 40 * NS_PER_US, seed, 1_000 * NS_PER_MS);
