@@ -1,12 +1,14 @@
-//! BFQ driven through the [`Scheduler`] trait by a fake device that holds up to `depth`
-//! requests at once, each served in its own (pseudo-random) time, on a virtual clock — the
-//! shape of the NBD server's worker in front of a file, where the scheduler has groups (one per
-//! export), several connections per group and a capped dispatch depth.
+//! Every scheduler driven through the [`Scheduler`] trait by a fake device that holds up to
+//! `depth` requests at once, each served in its own (pseudo-random) time, on a virtual clock —
+//! the shape of the NBD server's worker in front of a file, where the scheduler has groups
+//! (one per export), several connections per group and a capped dispatch depth.
 //!
 //! `bfq_never_stalls` (proptest): random groups and weights, processes with random depths,
-//! sync reads and async writes, ioprio classes and levels, random tunables that matter for expiry and injection
-//! (`slice_idle`, `max_budget`, `low_latency`, `strict_guarantees`, rotational or not). It
-//! checks:
+//! sync reads and async writes, ioprio classes and levels, random tunables that matter for
+//! expiry and injection (`slice_idle`, `max_budget`, `low_latency`, `strict_guarantees`,
+//! rotational or not), with BFQ's bookkeeping invariants checked after every call.
+//! `no_scheduler_stalls` (proptest): the same loads under each scheduler (`by_name`), CFQ with
+//! and without group scheduling. Both check:
 //! - **liveness**: whenever nothing is in the device and requests are queued, `dispatch`
 //!   answers a request or a timer, never `Empty` (the driver would sleep for ever: nothing
 //!   else would call it again);
@@ -19,7 +21,7 @@ use elevator_core::{
     Cgroup, IoPrio, IoPrioClass, Nanos, Op, Owner, Request, RequestId, NS_PER_MS, NS_PER_US,
 };
 use elevator_sched::bfq::Bfq;
-use elevator_sched::{Dispatch, Scheduler};
+use elevator_sched::{by_name, Dispatch, Scheduler};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -49,8 +51,11 @@ struct Outcome {
     leftover: usize,
 }
 
-fn run(
-    s: &mut Bfq,
+/// Runs `procs` against scheduler `s` on the fake device; `check` is asked after every call
+/// (BFQ's bookkeeping invariants, or nothing).
+fn run<S: Scheduler + ?Sized>(
+    s: &mut S,
+    check: &dyn Fn(&S) -> Result<(), String>,
     procs: &[Proc],
     device_depth: usize,
     service_max_ns: Nanos,
@@ -77,7 +82,7 @@ fn run(
                   id: &mut u64,
                   rng: &mut u64,
                   sector: &mut [u64],
-                  s: &mut Bfq,
+                  s: &mut S,
                   owner_of: &mut BTreeMap<u64, Vec<usize>>|
      -> bool {
         let pr = &procs[p];
@@ -95,12 +100,12 @@ fn run(
         let rq = Request::new(RequestId(*id), op, at * 512, 4096, pr.sync, owner, now).unwrap();
         if let Some(m) = s.try_merge(&rq, 128 << 10, now) {
             owner_of.get_mut(&m.into.0).expect("merged into a queued request").push(p);
-            s.check_invariants().unwrap_or_else(|e| panic!("after merge at {now}: {e}"));
+            check(s).unwrap_or_else(|e| panic!("after merge at {now}: {e}"));
             return true;
         }
         owner_of.insert(*id, vec![p]);
         s.insert(rq, now);
-        s.check_invariants().unwrap_or_else(|e| panic!("after insert at {now}: {e}"));
+        check(s).unwrap_or_else(|e| panic!("after insert at {now}: {e}"));
         false
     };
     for (p, pr) in procs.iter().enumerate() {
@@ -118,7 +123,7 @@ fn run(
         while device.len() < device_depth {
             let queued = s.queued();
             let d = s.dispatch(now);
-            s.check_invariants().unwrap_or_else(|e| panic!("after dispatch at {now}: {e}"));
+            check(s).unwrap_or_else(|e| panic!("after dispatch at {now}: {e}"));
             match d {
                 Dispatch::Request(rq) => {
                     *out.dispatched.entry(rq.id.0).or_default() += 1;
@@ -146,7 +151,7 @@ fn run(
         while let Some(i) = device.iter().position(|d| d.0 == now) {
             let (_, rq) = device.swap_remove(i);
             s.completed(&rq, now);
-            s.check_invariants().unwrap_or_else(|e| panic!("after completion at {now}: {e}"));
+            check(s).unwrap_or_else(|e| panic!("after completion at {now}: {e}"));
             for &p in &owner_of[&rq.id.0] {
                 if now < duration {
                     thinking.push((now + procs[p].think_us * NS_PER_US, p));
@@ -182,7 +187,7 @@ fn proc_strategy() -> impl Strategy<Value = (u32, usize, bool, bool, u64, IoPrio
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: std::env::var("BFQ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: std::env::var("LIVENESS_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200), ..ProptestConfig::default() })]
 
     #[test]
     fn bfq_never_stalls(
@@ -220,7 +225,65 @@ proptest! {
                 prio,
             })
             .collect();
-        let out = run(&mut s, &procs, device_depth, service_max_us * NS_PER_US, seed, 300 * NS_PER_MS);
+        let check = |b: &Bfq| b.check_invariants();
+        let out = run(
+            &mut s,
+            &check,
+            &procs,
+            device_depth,
+            service_max_us * NS_PER_US,
+            seed,
+            300 * NS_PER_MS,
+        );
+        prop_assert_eq!(out.leftover, 0, "the run drains");
+        prop_assert_eq!(out.dispatched.len() as u64 + out.merged, out.inserted);
+        prop_assert!(out.dispatched.values().all(|&n| n == 1), "each request dispatched once");
+    }
+
+    #[test]
+    fn no_scheduler_stalls(
+        scheduler in prop::sample::select(
+            vec!["none", "mq-deadline", "cfq", "cfq-groups", "anticipatory", "kyber", "bfq"],
+        ),
+        weights in prop::collection::vec(1u32..1001, 1..4),
+        procs in prop::collection::vec(proc_strategy(), 1..8),
+        device_depth in 1usize..9,
+        rotational in any::<bool>(),
+        service_max_us in prop_oneof![Just(20u64), 1u64..3000],
+        seed in any::<u64>(),
+    ) {
+        let mut s = by_name(scheduler.trim_end_matches("-groups")).unwrap();
+        if scheduler == "cfq-groups" {
+            s.set_tunable("group_scheduling", "1").unwrap();
+        }
+        s.set_rotational(rotational);
+        for (i, w) in weights.iter().enumerate() {
+            let id = i as u32 + 1;
+            s.set_group(&Cgroup { id, parent: Some(0), path: format!("g{id}"), weight: *w });
+        }
+        let procs: Vec<Proc> = procs
+            .iter()
+            .enumerate()
+            .map(|(i, &(g, depth, random, sync, think_us, prio))| Proc {
+                pid: 100 + i as u32,
+                cgroup: g.min(weights.len() as u32),
+                depth,
+                random,
+                sync,
+                think_us,
+                prio,
+            })
+            .collect();
+        let none = |_: &(dyn Scheduler + 'static)| Ok(());
+        let out = run(
+            s.as_mut(),
+            &none,
+            &procs,
+            device_depth,
+            service_max_us * NS_PER_US,
+            seed,
+            300 * NS_PER_MS,
+        );
         prop_assert_eq!(out.leftover, 0, "the run drains");
         prop_assert_eq!(out.dispatched.len() as u64 + out.merged, out.inserted);
         prop_assert!(out.dispatched.values().all(|&n| n == 1), "each request dispatched once");
@@ -250,7 +313,8 @@ fn bfq_never_stalls_two_exports_at_depth_32() {
                 prio: IoPrio::DEFAULT,
             })
             .collect();
-        let out = run(&mut s, &procs, 8, 40 * NS_PER_US, seed, 1_000 * NS_PER_MS);
+        let check = |b: &Bfq| b.check_invariants();
+        let out = run(&mut s, &check, &procs, 8, 40 * NS_PER_US, seed, 1_000 * NS_PER_MS);
         assert_eq!(out.leftover, 0);
         assert_eq!(out.dispatched.len() as u64 + out.merged, out.inserted);
     }
