@@ -2258,9 +2258,10 @@ fn end_fsync_ends_every_pass_as_real_fio_does() {
 }
 
 /// fio's libaio runs a sync inline (`do_io_u_sync`) while its writes are in flight, and reaps
-/// the writes that completed meanwhile only when its queue next fills: until then they hold
-/// their io_us and the sync stays the last I/O reaped (`last_was_sync`), and once reaped the
-/// sync that `fsync=N` keeps due goes out. elevator reaped each write as it completed, so the
+/// the writes that completed meanwhile only when its queue next fills, one per wait: until
+/// then they hold their io_us and the sync stays the last I/O reaped (`last_was_sync`), and
+/// once one is reaped the sync that `fsync=N` keeps due goes out; a pass's end reaps them all
+/// before its end_fsync. elevator reaped each write as it completed, so the
 /// sync due at the 6th write of `iodepth=4 fsync=3` found the last reaped I/O still the sync
 /// and was skipped (3 syncs against real fio's 4). And an async engine's pass that runs out
 /// of offsets short of its bytes (`size=` not a multiple of `bs=`) finds its file done and
@@ -2278,6 +2279,7 @@ fn libaio_syncs_wait_for_fios_reaping_and_a_short_pass_closes_its_file() {
         "rw=write\nsize=200k\nbs=16k\nioengine=io_uring\niodepth=4\nend_fsync=1",
         "rw=write\nsize=200k\nbs=16k\nioengine=libaio\niodepth=4\nend_fsync=1\nloops=2",
         "rw=write\nsize=200k\nbs=16k\nioengine=libaio\niodepth=4\nfsync_on_close=1\ndirect=1",
+        "rw=write\nsize=256k\nbs=16k\nioengine=libaio\niodepth=3\ndirect=1\nfsync=4\nloops=2\nend_fsync=1",
     ]
     .into_iter()
     .enumerate()

@@ -521,10 +521,13 @@ pub struct Process {
     /// The engine runs a sync in the submitting thread (fio's libaio: `do_io_u_sync`), so
     /// the job issues nothing while one is in flight.
     sync_blocks: bool,
-    /// Data I/Os (by issue time, in completion order) that completed while such a sync ran:
-    /// fio, inside the sync call, reaps them only when its queue next fills (or the pass
-    /// ends), so until then they hold their io_us, and the sync stays the last I/O reaped
-    /// (`last_was_sync`). Not kept for a file tree (deviation: reaped at once there).
+    /// Data I/Os done but not yet reaped (by issue time, in completion order). fio reaps
+    /// only when its queue is full (every io_u busy, done or not), one completion per wait
+    /// (`iodepth_batch_complete_max` is `iodepth_batch_complete_min`, 1), and all at a
+    /// pass's end; so what completes while the queue is not full (a buffered write, done
+    /// as libaio submits it) or while fio runs a sync inline keeps its io_u, and the I/O fio
+    /// reaped last (`last_was_sync`) stays what it was. Not kept for a file tree
+    /// (deviation: reaped as they complete there).
     unreaped: Vec<Nanos>,
     /// Syncs in flight.
     flushes_in_flight: u32,
@@ -1296,9 +1299,13 @@ impl Process {
                 self.state = State::Draining;
                 return Next::Stop;
             }
-            // Another pass (loops=): fio waits for this one's I/O first (cleanup_pending_aio).
+            // Another pass (loops=): fio waits for this one's I/O first (cleanup_pending_aio),
+            // reaping it all: data I/Os not reaped since a sync come after it.
             if self.in_flight > 0 {
                 return Next::Full;
+            }
+            if self.reap_unreaped() {
+                self.last_was_flush = false;
             }
             // A sync engine's pass asks for one more io_u: the sync due after its last write
             // goes out in this pass, and again as the next begins.
@@ -1341,10 +1348,14 @@ impl Process {
         if self.open_in_flight.is_some() {
             return Next::Full;
         }
-        // fio's queue is full with the I/Os it has not reaped yet: it reaps them now (they
-        // are done) and goes on.
-        if self.in_flight + self.unreaped.len() as u32 >= self.max_in_flight {
-            self.reap_unreaped();
+        // fio's queue is full with I/Os it has not reaped: it reaps the oldest (it is done)
+        // and goes on.
+        if !self.unreaped.is_empty()
+            && self.in_flight + self.unreaped.len() as u32 >= self.max_in_flight
+        {
+            let issue_ns = self.unreaped.remove(0);
+            self.free_iou(Op::Write, issue_ns);
+            self.last_reaped_sync = false;
         }
         if self.thinking || self.in_flight >= self.max_in_flight {
             if self.in_flight >= self.max_in_flight && self.refill_depth() + 1 < self.max_in_flight
@@ -1872,9 +1883,11 @@ impl Process {
             self.open_in_flight = None;
             return self.go_on(now_ns);
         }
-        if op != Op::Flush && self.sync_blocks && self.flushes_in_flight > 0 && self.files.is_none()
-        {
-            // fio is inside the sync call: it reaps this one later (see `unreaped`).
+        // fio waits for completions only with its queue full (this one counted), and not
+        // while inside a sync call: else it reaps this one later (see `unreaped`).
+        let full = self.in_flight + 1 + self.unreaped.len() as u32 >= self.max_in_flight;
+        let in_sync = self.sync_blocks && self.flushes_in_flight > 0;
+        if op != Op::Flush && self.files.is_none() && (in_sync || !full) {
             self.unreaped.push(issue_ns);
         } else {
             // Reaped (the job takes each completion as it comes: it waits only when it
@@ -1948,14 +1961,14 @@ impl Process {
         }
     }
 
-    /// fio reaps the data I/Os that completed during an inline sync (`unreaped`): the last
-    /// one it takes first (its io_u ends lowest on the free list) and the sync is no longer
-    /// the last I/O reaped. Whether there were any.
+    /// fio reaps every data I/O done and not yet reaped (`unreaped`), in the order they
+    /// completed (the last one's io_u on top of the free list), as a pass ends: a sync is no
+    /// longer the last I/O reaped. Whether there were any.
     fn reap_unreaped(&mut self) -> bool {
         if self.unreaped.is_empty() {
             return false;
         }
-        for issue_ns in std::mem::take(&mut self.unreaped).into_iter().rev() {
+        for issue_ns in std::mem::take(&mut self.unreaped) {
             self.free_iou(Op::Write, issue_ns);
         }
         self.last_reaped_sync = false;
@@ -2134,8 +2147,8 @@ impl Process {
     /// phase begins instead (it runs again, issuing reads).
     #[must_use]
     pub fn drained(&mut self, now_ns: Nanos) -> bool {
-        // fio's do_io reaps what is left at its end (io_u_queued_complete): the data I/Os
-        // an inline sync left unreaped come after it (`should_fsync`).
+        // fio's do_io reaps what is left at its end (io_u_queued_complete): data I/Os not
+        // reaped since a sync come after it (`should_fsync`).
         if self.reap_unreaped() {
             self.last_was_flush = false;
         }
@@ -2418,7 +2431,7 @@ impl Process {
 
     /// fio's should_fsync for end_fsync: the job writes and its last I/O was no sync.
     fn should_fsync(&self) -> bool {
-        // Data I/Os not reaped since an inline sync are reaped as the pass ends, after it.
+        // Data I/Os not reaped since the last sync are reaped as the pass ends, after it.
         self.end_fsync && (!self.last_was_flush || !self.unreaped.is_empty())
     }
 
