@@ -169,7 +169,10 @@ fn run<S: Scheduler + ?Sized>(
     out
 }
 
-fn proc_strategy() -> impl Strategy<Value = (u32, usize, bool, bool, u64, IoPrio)> {
+/// A drawn process: group, depth, random, sync, think time (µs), ioprio.
+type Drawn = (u32, usize, bool, bool, u64, IoPrio);
+
+fn proc_strategy() -> impl Strategy<Value = Drawn> {
     let class = prop_oneof![
         6 => Just(IoPrioClass::None),
         1 => Just(IoPrioClass::RealTime),
@@ -184,6 +187,43 @@ fn proc_strategy() -> impl Strategy<Value = (u32, usize, bool, bool, u64, IoPrio
         prop_oneof![Just(0u64), 0u64..20_000],
         (class, 0u8..8).prop_map(|(class, level)| IoPrio { class, level }),
     )
+}
+
+/// Declares a group per weight (cgroups 1, 2, ...) to `s` and makes the drawn processes,
+/// each in one of them.
+fn groups_and_procs<S: Scheduler + ?Sized>(
+    s: &mut S,
+    weights: &[u32],
+    drawn: &[Drawn],
+) -> Vec<Proc> {
+    for (i, w) in weights.iter().enumerate() {
+        let id = i as u32 + 1;
+        s.set_group(&Cgroup { id, parent: Some(0), path: format!("g{id}"), weight: *w });
+    }
+    drawn
+        .iter()
+        .enumerate()
+        .map(|(i, &(g, depth, random, sync, think_us, prio))| Proc {
+            pid: 100 + i as u32,
+            cgroup: g.min(weights.len() as u32),
+            depth,
+            random,
+            sync,
+            think_us,
+            prio,
+        })
+        .collect()
+}
+
+/// How long the proptests' processes submit (virtual time).
+const RUN_NS: Nanos = 300 * NS_PER_MS;
+
+/// The run drained, and every request was dispatched exactly once or merged into one that was.
+fn drained_once(out: &Outcome) -> Result<(), TestCaseError> {
+    prop_assert_eq!(out.leftover, 0, "the run drains");
+    prop_assert_eq!(out.dispatched.len() as u64 + out.merged, out.inserted);
+    prop_assert!(out.dispatched.values().all(|&n| n == 1), "each request dispatched once");
+    Ok(())
 }
 
 proptest! {
@@ -208,36 +248,10 @@ proptest! {
         s.set_tunable("max_budget", &max_budget.to_string()).unwrap();
         s.set_tunable("low_latency", if low_latency { "1" } else { "0" }).unwrap();
         s.set_tunable("strict_guarantees", if strict { "1" } else { "0" }).unwrap();
-        for (i, w) in weights.iter().enumerate() {
-            let id = i as u32 + 1;
-            s.set_group(&Cgroup { id, parent: Some(0), path: format!("g{id}"), weight: *w });
-        }
-        let procs: Vec<Proc> = procs
-            .iter()
-            .enumerate()
-            .map(|(i, &(g, depth, random, sync, think_us, prio))| Proc {
-                pid: 100 + i as u32,
-                cgroup: g.min(weights.len() as u32),
-                depth,
-                random,
-                sync,
-                think_us,
-                prio,
-            })
-            .collect();
+        let procs = groups_and_procs(&mut s, &weights, &procs);
         let check = |b: &Bfq| b.check_invariants();
-        let out = run(
-            &mut s,
-            &check,
-            &procs,
-            device_depth,
-            service_max_us * NS_PER_US,
-            seed,
-            300 * NS_PER_MS,
-        );
-        prop_assert_eq!(out.leftover, 0, "the run drains");
-        prop_assert_eq!(out.dispatched.len() as u64 + out.merged, out.inserted);
-        prop_assert!(out.dispatched.values().all(|&n| n == 1), "each request dispatched once");
+        let out = run(&mut s, &check, &procs, device_depth, service_max_us * NS_PER_US, seed, RUN_NS);
+        drained_once(&out)?;
     }
 
     #[test]
@@ -257,36 +271,10 @@ proptest! {
             s.set_tunable("group_scheduling", "1").unwrap();
         }
         s.set_rotational(rotational);
-        for (i, w) in weights.iter().enumerate() {
-            let id = i as u32 + 1;
-            s.set_group(&Cgroup { id, parent: Some(0), path: format!("g{id}"), weight: *w });
-        }
-        let procs: Vec<Proc> = procs
-            .iter()
-            .enumerate()
-            .map(|(i, &(g, depth, random, sync, think_us, prio))| Proc {
-                pid: 100 + i as u32,
-                cgroup: g.min(weights.len() as u32),
-                depth,
-                random,
-                sync,
-                think_us,
-                prio,
-            })
-            .collect();
+        let procs = groups_and_procs(&mut *s, &weights, &procs);
         let none = |_: &(dyn Scheduler + 'static)| Ok(());
-        let out = run(
-            s.as_mut(),
-            &none,
-            &procs,
-            device_depth,
-            service_max_us * NS_PER_US,
-            seed,
-            300 * NS_PER_MS,
-        );
-        prop_assert_eq!(out.leftover, 0, "the run drains");
-        prop_assert_eq!(out.dispatched.len() as u64 + out.merged, out.inserted);
-        prop_assert!(out.dispatched.values().all(|&n| n == 1), "each request dispatched once");
+        let out = run(s.as_mut(), &none, &procs, device_depth, service_max_us * NS_PER_US, seed, RUN_NS);
+        drained_once(&out)?;
     }
 }
 
