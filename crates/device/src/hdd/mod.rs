@@ -703,9 +703,14 @@ impl Hdd {
                 };
             }
         }
+        // A flush is no queued command (ATA FLUSH CACHE is not NCQ: libata holds it until
+        // the commands before it are done, and those after it until it is): the choice is
+        // among the commands that came before the first flush, the flush once it is oldest.
+        let before_flush =
+            q.items.iter().position(|it| it.cmd.op == Op::Flush).unwrap_or(costs.len());
         // The lowest cost; ties to the oldest.
         let mut best = (f64::INFINITY, 0usize);
-        for (i, &c) in costs.iter().enumerate() {
+        for (i, &c) in costs[..before_flush].iter().enumerate() {
             if c < best.0 {
                 best = (c, i);
             }

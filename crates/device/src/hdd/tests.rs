@@ -387,12 +387,37 @@ fn preset_completion_times_are_unchanged() {
     let got = preset_checksum();
     assert_eq!(
         got,
+        // The queued presets' sums moved when a flush stopped overtaking the commands
+        // before it (`a_flush_waits_for_the_commands_before_it_and_holds_those_after`).
         [
-            4001673316819908958,
+            10593284758801214717,
             11516590710269131744,
-            1854675345581199453,
+            16308826269139866525,
             3610070788692101894,
-            3515278640144825474
+            10709365740921484728
         ]
     );
+}
+
+/// ATA FLUSH CACHE is not an NCQ command: libata holds it until the commands queued before it
+/// are done, and holds those that come after it until it is. The drive's own choice (by
+/// position) among queued commands must not take a flush ahead of earlier ones.
+#[test]
+fn a_flush_waits_for_the_commands_before_it_and_holds_those_after() {
+    let mut d = sata();
+    let mut out = Vec::new();
+    let gib = 1u64 << 30;
+    for (i, at) in [100 * gib, 300 * gib, 50 * gib, 200 * gib].iter().enumerate() {
+        d.submit(cmd(i as u64 + 1, Op::Read, *at, 4096), 0);
+    }
+    d.submit(cmd(9, Op::Flush, 0, 0), 0);
+    d.submit(cmd(10, Op::Read, 0, 4096), 0);
+    let mut order = Vec::new();
+    while order.len() < 6 {
+        next(&mut d, &mut out);
+        order.extend(out.iter().map(|c| c.id.0));
+    }
+    let flush = order.iter().position(|&id| id == 9).unwrap();
+    assert_eq!(flush, 4, "the flush after the four reads before it: {order:?}");
+    assert_eq!(order[5], 10, "the read after the flush waits for it: {order:?}");
 }
