@@ -518,6 +518,11 @@ struct Worker {
     stall_logged: Option<Instant>,
 }
 
+/// The earlier of a wake-up already asked for, if any, and `t`.
+fn earliest<T: Ord + Copy>(asked: Option<T>, t: T) -> Option<T> {
+    Some(asked.map_or(t, |a| a.min(t)))
+}
+
 fn errno_to_nbd(e: i32) -> u32 {
     match e {
         libc::EPERM | libc::EROFS => nbd::EPERM,
@@ -584,7 +589,7 @@ impl Worker {
                         self.start(rq)
                     }
                     Dispatch::WaitUntil { until_ns } => {
-                        deadline = Some(deadline.map_or(until_ns, |d: u64| d.min(until_ns)));
+                        deadline = earliest(deadline, until_ns);
                         break;
                     }
                     Dispatch::Empty => {
@@ -617,18 +622,18 @@ impl Worker {
                     );
                     self.stall_logged = Some(wall);
                 }
-                wake_at = Some(wake_at.map_or(wall + STALL_POLL, |t| t.min(wall + STALL_POLL)));
+                wake_at = earliest(wake_at, wall + STALL_POLL);
             }
             if starved {
                 // Budget freed by another worker wakes nobody here: look again soon.
-                wake_at = Some(wake_at.map_or(wall + STARVED_POLL, |t| t.min(wall + STARVED_POLL)));
+                wake_at = earliest(wake_at, wall + STARVED_POLL);
             }
             if let Some(t) = self.trim_when_idle(wall) {
-                wake_at = Some(wake_at.map_or(t, |w| w.min(t)));
+                wake_at = earliest(wake_at, t);
             }
             if let Some(t) = wake_at {
                 let ns = self.now() + t.saturating_duration_since(wall).as_nanos() as u64;
-                deadline = Some(deadline.map_or(ns, |d: u64| d.min(ns)));
+                deadline = earliest(deadline, ns);
             }
             if self.stopping
                 && self.inflight.is_empty()
@@ -688,7 +693,7 @@ impl Worker {
                 // A big write's buffer goes with the connection, once its receive is back.
                 c.break_off();
             } else {
-                next = Some(next.map_or(due, |n| n.min(due)));
+                next = earliest(next, due);
             }
         }
         next

@@ -28,6 +28,8 @@
 //!   after the previous one, up to `iodepth` at once; `rate`, `thinktime`, `fsync` and
 //!   `time_based` do not apply to it (fio applies some of them to replays too).
 
+use std::collections::VecDeque;
+
 use elevator_core::{IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_MS, NS_PER_SEC};
 use elevator_fio::{
     BlockSize, JobSpec, RateProcess, RwMode, RwSequencer, StridedZones, SyncFileRange,
@@ -528,7 +530,7 @@ pub struct Process {
     /// as libaio submits it) or while fio runs a sync inline keeps its io_u, and the I/O fio
     /// reaped last (`last_was_sync`) stays what it was. Not kept for a file tree
     /// (deviation: reaped as they complete there).
-    unreaped: Vec<Nanos>,
+    unreaped: VecDeque<Nanos>,
     /// Syncs in flight.
     flushes_in_flight: u32,
     /// A sync engine: fio counts its do_io bytes only for short I/Os, so a pass goes on to
@@ -821,7 +823,7 @@ impl Process {
             sync_armed: None,
             last_reaped_sync: false,
             sync_blocks: spec.ioengine.runs_syncs_inline(),
-            unreaped: Vec::new(),
+            unreaped: VecDeque::new(),
             flushes_in_flight: 0,
             sync_engine: !spec.ioengine.is_async(),
             reopen_after_flush: false,
@@ -1304,9 +1306,7 @@ impl Process {
             if self.in_flight > 0 {
                 return Next::Full;
             }
-            if self.reap_unreaped() {
-                self.last_was_flush = false;
-            }
+            self.reap_unreaped();
             // A sync engine's pass asks for one more io_u: the sync due after its last write
             // goes out in this pass, and again as the next begins.
             self.want_cadence_sync();
@@ -1350,12 +1350,8 @@ impl Process {
         }
         // fio's queue is full with I/Os it has not reaped: it reaps the oldest (it is done)
         // and goes on.
-        if !self.unreaped.is_empty()
-            && self.in_flight + self.unreaped.len() as u32 >= self.max_in_flight
-        {
-            let issue_ns = self.unreaped.remove(0);
-            self.free_iou(Op::Write, issue_ns);
-            self.last_reaped_sync = false;
+        if self.in_flight + self.unreaped.len() as u32 >= self.max_in_flight {
+            self.reap_oldest();
         }
         if self.thinking || self.in_flight >= self.max_in_flight {
             if self.in_flight >= self.max_in_flight && self.refill_depth() + 1 < self.max_in_flight
@@ -1888,7 +1884,7 @@ impl Process {
         let full = self.in_flight + 1 + self.unreaped.len() as u32 >= self.max_in_flight;
         let in_sync = self.sync_blocks && self.flushes_in_flight > 0;
         if op != Op::Flush && self.files.is_none() && (in_sync || !full) {
-            self.unreaped.push(issue_ns);
+            self.unreaped.push_back(issue_ns);
         } else {
             // Reaped (the job takes each completion as it comes: it waits only when it
             // cannot issue, as fio reaps only then).
@@ -1961,18 +1957,24 @@ impl Process {
         }
     }
 
-    /// fio reaps every data I/O done and not yet reaped (`unreaped`), in the order they
-    /// completed (the last one's io_u on top of the free list), as a pass ends: a sync is no
-    /// longer the last I/O reaped. Whether there were any.
-    fn reap_unreaped(&mut self) -> bool {
-        if self.unreaped.is_empty() {
-            return false;
-        }
-        for issue_ns in std::mem::take(&mut self.unreaped) {
-            self.free_iou(Op::Write, issue_ns);
-        }
+    /// fio reaps the oldest data I/O done and not yet reaped (`unreaped`), if any: its io_u
+    /// goes on top of the free list, and a sync is no longer the last I/O reaped. Whether
+    /// there was one.
+    fn reap_oldest(&mut self) -> bool {
+        let Some(issue_ns) = self.unreaped.pop_front() else { return false };
+        // A read or a write: `free_iou` only tells data from syncs.
+        self.free_iou(Op::Write, issue_ns);
         self.last_reaped_sync = false;
         true
+    }
+
+    /// fio reaps everything at a pass's end, in the order it completed: data I/Os not reaped
+    /// since a sync come after it, so `should_fsync` no longer sees that sync last.
+    fn reap_unreaped(&mut self) {
+        if self.reap_oldest() {
+            while self.reap_oldest() {}
+            self.last_was_flush = false;
+        }
     }
 
     /// How the process goes on after a completion.
@@ -2149,9 +2151,7 @@ impl Process {
     pub fn drained(&mut self, now_ns: Nanos) -> bool {
         // fio's do_io reaps what is left at its end (io_u_queued_complete): data I/Os not
         // reaped since a sync come after it (`should_fsync`).
-        if self.reap_unreaped() {
-            self.last_was_flush = false;
-        }
+        self.reap_unreaped();
         // The rest of the fsyncs owed at the job's end, one file after another.
         if self.end_syncs_owed > 0 {
             self.state = State::Running;
