@@ -455,6 +455,9 @@ struct WalkOpts {
     immed: bool,
     /// The first positioning takes at least this long (ns).
     min_first_move_ns: f64,
+    /// Where the walk's first block lies, if the caller knows (a walk that goes on where
+    /// another stopped: [`run_next`](super::geometry::Geometry::run_next) may have found it).
+    first_place: Option<Chs>,
 }
 
 /// The controller's state.
@@ -543,7 +546,8 @@ impl Hdd {
     /// The media walk of blocks `[lbn, lbn + n)` with the heads at `from`, free at `t_ns`:
     /// per track, position (seek or head switch, plus write settle for a write), wait for the
     /// run's first block, and read or write it; a run may not start before `earliest` says.
-    /// Appends the runs to `runs`; returns when the last block is done and where the heads are.
+    /// Appends the runs to `runs`; returns when the last block is done, where the heads are,
+    /// and where the block after the last lies if that came out on the way.
     #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
@@ -555,11 +559,13 @@ impl Hdd {
         runs: &mut Vec<Run>,
         earliest: impl Fn(u64, u64, f64) -> f64,
         opts: WalkOpts,
-    ) -> (f64, HeadState) {
+    ) -> (f64, HeadState, Option<Chs>) {
         let (mut t, mut cur, mut lbn, mut left) = (t_ns, from, lbn, n);
         let mut first = true;
+        // The next track's first block, when the run before found it.
+        let mut next = opts.first_place;
         while left > 0 {
-            let c = self.geom.map(lbn);
+            let c = next.take().unwrap_or_else(|| self.geom.map(lbn));
             let dist = c.cylinder.abs_diff(cur.cylinder);
             let switch = if c.head != cur.head { self.head_switch_ns } else { 0.0 };
             let mut mv = if dist > 0 { self.seek.seek_ns(dist).max(switch) } else { switch };
@@ -575,7 +581,8 @@ impl Hdd {
             t += mv;
             let arrive = t;
             let wait = self.rot_wait_ns(t, self.geom.angle_turns(&c));
-            let (len, span) = self.geom.run(lbn, &c, left);
+            let (len, span, after) = self.geom.run_next(lbn, &c, left);
+            next = after;
             let st = self.sector_ns[c.zone];
             let sector_ns = span as f64 * st / len as f64;
             let e = earliest(lbn, len, sector_ns);
@@ -621,7 +628,7 @@ impl Hdd {
             lbn += len;
             left -= len;
         }
-        (t, cur)
+        (t, cur, next)
     }
 
     /// Where read-ahead `s` (the current one, whose walk is `stream_runs`) stands at `t_ns`.
@@ -694,11 +701,12 @@ impl Hdd {
         let total = self.geom.total_sectors;
         let (mut l, mut c) = (lbn, *c0);
         loop {
-            l += self.geom.run(l, &c, total - l).0;
+            let (n, _, after) = self.geom.run_next(l, &c, total - l);
+            l += n;
             if l >= total {
                 return total;
             }
-            c = self.geom.map(l);
+            c = after.unwrap_or_else(|| self.geom.map(l));
             if c.cylinder != c0.cylinder || (!cylinder && c.head != c0.head) {
                 return l;
             }
@@ -755,22 +763,31 @@ impl Hdd {
         limit.min(total)
     }
 
-    /// Starts read-ahead into segment `seg` from `next`, heads at `at` free at `t_ns`.
-    fn ds_start_stream(&mut self, seg: usize, next: u64, t_ns: f64, at: HeadState, limit: u64) {
+    /// Starts read-ahead into segment `seg` from `next` (which lies at `place`, if known),
+    /// heads at `at` free at `t_ns`.
+    fn ds_start_stream(
+        &mut self,
+        seg: usize,
+        (next, place): (u64, Option<Chs>),
+        t_ns: f64,
+        at: HeadState,
+        limit: u64,
+    ) {
         let stream = (limit > next).then(|| {
             let mut s = Stream { seg, next, t_ns, at, limit, end_ns: t_ns, end_at: at };
-            self.ds_walk_stream(&mut s);
+            self.ds_walk_stream(&mut s, place);
             s
         });
         self.ds_mut().stream = stream;
     }
 
-    /// Walks read-ahead `s` to its limit into `stream_runs`: when it ends and where.
-    fn ds_walk_stream(&mut self, s: &mut Stream) {
+    /// Walks read-ahead `s` (whose first block lies at `place`, if known) to its limit into
+    /// `stream_runs`: when it ends and where.
+    fn ds_walk_stream(&mut self, s: &mut Stream, place: Option<Chs>) {
         let mut runs = std::mem::take(&mut self.ds_mut().stream_runs);
         runs.clear();
-        let opts = WalkOpts::default();
-        let (end_ns, end_at) = self.walk(
+        let opts = WalkOpts { first_place: place, ..WalkOpts::default() };
+        let (end_ns, end_at, _) = self.walk(
             s.at,
             s.t_ns,
             false,
@@ -992,7 +1009,7 @@ impl Hdd {
         let start = self.mech_start(t, t + ovh * 1e6);
         let mut avail = std::mem::take(&mut self.ds_mut().avail);
         avail.clear();
-        let (_, end_t, end_at) = self.ds_media_read(start, lbn, n, lbn, &mut avail);
+        let (_, end_t, end_at, _) = self.ds_media_read(start, lbn, n, lbn, &mut avail);
         self.head = end_at;
         self.ds_mut().hda_free_ns = end_t;
         let done = self.read_bus(connect, &avail, n);
@@ -1011,14 +1028,14 @@ impl Hdd {
         n: u64,
         from: u64,
         avail: &mut Vec<Run>,
-    ) -> (u64, f64, HeadState) {
+    ) -> (u64, f64, HeadState, Option<Chs>) {
         let c = &self.ds().c;
         let opts =
-            WalkOpts { immed: c.immediate_read || c.read_any_free_blocks, min_first_move_ns: 0.0 };
+            WalkOpts { immed: c.immediate_read || c.read_any_free_blocks, ..WalkOpts::default() };
         let free_blocks = c.read_any_free_blocks;
         let mut runs = std::mem::take(&mut self.ds_mut().runs);
         runs.clear();
-        let (end_t, end_at) = self.walk(
+        let (end_t, end_at, after) = self.walk(
             self.head,
             start,
             false,
@@ -1041,7 +1058,7 @@ impl Hdd {
         }
         avail.extend_from_slice(&runs);
         self.ds_mut().runs = runs;
-        (seg_start, end_t, end_at)
+        (seg_start, end_t, end_at, after)
     }
 
     /// DiskSim's read transfer for blocks `[0, n)` of a read, in the buffer as `avail` says
@@ -1140,13 +1157,14 @@ impl Hdd {
             None => {
                 let Choice::Take(slot) = choice else { unreachable!("reads do not append") };
                 let start = self.mech_start(t, overhead_done);
-                let (seg_start, end_t, end_at) = self.ds_media_read(start, lbn, n, lbn, &mut avail);
+                let (seg_start, end_t, end_at, after) =
+                    self.ds_media_read(start, lbn, n, lbn, &mut avail);
                 self.head = end_at;
                 self.ds_mut().hda_free_ns = end_t;
                 let seg = self.ds_take(slot, seg_start, false);
                 self.ds_mut().segs[seg].end = end;
                 let limit = self.read_ahead_limit(lbn, n, seg_start);
-                self.ds_start_stream(seg, end, end_t, end_at, limit);
+                self.ds_start_stream(seg, (end, after), end_t, end_at, limit);
                 self.read_bus(connect, &avail, n)
             }
             Some((i, have)) => {
@@ -1167,7 +1185,7 @@ impl Hdd {
                         let from = self.ds().segs[i].end;
                         let start = self.mech_start(t, overhead_done);
                         let head = self.head;
-                        self.ds_start_stream(i, from, start, head, limit);
+                        self.ds_start_stream(i, (from, None), start, head, limit);
                     }
                 } else if let Some(s) = streaming {
                     // The rest comes in behind the read-ahead, which goes on past the request.
@@ -1196,18 +1214,19 @@ impl Hdd {
                 } else {
                     // The rest from the media, then read-ahead past it.
                     let start = self.mech_start(t, overhead_done);
-                    let (_, end_t, end_at) = self.ds_media_read(start, lbn, n, have, &mut avail);
+                    let (_, end_t, end_at, after) =
+                        self.ds_media_read(start, lbn, n, have, &mut avail);
                     self.head = end_at;
                     self.ds_mut().hda_free_ns = end_t;
                     self.ds_mut().segs[i].end = end;
                     let limit = self.read_ahead_limit(lbn, n, seg_start);
-                    self.ds_start_stream(i, end, end_t, end_at, limit);
+                    self.ds_start_stream(i, (end, after), end_t, end_at, limit);
                 }
                 if let Some(s) = streaming {
                     let limit = self.read_ahead_limit(lbn, n, seg_start).max(end);
                     if let Some(mut cur) = self.ds().stream {
                         cur.limit = cur.limit.max(limit).max(s.limit);
-                        self.ds_walk_stream(&mut cur);
+                        self.ds_walk_stream(&mut cur, None);
                         self.ds_mut().stream = Some(cur);
                     }
                 }
@@ -1305,6 +1324,7 @@ impl Hdd {
         let opts = WalkOpts {
             immed: c.immediate_write,
             min_first_move_ns: if appends { 0.0 } else { c.minimum_seek_delay_ms * 1e6 },
+            first_place: None,
         };
         let mut runs = std::mem::take(&mut self.ds_mut().runs);
         runs.clear();
@@ -1313,7 +1333,7 @@ impl Hdd {
             let k1 = (first - lbn + len).max(threshold) as f64;
             (data_from + k0 * bus).max(data_from + k1 * bus - (len - 1) as f64 * sector_ns)
         };
-        let (end_t, end_at) = self.walk(self.head, start, true, lbn, n, &mut runs, ready, opts);
+        let (end_t, end_at, _) = self.walk(self.head, start, true, lbn, n, &mut runs, ready, opts);
         self.head = end_at;
         let st = self.ds_mut();
         st.runs = runs;

@@ -333,6 +333,9 @@ pub struct Geometry {
     remaps: Vec<Vec<Remap>>,
     /// Spares, slips, offsets or a surface order: the map takes the full path.
     exact: bool,
+    /// Per zone: its blocks' physical places strictly ascend with their numbers (see
+    /// [`Geometry::run_next`]).
+    ascending: Vec<bool>,
 }
 
 impl Geometry {
@@ -423,6 +426,7 @@ impl Geometry {
             return Err("the layout holds no blocks".into());
         }
         let mut g = Geometry {
+            ascending: vec![false; zones.len()],
             remaps: vec![Vec::new(); zones.len()],
             zone_first_lbns: zones.iter().map(|z| z.first_lbn).collect(),
             zones,
@@ -436,6 +440,7 @@ impl Geometry {
         };
         for (zi, s) in specs.iter().enumerate() {
             g.remaps[zi] = g.find_remaps(zi, &s.defects)?;
+            g.ascending[zi] = g.remaps[zi].is_empty() && g.slips_fit(s);
         }
         Ok(g)
     }
@@ -515,6 +520,71 @@ impl Geometry {
         let (track, sector) = divmod(within, z.sectors_per_track);
         let (cyl, head) = divmod(track, self.heads);
         Chs { cylinder: z.first_cylinder + cyl, head, sector, zone: zi }
+    }
+
+    /// Whether zone `s`'s slips leave every block on a sector of its own, later than the
+    /// block before it (in the order of [`Geometry::place`]). Slips take a unit's spares
+    /// (a track's, a range's); more slips than a unit has spares push blocks onto the next
+    /// unit's (or clamp them to the track's last sector), and per-cylinder sparing moves
+    /// a cylinder's blocks past its spares onto the next cylinder with any slip at all
+    /// (as DiskSim's `g1_ltop` does), so those layouts, and zones with remapped defects,
+    /// are not taken to ascend. Track and per-zone sparing shift every later block alike.
+    fn slips_fit(&self, s: &ZoneSpec) -> bool {
+        use Sparing::*;
+        match self.sparing {
+            None | Track | SectorsPerZone | SectorsPerZoneSlipToEnd => true,
+            SectorsPerRange { .. } => s.slips.len() as u64 <= s.spares,
+            SectorsPerTrack => {
+                let spt = s.sectors_per_track;
+                let mut most = 0;
+                let mut i = 0;
+                while i < s.slips.len() {
+                    let track = s.slips[i] / spt;
+                    let n = s.slips[i..].iter().take_while(|&&x| x / spt == track).count();
+                    most = most.max(n as u64);
+                    i += n;
+                }
+                most <= s.spares
+            }
+            SectorsPerCylinder
+            | SectorsPerCylinderSlipToEnd
+            | SectorsPerCylinderAtFront
+            | SectorsPerCylinderAtFrontSlipToEnd
+            | SectorsAtEnd => s.slips.is_empty(),
+        }
+    }
+
+    /// `c`'s sector counted from its zone's first (cylinder by cylinder, each in logical
+    /// head order): the order blocks are laid out in.
+    #[inline]
+    fn place(&self, c: &Chs) -> u64 {
+        let z = &self.zones[c.zone];
+        let cyl = c.cylinder - z.first_cylinder;
+        let head = self.surface(cyl, c.cylinder, c.head);
+        (cyl * self.heads + head) * z.sectors_per_track + c.sector
+    }
+
+    /// [`Geometry::run`], and where the block right after the run lies when that came out
+    /// on the way. In a zone whose blocks' places strictly ascend, block `lbn + k` lies
+    /// `k` sectors on from `lbn` exactly when every block between does (each is at least one
+    /// sector on from the one before), so mapping the block after a run of `k` settles the
+    /// run: one map where [`Geometry::run`] takes one for the run's last block and the caller
+    /// another for the next track's first. Anything else (a slip or spare in the way, the
+    /// zone's end) takes [`Geometry::run`].
+    #[inline]
+    pub fn run_next(&self, lbn: u64, c: &Chs, left: u64) -> (u64, u64, Option<Chs>) {
+        if self.exact && self.ascending[c.zone] {
+            let z = &self.zones[c.zone];
+            let k = (z.sectors_per_track - c.sector).min(left);
+            if lbn + k < z.first_lbn + z.blocks {
+                let d = self.map(lbn + k);
+                if self.place(&d) == self.place(c) + k {
+                    return (k, k, Some(d));
+                }
+            }
+        }
+        let (n, span) = self.run(lbn, c, left);
+        (n, span, None)
     }
 
     /// DiskSim's `g1_ltop_*` for the zone's `rel`-th block (slips and remapped defects
@@ -939,7 +1009,71 @@ mod tests {
         ][i as usize % 11]
     }
 
+    /// Two zones (cylinders 0-4 and 5-8) under sparing scheme `scheme` and surface order
+    /// `order`, with slips, spares, empty zone fronts and first-block offsets; `None` where
+    /// the layout is refused.
+    #[allow(clippy::type_complexity)]
+    fn two_zones(
+        scheme: u64,
+        order: u64,
+        heads: u64,
+        spt: (u64, u64),
+        spares: u64,
+        slips: (Vec<u64>, Vec<u64>),
+        front: (u64, u64),
+    ) -> Option<Geometry> {
+        let sparing = sparing_scheme(scheme);
+        let order =
+            [SurfaceOrder::Ascending, SurfaceOrder::SerpentineInZone, SurfaceOrder::Serpentine]
+                [order as usize];
+        let track = sparing == Sparing::Track;
+        let zone = |first, last, spt: u64, mut slips: Vec<u64>, front: u64| {
+            slips.sort_unstable();
+            if track {
+                slips.iter_mut().for_each(|s| *s /= spt);
+            }
+            ZoneSpec {
+                spares: if track { spares.min(1) } else { spares },
+                slips,
+                empty_front_sectors: if track { 0 } else { front },
+                first_block_offset_sectors: front,
+                ..ZoneSpec::plain(first, last, spt)
+            }
+        };
+        let specs = [zone(0, 4, spt.0, slips.0, front.0), zone(5, 8, spt.1, slips.1, front.1)];
+        Geometry::with_layout(&specs, heads, sparing, order).ok()
+    }
+
     proptest! {
+        /// `run_next` is `run`, and the place it finds is the map's, on every layout
+        /// `two_zones` makes (those with more slips than spares included) and for runs
+        /// cut short by `left` or not.
+        #[test]
+        fn run_next_is_run_and_the_next_map(
+            scheme in 0u64..11,
+            order in 0u64..3,
+            heads in 1u64..4,
+            spt in (8u64..24, 6u64..20),
+            spares in 0u64..4,
+            slips in (proptest::collection::vec(0u64..120, 0..12), proptest::collection::vec(0u64..90, 0..12)),
+            front in (0u64..5, 0u64..5),
+            cut in 1u64..30,
+        ) {
+            let Some(g) = two_zones(scheme, order, heads, spt, spares, slips, front) else {
+                return Ok(());
+            };
+            for lbn in 0..g.total_sectors {
+                let c = g.map(lbn);
+                for left in [g.total_sectors - lbn, cut.min(g.total_sectors - lbn)] {
+                    let (n, span, after) = g.run_next(lbn, &c, left);
+                    prop_assert_eq!((n, span), g.run(lbn, &c, left), "run from {} of {}", lbn, left);
+                    if let Some(d) = after {
+                        prop_assert_eq!(d, g.map(lbn + n), "after the run from {}", lbn);
+                    }
+                }
+            }
+        }
+
         /// The gallops of `track_first_block` and `run` find what walking block by block
         /// finds, on two zones under every sparing scheme and surface order with slips,
         /// spares, empty zone fronts and first-block offsets.
@@ -953,24 +1087,7 @@ mod tests {
             slips in (proptest::collection::vec(0u64..120, 0..12), proptest::collection::vec(0u64..90, 0..12)),
             front in (0u64..5, 0u64..5),
         ) {
-            let sparing = sparing_scheme(scheme);
-            let order = [SurfaceOrder::Ascending, SurfaceOrder::SerpentineInZone, SurfaceOrder::Serpentine][order as usize];
-            let track = sparing == Sparing::Track;
-            let zone = |first, last, spt: u64, mut slips: Vec<u64>, front: u64| {
-                slips.sort_unstable();
-                if track {
-                    slips.iter_mut().for_each(|s| *s /= spt);
-                }
-                ZoneSpec {
-                    spares: if track { spares.min(1) } else { spares },
-                    slips,
-                    empty_front_sectors: if track { 0 } else { front },
-                    first_block_offset_sectors: front,
-                    ..ZoneSpec::plain(first, last, spt)
-                }
-            };
-            let specs = [zone(0, 4, spt.0, slips.0, front.0), zone(5, 8, spt.1, slips.1, front.1)];
-            let Ok(g) = Geometry::with_layout(&specs, heads, sparing, order) else {
+            let Some(g) = two_zones(scheme, order, heads, spt, spares, slips, front) else {
                 return Ok(());
             };
             let on = |a: Chs, b: Chs| a.cylinder == b.cylinder && a.head == b.head;

@@ -527,7 +527,7 @@ impl Hdd {
             } else {
                 acc.transfer_ns += mv + wait;
             }
-            let (chunk, span) = self.geom.run(lbn, &c, left);
+            let (chunk, span, after) = self.geom.run_next(lbn, &c, left);
             let d = span as f64 * self.sector_ns[c.zone];
             t += d;
             acc.transfer_ns += d;
@@ -537,7 +537,7 @@ impl Hdd {
                 break;
             }
             lbn += chunk;
-            c = self.geom.map(lbn);
+            c = after.unwrap_or_else(|| self.geom.map(lbn));
         }
         acc.end = cur;
         acc.done_ns = if write { t.max(t0 + bus_ns) } else { t.max(first_at + bus_ns) };
