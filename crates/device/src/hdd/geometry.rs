@@ -293,6 +293,9 @@ impl ZoneSlips {
     /// How many slips lie before sector `place` (zone-relative).
     #[inline]
     fn count_before(&self, place: u64) -> usize {
+        if self.at.is_empty() {
+            return 0;
+        }
         let c = self.per_cylinder.divmod(place).0 as usize;
         match (self.before_cylinder.get(c), self.before_cylinder.get(c + 1)) {
             (Some(&lo), Some(&hi)) => {
@@ -308,6 +311,9 @@ impl ZoneSlips {
     #[inline]
     fn slipped_past(&self, from: usize, place: u64) -> u64 {
         let rest = &self.at[from..];
+        if rest.is_empty() {
+            return 0;
+        }
         let mut n = self.count_before(place + 1) - from;
         while n < rest.len() && rest[n] <= place + n as u64 {
             n += 1;
@@ -512,6 +518,12 @@ impl Geometry {
     pub fn map(&self, lbn: u64) -> Chs {
         let lbn = lbn.min(self.total_sectors - 1);
         let zi = self.zone_first_lbns.partition_point(|&f| f <= lbn) - 1;
+        self.map_in(zi, lbn)
+    }
+
+    /// [`Geometry::map`] of block `lbn` (on the disk), which lies in zone `zi`.
+    #[inline]
+    fn map_in(&self, zi: usize, lbn: u64) -> Chs {
         let z = &self.zones[zi];
         let within = lbn - z.first_lbn;
         if self.exact {
@@ -577,7 +589,7 @@ impl Geometry {
             let z = &self.zones[c.zone];
             let k = (z.sectors_per_track - c.sector).min(left);
             if lbn + k < z.first_lbn + z.blocks {
-                let d = self.map(lbn + k);
+                let d = self.map_in(c.zone, lbn + k);
                 if self.place(&d) == self.place(c) + k {
                     return (k, k, Some(d));
                 }
