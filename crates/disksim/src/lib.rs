@@ -32,8 +32,8 @@ pub use published::{
 };
 pub use replay::{replay, replay_trace_file, Replay, ReplayError, ReplayFileError, TraceReplay};
 pub use rms::{
-    cdf_points, histogram, mean, median, p99, parse_cdf_tsv, percentile, rms_between_cdfs,
-    rms_demerit_ms, rms_from_cdf, CdfRow,
+    cdf_points, histogram, mean, median, median_p99, p99, parse_cdf_tsv, percentile,
+    rms_between_cdfs, rms_demerit_ms, rms_from_cdf, CdfRow,
 };
 pub use statdefs::{Buckets, StatDef, StatDefs};
 pub use trace::{load_trace, parse_trace, parse_trace_file, TraceRecord};
