@@ -80,7 +80,9 @@
 //! inert, as in a kernel without `CONFIG_CFQ_GROUP_IOSCHED`); `workload_trees` 1 (elevator's
 //! own: 0 is 2.6.31's CFQ: one service tree per class, and that era's rules where they differ
 //! — `hw_tag` re-decided every 50 samples, a seeky queue waits only `CFQ_MIN_TT` when it
-//! idles, no queue idles while any request is in the driver); `queue_merging` 1 (elevator's
+//! idles, no queue idles while any request is in the driver, and `cfq_dispatch_requests`'
+//! dispatch limits: `quantum` in flight per queue whatever is left of its slice, more only
+//! for the only busy queue, no wait for async requests to drain); `queue_merging` 1 (elevator's
 //! own: 0 turns off close cooperators, as before 2.6.30).
 //!
 //! **Close cooperators** (2.6.33+, module `coop`): when the active queue runs empty and another
@@ -962,6 +964,9 @@ impl Cfq {
     /// `cfq_may_dispatch`.
     fn may_dispatch(&self, q: usize, now: Nanos) -> bool {
         let qq = &self.queues[q];
+        if !self.t.workload_trees {
+            return self.may_dispatch_2631(q);
+        }
         if self.should_idle(q) && self.in_flight[0] > 0 {
             return false;
         }
@@ -990,6 +995,22 @@ impl Cfq {
             max_dispatch = max_dispatch.min(depth);
         }
         u64::from(qq.dispatched) < max_dispatch
+    }
+
+    /// 2.6.31's dispatch limits (`cfq_dispatch_requests`, before `cfq_may_dispatch`): an
+    /// async queue waits while sync requests are in flight; a queue may have `quantum`
+    /// requests in flight (an idle-class one, one), and more only as the only busy queue, up
+    /// to four times `quantum`. There is no halved quantum for a slice about to run out and
+    /// no wait for async requests to drain before an idling queue dispatches (both 2.6.33).
+    fn may_dispatch_2631(&self, q: usize) -> bool {
+        let qq = &self.queues[q];
+        if self.in_flight[1] > 0 && !qq.sync {
+            return false;
+        }
+        let max_dispatch = if qq.class == IDLE { 1 } else { self.t.quantum };
+        let dispatched = u64::from(qq.dispatched);
+        dispatched < max_dispatch
+            || (qq.class != IDLE && self.busy_queues == 1 && dispatched < 4 * max_dispatch)
     }
 
     /// `cfq_check_fifo`: the FIFO head if it expired, checked once per slice.

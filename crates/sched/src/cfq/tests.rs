@@ -422,3 +422,30 @@ fn before_2_6_33_no_queue_idles_while_any_request_is_in_the_driver() {
     // 2.6.31: `if (cfqd->rq_in_driver) return;` - pid 1's request is still out.
     assert_eq!(idles_with_another_queue_s_request_in_flight("0"), Dispatch::Empty);
 }
+
+/// How many of pid 1's four queued reads go out at once while pid 2 has a read queued.
+fn sent_at_once_beside_another_busy_queue(workload_trees: &str) -> usize {
+    let mut s = Cfq::new();
+    s.set_tunable("low_latency", "0").unwrap();
+    s.set_tunable("workload_trees", workload_trees).unwrap();
+    for i in 0..4 {
+        s.insert(rq(i + 1, 1, 0, i * 8, true, 0), 0);
+    }
+    s.insert(rq(10, 2, 0, 1 << 30, true, 0), 0);
+    let mut sent = 0;
+    while let Dispatch::Request(r) = s.dispatch(0) {
+        assert_eq!(r.owner.pid, 1, "pid 1's queue is served first");
+        sent += 1;
+    }
+    sent
+}
+
+#[test]
+fn before_2_6_33_a_queue_sends_quantum_requests_whatever_its_slice() {
+    // 2.6.33+ `cfq_may_dispatch`: quantum / 2 while the slice may run out soon, and a new
+    // slice (not started until the first completion) counts as that.
+    assert_eq!(sent_at_once_beside_another_busy_queue("1"), 2);
+    // 2.6.31 `cfq_dispatch_requests`: up to `quantum` (4), then no more while other queues
+    // are busy.
+    assert_eq!(sent_at_once_beside_another_busy_queue("0"), 4);
+}
