@@ -1056,24 +1056,33 @@ mod tests {
         Geometry::with_layout(&specs, heads, sparing, order).ok()
     }
 
+    /// [`two_zones`] layouts: every sparing scheme and surface order, 1-3 surfaces, up to 12
+    /// slips a zone, up to 3 spares.
+    fn layouts() -> impl Strategy<Value = Option<Geometry>> {
+        (
+            0u64..11,
+            0u64..3,
+            1u64..4,
+            (8u64..24, 6u64..20),
+            0u64..4,
+            (
+                proptest::collection::vec(0u64..120, 0..12),
+                proptest::collection::vec(0u64..90, 0..12),
+            ),
+            (0u64..5, 0u64..5),
+        )
+            .prop_map(|(scheme, order, heads, spt, spares, slips, front)| {
+                two_zones(scheme, order, heads, spt, spares, slips, front)
+            })
+    }
+
     proptest! {
         /// `run_next` is `run`, and the place it finds is the map's, on every layout
         /// `two_zones` makes (those with more slips than spares included) and for runs
         /// cut short by `left` or not.
         #[test]
-        fn run_next_is_run_and_the_next_map(
-            scheme in 0u64..11,
-            order in 0u64..3,
-            heads in 1u64..4,
-            spt in (8u64..24, 6u64..20),
-            spares in 0u64..4,
-            slips in (proptest::collection::vec(0u64..120, 0..12), proptest::collection::vec(0u64..90, 0..12)),
-            front in (0u64..5, 0u64..5),
-            cut in 1u64..30,
-        ) {
-            let Some(g) = two_zones(scheme, order, heads, spt, spares, slips, front) else {
-                return Ok(());
-            };
+        fn run_next_is_run_and_the_next_map(g in layouts(), cut in 1u64..30) {
+            let Some(g) = g else { return Ok(()) };
             for lbn in 0..g.total_sectors {
                 let c = g.map(lbn);
                 for left in [g.total_sectors - lbn, cut.min(g.total_sectors - lbn)] {
@@ -1090,18 +1099,8 @@ mod tests {
         /// finds, on two zones under every sparing scheme and surface order with slips,
         /// spares, empty zone fronts and first-block offsets.
         #[test]
-        fn track_bounds_are_the_block_walks(
-            scheme in 0u64..11,
-            order in 0u64..3,
-            heads in 1u64..4,
-            spt in (8u64..24, 6u64..20),
-            spares in 0u64..4,
-            slips in (proptest::collection::vec(0u64..120, 0..12), proptest::collection::vec(0u64..90, 0..12)),
-            front in (0u64..5, 0u64..5),
-        ) {
-            let Some(g) = two_zones(scheme, order, heads, spt, spares, slips, front) else {
-                return Ok(());
-            };
+        fn track_bounds_are_the_block_walks(g in layouts()) {
+            let Some(g) = g else { return Ok(()) };
             let on = |a: Chs, b: Chs| a.cylinder == b.cylinder && a.head == b.head;
             // More slips than a unit has spares put blocks on one sector, or past their
             // zone's last cylinder onto the next zone's tracks (DiskSim maps them so too):
