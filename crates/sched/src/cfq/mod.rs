@@ -82,7 +82,9 @@
 //! — `hw_tag` re-decided every 50 samples, a seeky queue waits only `CFQ_MIN_TT` when it
 //! idles, no queue idles while any request is in the driver, and `cfq_dispatch_requests`'
 //! dispatch limits: `quantum` in flight per queue whatever is left of its slice, more only
-//! for the only busy queue, no wait for async requests to drain); `queue_merging` 1 (elevator's
+//! for the only busy queue, no wait for async requests to drain; and `cfq_should_preempt`
+//! asking first whether the active slice is used up, when any request preempts it);
+//! `queue_merging` 1 (elevator's
 //! own: 0 turns off close cooperators, as before 2.6.30).
 //!
 //! **Close cooperators** (2.6.33+, module `coop`): when the active queue runs empty and another
@@ -1165,6 +1167,11 @@ impl Cfq {
     fn should_preempt(&self, new_q: usize, rq: &Request, now: Nanos) -> bool {
         let Some(a) = self.active else { return false };
         let (nq, aq) = (&self.queues[new_q], &self.queues[a]);
+        // 2.6.31 asks first whether the active slice is used up: then any queue preempts,
+        // an idle-class one or one against a real-time slice too.
+        if !self.t.workload_trees && self.slice_used(a, now) {
+            return true;
+        }
         if nq.class == IDLE {
             return false;
         }

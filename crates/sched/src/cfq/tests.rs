@@ -449,3 +449,29 @@ fn before_2_6_33_a_queue_sends_quantum_requests_whatever_its_slice() {
     // are busy.
     assert_eq!(sent_at_once_beside_another_busy_queue("0"), 4);
 }
+
+/// Whether an idle-class request arriving after the active slice ran out preempts it.
+fn idle_class_preempts_a_used_slice(workload_trees: &str) -> bool {
+    let mut s = Cfq::new();
+    s.set_tunable("low_latency", "0").unwrap();
+    s.set_tunable("workload_trees", workload_trees).unwrap();
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    let first = expect_rq(&mut s, 0);
+    s.completed(&first, 1000);
+    s.insert(rq(2, 1, 0, 8, true, 1000), 1000);
+    assert!(s.active.is_some(), "pid 1's slice runs from its first completion");
+    let late = 1000 + 200 * NS_PER_MS;
+    let mut idle = rq(3, 2, 0, 1 << 30, true, late);
+    idle.owner.prio = IoPrio { class: IoPrioClass::Idle, level: 7 };
+    s.insert(idle, late);
+    // A preemption expires the active slice at once.
+    s.active.is_none()
+}
+
+#[test]
+fn in_2_6_31_any_request_preempts_a_used_up_slice() {
+    // 2.6.31 `cfq_should_preempt` asks `cfq_slice_used` before anything else.
+    assert!(idle_class_preempts_a_used_slice("0"));
+    // 2.6.33+: an idle-class queue never preempts.
+    assert!(!idle_class_preempts_a_used_slice("1"));
+}
