@@ -83,7 +83,8 @@
 //! idles, no queue idles while any request is in the driver, and `cfq_dispatch_requests`'
 //! dispatch limits: `quantum` in flight per queue whatever is left of its slice, more only
 //! for the only busy queue, no wait for async requests to drain; and `cfq_should_preempt`
-//! asking first whether the active slice is used up, when any request preempts it);
+//! asking first whether the active slice is used up, when any request preempts it; and
+//! `cfq_slice_offset` counting every busy queue, not the group's);
 //! `queue_merging` 1 (elevator's
 //! own: 0 turns off close cooperators, as before 2.6.30).
 //!
@@ -619,7 +620,13 @@ impl Cfq {
                 .map(|(k, _)| k.0);
             IDLE_DELAY as i64 + last.unwrap_or(now as i64)
         } else if !add_front {
-            let nr = i64::from(self.groups[g].nr_cfqq.max(1) - 1);
+            // `cfq_slice_offset`: 2.6.33+ counts the group's queues (before this one joins
+            // it), 2.6.31 every busy queue (this one included) less one.
+            let nr = if self.t.workload_trees {
+                i64::from(self.groups[g].nr_cfqq.max(1) - 1)
+            } else {
+                i64::from(self.busy_queues.max(1) - 1)
+            };
             let offset =
                 nr * (self.prio_slice(true, 0) as i64 - self.prio_slice(sync, prio) as i64);
             let resid = std::mem::take(&mut self.queues[q].slice_resid);

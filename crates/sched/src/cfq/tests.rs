@@ -475,3 +475,27 @@ fn in_2_6_31_any_request_preempts_a_used_up_slice() {
     // 2.6.33+: an idle-class queue never preempts.
     assert!(!idle_class_preempts_a_used_slice("1"));
 }
+
+/// The service-tree key of pid 3's queue as it joins pid 1's and pid 2's busy ones at 5 ms,
+/// less 5 ms: its `cfq_slice_offset`.
+fn third_queue_offset(workload_trees: &str) -> i64 {
+    let mut s = Cfq::new();
+    s.set_tunable("low_latency", "0").unwrap();
+    s.set_tunable("workload_trees", workload_trees).unwrap();
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    s.insert(rq(2, 2, 0, 1 << 20, true, 0), 0);
+    let now = 5 * NS_PER_MS;
+    let third = rq(3, 3, 0, 1 << 30, true, now);
+    let q = s.queue_for(&third);
+    s.insert(third, now);
+    let (_, key) = s.queues[q].st.expect("on a service tree");
+    key.0 - now as i64
+}
+
+#[test]
+fn before_2_6_33_the_slice_offset_counts_every_busy_queue() {
+    // (180 - 100) ms per queue: 2.6.31 counts the busy queues with the new one, less one;
+    // 2.6.33+ its group's queues before it joins, less one.
+    assert_eq!(third_queue_offset("0"), 160 * NS_PER_MS as i64);
+    assert_eq!(third_queue_offset("1"), 80 * NS_PER_MS as i64);
+}
