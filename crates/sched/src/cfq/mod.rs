@@ -84,7 +84,8 @@
 //! dispatch limits: `quantum` in flight per queue whatever is left of its slice, more only
 //! for the only busy queue, no wait for async requests to drain; and `cfq_should_preempt`
 //! asking first whether the active slice is used up, when any request preempts it; and
-//! `cfq_slice_offset` counting every busy queue, not the group's);
+//! `cfq_slice_offset` counting every busy queue, not the group's; and idling whatever is left
+//! of the slice against the process's think time);
 //! `queue_merging` 1 (elevator's
 //! own: 0 turns off close cooperators, as before 2.6.30).
 //!
@@ -1135,7 +1136,11 @@ impl Cfq {
         if in_flight > 0 {
             return;
         }
-        if let Some(cic) = self.cics.get(&qq.io_context).filter(|_| qq.sync) {
+        // 2.6.33+: no idling when the process thinks longer than the slice has left (not in
+        // 2.6.31).
+        if let Some(cic) =
+            self.cics.get(&qq.io_context).filter(|_| qq.sync && self.t.workload_trees)
+        {
             if cic.sample_valid() && qq.slice_end.saturating_sub(now) < cic.ttime_mean {
                 return;
             }

@@ -499,3 +499,40 @@ fn before_2_6_33_the_slice_offset_counts_every_busy_queue() {
     assert_eq!(third_queue_offset("0"), 160 * NS_PER_MS as i64);
     assert_eq!(third_queue_offset("1"), 80 * NS_PER_MS as i64);
 }
+
+/// What CFQ does when pid 1, reading with 5 ms of think time, completes a read with less than
+/// 5 ms of its slice left while pid 2 waits with a far read.
+fn near_its_slice_end(workload_trees: &str) -> Dispatch {
+    let mut s = Cfq::new();
+    s.set_tunable("low_latency", "0").unwrap();
+    s.set_tunable("workload_trees", workload_trees).unwrap();
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
+    let mut r = expect_rq(&mut s, 0);
+    assert_eq!(r.owner.pid, 1);
+    let mut now = 100 * NS_PER_US;
+    s.completed(&r, now);
+    // The slice runs 100 ms from that first completion.
+    let slice_end = now + 100 * NS_PER_MS;
+    let think = 5 * NS_PER_MS;
+    for id in 3.. {
+        now += think;
+        s.insert(rq(id, 1, 0, id * 8, true, now), now);
+        r = expect_rq(&mut s, now);
+        assert_eq!(r.owner.pid, 1, "pid 1 keeps its slice");
+        now += 100 * NS_PER_US;
+        s.completed(&r, now);
+        if slice_end - now < think {
+            break;
+        }
+    }
+    s.dispatch(now)
+}
+
+#[test]
+fn before_2_6_33_a_queue_idles_whatever_is_left_of_its_slice() {
+    // 2.6.33+ `cfq_arm_slice_timer`: the think time outlasts the slice, so no idling: pid 2.
+    assert!(matches!(near_its_slice_end("1"), Dispatch::Request(r) if r.owner.pid == 2));
+    // 2.6.31: it idles for pid 1's next read.
+    assert!(matches!(near_its_slice_end("0"), Dispatch::WaitUntil { .. }));
+}
