@@ -84,8 +84,10 @@
 //! dispatch limits: `quantum` in flight per queue whatever is left of its slice, more only
 //! for the only busy queue, no wait for async requests to drain; and `cfq_should_preempt`
 //! asking first whether the active slice is used up, when any request preempts it; and
-//! `cfq_slice_offset` counting every busy queue, not the group's; and idling whatever is left
-//! of the slice against the process's think time);
+//! `cfq_slice_offset` counting every busy queue, not the group's; idling whatever is left
+//! of the slice against the process's think time; and seekiness as a context's mean seek
+//! distance over 8192 sectors, `CIC_SEEKY`, which also sets how close a request must be to
+//! preempt an idling queue, `cfq_rq_close`);
 //! `queue_merging` 1 (elevator's
 //! own: 0 turns off close cooperators, as before 2.6.30).
 //!
@@ -1150,9 +1152,12 @@ impl Cfq {
         }
         self.queues[q].wait_request = true;
         let mut sl = if group_idle { self.group_idle() } else { self.t.slice_idle };
-        // 2.6.31: a seeky queue that idles waits only `CFQ_MIN_TT` for its next request.
-        if !self.t.workload_trees && !group_idle && self.queues[q].seeky() {
-            sl = sl.min(MIN_TT);
+        // 2.6.31: a seeky context that idles waits only `CFQ_MIN_TT` for its next request.
+        if !self.t.workload_trees && !group_idle {
+            let cic = self.cics.get(&self.queues[q].io_context).copied().unwrap_or_default();
+            if cic.seek_sample_valid() && cic.seeky_2631() {
+                sl = sl.min(MIN_TT);
+            }
         }
         self.idle_until = Some(now + sl);
     }
@@ -1216,7 +1221,16 @@ impl Cfq {
         if !aq.wait_request {
             return false;
         }
-        rq.sector().abs_diff(self.last_position) <= queue::CLOSE_THR_SECTORS
+        // `cfq_rq_close`: 2.6.31 measures "close" by the active context's mean seek.
+        let close = if self.t.workload_trees {
+            queue::CLOSE_THR_SECTORS
+        } else {
+            match self.cics.get(&aq.io_context).filter(|c| c.seek_sample_valid()) {
+                Some(c) => c.seek_mean,
+                None => queue::CIC_SEEK_THR_SECTORS,
+            }
+        };
+        rq.sector().abs_diff(self.last_position) <= close
     }
 
     /// `cfq_preempt_queue`.
@@ -1250,7 +1264,7 @@ impl Cfq {
         let seeky_no_idle = if self.t.workload_trees {
             !qq.deep && qq.seeky()
         } else {
-            self.hw_tag_31 && qq.seeky()
+            self.hw_tag_31 && cic.seeky_2631()
         };
         if slice_idle == 0 || seeky_no_idle {
             qq.idle_window = false;
@@ -1387,7 +1401,9 @@ impl Scheduler for Cfq {
         }
         // cfq_rq_enqueued
         let slice_idle = self.t.slice_idle;
-        self.cics.entry(rq.owner.io_context).or_default().update_thinktime(now, slice_idle);
+        let cic = self.cics.entry(rq.owner.io_context).or_default();
+        cic.update_thinktime(now, slice_idle);
+        cic.update_seek_2631(&rq);
         self.queues[q].update_seek(&rq);
         self.update_idle_window(q);
         if self.active == Some(q) {

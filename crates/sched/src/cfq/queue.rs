@@ -148,12 +148,50 @@ pub struct Cic {
     pub ttime_total: u64,
     pub ttime_mean: u64,
     pub last_end_request: Option<Nanos>,
+    /// 2.6.31's seek statistics (`seek_samples`, `seek_total`, `seek_mean`: a 7/8 decaying
+    /// mean distance in sectors) and where this context's last request ended
+    /// (`last_request_pos`, 0 for none).
+    pub seek_samples: u64,
+    pub seek_total: u64,
+    pub seek_mean: u64,
+    pub last_request_pos: u64,
 }
+
+/// 2.6.31's `CIC_SEEK_THR`: a context whose mean seek is longer than this many sectors is
+/// seeky (`CIC_SEEKY`), and a request this close to the head is close when the active
+/// context has no seek mean yet (`cfq_rq_close`).
+pub const CIC_SEEK_THR_SECTORS: u64 = 8 * 1024;
 
 impl Cic {
     /// `sample_valid`: the average is trusted after enough samples.
     pub fn sample_valid(&self) -> bool {
         self.ttime_samples > 80
+    }
+
+    /// 2.6.31's `cfq_update_io_seektime` then `last_request_pos` (`cfq_rq_enqueued`): the
+    /// distance from this context's last request, clamped against odd fragments to four times
+    /// the mean plus 1 GiB (for the first samples) or 32 MiB, joins a 7/8 decaying mean.
+    pub fn update_seek_2631(&mut self, rq: &Request) {
+        let sdist = match self.last_request_pos {
+            0 => 0,
+            last => last.abs_diff(rq.sector()),
+        };
+        let slack = if self.seek_samples <= 60 { 2 * 1024 * 1024 } else { 2 * 1024 * 64 };
+        let sdist = sdist.min(self.seek_mean.saturating_mul(4).saturating_add(slack));
+        self.seek_samples = (7 * self.seek_samples + 256) / 8;
+        self.seek_total = (7 * self.seek_total + 256 * sdist) / 8;
+        self.seek_mean = (self.seek_total + self.seek_samples / 2) / self.seek_samples.max(1);
+        self.last_request_pos = rq.end_sector();
+    }
+
+    /// 2.6.31's `CIC_SEEKY`.
+    pub fn seeky_2631(&self) -> bool {
+        self.seek_mean > CIC_SEEK_THR_SECTORS
+    }
+
+    /// `sample_valid(cic->seek_samples)`.
+    pub fn seek_sample_valid(&self) -> bool {
+        self.seek_samples > 80
     }
 
     /// `cfq_update_io_thinktime`: exponentially weighted (7/8) mean of the time between the

@@ -536,3 +536,49 @@ fn before_2_6_33_a_queue_idles_whatever_is_left_of_its_slice() {
     // 2.6.31: it idles for pid 1's next read.
     assert!(matches!(near_its_slice_end("0"), Dispatch::WaitUntil { .. }));
 }
+
+#[test]
+fn a_context_s_2_6_31_seek_mean_is_the_kernel_s_fixed_point_arithmetic() {
+    // cfq_update_io_seektime, 2.6.31: no distance for the first request; then a 7/8
+    // decaying mean, the distance clamped to 4 * mean + 1 GiB while samples <= 60.
+    let mut c = Cic::default();
+    let at = |id: u64, sector: u64| rq(id, 1, 0, sector, true, 0);
+    c.update_seek_2631(&at(1, 1000));
+    assert_eq!((c.seek_samples, c.seek_total, c.seek_mean), (32, 0, 0));
+    assert_eq!(c.last_request_pos, 1008, "the request's end");
+    c.update_seek_2631(&at(2, 1_001_008));
+    assert_eq!((c.seek_samples, c.seek_total, c.seek_mean), (60, 32_000_000, 533_333));
+    c.update_seek_2631(&at(3, 2_001_016));
+    assert_eq!((c.seek_samples, c.seek_total, c.seek_mean), (84, 60_000_000, 714_286));
+    assert!(c.seeky_2631() && c.seek_sample_valid());
+    // Past 60 samples the clamp is 4 * mean + 32 MiB: a 1 TiB jump counts 2,988,216.
+    c.update_seek_2631(&at(4, 1 << 31));
+    assert_eq!(c.seek_total, (7 * 60_000_000 + 256 * (4 * 714_286 + 131_072)) / 8);
+}
+
+/// 2.6.31 judges seekiness by the context's mean seek (`CIC_SEEKY`, over 8192 sectors), not
+/// by how many of the last requests were seeks past 800 sectors: reads 2,000 sectors apart
+/// keep their idle window, and CFQ idles for the next one while pid 2 waits.
+#[test]
+fn in_2_6_31_short_seeks_keep_the_idle_window() {
+    let mut s = Cfq::new();
+    s.set_tunable("low_latency", "0").unwrap();
+    s.set_tunable("workload_trees", "0").unwrap();
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    s.insert(rq(100, 2, 0, 1 << 30, true, 0), 0);
+    let mut now = 0;
+    for k in 0..12u64 {
+        if k > 0 {
+            s.insert(rq(k + 1, 1, 0, k * 2000, true, now), now);
+        }
+        let r = expect_rq(&mut s, now);
+        assert_eq!(r.owner.pid, 1, "pid 1 keeps the disk");
+        now += 500 * NS_PER_US;
+        s.completed(&r, now);
+        now += 500 * NS_PER_US;
+    }
+    let q = s.active.expect("pid 1's queue is active");
+    assert!(s.queues[q].seeky(), "seeky by the 2.6.33+ history");
+    assert!(s.queues[q].idle_window, "not seeky by 2.6.31's mean");
+    assert!(matches!(s.dispatch(now), Dispatch::WaitUntil { .. }));
+}
