@@ -17,6 +17,14 @@ fn expect_rq(s: &mut Cfq, now: Nanos) -> Request {
     }
 }
 
+/// CFQ without `low_latency`, of one era: `workload_trees` "0" is 2.6.31's, "1" 2.6.33+'s.
+fn cfq_of_era(workload_trees: &str) -> Cfq {
+    let mut s = Cfq::new();
+    s.set_tunable("low_latency", "0").unwrap();
+    s.set_tunable("workload_trees", workload_trees).unwrap();
+    s
+}
+
 #[test]
 fn prio_slice_scales_with_level() {
     let s = Cfq::new();
@@ -391,16 +399,21 @@ fn a_merged_queue_that_turns_seeky_splits_at_the_next_request() {
     assert!(!s.queues[q].coop);
 }
 
+/// CFQ of an era in which pid 1's slice has begun (its first read completed at 1 µs) and its
+/// second read is queued.
+fn pid_1_slice_begun(workload_trees: &str) -> Cfq {
+    let mut s = cfq_of_era(workload_trees);
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    let first = expect_rq(&mut s, 0);
+    s.completed(&first, 1000);
+    s.insert(rq(2, 1, 0, 8, true, 1000), 1000);
+    s
+}
+
 /// `cfq_arm_slice_timer`'s "requests in flight" rule, per era: S's slice runs out with one of
 /// its requests still at the device; R's first request completes while S's is still out.
 fn idles_with_another_queue_s_request_in_flight(workload_trees: &str) -> Dispatch {
-    let mut s = Cfq::new();
-    s.set_tunable("low_latency", "0").unwrap();
-    s.set_tunable("workload_trees", workload_trees).unwrap();
-    s.insert(rq(1, 1, 0, 0, true, 0), 0);
-    let r1 = expect_rq(&mut s, 0);
-    s.completed(&r1, 1000);
-    s.insert(rq(2, 1, 0, 8, true, 1000), 1000);
+    let mut s = pid_1_slice_begun(workload_trees);
     let r2 = expect_rq(&mut s, 1000);
     assert_eq!(r2.owner.pid, 1);
     s.insert(rq(3, 2, 0, 1 << 30, true, 2000), 2000);
@@ -425,9 +438,7 @@ fn before_2_6_33_no_queue_idles_while_any_request_is_in_the_driver() {
 
 /// How many of pid 1's four queued reads go out at once while pid 2 has a read queued.
 fn sent_at_once_beside_another_busy_queue(workload_trees: &str) -> usize {
-    let mut s = Cfq::new();
-    s.set_tunable("low_latency", "0").unwrap();
-    s.set_tunable("workload_trees", workload_trees).unwrap();
+    let mut s = cfq_of_era(workload_trees);
     for i in 0..4 {
         s.insert(rq(i + 1, 1, 0, i * 8, true, 0), 0);
     }
@@ -452,13 +463,7 @@ fn before_2_6_33_a_queue_sends_quantum_requests_whatever_its_slice() {
 
 /// Whether an idle-class request arriving after the active slice ran out preempts it.
 fn idle_class_preempts_a_used_slice(workload_trees: &str) -> bool {
-    let mut s = Cfq::new();
-    s.set_tunable("low_latency", "0").unwrap();
-    s.set_tunable("workload_trees", workload_trees).unwrap();
-    s.insert(rq(1, 1, 0, 0, true, 0), 0);
-    let first = expect_rq(&mut s, 0);
-    s.completed(&first, 1000);
-    s.insert(rq(2, 1, 0, 8, true, 1000), 1000);
+    let mut s = pid_1_slice_begun(workload_trees);
     assert!(s.active.is_some(), "pid 1's slice runs from its first completion");
     let late = 1000 + 200 * NS_PER_MS;
     let mut idle = rq(3, 2, 0, 1 << 30, true, late);
@@ -479,9 +484,7 @@ fn in_2_6_31_any_request_preempts_a_used_up_slice() {
 /// The service-tree key of pid 3's queue as it joins pid 1's and pid 2's busy ones at 5 ms,
 /// less 5 ms: its `cfq_slice_offset`.
 fn third_queue_offset(workload_trees: &str) -> i64 {
-    let mut s = Cfq::new();
-    s.set_tunable("low_latency", "0").unwrap();
-    s.set_tunable("workload_trees", workload_trees).unwrap();
+    let mut s = cfq_of_era(workload_trees);
     s.insert(rq(1, 1, 0, 0, true, 0), 0);
     s.insert(rq(2, 2, 0, 1 << 20, true, 0), 0);
     let now = 5 * NS_PER_MS;
@@ -503,9 +506,7 @@ fn before_2_6_33_the_slice_offset_counts_every_busy_queue() {
 /// What CFQ does when pid 1, reading with 5 ms of think time, completes a read with less than
 /// 5 ms of its slice left while pid 2 waits with a far read.
 fn near_its_slice_end(workload_trees: &str) -> Dispatch {
-    let mut s = Cfq::new();
-    s.set_tunable("low_latency", "0").unwrap();
-    s.set_tunable("workload_trees", workload_trees).unwrap();
+    let mut s = cfq_of_era(workload_trees);
     s.insert(rq(1, 1, 0, 0, true, 0), 0);
     s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
     let mut r = expect_rq(&mut s, 0);
@@ -561,9 +562,7 @@ fn a_context_s_2_6_31_seek_mean_is_the_kernel_s_fixed_point_arithmetic() {
 /// keep their idle window, and CFQ idles for the next one while pid 2 waits.
 #[test]
 fn in_2_6_31_short_seeks_keep_the_idle_window() {
-    let mut s = Cfq::new();
-    s.set_tunable("low_latency", "0").unwrap();
-    s.set_tunable("workload_trees", "0").unwrap();
+    let mut s = cfq_of_era("0");
     s.insert(rq(1, 1, 0, 0, true, 0), 0);
     s.insert(rq(100, 2, 0, 1 << 30, true, 0), 0);
     let mut now = 0;
