@@ -178,13 +178,22 @@ pub fn percentile(v: &[f64], q: f64) -> f64 {
     if s.is_empty() {
         return f64::NAN;
     }
-    let h = (s.len() - 1) as f64 * q.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
-    // The lo-th smallest by selection (linear, not a sort), and the next one: the smallest of
-    // what lies above it.
-    let (_, &mut at_lo, above) = s.select_nth_unstable_by(lo, |a, b| a.total_cmp(b));
-    let at_hi = above.iter().copied().min_by(|a, b| a.total_cmp(b)).unwrap_or(at_lo);
+    let (h, lo) = rank(s.len(), q.clamp(0.0, 1.0));
+    let (at_lo, at_hi) = kth_and_next(&mut s, lo);
     at_lo + (h - lo as f64) * (at_hi - at_lo)
+}
+
+/// Percentile `q`'s fractional rank among `n` values (R type 7), and its whole part.
+fn rank(n: usize, q: f64) -> (f64, usize) {
+    let h = (n - 1) as f64 * q;
+    (h, h.floor() as usize)
+}
+
+/// The `k`-th smallest of `s` by selection (linear, not a sort), and the next one: the
+/// smallest of what lies above it. `s` is left partitioned at `k`.
+fn kth_and_next(s: &mut [f64], k: usize) -> (f64, f64) {
+    let (_, &mut at_k, above) = s.select_nth_unstable_by(k, f64::total_cmp);
+    (at_k, above.iter().copied().min_by(f64::total_cmp).unwrap_or(at_k))
 }
 
 /// Median (50th percentile).
@@ -203,29 +212,16 @@ pub fn p99(v: &[f64]) -> f64 {
 /// of its instructions).
 pub fn median_p99(v: &[f64]) -> (f64, f64) {
     let mut s: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
-    let n = s.len();
-    if n < 2 {
-        return (percentile(&s, 0.5), percentile(&s, 0.99));
+    if s.is_empty() {
+        return (f64::NAN, f64::NAN);
     }
-    let cmp = |a: &f64, b: &f64| a.total_cmp(b);
-    let at = |q: f64| {
-        let h = (n - 1) as f64 * q;
-        (h, h.floor() as usize)
-    };
-    let ((hm, lm), (hp, lp)) = (at(0.5), at(0.99));
-    let (_, &mut m_lo, above) = s.select_nth_unstable_by(lm, cmp);
-    let m_hi = above.iter().copied().min_by(cmp).unwrap_or(m_lo);
-    let median = m_lo + (hm - lm as f64) * (m_hi - m_lo);
+    let ((hm, lm), (hp, lp)) = (rank(s.len(), 0.5), rank(s.len(), 0.99));
+    let (m_lo, m_hi) = kth_and_next(&mut s, lm);
     // The 99th percentile's order statistics: the `lp`-th smallest is the median's own or
-    // the `(lp - lm - 1)`-th smallest of what lies above it; the next one is the smallest
-    // above that.
-    let (p_lo, p_hi) = if lp == lm {
-        (m_lo, m_hi)
-    } else {
-        let (_, &mut lo, rest) = above.select_nth_unstable_by(lp - lm - 1, cmp);
-        (lo, rest.iter().copied().min_by(cmp).unwrap_or(lo))
-    };
-    (median, p_lo + (hp - lp as f64) * (p_hi - p_lo))
+    // the `(lp - lm - 1)`-th smallest of what lies above it.
+    let (p_lo, p_hi) =
+        if lp == lm { (m_lo, m_hi) } else { kth_and_next(&mut s[lm + 1..], lp - lm - 1) };
+    (m_lo + (hm - lm as f64) * (m_hi - m_lo), p_lo + (hp - lp as f64) * (p_hi - p_lo))
 }
 
 #[cfg(test)]

@@ -274,6 +274,13 @@ struct Entity {
     active: bool,
 }
 
+impl Entity {
+    /// Finite tags and a positive weight (`Bfq::check_invariants`).
+    fn tags_sound(&self) -> bool {
+        self.start.is_finite() && self.finish.is_finite() && self.weight > 0.0
+    }
+}
+
 #[derive(Debug)]
 struct Queue {
     key: (u32, u32, bool),
@@ -1164,9 +1171,8 @@ impl Bfq {
             if dispatched != qu.dispatched as usize {
                 return Err(format!("queue {q}: dispatched {} of {dispatched}", qu.dispatched));
             }
-            let e = &qu.entity;
-            if !(e.start.is_finite() && e.finish.is_finite() && e.weight > 0.0) {
-                return Err(format!("queue {q}: entity {e:?}"));
+            if !qu.entity.tags_sound() {
+                return Err(format!("queue {q}: entity {:?}", qu.entity));
             }
         }
         if queued != self.queued {
@@ -1180,9 +1186,8 @@ impl Bfq {
             if grp.entity.active && grp.active.is_empty() {
                 return Err(format!("group {g} is active with nothing active in it"));
             }
-            let e = &grp.entity;
-            if !(e.start.is_finite() && e.finish.is_finite() && e.weight > 0.0) {
-                return Err(format!("group {g}: entity {e:?}"));
+            if !grp.entity.tags_sound() {
+                return Err(format!("group {g}: entity {:?}", grp.entity));
             }
         }
         for grp in &self.groups {

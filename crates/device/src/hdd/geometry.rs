@@ -547,16 +547,10 @@ impl Geometry {
             None | Track | SectorsPerZone | SectorsPerZoneSlipToEnd => true,
             SectorsPerRange { .. } => s.slips.len() as u64 <= s.spares,
             SectorsPerTrack => {
+                // The slips are ascending: each track's are one run of them.
                 let spt = s.sectors_per_track;
-                let mut most = 0;
-                let mut i = 0;
-                while i < s.slips.len() {
-                    let track = s.slips[i] / spt;
-                    let n = s.slips[i..].iter().take_while(|&&x| x / spt == track).count();
-                    most = most.max(n as u64);
-                    i += n;
-                }
-                most <= s.spares
+                let most = s.slips.chunk_by(|a, b| a / spt == b / spt).map(<[u64]>::len).max();
+                most.unwrap_or(0) as u64 <= s.spares
             }
             SectorsPerCylinder
             | SectorsPerCylinderSlipToEnd
@@ -1024,7 +1018,6 @@ mod tests {
     /// Two zones (cylinders 0-4 and 5-8) under sparing scheme `scheme` and surface order
     /// `order`, with slips, spares, empty zone fronts and first-block offsets; `None` where
     /// the layout is refused.
-    #[allow(clippy::type_complexity)]
     fn two_zones(
         scheme: u64,
         order: u64,

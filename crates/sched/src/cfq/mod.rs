@@ -80,16 +80,14 @@
 //! inert, as in a kernel without `CONFIG_CFQ_GROUP_IOSCHED`); `workload_trees` 1 (elevator's
 //! own: 0 is 2.6.31's CFQ: one service tree per class, and that era's rules where they differ
 //! — `hw_tag` re-decided every 50 samples, a seeky queue waits only `CFQ_MIN_TT` when it
-//! idles, no queue idles while any request is in the driver, and `cfq_dispatch_requests`'
-//! dispatch limits: `quantum` in flight per queue whatever is left of its slice, more only
-//! for the only busy queue, no wait for async requests to drain; and `cfq_should_preempt`
-//! asking first whether the active slice is used up, when any request preempts it; and
-//! `cfq_slice_offset` counting every busy queue, not the group's; idling whatever is left
-//! of the slice against the process's think time; and seekiness as a context's mean seek
-//! distance over 8192 sectors, `CIC_SEEKY`, which also sets how close a request must be to
-//! preempt an idling queue, `cfq_rq_close`);
-//! `queue_merging` 1 (elevator's
-//! own: 0 turns off close cooperators, as before 2.6.30).
+//! idles, no queue idles while any request is in the driver nor stops idling because the
+//! slice has less left than the process thinks, `cfq_dispatch_requests`' limits (`quantum`
+//! in flight per queue whatever is left of its slice, more only for the only busy queue, no
+//! wait for async requests to drain), `cfq_should_preempt` asking first whether the active
+//! slice is used up (then any request preempts it), `cfq_slice_offset` counting every busy
+//! queue, and seekiness as a context's mean seek distance over 8192 sectors, `CIC_SEEKY`,
+//! which also sets how close a request must be to preempt an idling queue, `cfq_rq_close`);
+//! `queue_merging` 1 (elevator's own: 0 turns off close cooperators, as before 2.6.30).
 //!
 //! **Close cooperators** (2.6.33+, module `coop`): when the active queue runs empty and another
 //! busy sync queue's next request is close to the head, CFQ serves that queue instead of
@@ -1140,10 +1138,11 @@ impl Cfq {
         }
         // 2.6.33+: no idling when the process thinks longer than the slice has left (not in
         // 2.6.31).
-        if let Some(cic) =
-            self.cics.get(&qq.io_context).filter(|_| qq.sync && self.t.workload_trees)
-        {
-            if cic.sample_valid() && qq.slice_end.saturating_sub(now) < cic.ttime_mean {
+        if let Some(cic) = self.cics.get(&qq.io_context).filter(|_| qq.sync) {
+            if self.t.workload_trees
+                && cic.sample_valid()
+                && qq.slice_end.saturating_sub(now) < cic.ttime_mean
+            {
                 return;
             }
         }

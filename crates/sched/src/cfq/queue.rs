@@ -162,10 +162,16 @@ pub struct Cic {
 /// context has no seek mean yet (`cfq_rq_close`).
 pub const CIC_SEEK_THR_SECTORS: u64 = 8 * 1024;
 
+/// `sample_valid`: a decaying mean is trusted once its sample weight passes 80 (after three
+/// samples).
+fn sample_valid(samples: u64) -> bool {
+    samples > 80
+}
+
 impl Cic {
-    /// `sample_valid`: the average is trusted after enough samples.
+    /// `sample_valid(cic->ttime_samples)`.
     pub fn sample_valid(&self) -> bool {
-        self.ttime_samples > 80
+        sample_valid(self.ttime_samples)
     }
 
     /// 2.6.31's `cfq_update_io_seektime` then `last_request_pos` (`cfq_rq_enqueued`): the
@@ -191,7 +197,7 @@ impl Cic {
 
     /// `sample_valid(cic->seek_samples)`.
     pub fn seek_sample_valid(&self) -> bool {
-        self.seek_samples > 80
+        sample_valid(self.seek_samples)
     }
 
     /// `cfq_update_io_thinktime`: exponentially weighted (7/8) mean of the time between the
