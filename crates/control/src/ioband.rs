@@ -43,8 +43,8 @@
 //! stopped here, and neither is a VM disk's backend that is a process (tapdisk) — only a
 //! process submitting its own bio sleeps. Urgent (reclaim) bios,
 //! suspend and resume do not occur in the simulator. `g_expired`, which the policy records and never reads, is
-//! not kept. Seed 000 ran v1.14.0 and seed 001 earlier 1.x releases; where their policy code
-//! differs from v1.10's is not known here.
+//! not kept. Seed 001 ran an earlier 1.x release (v1.10's rules are the default); seed 000
+//! ran v1.14.0, whose changes [`IobandVersion::V1_14`] lists.
 //!
 //! - **range-bw** gives each group a `min:max` range in KB/s instead of a weight: credit at
 //!   the maximum rate (a limit even on an idle device), and a debt at the minimum rate while
@@ -99,8 +99,44 @@ pub enum GroupType {
     Cgroup,
 }
 
+/// Which release of dm-ioband's code the device group runs. v1.14.0 (the last release, for
+/// 2.6.31; seed 000 ran it) changed three things the v1.10 rules above do not have:
+/// - bios are classed **sync or async** as the block layer classes them (`bio_is_sync`:
+///   reads, and writes flagged `BIO_RW_SYNCIO` such as `O_DIRECT` ones), not by direction:
+///   `io_limit` bounds each class in flight, and a group's held bios are counted per class;
+/// - a bio goes down at once only if its group holds none *of its class*, and a submitter
+///   sleeps once its group holds `c_limit` bios of the bio's class, until the group has
+///   released every bio of that class (`prevent_burst_bios`, `group_should_block`,
+///   `make_issue_list`);
+/// - `c_token_initial = bucket × weight / total` and `c_limit = io_limit × weight / total /
+///   4`, each at least 1 (`__set_weight`), where v1.10 added one to each and counted
+///   `2 × io_limit` for the limit; by default `io_limit` is 3/2 of the queue's
+///   `nr_requests` (`ioband_ctr`) and never below `io_throttle`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IobandVersion {
+    /// v1.10, as carried in 2.6.28-based trees (seed 001's era).
+    #[default]
+    V1_10,
+    /// v1.14.0 (`dm-ioband-ctl.c` and `dm-ioband-policy.c` of the 2.6.31 patch).
+    V1_14,
+}
+
+impl IobandVersion {
+    /// `io_limit` when the table gives 0: the queue's `nr_requests` (v1.10) or half as much
+    /// again (v1.14: "the block layer accepts I/O requests up to 50% over nr_requests when
+    /// the requests are issued from a batcher process"), never below `io_throttle`.
+    pub fn default_io_limit(self, nr_requests: u32, io_throttle: u32) -> u32 {
+        let limit = match self {
+            IobandVersion::V1_10 => nr_requests,
+            IobandVersion::V1_14 => nr_requests.saturating_mul(3) / 2,
+        };
+        limit.max(io_throttle).min(MAX_IO_LIMIT)
+    }
+}
+
 /// dm-ioband's defaults.
 pub const DEFAULT_IO_THROTTLE: u32 = 4;
+/// `io_limit` under v1.10 with the default `nr_requests` (128).
 pub const DEFAULT_IO_LIMIT: u32 = 128;
 /// The default token pool, in 4 KiB units (`DEFAULT_TOKENPOOL`).
 pub const DEFAULT_TOKEN_BASE: u64 = 2048;
@@ -156,8 +192,10 @@ pub struct ShareSettings {
     pub token_base: u64,
     /// Bios in flight below which no epoch is held back for a dominant group.
     pub io_throttle: u32,
-    /// Bios of one direction in flight at which that direction waits.
+    /// Bios of one class in flight at which that class waits.
     pub io_limit: u32,
+    /// Whose rules: v1.10's or v1.14's.
+    pub version: IobandVersion,
 }
 
 impl Default for ShareSettings {
@@ -167,6 +205,7 @@ impl Default for ShareSettings {
             token_base: 0,
             io_throttle: DEFAULT_IO_THROTTLE,
             io_limit: DEFAULT_IO_LIMIT,
+            version: IobandVersion::V1_10,
         }
     }
 }
@@ -185,16 +224,19 @@ struct Group {
     my_epoch: u64,
     consumed: i64,
     /// Held bios at which its submitters sleep (`c_limit`), and whether they do
-    /// (`is_group_blocked`): until the group has released every bio it holds.
+    /// (`is_group_blocked`): until the group has released every bio it holds (v1.10), or
+    /// every bio of the class they wait on (v1.14, per class).
     limit: i64,
-    sleeping: bool,
+    sleeping: [bool; 2],
+    /// Held bios per class (`c_blocked[sync]`).
+    held_class: [usize; 2],
     /// range-bw: its bios in flight (the weight policies count per direction, `issued`).
     in_flight: u32,
     /// Held bios, in arrival order (`c_blocked_bios`).
     waiting: VecDeque<Bio>,
-    /// Held bios of a direction that had no room, and that direction (`c_prio_bios`).
+    /// Held bios of a class that had no room, and that class (`c_prio_bios`).
     prio: VecDeque<Bio>,
-    prio_write: bool,
+    prio_class: usize,
     counters: GroupCounters,
     /// range-bw: the range, bytes it may still send under its maximum, bytes of its minimum
     /// it is owed, and whether it fell short of the minimum while it had I/O waiting.
@@ -313,11 +355,12 @@ impl IobandShare {
                     my_epoch: 0,
                     consumed: 0,
                     limit: 1,
-                    sleeping: false,
+                    sleeping: [false; 2],
+                    held_class: [0; 2],
                     in_flight: 0,
                     waiting: VecDeque::new(),
                     prio: VecDeque::new(),
-                    prio_write: false,
+                    prio_class: 0,
                 });
             };
             add(dev.name.clone(), None, dev.weight);
@@ -336,12 +379,21 @@ impl IobandShare {
             settings.token_base as i64
         };
         let total: i64 = groups.iter().map(|g| i64::from(g.weight)).sum();
+        let io_limit = i64::from(settings.io_limit);
         for g in &mut groups {
-            g.token_initial = bucket * i64::from(g.weight) / total + 1;
+            let weight = i64::from(g.weight);
+            (g.token_initial, g.limit) = match settings.version {
+                IobandVersion::V1_10 => (
+                    bucket * weight / total + 1,
+                    2 * io_limit * weight / total / OVERCOMMIT_RATE + 1,
+                ),
+                IobandVersion::V1_14 => (
+                    (bucket * weight / total).max(1),
+                    (io_limit * weight / total).max(1) / OVERCOMMIT_RATE,
+                ),
+            };
+            g.limit = g.limit.max(1);
             g.token = g.token_initial;
-            g.limit =
-                2 * i64::from(settings.io_limit) * i64::from(g.weight) / total / OVERCOMMIT_RATE
-                    + 1;
         }
         Ok(IobandShare {
             settings,
@@ -398,10 +450,25 @@ impl IobandShare {
         })
     }
 
-    /// The bio's direction as dm-ioband counts it (`bio_data_dir`): anything but a read is a
-    /// write, flushes and discards included.
-    fn is_write(bio: &Bio) -> bool {
-        !bio.request.op.is_read()
+    /// The class dm-ioband counts the bio in: its direction under v1.10 (`bio_data_dir`: 1
+    /// for anything but a read, flushes and discards included), under v1.14 whether it is
+    /// sync (`bio_is_sync`: 1 for reads and sync writes, `BLK_RW_SYNC`).
+    fn class(&self, bio: &Bio) -> usize {
+        let read = bio.request.op.is_read();
+        usize::from(match self.settings.version {
+            IobandVersion::V1_10 => !read,
+            IobandVersion::V1_14 => read || bio.request.sync,
+        })
+    }
+
+    /// The held bios that decide whether a bio of `class` goes down at once and whether its
+    /// submitter sleeps: all group `i` holds (v1.10), or those of the class (v1.14); and
+    /// the index of the flag its submitters sleep on.
+    fn held_for(&self, i: usize, class: usize) -> (usize, usize) {
+        match self.settings.version {
+            IobandVersion::V1_10 => (self.blocked(i), 0),
+            IobandVersion::V1_14 => (self.groups[i].held_class[class], class),
+        }
     }
 
     /// Bios held by group `i` (`c_blocked`).
@@ -409,14 +476,14 @@ impl IobandShare {
         self.groups[i].waiting.len() + self.groups[i].prio.len()
     }
 
-    /// Room below for a bio of this direction (`room_for_bio_rw`).
-    fn room_rw(&self, write: bool) -> bool {
-        self.issued[usize::from(write)] < self.settings.io_limit
+    /// Room below for a bio of this class (`room_for_bio_rw`, `room_for_bio_sync`).
+    fn room_class(&self, class: usize) -> bool {
+        self.issued[class] < self.settings.io_limit
     }
 
-    /// Room for either direction (`room_for_bio`).
+    /// Room for either class (`room_for_bio`).
     fn room(&self) -> bool {
-        self.room_rw(false) || self.room_rw(true)
+        self.room_class(0) || self.room_class(1)
     }
 
     /// The tokens group `i` has, counting the epochs it may still take (`get_token`).
@@ -510,9 +577,12 @@ impl IobandShare {
     /// A held bio of group `i` goes down (`make_issue_list` and `prepare_to_issue`).
     fn issue_held(&mut self, i: usize, bio: Bio, out: &mut Vec<Bio>) -> Released {
         self.held -= 1;
-        if self.blocked(i) == 0 && self.groups[i].sleeping {
-            self.groups[i].sleeping = false;
-            self.woken.push(i);
+        let class = self.class(&bio);
+        self.groups[i].held_class[class] -= 1;
+        let (held, flag) = self.held_for(i, class);
+        if held == 0 && self.groups[i].sleeping[flag] {
+            self.groups[i].sleeping[flag] = false;
+            self.woken.push(2 * i + flag);
         }
         self.groups[i].counters.held += 1;
         let r = self.prepare_to_issue(i, &bio);
@@ -522,7 +592,7 @@ impl IobandShare {
 
     /// `prepare_to_issue`: bio `bio` of group `i` goes down now, at once or from the hold.
     fn prepare_to_issue(&mut self, i: usize, bio: &Bio) -> Released {
-        self.issued[usize::from(Self::is_write(bio))] += 1;
+        self.issued[self.class(bio)] += 1;
         let c = &mut self.groups[i].counters;
         c.ios += 1;
         c.bytes += bio.request.len_bytes;
@@ -530,15 +600,15 @@ impl IobandShare {
         self.consume_token(i, count)
     }
 
-    /// `release_bios`: group `i`'s bios of the direction that waited for room first, then
+    /// `release_bios`: group `i`'s bios of the class that waited for room first, then
     /// the others in order, while it has tokens and there is room.
     fn release_bios(&mut self, i: usize, out: &mut Vec<Bio>) -> Released {
-        let write = self.groups[i].prio_write;
+        let class = self.groups[i].prio_class;
         while !self.groups[i].prio.is_empty() {
             if self.can_submit(i) == 0 {
                 return Released::Block;
             }
-            if !self.room_rw(write) {
+            if !self.room_class(class) {
                 break;
             }
             let bio = self.groups[i].prio.pop_front().expect("checked non-empty");
@@ -555,11 +625,11 @@ impl IobandShare {
                 return Released::Ok;
             }
             let bio = self.groups[i].waiting.pop_front().expect("checked non-empty");
-            let write = Self::is_write(&bio);
-            if !self.room_rw(write) {
+            let class = self.class(&bio);
+            if !self.room_class(class) {
                 let g = &mut self.groups[i];
                 if g.prio.is_empty() {
-                    g.prio_write = write;
+                    g.prio_class = class;
                 }
                 g.prio.push_back(bio);
                 continue;
@@ -581,7 +651,7 @@ impl IobandShare {
             if self.blocked(i) == 0 || !self.room() {
                 continue;
             }
-            if g.waiting.is_empty() && !self.room_rw(g.prio_write) {
+            if g.waiting.is_empty() && !self.room_class(g.prio_class) {
                 continue;
             }
             let pri = self.can_submit(i);
@@ -602,8 +672,8 @@ impl IobandShare {
             }
         }
         if self.held > 0
-            && self.room_rw(false)
-            && self.room_rw(true)
+            && self.room_class(0)
+            && self.room_class(1)
             && out.len() == before
             && self.make_global_epoch()
         {
@@ -634,7 +704,8 @@ impl IobandShare {
     /// The weight policies' `submit` (`ioband_map`).
     fn submit_weight(&mut self, bio: Bio, now_ns: Nanos) {
         let i = self.classify(&bio);
-        if self.blocked(i) == 0 && self.room_rw(Self::is_write(&bio)) {
+        let class = self.class(&bio);
+        if self.held_for(i, class).0 == 0 && self.room_class(class) {
             if self.can_submit(i) > 0 {
                 self.prepare_to_issue(i, &bio);
                 self.ready.push(bio);
@@ -645,6 +716,7 @@ impl IobandShare {
             }
         }
         self.groups[i].waiting.push_back(bio);
+        self.groups[i].held_class[class] += 1;
         self.held += 1;
     }
 
@@ -653,23 +725,27 @@ impl IobandShare {
         self.epoch
     }
 
-    /// The group a process submitting `bio` must sleep on before ioband takes it, if it must
-    /// (`prevent_burst_bios` → `group_should_block`): its group holds `c_limit` bios, or did
-    /// and has not yet released them all. Only processes sleep so; kernel threads (writeback,
-    /// a volume's worker) are held back only at `2 × io_limit` held bios in all, which the
-    /// caller does not model. Never under range-bw.
+    /// The wait queue a process submitting `bio` must sleep on before ioband takes it, if it
+    /// must (`prevent_burst_bios` → `group_should_block`): its group holds `c_limit` bios
+    /// (of the bio's class, under v1.14), or did and has not yet released them all. The key
+    /// is `2 × group + class` (class 0 under v1.10). Only processes sleep so; kernel threads
+    /// (writeback, a volume's worker) are held back only when the device group holds
+    /// `2 × io_limit` bios in all (v1.10) or `io_limit` of a class (v1.14), which the caller
+    /// does not model. Never under range-bw.
     pub fn submitter_sleeps_on(&mut self, bio: &Bio) -> Option<usize> {
         if self.settings.policy == Policy::RangeBw {
             return None;
         }
         let i = self.classify(bio);
-        if !self.groups[i].sleeping && self.blocked(i) as i64 >= self.groups[i].limit {
-            self.groups[i].sleeping = true;
+        let (held, flag) = self.held_for(i, self.class(bio));
+        if !self.groups[i].sleeping[flag] && held as i64 >= self.groups[i].limit {
+            self.groups[i].sleeping[flag] = true;
         }
-        self.groups[i].sleeping.then_some(i)
+        self.groups[i].sleeping[flag].then_some(2 * i + flag)
     }
 
-    /// Appends the groups whose sleeping submitters may go on (and forgets them).
+    /// Appends the wait queues (as [`submitter_sleeps_on`](Self::submitter_sleeps_on) keys
+    /// them) whose sleeping submitters may go on, and forgets them.
     pub fn take_woken(&mut self, out: &mut Vec<usize>) {
         out.append(&mut self.woken);
     }
@@ -780,7 +856,8 @@ impl Controller for IobandShare {
     fn completed(&mut self, bio: &Bio, _now_ns: Nanos) {
         if self.settings.policy != Policy::RangeBw {
             // ioband_end_io: the conductor runs while bios are held.
-            let dir = &mut self.issued[usize::from(Self::is_write(bio))];
+            let class = self.class(bio);
+            let dir = &mut self.issued[class];
             debug_assert!(*dir > 0, "completion without a release");
             *dir = dir.saturating_sub(1);
             self.conduct_due |= self.held > 0;
@@ -1185,5 +1262,98 @@ mod tests {
         s.take_woken(&mut woken);
         assert_eq!(woken, vec![0]);
         assert!(s.submitter_sleeps_on(&next).is_none());
+    }
+    /// A write of `len` bytes from process `pid`, sync (`O_DIRECT`) or not (writeback).
+    fn write(id: u64, device: u32, pid: u32, len: u64, sync: bool) -> Bio {
+        let request =
+            Request::new(RequestId(id), Op::Write, 0, len, sync, Owner::process(pid), 0).unwrap();
+        Bio { device, request }
+    }
+
+    fn v1_14(policy: Policy, io_limit: u32) -> ShareSettings {
+        ShareSettings {
+            policy,
+            io_limit,
+            version: IobandVersion::V1_14,
+            ..ShareSettings::default()
+        }
+    }
+
+    #[test]
+    fn v1_14_shares_tokens_and_limits_without_the_added_one() {
+        // Seed 000's table: weight-iosize, two ioband devices of weight 100, io_limit 192 (3/2
+        // of nr_requests 128). bucket = 192 × 2 × 2 << 3 = 6144 sectors; each group's share
+        // 3072 (v1.10: 3073); c_limit = 192 × 100 / 200 / 4 = 24 (v1.10: 2 × 192 × 100 /
+        // 200 / 4 + 1 = 49); the pool of 2048 pages is 16384 sectors, 2 epochs' worth.
+        assert_eq!(IobandVersion::V1_14.default_io_limit(128, 4), 192);
+        assert_eq!(IobandVersion::V1_10.default_io_limit(128, 4), 128);
+        assert_eq!(IobandVersion::V1_14.default_io_limit(2, 4), 4, "never below io_throttle");
+        let devices = vec![device("a", 100), device("b", 100)];
+        let s = IobandShare::new(v1_14(Policy::WeightIosize, 192), devices.clone()).unwrap();
+        assert_eq!((s.limit_and_token(0), s.bucket, s.carryover), ((24, 3072), 6144, 2));
+        let old = ShareSettings {
+            policy: Policy::WeightIosize,
+            io_limit: 192,
+            ..ShareSettings::default()
+        };
+        let s = IobandShare::new(old, devices).unwrap();
+        assert_eq!(s.limit_and_token(0), (49, 3073));
+        // A group's limit and tokens never fall to 0, however small its weight.
+        let s = IobandShare::new(v1_14(Policy::Weight, 4), vec![device("a", 1), device("b", 999)])
+            .unwrap();
+        assert_eq!(s.limit_and_token(0), (1, 1));
+    }
+
+    #[test]
+    fn v1_14_counts_o_direct_writes_with_reads_and_writeback_apart() {
+        // io_limit 4. Under v1.14 sync writes fill the sync class, so a read waits while
+        // writeback still goes; under v1.10 the same writes fill the write direction and
+        // the read goes.
+        for (version, read_goes, writeback_goes) in
+            [(IobandVersion::V1_14, false, true), (IobandVersion::V1_10, true, false)]
+        {
+            let settings = ShareSettings { io_limit: 4, version, ..ShareSettings::default() };
+            let mut s = IobandShare::new(settings, vec![device("a", 1)]).unwrap();
+            let mut out = Vec::new();
+            for i in 0..4 {
+                s.submit(write(i, 0, 1, 4096, true), 0);
+            }
+            s.release(0, &mut out);
+            assert_eq!(out.len(), 4, "{version:?}: four O_DIRECT writes go down");
+            s.submit(bio(10, 0, 2, 4096), 0);
+            s.submit(write(11, 0, 3, 4096, false), 0);
+            out.clear();
+            s.release(0, &mut out);
+            let went: Vec<u64> = out.iter().map(|b| b.request.id.0).collect();
+            assert_eq!(went.contains(&10), read_goes, "{version:?}: the read, {went:?}");
+            assert_eq!(went.contains(&11), writeback_goes, "{version:?}: writeback, {went:?}");
+        }
+    }
+
+    #[test]
+    fn v1_14_submitters_sleep_per_class() {
+        // io_limit 8, two equal groups: c_limit = 8 × 1 / 2 / 4 = 1. Eight reads fill the
+        // sync class and one more is held: the group holds its c_limit of sync bios, so the
+        // next reader sleeps, a writeback submitter does not, and the reader wakes (wait
+        // queue 2 × group + 1, the sync class) once the group has released its sync bios.
+        let mut s =
+            IobandShare::new(v1_14(Policy::Weight, 8), vec![device("a", 1), device("b", 1)])
+                .unwrap();
+        assert_eq!(s.limit_and_token(0).0, 1);
+        let mut out = Vec::new();
+        for i in 0..9 {
+            s.submit(bio(i, 0, 1, 4096), 0);
+        }
+        s.release(0, &mut out);
+        assert_eq!((out.len(), s.held()), (8, 1));
+        let reader = bio(99, 0, 1, 4096);
+        assert_eq!(s.submitter_sleeps_on(&reader), Some(1));
+        assert_eq!(s.submitter_sleeps_on(&write(100, 0, 1, 4096, false)), None);
+        s.completed(&out[0], 1);
+        s.release(1, &mut Vec::new());
+        let mut woken = Vec::new();
+        s.take_woken(&mut woken);
+        assert_eq!(woken, vec![1]);
+        assert_eq!(s.submitter_sleeps_on(&reader), None);
     }
 }

@@ -33,7 +33,7 @@
 use std::path::Path;
 
 use elevator_control::ioband::{
-    BwRange, GroupType, Policy, ShareSettings, MAX_IO_LIMIT, MAX_TOKEN_BASE,
+    BwRange, GroupType, IobandVersion, Policy, ShareSettings, MAX_IO_LIMIT, MAX_TOKEN_BASE,
 };
 use elevator_control::iocost::{
     parse_io_weight_line, parse_weight_line, AutopClass, IoCostModel, IoCostQos,
@@ -256,6 +256,9 @@ pub const TARGET_PID_BASE: u32 = 1_000_000;
 pub struct IobandShareSpec {
     pub name: String,
     pub settings: ShareSettings,
+    /// `io_limit` was not given: its first device's queue sets it, as `ioband_ctr` does
+    /// with an `io_limit` of 0.
+    pub io_limit_from_queue: bool,
     /// Its devices, in order: the volume's name, group type, default weight, and extra
     /// groups by id as written (a number, or a cgroup path).
     pub devices: Vec<IobandDeviceSpec>,
@@ -454,6 +457,8 @@ struct RawIoband {
     token_base: Option<u64>,
     io_throttle: Option<u32>,
     io_limit: Option<u32>,
+    /// Whose rules: "1.10" (the default) or "1.14".
+    version: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -701,11 +706,22 @@ impl Topology {
                 return Err(format!("{loc}: ioband device group `{}` is defined twice", r.name));
             }
             let d = ShareSettings::default();
+            let version = match r.version.as_deref() {
+                None | Some("1.10") => IobandVersion::V1_10,
+                Some("1.14") => IobandVersion::V1_14,
+                Some(other) => {
+                    return Err(format!(
+                        "{loc}: ioband `{}`: version = \"{other}\": use \"1.10\" (the default) or \"1.14\" (v1.14.0, for 2.6.31)",
+                        r.name
+                    ))
+                }
+            };
             let settings = ShareSettings {
                 policy: r.policy,
                 token_base: r.token_base.unwrap_or(d.token_base),
                 io_throttle: r.io_throttle.unwrap_or(d.io_throttle),
                 io_limit: r.io_limit.unwrap_or(d.io_limit),
+                version,
             };
             if r.token_base == Some(0) || settings.io_limit == 0 {
                 return Err(format!(
@@ -719,7 +735,12 @@ impl Topology {
                     r.name
                 ));
             }
-            ioband.push(IobandShareSpec { name: r.name.clone(), settings, devices: Vec::new() });
+            ioband.push(IobandShareSpec {
+                name: r.name.clone(),
+                settings,
+                io_limit_from_queue: r.io_limit.is_none(),
+                devices: Vec::new(),
+            });
         }
         let machine = match &raw.machine {
             Some(m) => m.get_ref().build().map_err(|e| format!("{}: {e}", at(m.span())))?,
@@ -979,7 +1000,16 @@ fn build_volume(topology: &mut Topology, v: &RawVolume) -> Result<Volume, String
                     r.min_kbs, r.max_kbs
                 ));
             }
-            let devices = &mut topology.ioband[share].devices;
+            let nr_requests = match members[0].route {
+                Route::Device(d) => topology.devices[d].nr_requests,
+                Route::Volume(_) => DEFAULT_NR_REQUESTS,
+            };
+            let spec = &mut topology.ioband[share];
+            if spec.io_limit_from_queue && spec.devices.is_empty() {
+                let s = &mut spec.settings;
+                s.io_limit = s.version.default_io_limit(nr_requests, s.io_throttle);
+            }
+            let devices = &mut spec.devices;
             devices.push(IobandDeviceSpec {
                 name: v.name.clone(),
                 group_type,
@@ -1710,6 +1740,28 @@ groups = { "1000" = 20 }
         assert_eq!(t.target("ioband1").unwrap().size_bytes, 100 << 20);
     }
 
+    /// Without `io_limit`, the ioband device's queue sets it as `ioband_ctr` does: its
+    /// `nr_requests` under v1.10, half as much again under v1.14; a given one stays.
+    #[test]
+    fn ioband_io_limit_defaults_to_the_queue_by_version() {
+        let text = format!("{TWO_PARTS}{IOBAND}")
+            .replace("scheduler = \"none\"", "scheduler = \"none\"\nnr_requests = 64");
+        let limit = |from: &str, to: &str| {
+            let t = Topology::from_str(&text.replacen(from, to, 1), "t.toml").unwrap();
+            (t.ioband[0].settings.io_limit, t.ioband[0].settings.version)
+        };
+        let weight = "policy = \"weight\"";
+        assert_eq!(limit("", ""), (64, IobandVersion::V1_10));
+        assert_eq!(
+            limit(weight, "policy = \"weight\"\nversion = \"1.14\""),
+            (96, IobandVersion::V1_14)
+        );
+        assert_eq!(
+            limit(weight, "policy = \"weight\"\nversion = \"1.14\"\nio_limit = 10"),
+            (10, IobandVersion::V1_14)
+        );
+    }
+
     #[test]
     fn malformed_ioband_tables_are_rejected_with_the_line_and_the_fix() {
         let cases = [
@@ -1727,6 +1779,7 @@ groups = { "1000" = 20 }
                 "policy = \"weight\"\nio_limit = 0",
                 "io_limit must be at least 1",
             ),
+            ("policy = \"weight\"", "policy = \"weight\"\nversion = \"1.2\"", "use \"1.10\""),
         ];
         let range_bw = format!("{TWO_PARTS}{IOBAND}")
             .replace("policy = \"weight\"", "policy = \"range-bw\"")
