@@ -7,6 +7,7 @@ value, a value replaced, a line dropped, doubled or cut) and runs elevator on it
 break elevator are kept, with what it printed, in OUT/bad-SEED-N/.
 
   fuzz/inputs.py jobs      [--seed S] [--runs N]   fio job files + topologies (`run`)
+  fuzz/inputs.py combos    [--seed S] [--runs N]   new job files from valid options (`run`)
   fuzz/inputs.py disksim   [--seed S] [--runs N]   DiskSim drive directories (`validate-disk`)
   fuzz/inputs.py scenarios [--seed S] [--runs N]   scenario files and sweep grids
   fuzz/inputs.py recordings [--seed S] [--runs N]  `calibrate --record` files (`--replay`)
@@ -107,6 +108,67 @@ def fuzz_jobs(elev, rng, runs, work):
         yield n, rc, err, work, f"{j} + {t}"
 
 
+# Options `combos` draws from, each with values fio takes: the write path and page cache
+# (direct or buffered, syncs, fadvise, invalidate), engines and depths, mixes, rates, think
+# times, files, zones, verify, cgroups and priorities. Each job takes every option with
+# probability COMBO_P, so that odd pairs (fsync with libaio, verify with zones) come up.
+COMBO_OPTIONS = [
+    ("ioengine", ["psync", "sync", "pvsync", "libaio", "io_uring", "posixaio", "mmap"]),
+    ("iodepth", ["1", "4", "32", "128"]), ("direct", ["0", "1"]), ("fsync", ["1", "3"]),
+    ("fdatasync", ["2"]), ("end_fsync", ["1"]), ("sync", ["1"]), ("fsync_on_close", ["1"]),
+    ("write_barrier", ["1"]), ("numjobs", ["2", "4"]), ("rwmixread", ["10", "50", "90"]),
+    ("invalidate", ["0", "1"]), ("fadvise_hint", ["0", "1", "sequential", "random"]),
+    ("pre_read", ["1"]), ("thinktime", ["100", "10ms"]), ("rate", ["1m", "50m"]),
+    ("rate_iops", ["100"]), ("nrfiles", ["3"]), ("file_service_type", ["random", "roundrobin"]),
+    ("loops", ["2"]), ("norandommap", ["1"]),
+    ("random_distribution", ["zipf:1.2", "pareto:0.9", "normal:10"]), ("offset", ["10%", "4k"]),
+    ("io_size", ["8m"]), ("bsrange", ["4k-64k"]), ("verify", ["md5", "crc32c"]),
+    ("cgroup", ["a", "b/c"]), ("prio", ["0", "7"]), ("prioclass", ["1", "2", "3"]),
+    ("time_based", ["1"]), ("new_group", [None]), ("create_on_open", ["1"]),
+]
+COMBO_P = 0.15
+SCHEDULERS = ["mq-deadline", "deadline", "cfq", "bfq", "kyber", "anticipatory", "none", "noop"]
+
+
+def combo_job(rng, targets):
+    """One to three jobs of random valid options, on the topology's targets or on files."""
+    text = ""
+    for i in range(rng.randint(1, 3)):
+        lines = [f"[j{i}]", "rw=" + rng.choice(["read", "write", "randread", "randwrite", "rw",
+                                                "randrw", "readwrite"]),
+                 "bs=" + rng.choice(["512", "4k", "16k", "64k", "1m"]),
+                 "size=" + rng.choice(["1m", "16m", "64m", "256m"]), "runtime=1"]
+        for key, values in COMBO_OPTIONS:
+            if rng.random() < COMBO_P:
+                v = rng.choice(values)
+                lines.append(key if v is None else f"{key}={v}")
+        if rng.random() < 0.1:
+            lines += ["zonemode=strided", "zonesize=1m", "zoneskip=1m"]
+        if targets and rng.random() < 0.7:
+            lines.append("filename=" + rng.choice(targets))
+        text += "\n".join(lines) + "\n"
+    return text
+
+
+def fuzz_combos(elev, rng, runs, work):
+    topos = [None] + sorted(glob.glob(f"{ROOT}/scenarios/topologies/*.toml"))
+    os.makedirs(work, exist_ok=True)
+    for n in range(runs):
+        topo = rng.choice(topos)
+        targets = re.findall(r'^name\s*=\s*"([^"]+)"', open(topo).read(), re.M) if topo else []
+        jf = f"{work}/job.fio"
+        open(jf, "w").write(combo_job(rng, targets))
+        cmd = [elev, "run", jf, "--output-format", "terse", "--eta", "never"]
+        if topo:
+            shutil.copy(topo, f"{work}/topology.toml")
+            cmd += ["--topology", f"{work}/topology.toml"]
+        sched = rng.choice(SCHEDULERS) if rng.random() < 0.5 else None
+        if sched:
+            cmd += ["--scheduler", sched]
+        rc, err = run(cmd, work, 120)
+        yield n, rc, err, work, f"job.fio on {topo or 'the built-in disk'} ({sched or 'its schedulers'})"
+
+
 def fuzz_disksim(elev, rng, runs, work):
     drives = sorted(glob.glob(os.path.join(os.environ.get("DRIVES", "/tmp/drives"), "*")))
     if not drives:
@@ -201,7 +263,7 @@ def fuzz_recordings(elev, rng, runs, work):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["jobs", "disksim", "scenarios", "recordings"])
+    ap.add_argument("what", choices=["jobs", "combos", "disksim", "scenarios", "recordings"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", type=int, default=500)
     ap.add_argument("--out", default="/tmp/elevator-fuzz")
@@ -213,8 +275,8 @@ def main():
         elev = f"{ROOT}/target/release/elevator"
     rng = random.Random(a.seed)
     work = os.path.join(a.out, f"work-{a.what}-{a.seed}")
-    fuzz = {"jobs": fuzz_jobs, "disksim": fuzz_disksim, "scenarios": fuzz_scenarios,
-            "recordings": fuzz_recordings}[a.what]
+    fuzz = {"jobs": fuzz_jobs, "combos": fuzz_combos, "disksim": fuzz_disksim,
+            "scenarios": fuzz_scenarios, "recordings": fuzz_recordings}[a.what]
     clean = bad = 0
     for n, rc, err, where, changed in fuzz(elev, rng, a.runs, work):
         clean += rc == 0
