@@ -257,7 +257,8 @@ proptest! {
     #[test]
     fn no_scheduler_stalls(
         scheduler in prop::sample::select(
-            vec!["none", "mq-deadline", "cfq", "cfq-groups", "anticipatory", "kyber", "bfq"],
+            vec!["none", "mq-deadline", "cfq", "cfq-groups", "cfq-2.6.31", "cfq-2.6.29",
+                 "anticipatory", "kyber", "bfq"],
         ),
         weights in prop::collection::vec(1u32..1001, 1..4),
         procs in prop::collection::vec(proc_strategy(), 1..8),
@@ -266,9 +267,19 @@ proptest! {
         service_max_us in prop_oneof![Just(20u64), 1u64..3000],
         seed in any::<u64>(),
     ) {
-        let mut s = by_name(scheduler.trim_end_matches("-groups")).unwrap();
-        if scheduler == "cfq-groups" {
-            s.set_tunable("group_scheduling", "1").unwrap();
+        let name = ["-groups", "-2.6.31", "-2.6.29"]
+            .iter()
+            .fold(scheduler, |n, era| n.trim_end_matches(era));
+        let mut s = by_name(name).unwrap();
+        match scheduler {
+            "cfq-groups" => s.set_tunable("group_scheduling", "1").unwrap(),
+            // 2.6.31's rules with its cooperator switch, and 2.6.29's without one.
+            "cfq-2.6.31" | "cfq-2.6.29" => {
+                s.set_tunable("workload_trees", "0").unwrap();
+                let merging = if scheduler == "cfq-2.6.31" { "1" } else { "0" };
+                s.set_tunable("queue_merging", merging).unwrap();
+            }
+            _ => {}
         }
         s.set_rotational(rotational);
         let procs = groups_and_procs(&mut *s, &weights, &procs);

@@ -15,9 +15,17 @@
 //! one that is still within the threshold (it keeps the per-request cost of random workloads
 //! with many queues low);
 //! when both neighbours of the head position are close, the nearer one is taken (the kernel
-//! takes whichever is the insertion point's parent in its red-black tree). 2.6.30–2.6.31's
-//! cooperator switch without merging is not modelled: `queue_merging=0` (elevator's own)
-//! turns the whole mechanism off, as in kernels before 2.6.30.
+//! takes whichever is the insertion point's parent in its red-black tree).
+//!
+//! **2.6.30–2.6.31** (`workload_trees=0`): the switch without merging (Jeff Moyer's
+//! `cfq_close_cooperator`). Every busy queue but the idle class's is filed, sync or async,
+//! seeky or not; "close" is the active context's mean seek distance (`cfq_rq_close`), or
+//! `CIC_SEEK_THR` while it has too few samples; the chosen queue is served at once, marked
+//! as jumped to (`cfq_mark_cfqq_coop`) and not chosen so again until the service tree gives
+//! it a slice; and a queue with a close cooperator does not idle when it runs empty
+//! (`cfq_completed_request`'s probe). The kernel looks at the insertion point's parent and
+//! then at its neighbour on the other side; here the nearer neighbour and then the other.
+//! `queue_merging=0` (elevator's own) turns the mechanism off, as in kernels before 2.6.30.
 
 use elevator_core::Nanos;
 
@@ -29,8 +37,13 @@ impl Cfq {
     /// Only queues that could be chosen are filed: sync, not seeky, not of the idle class.
     pub(super) fn prio_tree_update(&mut self, q: usize) {
         let qq = &self.queues[q];
-        let key = if self.t.queue_merging && qq.on_rr && qq.sync && qq.class != IDLE && !qq.seeky()
-        {
+        // 2.6.30–31 files every busy queue but the idle class's.
+        let could_be_chosen = if self.t.workload_trees {
+            qq.sync && qq.class != IDLE && !qq.seeky()
+        } else {
+            qq.class != IDLE
+        };
+        let key = if self.t.queue_merging && qq.on_rr && could_be_chosen {
             qq.next_rq.map(|k| k.0)
         } else {
             None
@@ -92,6 +105,37 @@ impl Cfq {
         }
         if (n.class == RT) != (c.class == RT) {
             return None;
+        }
+        Some(q)
+    }
+
+    /// 2.6.30–31's `cfq_close_cooperator`: a queue of `cur`'s priority whose next request is
+    /// within the active context's mean seek of the head (`cfqq_close`), unless it was
+    /// jumped to already; `probe` only asks, otherwise the queue is marked as jumped to.
+    pub(super) fn close_cooperator_2631(&mut self, cur: usize, probe: bool) -> Option<usize> {
+        if !self.t.queue_merging {
+            return None;
+        }
+        let close = self.rq_close_sectors_2631(cur);
+        let tree = &self.prio_trees[usize::from(self.queues[cur].prio)];
+        let at = self.last_position;
+        let q = match tree.get(&at) {
+            Some(&q) => q,
+            None => {
+                let below = tree.range(..at).next_back().map(|(&s, &q)| (at - s, q));
+                let above = tree.range(at..).next().map(|(&s, &q)| (s - at, q));
+                let (near, far) = match (below, above) {
+                    (Some(b), Some(a)) if a.0 < b.0 => (Some(a), Some(b)),
+                    (b, a) => (b.or(a), a.filter(|_| b.is_some())),
+                };
+                [near, far].into_iter().flatten().find(|&(d, _)| d <= close)?.1
+            }
+        };
+        if q == cur || self.queues[q].jumped_to {
+            return None;
+        }
+        if !probe {
+            self.queues[q].jumped_to = true;
         }
         Some(q)
     }

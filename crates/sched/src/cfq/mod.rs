@@ -87,7 +87,8 @@
 //! slice is used up (then any request preempts it), `cfq_slice_offset` counting every busy
 //! queue, and seekiness as a context's mean seek distance over 8192 sectors, `CIC_SEEKY`,
 //! which also sets how close a request must be to preempt an idling queue, `cfq_rq_close`);
-//! `queue_merging` 1 (elevator's own: 0 turns off close cooperators, as before 2.6.30).
+//! `queue_merging` 1 (elevator's own: 0 turns off close cooperators, as before 2.6.30; with
+//! `workload_trees` 0 it is 2.6.30–31's switch to a close queue, without merging).
 //!
 //! **Close cooperators** (2.6.33+, module `coop`): when the active queue runs empty and another
 //! busy sync queue's next request is close to the head, CFQ serves that queue instead of
@@ -266,7 +267,7 @@ pub const TUNABLES: &[TunableSpec] = &[
         default: 1,
         min: 0,
         max: 1,
-        description: "elevator: 1 = close cooperators are served and their queues merged (2.6.33+), 0 = never (before 2.6.30).",
+        description: "elevator: 1 = close cooperators are served and their queues merged (2.6.33+; with workload_trees=0, 2.6.30-31's switch without merging), 0 = never (before 2.6.30).",
     },
 ];
 
@@ -888,6 +889,8 @@ impl Cfq {
         self.choose_service_tree(g, now);
         let tree = tree_index(self.serving_prio, self.serving_type);
         let q = self.groups[g].trees[tree].values().next().copied()?;
+        // 2.6.30–31's `cfq_set_active_queue`: a slice from the tree clears the jump mark.
+        self.queues[q].jumped_to = false;
         self.set_active(q, now);
         self.picked = new_slice_decision(self.expire_cause, self.groups.len() > 1);
         Some(q)
@@ -930,7 +933,15 @@ impl Cfq {
                 self.picked = "slice continues";
                 return Some(q);
             }
-            if let Some(n) = self.switch_to_cooperator(q, now) {
+            if self.t.workload_trees {
+                if let Some(n) = self.switch_to_cooperator(q, now) {
+                    self.picked = "close cooperator queue";
+                    return Some(n);
+                }
+            } else if let Some(n) = self.close_cooperator_2631(q, false) {
+                self.expire_cause = "close cooperator";
+                self.slice_expired(false, now);
+                self.set_active(n, now);
                 self.picked = "close cooperator queue";
                 return Some(n);
             }
@@ -1224,12 +1235,18 @@ impl Cfq {
         let close = if self.t.workload_trees {
             queue::CLOSE_THR_SECTORS
         } else {
-            match self.cics.get(&aq.io_context).filter(|c| c.seek_sample_valid()) {
-                Some(c) => c.seek_mean,
-                None => queue::CIC_SEEK_THR_SECTORS,
-            }
+            self.rq_close_sectors_2631(a)
         };
         rq.sector().abs_diff(self.last_position) <= close
+    }
+
+    /// 2.6.31's `cfq_rq_close` distance while `q` is active: its context's mean seek, or
+    /// `CIC_SEEK_THR` until the context has enough samples.
+    fn rq_close_sectors_2631(&self, q: usize) -> u64 {
+        match self.cics.get(&self.queues[q].io_context).filter(|c| c.seek_sample_valid()) {
+            Some(c) => c.seek_mean,
+            None => queue::CIC_SEEK_THR_SECTORS,
+        }
     }
 
     /// `cfq_preempt_queue`.
@@ -1497,7 +1514,10 @@ impl Scheduler for Cfq {
             if self.slice_used(q, now) || self.queues[q].class == IDLE {
                 self.expire_cause = "slice expired";
                 self.slice_expired(true, now);
-            } else if sync && empty {
+            } else if sync
+                && empty
+                && (self.t.workload_trees || self.close_cooperator_2631(q, true).is_none())
+            {
                 self.arm_slice_timer(q, now);
             }
         }

@@ -71,6 +71,9 @@ pub struct Queue {
     pub new_cfqq: Option<usize>,
     pub coop: bool,
     pub split_coop: bool,
+    /// 2.6.30–31 (`CFQ_CFQQ_FLAG_coop`): the queue was last made active by a cooperator
+    /// jump; it is not jumped to again until the service tree gives it a slice.
+    pub jumped_to: bool,
     pub process_refs: u32,
 }
 
@@ -109,6 +112,7 @@ impl Queue {
             new_cfqq: None,
             coop: false,
             split_coop: false,
+            jumped_to: false,
             process_refs: 0,
         }
     }

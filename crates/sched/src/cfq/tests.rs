@@ -581,3 +581,53 @@ fn in_2_6_31_short_seeks_keep_the_idle_window() {
     assert!(s.queues[q].idle_window, "not seeky by 2.6.31's mean");
     assert!(matches!(s.dispatch(now), Dispatch::WaitUntil { .. }));
 }
+
+/// 2.6.30–31's cooperator switch (`cfq_select_queue` → `cfq_close_cooperator`): pid 1's queue
+/// runs empty while pid 2's read waits 8 sectors past the head, so pid 2 is served at once,
+/// without idling for pid 1 and without merging the queues; with `queue_merging=0` pid 1
+/// keeps the disk. The queue jumped to is marked: the switch goes back to pid 1 (which got
+/// its slice from the service tree), but not to pid 2 a second time, and pid 1 then idles.
+#[test]
+fn in_2_6_31_an_empty_queue_hands_the_disk_to_a_close_queue_without_merging() {
+    for merging in ["1", "0"] {
+        let mut s = cfq_of_era("0");
+        s.set_tunable("queue_merging", merging).unwrap();
+        s.insert(rq(1, 1, 0, 0, true, 0), 0);
+        s.insert(rq(2, 2, 0, 16, true, 0), 0);
+        assert_eq!(expect_rq(&mut s, 0).owner.pid, 1);
+        let next = s.dispatch(0);
+        if merging == "0" {
+            assert!(!matches!(next, Dispatch::Request(_)), "pid 1 keeps the disk: {next:?}");
+            continue;
+        }
+        let Dispatch::Request(r2) = next else { panic!("expected pid 2's read, got {next:?}") };
+        assert_eq!(r2.owner.pid, 2);
+        let (q1, q2) = (s.sync_map[&(1, 0)], s.sync_map[&(2, 0)]);
+        assert_ne!(q1, q2, "no merging before 2.6.33");
+        assert!(s.queues[q2].jumped_to && !s.queues[q1].jumped_to);
+        // Pid 1's next read is where pid 2's ended: the switch goes back to pid 1.
+        s.insert(rq(3, 1, 0, 24, true, 10), 10);
+        assert_eq!(expect_rq(&mut s, 10).owner.pid, 1);
+        assert!(s.queues[q1].jumped_to);
+        // Pid 2 was jumped to already: pid 1, now empty, idles instead.
+        s.insert(rq(4, 2, 0, 32, true, 20), 20);
+        let next = s.dispatch(20);
+        assert!(!matches!(next, Dispatch::Request(_)), "pid 2 is not jumped to twice: {next:?}");
+    }
+}
+
+/// 2.6.31's `cfq_completed_request` probe: a queue that runs empty does not idle when a close
+/// queue is waiting; with nothing close it idles.
+#[test]
+fn in_2_6_31_a_queue_with_a_close_cooperator_does_not_idle() {
+    for (far, idles) in [(16u64, false), (1 << 30, true)] {
+        let mut s = cfq_of_era("0");
+        s.insert(rq(1, 1, 0, 0, true, 0), 0);
+        let r1 = expect_rq(&mut s, 0);
+        // Pid 2's read is queued while pid 1's is at the device; pid 1's queue is active.
+        s.insert(rq(2, 2, 0, far, true, 10), 10);
+        s.completed(&r1, 1000);
+        let q1 = s.sync_map[&(1, 0)];
+        assert_eq!(s.queues[q1].wait_request, idles, "pid 2's read at sector {far}");
+    }
+}
