@@ -1240,6 +1240,16 @@ impl Cfq {
         rq.sector().abs_diff(self.last_position) <= close
     }
 
+    /// `cfq_completed_request`'s probe (2.6.30 on): an empty queue does not idle while a
+    /// close cooperator waits, since `cfq_select_queue` will switch to it.
+    fn has_close_cooperator(&mut self, q: usize) -> bool {
+        if self.t.workload_trees {
+            self.close_cooperator(q).is_some()
+        } else {
+            self.close_cooperator_2631(q, true).is_some()
+        }
+    }
+
     /// 2.6.31's `cfq_rq_close` distance while `q` is active: its context's mean seek, or
     /// `CIC_SEEK_THR` until the context has enough samples.
     fn rq_close_sectors_2631(&self, q: usize) -> u64 {
@@ -1514,10 +1524,7 @@ impl Scheduler for Cfq {
             if self.slice_used(q, now) || self.queues[q].class == IDLE {
                 self.expire_cause = "slice expired";
                 self.slice_expired(true, now);
-            } else if sync
-                && empty
-                && (self.t.workload_trees || self.close_cooperator_2631(q, true).is_none())
-            {
+            } else if sync && empty && !self.has_close_cooperator(q) {
                 self.arm_slice_timer(q, now);
             }
         }

@@ -631,3 +631,22 @@ fn in_2_6_31_a_queue_with_a_close_cooperator_does_not_idle() {
         assert_eq!(s.queues[q1].wait_request, idles, "pid 2's read at sector {far}");
     }
 }
+
+/// The same probe in 2.6.33+ (`!cfq_close_cooperator(cfqd, cfqq)` in `cfq_completed_request`):
+/// a queue that runs empty with a close, sync, non-seeky queue waiting does not idle for
+/// itself, and `cfq_select_queue` switches to that queue.
+#[test]
+fn a_queue_with_a_close_cooperator_does_not_idle_after_2_6_33_either() {
+    for (far, idles) in [(16u64, false), (1 << 30, true)] {
+        let mut s = cfq_of_era("1");
+        s.insert(rq(1, 1, 0, 0, true, 0), 0);
+        let r1 = expect_rq(&mut s, 0);
+        s.insert(rq(2, 2, 0, far, true, 10), 10);
+        s.completed(&r1, 1000);
+        let q1 = s.sync_map[&(1, 0)];
+        assert_eq!(s.queues[q1].wait_request, idles, "pid 2's read at sector {far}");
+        if !idles {
+            assert_eq!(expect_rq(&mut s, 1000).owner.pid, 2);
+        }
+    }
+}
