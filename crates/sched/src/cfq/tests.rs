@@ -616,37 +616,27 @@ fn in_2_6_31_an_empty_queue_hands_the_disk_to_a_close_queue_without_merging() {
     }
 }
 
-/// 2.6.31's `cfq_completed_request` probe: a queue that runs empty does not idle when a close
-/// queue is waiting; with nothing close it idles.
+/// `cfq_completed_request`'s probe, from 2.6.30 on (`!cfq_close_cooperator(cfqd, cfqq)`):
+/// a queue that runs empty while a close queue waits does not idle for itself, and
+/// `cfq_select_queue` switches to that queue; with nothing close it idles. In both eras:
+/// 2.6.31's cooperators (any busy queue within the context's mean seek) and 2.6.33+'s (a
+/// close, sync, non-seeky queue).
 #[test]
-fn in_2_6_31_a_queue_with_a_close_cooperator_does_not_idle() {
-    for (far, idles) in [(16u64, false), (1 << 30, true)] {
-        let mut s = cfq_of_era("0");
-        s.insert(rq(1, 1, 0, 0, true, 0), 0);
-        let r1 = expect_rq(&mut s, 0);
-        // Pid 2's read is queued while pid 1's is at the device; pid 1's queue is active.
-        s.insert(rq(2, 2, 0, far, true, 10), 10);
-        s.completed(&r1, 1000);
-        let q1 = s.sync_map[&(1, 0)];
-        assert_eq!(s.queues[q1].wait_request, idles, "pid 2's read at sector {far}");
-    }
-}
-
-/// The same probe in 2.6.33+ (`!cfq_close_cooperator(cfqd, cfqq)` in `cfq_completed_request`):
-/// a queue that runs empty with a close, sync, non-seeky queue waiting does not idle for
-/// itself, and `cfq_select_queue` switches to that queue.
-#[test]
-fn a_queue_with_a_close_cooperator_does_not_idle_after_2_6_33_either() {
-    for (far, idles) in [(16u64, false), (1 << 30, true)] {
-        let mut s = cfq_of_era("1");
-        s.insert(rq(1, 1, 0, 0, true, 0), 0);
-        let r1 = expect_rq(&mut s, 0);
-        s.insert(rq(2, 2, 0, far, true, 10), 10);
-        s.completed(&r1, 1000);
-        let q1 = s.sync_map[&(1, 0)];
-        assert_eq!(s.queues[q1].wait_request, idles, "pid 2's read at sector {far}");
-        if !idles {
-            assert_eq!(expect_rq(&mut s, 1000).owner.pid, 2);
+fn a_queue_with_a_close_cooperator_does_not_idle() {
+    for era in ["0", "1"] {
+        for (far, idles) in [(16u64, false), (1 << 30, true)] {
+            let mut s = cfq_of_era(era);
+            s.insert(rq(1, 1, 0, 0, true, 0), 0);
+            let r1 = expect_rq(&mut s, 0);
+            // Pid 2's read is queued while pid 1's is at the device; pid 1's queue is active.
+            s.insert(rq(2, 2, 0, far, true, 10), 10);
+            s.completed(&r1, 1000);
+            let q1 = s.sync_map[&(1, 0)];
+            let why = format!("workload_trees={era}, pid 2's read at sector {far}");
+            assert_eq!(s.queues[q1].wait_request, idles, "{why}");
+            if !idles {
+                assert_eq!(expect_rq(&mut s, 1000).owner.pid, 2, "{why}");
+            }
         }
     }
 }
