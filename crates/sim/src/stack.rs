@@ -105,6 +105,12 @@ struct RemoteState {
     /// Commands waiting for an initiator slot.
     waiting: VecDeque<Held>,
     /// Idle target threads, longest idle first (a wake-up takes the first waiter).
+    /// Deviation: SCST's command threads wait with `add_wait_queue_exclusive_head`
+    /// (`scst_cmd_thread` in `scst_targ.c`), so the most recently idle one takes the next
+    /// command, and blockio's threads are one pool (`scst_threads`) for every device. Both
+    /// decide how a stream's commands spread over threads, which with a context per thread
+    /// is what CFQ sees; with threads woken most recently idle first, per-volume pools and
+    /// one command in flight, every command of a stream would go to the same thread.
     idle_threads: VecDeque<u32>,
     /// Commands at the target waiting for a thread.
     waiting_for_thread: VecDeque<Held>,
