@@ -1,5 +1,6 @@
-//! Property: a dm-ioband device group, of either release's rules (v1.10, v1.14) and either
-//! weight policy, lets every bio submitted to it go down exactly once, and never stalls:
+//! Property: a dm-ioband device group, of either release's rules (v1.10, v1.14) and any
+//! policy (weight, weight-iosize, range-bw), lets every bio submitted to it go down exactly
+//! once, and never stalls:
 //! while it holds bios, or a submitter sleeps on one of its groups, a completion or its
 //! timer is to come. Submitters that must sleep (`submitter_sleeps_on`) are parked and
 //! retried when their wait queue is woken, as the volume stack does.
@@ -7,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use elevator_control::ioband::{
-    GroupType, IobandDevice, IobandShare, IobandVersion, Policy, ShareSettings,
+    BwRange, GroupType, IobandDevice, IobandShare, IobandVersion, Policy, ShareSettings,
 };
 use elevator_control::{Bio, Controller};
 use elevator_core::{Nanos, Op, Owner, Request, RequestId};
@@ -20,7 +21,7 @@ type BioSpec = (u32, u32, bool, bool, u64, u64, u64);
 #[derive(Clone, Debug)]
 struct Case {
     v1_14: bool,
-    iosize: bool,
+    policy: Policy,
     io_limit: u32,
     io_throttle: u32,
     weights: Vec<u32>,
@@ -29,7 +30,10 @@ struct Case {
 
 fn case() -> impl Strategy<Value = Case> {
     (
-        any::<(bool, bool)>(),
+        (
+            any::<bool>(),
+            prop::sample::select(vec![Policy::Weight, Policy::WeightIosize, Policy::RangeBw]),
+        ),
         1u32..17,
         1u32..9,
         prop::collection::vec(1u32..201, 1..4),
@@ -46,9 +50,9 @@ fn case() -> impl Strategy<Value = Case> {
             1..300,
         ),
     )
-        .prop_map(|((v1_14, iosize), io_limit, io_throttle, weights, bios)| Case {
+        .prop_map(|((v1_14, policy), io_limit, io_throttle, weights, bios)| Case {
             v1_14,
-            iosize,
+            policy,
             io_limit,
             io_throttle,
             weights,
@@ -57,10 +61,11 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 /// The devices of the group: each with a default group and, for pids 2 and 3, a group of
-/// their own (`group_type = pid`).
+/// their own (`group_type = pid`); under range-bw each group's range is its weight × 100
+/// KB/s to twice that.
 fn share(c: &Case) -> IobandShare {
     let settings = ShareSettings {
-        policy: if c.iosize { Policy::WeightIosize } else { Policy::Weight },
+        policy: c.policy,
         token_base: 0,
         io_throttle: c.io_throttle,
         io_limit: c.io_limit,
@@ -70,12 +75,22 @@ fn share(c: &Case) -> IobandShare {
         .weights
         .iter()
         .enumerate()
-        .map(|(d, &w)| IobandDevice {
-            name: format!("ioband{d}"),
-            group_type: GroupType::Pid,
-            weight: w,
-            groups: vec![(2, w / 2 + 1), (3, 2 * w)],
-            ranges: Vec::new(),
+        .map(|(d, &w)| {
+            let groups = vec![(2, w / 2 + 1), (3, 2 * w)];
+            let range =
+                |w: u32| BwRange { min_kbs: u64::from(w) * 100, max_kbs: u64::from(w) * 200 };
+            let ranges = if c.policy == Policy::RangeBw {
+                std::iter::once(w).chain(groups.iter().map(|g| g.1)).map(range).collect()
+            } else {
+                Vec::new()
+            };
+            IobandDevice {
+                name: format!("ioband{d}"),
+                group_type: GroupType::Pid,
+                weight: w,
+                groups,
+                ranges,
+            }
         })
         .collect();
     IobandShare::new(settings, devices).unwrap()
