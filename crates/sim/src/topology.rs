@@ -716,13 +716,17 @@ impl Topology {
                     ))
                 }
             };
-            let settings = ShareSettings {
+            let mut settings = ShareSettings {
                 policy: r.policy,
                 token_base: r.token_base.unwrap_or(d.token_base),
                 io_throttle: r.io_throttle.unwrap_or(d.io_throttle),
                 io_limit: r.io_limit.unwrap_or(d.io_limit),
                 version,
             };
+            // v1.14's `ioband_ctr` raises an io_limit below io_throttle to it.
+            if version == IobandVersion::V1_14 && settings.io_limit > 0 {
+                settings.io_limit = settings.io_limit.max(settings.io_throttle);
+            }
             if r.token_base == Some(0) || settings.io_limit == 0 {
                 return Err(format!(
                     "{loc}: ioband `{}`: token_base and io_limit must be at least 1",
@@ -1760,6 +1764,8 @@ groups = { "1000" = 20 }
             limit(weight, "policy = \"weight\"\nversion = \"1.14\"\nio_limit = 10"),
             (10, IobandVersion::V1_14)
         );
+        let raised = "policy = \"weight\"\nversion = \"1.14\"\nio_limit = 2\nio_throttle = 6";
+        assert_eq!(limit(weight, raised), (6, IobandVersion::V1_14), "never below io_throttle");
     }
 
     #[test]

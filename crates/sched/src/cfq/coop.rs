@@ -34,10 +34,10 @@ use super::Cfq;
 
 impl Cfq {
     /// `cfq_prio_tree_add`: files `q` under its next request's sector, or takes it out.
-    /// Only queues that could be chosen are filed: sync, not seeky, not of the idle class.
+    /// Only queues that could be chosen are filed: from 2.6.33 sync, not seeky, not of the
+    /// idle class; in 2.6.30–31 every busy queue but the idle class's.
     pub(super) fn prio_tree_update(&mut self, q: usize) {
         let qq = &self.queues[q];
-        // 2.6.30–31 files every busy queue but the idle class's.
         let could_be_chosen = if self.t.workload_trees {
             qq.sync && qq.class != IDLE && !qq.seeky()
         } else {
