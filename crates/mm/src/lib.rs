@@ -26,6 +26,6 @@ pub mod vm;
 
 pub use config::{Kernel, VmConfig};
 pub use vm::{
-    Advice, BdiSpec, BlockIo, FileSpec, Output, SyncRangeFlags, Syscall, SyscallResult, TaskId, Vm,
-    Wake,
+    Advice, BdiSpec, BlockIo, FileSpec, Output, ReadaheadStats, SyncRangeFlags, Syscall,
+    SyscallResult, TaskId, Vm, Wake,
 };

@@ -121,6 +121,24 @@ pub fn try_context_readahead(
     true
 }
 
+/// Which of `ondemand_readahead`'s cases decided: what a report counts to show why
+/// readahead did or did not keep ahead of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RaCase {
+    /// Readahead is off (`ra_pages` 0): nothing.
+    Off,
+    /// A fresh window: the start of the file, an oversize read or a sequential miss.
+    Initial,
+    /// The expected offset: the window ramps up and moves on.
+    Sequential,
+    /// A marker without matching state (interleaved readers of one file).
+    Marker,
+    /// The cached history behind the read (2.6.31's context readahead).
+    Context,
+    /// A lone small random read: read as is.
+    Random,
+}
+
 /// `ondemand_readahead`: the readahead for a read of `req_size` pages at page `offset`
 /// that missed the cache (`hit_marker` false) or found the `PG_readahead` marker (true).
 /// Updates `ra` as the kernel does; `prev_pos` is the caller's to update after the read.
@@ -132,67 +150,79 @@ pub fn ondemand_readahead(
     req_size: u64,
     context_readahead: bool,
 ) -> Readahead {
+    ondemand_readahead_case(ra, view, hit_marker, offset, req_size, context_readahead).0
+}
+
+/// [`ondemand_readahead`], and which of its cases decided.
+pub fn ondemand_readahead_case(
+    ra: &mut RaState,
+    view: &dyn CacheView,
+    hit_marker: bool,
+    offset: u64,
+    req_size: u64,
+    context_readahead: bool,
+) -> (Readahead, RaCase) {
     // With readahead off the caller reads the missing page alone (`readpage`).
     let max = view.max_sane(ra.ra_pages);
     if max == 0 {
-        return Readahead::None;
+        return (Readahead::None, RaCase::Off);
     }
     let initial = |ra: &mut RaState| {
         ra.start = offset;
         ra.size = init_ra_size(req_size, max);
         ra.async_size = if ra.size > req_size { ra.size - req_size } else { ra.size };
     };
-    'readit: {
+    let case = 'readit: {
         // Start of file.
         if offset == 0 {
             initial(ra);
-            break 'readit;
+            break 'readit RaCase::Initial;
         }
         // The expected offset: assume sequential access, ramp up and push the window.
         if offset == ra.start + ra.size - ra.async_size || offset == ra.start + ra.size {
             ra.start += ra.size;
             ra.size = next_ra_size(ra.size, max);
             ra.async_size = ra.size;
-            break 'readit;
+            break 'readit RaCase::Sequential;
         }
         // A marker without matching state (interleaved reads): the pages ahead tell how
         // far the stream had read.
         if hit_marker {
             let start = view.next_hole(offset + 1, max);
             if start == 0 || start - offset > max {
-                return Readahead::None;
+                return (Readahead::None, RaCase::Marker);
             }
             ra.start = start;
             ra.size = start - offset; // the old async_size
             ra.size += req_size;
             ra.size = next_ra_size(ra.size, max);
             ra.async_size = ra.size;
-            break 'readit;
+            break 'readit RaCase::Marker;
         }
         // Oversize read.
         if req_size > max {
             initial(ra);
-            break 'readit;
+            break 'readit RaCase::Initial;
         }
         // Sequential cache miss.
         let prev_page = ra.prev_pos.map_or(u64::MAX, |p| p / PAGE_BYTES);
         if offset.wrapping_sub(prev_page) <= 1 {
             initial(ra);
-            break 'readit;
+            break 'readit RaCase::Initial;
         }
         // The cached history may reveal a stream the state lost track of.
         if context_readahead && try_context_readahead(ra, view, offset, req_size, max) {
-            break 'readit;
+            break 'readit RaCase::Context;
         }
         // A standalone small random read: read as is, leave the state alone.
-        return Readahead::Plain { start: offset, size: req_size };
-    }
+        return (Readahead::Plain { start: offset, size: req_size }, RaCase::Random);
+    };
     // Will this read hit the marker it makes? Then merge the next window into this one.
     if offset == ra.start && ra.size == ra.async_size {
         ra.async_size = next_ra_size(ra.size, max);
         ra.size += ra.async_size;
     }
-    Readahead::Window { start: ra.start, size: ra.size, async_size: ra.async_size }
+    (Readahead::Window { start: ra.start, size: ra.size, async_size: ra.async_size }, case)
 }
 
 #[cfg(test)]
@@ -338,6 +368,32 @@ mod tests {
             window(ondemand_readahead(&mut ra, &from_zero, false, 40, 1, true)),
             (40, 768, 512)
         );
+    }
+
+    /// Each of `ondemand_readahead`'s cases is named as it decides.
+    #[test]
+    fn each_case_is_named() {
+        let empty = Pages(BTreeSet::new());
+        let case = |ra: &mut RaState, cached: &Pages, marker: bool, at: u64, ctx: bool| {
+            ondemand_readahead_case(ra, cached, marker, at, 1, ctx).1
+        };
+        let mut ra = RaState::new(32);
+        assert_eq!(case(&mut ra, &empty, false, 0, false), RaCase::Initial, "start of file");
+        assert_eq!(case(&mut ra, &empty, true, 1, false), RaCase::Sequential, "expected offset");
+        let mut off = RaState::new(0);
+        assert_eq!(case(&mut off, &empty, false, 7, false), RaCase::Off);
+        let mut lost = RaState::new(32);
+        lost.start = 5000;
+        let ahead = Pages((100..132).collect());
+        assert_eq!(case(&mut lost, &ahead, true, 100, false), RaCase::Marker, "interleaved");
+        let mut ra = RaState::new(32);
+        ra.prev_pos = Some(500 * PAGE_BYTES);
+        assert_eq!(case(&mut ra, &empty, false, 1000, true), RaCase::Random);
+        let behind = Pages((992..1000).collect());
+        assert_eq!(case(&mut ra, &behind, false, 1000, true), RaCase::Context);
+        let mut ra = RaState::new(32);
+        ra.prev_pos = Some(999 * PAGE_BYTES);
+        assert_eq!(case(&mut ra, &empty, false, 1000, false), RaCase::Initial, "sequential miss");
     }
 
     #[test]

@@ -54,6 +54,12 @@ fn requests_in_flight_keep_disk_and_link_busy_together() {
 /// cache with `read_ahead_kb` on its disk; returns (MB/s, target's readahead windows, the
 /// disk's mean request size in bytes).
 fn fileio_read(target_ra_kb: u32, readahead_state: &str) -> (f64, u64, f64) {
+    let (mbs, target, mean_request) = fileio_run(target_ra_kb, readahead_state);
+    (mbs, target.readahead_windows, mean_request)
+}
+
+/// [`fileio_read`]'s run, with all the target's page-cache counters.
+fn fileio_run(target_ra_kb: u32, readahead_state: &str) -> (f64, elevator_mm::vm::VmStats, f64) {
     let topology = TOPOLOGY
         .replace(
             "scheduler = \"none\"\n",
@@ -73,7 +79,31 @@ fn fileio_read(target_ra_kb: u32, readahead_state: &str) -> (f64, u64, f64) {
     let target = result.target_vm.expect("the target has a page cache");
     let c = &result.devices[0].counters;
     let mean_request = (c.sectors[0] * 512) as f64 / c.ios[0].max(1) as f64;
-    (bytes as f64 / (result.end_ns as f64 / 1e9) / 1e6, target.readahead_windows, mean_request)
+    (bytes as f64 / (result.end_ns as f64 / 1e9) / 1e6, target, mean_request)
+}
+
+/// The target's readahead counters say how its windows were decided. One stream's commands
+/// go to the four threads in turn: with one readahead state for all, each window follows
+/// the last (the expected offset); with one per thread, a thread that finds a marker another
+/// thread's window left often has no matching state, and the window comes from the cached
+/// pages ahead (the interleaved-reads case). Either way readahead keeps ahead: after the
+/// first windows no read misses the cache, so context readahead, which acts only on a miss,
+/// has nothing to do.
+#[test]
+fn the_target_s_readahead_counts_say_how_its_windows_were_decided() {
+    let (_, shared, _) = fileio_run(128, "shared");
+    let (_, per_thread, _) = fileio_run(128, "per_thread");
+    for (state, r) in [("shared", shared.readahead), ("per_thread", per_thread.readahead)] {
+        assert_eq!(
+            r.sync_calls + r.async_calls,
+            r.initial + r.sequential + r.marker + r.context + r.random,
+            "{state}: {r:?}"
+        );
+        assert!(r.sync_calls <= 4 && r.async_calls > 100, "{state}: {r:?}");
+    }
+    let (s, p) = (shared.readahead, per_thread.readahead);
+    assert!(10 * s.marker < s.sequential, "one state: windows follow each other: {s:?}");
+    assert!(3 * p.marker > p.async_calls, "a state per thread: marker recoveries: {p:?}");
 }
 
 #[test]

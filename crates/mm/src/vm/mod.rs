@@ -40,7 +40,7 @@ use crate::config::VmConfig;
 use crate::dirty::{BdiBandwidth, Limits, PropLocal, Proportions};
 use crate::dirty_order::DirtyOrder;
 use crate::pages::{FileId, IoTag, Pages};
-use crate::readahead::{RaState, PAGE_BYTES};
+use crate::readahead::{RaCase, RaState, PAGE_BYTES};
 
 pub use balance::Balance;
 pub use journal::{JournalId, JournalSpec, JournalStats, JOURNAL_PID_BASE, MIN_JOURNAL_BYTES};
@@ -214,12 +214,47 @@ impl Output {
     }
 }
 
+/// How readahead decided, machine-wide: calls on a cache miss (`page_cache_sync_readahead`)
+/// and on a marker (`..._async_readahead`), and which of `ondemand_readahead`'s cases
+/// answered them. Whether a stream's readahead keeps ahead of its reads shows here: a reader
+/// that stays behind its windows misses again and again, and context readahead acts only
+/// on a miss that is not sequential for the file's own state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadaheadStats {
+    pub sync_calls: u64,
+    pub async_calls: u64,
+    pub initial: u64,
+    pub sequential: u64,
+    pub marker: u64,
+    pub context: u64,
+    pub random: u64,
+}
+
+impl ReadaheadStats {
+    pub(crate) fn count(&mut self, on_marker: bool, case: RaCase) {
+        if on_marker {
+            self.async_calls += 1;
+        } else {
+            self.sync_calls += 1;
+        }
+        match case {
+            RaCase::Off => {}
+            RaCase::Initial => self.initial += 1,
+            RaCase::Sequential => self.sequential += 1,
+            RaCase::Marker => self.marker += 1,
+            RaCase::Context => self.context += 1,
+            RaCase::Random => self.random += 1,
+        }
+    }
+}
+
 /// Machine-wide counters for reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VmStats {
     pub pages_read: u64,
     pub pages_written: u64,
     pub readahead_windows: u64,
+    pub readahead: ReadaheadStats,
     pub pages_reclaimed: u64,
     pub throttle_pauses: u64,
     pub throttle_ns: u64,

@@ -93,6 +93,7 @@ fn render_with(
         out["elevator"]["target_vm"] = json!({
             "pages_read": t.pages_read,
             "readahead_windows": t.readahead_windows,
+            "readahead": readahead_json(&t.readahead),
             "pages_reclaimed": t.pages_reclaimed,
         });
     }
@@ -102,6 +103,7 @@ fn render_with(
             "pages_read": vm.pages_read,
             "pages_written": vm.pages_written,
             "readahead_windows": vm.readahead_windows,
+            "readahead": readahead_json(&vm.readahead),
             "pages_reclaimed": vm.pages_reclaimed,
             "throttle_pauses": vm.throttle_pauses,
             "throttle_ns": vm.throttle_ns,
@@ -118,6 +120,20 @@ fn render_with(
     let mut text = serde_json::to_string_pretty(&out).expect("JSON values always serialise");
     text.push('\n');
     text
+}
+
+/// How a machine's readahead decided: calls on a miss and on a marker, and the cases of
+/// `ondemand_readahead` that answered them.
+fn readahead_json(r: &elevator_mm::vm::ReadaheadStats) -> Value {
+    json!({
+        "on_miss": r.sync_calls,
+        "on_marker": r.async_calls,
+        "initial": r.initial,
+        "sequential": r.sequential,
+        "marker": r.marker,
+        "context": r.context,
+        "random": r.random,
+    })
 }
 
 /// `elevator.timeline`: I/Os and bytes completed per bin of simulated time, per group as
