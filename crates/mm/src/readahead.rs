@@ -140,21 +140,10 @@ pub enum RaCase {
 }
 
 /// `ondemand_readahead`: the readahead for a read of `req_size` pages at page `offset`
-/// that missed the cache (`hit_marker` false) or found the `PG_readahead` marker (true).
-/// Updates `ra` as the kernel does; `prev_pos` is the caller's to update after the read.
+/// that missed the cache (`hit_marker` false) or found the `PG_readahead` marker (true),
+/// and which of its cases decided. Updates `ra` as the kernel does; `prev_pos` is the
+/// caller's to update after the read.
 pub fn ondemand_readahead(
-    ra: &mut RaState,
-    view: &dyn CacheView,
-    hit_marker: bool,
-    offset: u64,
-    req_size: u64,
-    context_readahead: bool,
-) -> Readahead {
-    ondemand_readahead_case(ra, view, hit_marker, offset, req_size, context_readahead).0
-}
-
-/// [`ondemand_readahead`], and which of its cases decided.
-pub fn ondemand_readahead_case(
     ra: &mut RaState,
     view: &dyn CacheView,
     hit_marker: bool,
@@ -300,9 +289,9 @@ mod tests {
             let marker =
                 windows.iter().any(|&(s, z, a): &(u64, u64, u64)| page == s + z - a) && !missing;
             let r = if missing {
-                ondemand_readahead(&mut ra, &cached, false, page, 1, false)
+                ondemand_readahead(&mut ra, &cached, false, page, 1, false).0
             } else if marker && !windows.iter().any(|&(s, _, _)| s > page) {
-                ondemand_readahead(&mut ra, &cached, true, page, 1, false)
+                ondemand_readahead(&mut ra, &cached, true, page, 1, false).0
             } else {
                 Readahead::None
             };
@@ -324,13 +313,16 @@ mod tests {
         // starts where the window does and covers the marker? No: size != async_size.
         let cached = Pages(BTreeSet::new());
         let mut ra = RaState::new(32);
-        assert_eq!(window(ondemand_readahead(&mut ra, &cached, false, 0, 16, false)), (0, 32, 16));
+        assert_eq!(
+            window(ondemand_readahead(&mut ra, &cached, false, 0, 16, false).0),
+            (0, 32, 16)
+        );
         // An oversize read of 64 pages at 100: the maximum, whose async tail equals the
         // size, so the next window is merged in: 32 + 32.
         let mut ra = RaState::new(32);
         ra.prev_pos = Some(10 * PAGE_BYTES);
         assert_eq!(
-            window(ondemand_readahead(&mut ra, &cached, false, 100, 64, false)),
+            window(ondemand_readahead(&mut ra, &cached, false, 100, 64, false).0),
             (100, 64, 32)
         );
     }
@@ -341,7 +333,7 @@ mod tests {
         let mut ra = RaState::new(32);
         ra.prev_pos = Some(500 * PAGE_BYTES);
         assert_eq!(
-            ondemand_readahead(&mut ra, &cached, false, 1000, 1, true),
+            ondemand_readahead(&mut ra, &cached, false, 1000, 1, true).0,
             Readahead::Plain { start: 1000, size: 1 }
         );
         // Context readahead: 8 pages cached right behind page 1000 (another thread's
@@ -349,14 +341,14 @@ mod tests {
         // start merges the next one in: 32 + 32.
         cached.0.extend(992..1000);
         assert_eq!(
-            window(ondemand_readahead(&mut ra, &cached, false, 1000, 1, true)),
+            window(ondemand_readahead(&mut ra, &cached, false, 1000, 1, true).0),
             (1000, 64, 32)
         );
         // Without it (before 2.6.31), the same read is plain.
         let mut ra = RaState::new(32);
         ra.prev_pos = Some(500 * PAGE_BYTES);
         assert_eq!(
-            ondemand_readahead(&mut ra, &cached, false, 1000, 1, false),
+            ondemand_readahead(&mut ra, &cached, false, 1000, 1, false).0,
             Readahead::Plain { start: 1000, size: 1 }
         );
         // History from page 0: twice the history, init(80 + 1) = 256, merged with the next
@@ -365,7 +357,7 @@ mod tests {
         ra.prev_pos = Some(5000 * PAGE_BYTES);
         let from_zero = Pages((0..40).collect());
         assert_eq!(
-            window(ondemand_readahead(&mut ra, &from_zero, false, 40, 1, true)),
+            window(ondemand_readahead(&mut ra, &from_zero, false, 40, 1, true).0),
             (40, 768, 512)
         );
     }
@@ -375,7 +367,7 @@ mod tests {
     fn each_case_is_named() {
         let empty = Pages(BTreeSet::new());
         let case = |ra: &mut RaState, cached: &Pages, marker: bool, at: u64, ctx: bool| {
-            ondemand_readahead_case(ra, cached, marker, at, 1, ctx).1
+            ondemand_readahead(ra, cached, marker, at, 1, ctx).1
         };
         let mut ra = RaState::new(32);
         assert_eq!(case(&mut ra, &empty, false, 0, false), RaCase::Initial, "start of file");
@@ -407,7 +399,7 @@ mod tests {
         ra.size = 8;
         ra.async_size = 8;
         assert_eq!(
-            window(ondemand_readahead(&mut ra, &cached, true, 100, 1, false)),
+            window(ondemand_readahead(&mut ra, &cached, true, 100, 1, false).0),
             (132, 32, 32)
         );
     }
@@ -416,6 +408,6 @@ mod tests {
     fn readahead_off_reads_nothing_extra() {
         let cached = Pages(BTreeSet::new());
         let mut ra = RaState::new(0);
-        assert_eq!(ondemand_readahead(&mut ra, &cached, false, 0, 1, true), Readahead::None);
+        assert_eq!(ondemand_readahead(&mut ra, &cached, false, 0, 1, true).0, Readahead::None);
     }
 }

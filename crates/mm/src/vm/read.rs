@@ -4,7 +4,7 @@ use elevator_core::{Nanos, Op};
 
 use super::{page_range, Advice, BlockIo, Busy, IoKind, Output, SyscallResult, TaskId, Vm, Wake};
 use crate::pages::{FileId, PageState};
-use crate::readahead::{ondemand_readahead_case, CacheView, Readahead, PAGE_BYTES};
+use crate::readahead::{ondemand_readahead, CacheView, Readahead, PAGE_BYTES};
 
 /// Pages of one read bio (`BIO_MAX_PAGES`: 1 MiB); the block layer splits further at
 /// `max_sectors_kb`.
@@ -207,7 +207,7 @@ impl Vm {
         let mut ra = of.ra;
         let (decision, case) = {
             let view = View { vm: self, file };
-            ondemand_readahead_case(&mut ra, &view, false, index, req, self.context_readahead)
+            ondemand_readahead(&mut ra, &view, false, index, req, self.context_readahead)
         };
         self.stats.readahead.count(false, case);
         self.open(task, file).ra = ra;
@@ -230,7 +230,7 @@ impl Vm {
         let mut ra = of.ra;
         let (decision, case) = {
             let view = View { vm: self, file };
-            ondemand_readahead_case(&mut ra, &view, true, index, req, self.context_readahead)
+            ondemand_readahead(&mut ra, &view, true, index, req, self.context_readahead)
         };
         self.stats.readahead.count(true, case);
         self.open(task, file).ra = ra;
