@@ -23,8 +23,8 @@
 //! `CIC_SEEK_THR` while it has too few samples; the chosen queue is served at once, marked
 //! as jumped to (`cfq_mark_cfqq_coop`) and not chosen so again until the service tree gives
 //! it a slice; and a queue with a close cooperator does not idle when it runs empty
-//! (`cfq_completed_request`'s probe). The kernel looks at the insertion point's parent and
-//! then at its neighbour on the other side; here the nearer neighbour and then the other.
+//! (`cfq_completed_request`'s probe). As from 2.6.33, the nearer neighbour of the head is
+//! taken (the kernel looks at the insertion point's parent, then at its other neighbour).
 //! `queue_merging=0` (elevator's own) turns the mechanism off, as in kernels before 2.6.30.
 
 use elevator_core::Nanos;
@@ -70,8 +70,9 @@ impl Cfq {
         self.queues[q].p_key = filed;
     }
 
-    /// `cfqq_close`: a queue of `cur`'s priority whose next request is close to the head.
-    fn queue_close(&self, cur: usize) -> Option<usize> {
+    /// `cfqq_close`: a queue of `cur`'s priority whose next request is within `close`
+    /// sectors of the head.
+    fn queue_close(&self, cur: usize, close: u64) -> Option<usize> {
         let tree = &self.prio_trees[usize::from(self.queues[cur].prio)];
         let at = self.last_position;
         if let Some(&q) = tree.get(&at) {
@@ -81,7 +82,7 @@ impl Cfq {
         let above = tree.range(at..).next().map(|(&s, &q)| (s - at, q));
         let mut best: Option<(u64, usize)> = None;
         for (dist, q) in below.into_iter().chain(above) {
-            if dist <= CLOSE_THR_SECTORS && best.is_none_or(|(d, _)| dist < d) {
+            if dist <= close && best.is_none_or(|(d, _)| dist < d) {
                 best = Some((dist, q));
             }
         }
@@ -98,7 +99,7 @@ impl Cfq {
         if self.groups[c.group].nr_cfqq == 1 {
             return None;
         }
-        let q = self.queue_close(cur)?;
+        let q = self.queue_close(cur, CLOSE_THR_SECTORS)?;
         let n = &self.queues[q];
         if q == cur || n.group != c.group || !n.sync || n.seeky() {
             return None;
@@ -116,21 +117,7 @@ impl Cfq {
         if !self.t.queue_merging {
             return None;
         }
-        let close = self.rq_close_sectors_2631(cur);
-        let tree = &self.prio_trees[usize::from(self.queues[cur].prio)];
-        let at = self.last_position;
-        let q = match tree.get(&at) {
-            Some(&q) => q,
-            None => {
-                let below = tree.range(..at).next_back().map(|(&s, &q)| (at - s, q));
-                let above = tree.range(at..).next().map(|(&s, &q)| (s - at, q));
-                let (near, far) = match (below, above) {
-                    (Some(b), Some(a)) if a.0 < b.0 => (Some(a), Some(b)),
-                    (b, a) => (b.or(a), a.filter(|_| b.is_some())),
-                };
-                [near, far].into_iter().flatten().find(|&(d, _)| d <= close)?.1
-            }
-        };
+        let q = self.queue_close(cur, self.rq_close_sectors_2631(cur))?;
         if q == cur || self.queues[q].jumped_to {
             return None;
         }
@@ -189,12 +176,19 @@ impl Cfq {
     }
 
     /// `cfq_select_queue`'s cooperator step: the active queue `q` is empty; if a close
-    /// cooperator is busy, expire `q` and serve the cooperator now.
+    /// cooperator is busy, expire `q` and serve the cooperator now (from 2.6.33, and
+    /// schedule the two queues to merge).
     pub(super) fn switch_to_cooperator(&mut self, q: usize, now: Nanos) -> Option<usize> {
-        let n = self.close_cooperator(q)?;
-        if self.queues[q].new_cfqq.is_none() {
-            self.setup_merge(q, n);
-        }
+        let n = if self.t.workload_trees {
+            let n = self.close_cooperator(q)?;
+            if self.queues[q].new_cfqq.is_none() {
+                self.setup_merge(q, n);
+            }
+            n
+        } else {
+            self.close_cooperator_2631(q, false)?
+        };
+        self.expire_cause = "close cooperator";
         self.slice_expired(false, now);
         self.set_active(n, now);
         Some(n)

@@ -933,15 +933,7 @@ impl Cfq {
                 self.picked = "slice continues";
                 return Some(q);
             }
-            if self.t.workload_trees {
-                if let Some(n) = self.switch_to_cooperator(q, now) {
-                    self.picked = "close cooperator queue";
-                    return Some(n);
-                }
-            } else if let Some(n) = self.close_cooperator_2631(q, false) {
-                self.expire_cause = "close cooperator";
-                self.slice_expired(false, now);
-                self.set_active(n, now);
+            if let Some(n) = self.switch_to_cooperator(q, now) {
                 self.picked = "close cooperator queue";
                 return Some(n);
             }
