@@ -133,7 +133,7 @@ proptest! {
         for _ in 0..50 * n + 1000 {
             // The next event: an arrival, a completion or the group's timer.
             let completion = below.keys().next().map(|&(t, _)| t);
-            let at = [next < n].iter().filter(|&&a| a).map(|_| arrive_at)
+            let at = (next < n).then_some(arrive_at).into_iter()
                 .chain(completion)
                 .chain(s.next_timer_ns())
                 .min();

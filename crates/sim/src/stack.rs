@@ -138,7 +138,8 @@ pub struct Stack {
     share_volumes: Vec<Vec<usize>>,
     released: Vec<Bio>,
     /// Per share: processes asleep in dm-ioband (`prevent_burst_bios`) with the bio they were
-    /// submitting and its group, in the order they fell asleep.
+    /// submitting and the wait queue they sleep on (their group's, for the bio's class under
+    /// v1.14), in the order they fell asleep.
     sleepers: Vec<VecDeque<(usize, u32, Bio)>>,
     /// The process whose own `submit` is being routed now (not a volume's worker, a target
     /// thread or the page cache): only it can be put to sleep by dm-ioband.
@@ -147,7 +148,7 @@ pub struct Stack {
     submitter_slept: bool,
     /// Processes whose bio dm-ioband has now taken: they may go on.
     woken: Vec<u32>,
-    woken_groups: Vec<usize>,
+    woken_queues: Vec<usize>,
     nodes: Slab<Node>,
     /// Reads target threads started through the target's page cache, for the driver.
     pub target_reads: Vec<TargetRead>,
@@ -235,7 +236,7 @@ impl Stack {
             direct_submitter: None,
             submitter_slept: false,
             woken: Vec::new(),
-            woken_groups: Vec::new(),
+            woken_queues: Vec::new(),
             nodes: Slab::new(),
             target_reads: Vec::new(),
         })
@@ -343,21 +344,22 @@ impl Stack {
     }
 
     /// Sends what the controller of share `s` releases now down to its volumes' members, and
-    /// lets the processes asleep on a group that released all it held submit again: in the
-    /// order they fell asleep, until the group holds `c_limit` bios again.
+    /// lets the processes asleep on a wait queue that was woken (their group released all it
+    /// held) submit again: in the order they fell asleep, until the group holds `c_limit`
+    /// bios again.
     fn release_share(&mut self, s: usize, now_ns: Nanos, out: &mut Vec<LeafIo>) {
-        let mut groups = std::mem::take(&mut self.woken_groups);
+        let mut queues = std::mem::take(&mut self.woken_queues);
         loop {
             self.release_share_once(s, now_ns, out);
-            self.shares[s].take_woken(&mut groups);
-            if groups.is_empty() {
+            self.shares[s].take_woken(&mut queues);
+            if queues.is_empty() {
                 break;
             }
-            for g in groups.drain(..) {
+            for woken in queues.drain(..) {
                 let mut k = 0;
                 while k < self.sleepers[s].len() {
-                    let (group, process, bio) = self.sleepers[s][k];
-                    if group != g {
+                    let (queue, process, bio) = self.sleepers[s][k];
+                    if queue != woken {
                         k += 1;
                         continue;
                     }
@@ -370,7 +372,7 @@ impl Stack {
                 }
             }
         }
-        self.woken_groups = groups;
+        self.woken_queues = queues;
     }
 
     /// Processes dm-ioband let go on since the last call.
@@ -543,8 +545,8 @@ impl Stack {
                 } else {
                     None
                 };
-                if let Some(group) = sleeps_on {
-                    self.sleepers[share].push_back((group, process, bio));
+                if let Some(queue) = sleeps_on {
+                    self.sleepers[share].push_back((queue, process, bio));
                     self.submitter_slept = true;
                     return;
                 }
