@@ -72,6 +72,18 @@ impl Kernel {
         self.at_least(2, 6, 31) && self.queue_plugging()
     }
 
+    /// Async readahead is skipped while the device's read requests are congested
+    /// (`page_cache_async_readahead`: "Defer asynchronous read-ahead on IO congestion",
+    /// `bdi_read_congested`): the marker is used up and no window goes out, so the reader
+    /// meets the next miss and reads ahead synchronously from there. On-demand readahead
+    /// (2.6.23) to the end of the single-queue block layer (5.0: blk-mq queues never report
+    /// congestion). Deviation: the readahead before 2.6.23 skipped congested windows too
+    /// (`do_page_cache_readahead`, the current window as well as the ahead one); that older
+    /// rule is not modelled.
+    pub fn async_readahead_defers_on_congestion(&self) -> bool {
+        self.on_demand_readahead() && !self.at_least(5, 0, 0)
+    }
+
     /// Writeback follows the order pages were first dirtied in (`mapping->dirty_pages`)
     /// rather than their offsets: before 2.6.6's radix-tree dirty tags (see
     /// [`crate::dirty_order`]). 2.6.3 still had the list; that 2.6.6 replaced it is this

@@ -191,6 +191,24 @@ pub struct BlockQueue {
     /// The scheduler an `ioscheduler=` switch put in, waiting for the queue to empty (the
     /// kernel freezes the queue: no new request enters until those in it completed).
     next_scheduler: Option<Box<dyn Scheduler>>,
+    /// Sync requests are congested (`blk_set_queue_congested(q, BLK_RW_SYNC)`): the root
+    /// pool's sync requests reached [`congestion_on`] and have not yet fallen below
+    /// [`congestion_off`].
+    read_congested: bool,
+    /// `read_congested` changed since the engine last asked ([`Self::take_congestion_change`]).
+    congestion_changed: bool,
+}
+
+/// `queue_congestion_on_threshold`: sync requests at which a queue is congested
+/// (`blk_queue_congestion_threshold`: 7/8 of `nr_requests`, plus one).
+pub fn congestion_on(nr_requests: u32) -> u32 {
+    (nr_requests - nr_requests / 8 + 1).min(nr_requests)
+}
+
+/// `queue_congestion_off_threshold`: below this many it is not any more (`nr_requests` less
+/// an eighth and a sixteenth, less one; at least one).
+pub fn congestion_off(nr_requests: u32) -> u32 {
+    nr_requests.saturating_sub(nr_requests / 8 + nr_requests / 16 + 1).max(1)
 }
 
 /// Most distinct decision reasons counted per device; a scheduler has a few dozen at most.
@@ -251,6 +269,37 @@ impl BlockQueue {
             lazy_submit: false,
             sched_timer_ns: None,
             next_scheduler: None,
+            read_congested: false,
+            congestion_changed: false,
+        }
+    }
+
+    /// Whether the queue's sync requests are congested now (`bdi_read_congested`).
+    pub fn read_congested(&self) -> bool {
+        self.read_congested
+    }
+
+    /// The congestion state, if it changed since the last call.
+    pub fn take_congestion_change(&mut self) -> Option<bool> {
+        std::mem::take(&mut self.congestion_changed).then_some(self.read_congested)
+    }
+
+    /// `get_request` sets the congestion once an allocation brings the sync requests to
+    /// [`congestion_on`]; `__freed_request` clears it once they fall below
+    /// [`congestion_off`]. Only the root pool counts (blk-cgroup's per-group request lists
+    /// never set it, `blk_rq_should_init_elevator`'s `rl == &q->root_rl`).
+    fn update_congestion(&mut self) {
+        let sync = self.allocated.first().map_or(0, |a| a[1]);
+        let congested = if sync >= congestion_on(self.nr_requests) {
+            true
+        } else if sync < congestion_off(self.nr_requests) {
+            false
+        } else {
+            self.read_congested
+        };
+        if congested != self.read_congested {
+            self.read_congested = congested;
+            self.congestion_changed = true;
         }
     }
 
@@ -630,6 +679,9 @@ impl BlockQueue {
             return false;
         }
         self.allocated[pool][class] += 1;
+        if pool == 0 && class == 1 {
+            self.update_congestion();
+        }
         let slot = self.entries.insert(Entry { rq, head: pending.head, tail: pending.tail });
         self.next_seq += 1;
         rq.id = RequestId((self.next_seq << 32) | u64::from(slot));
@@ -764,6 +816,9 @@ impl BlockQueue {
             self.scheduler.completed(&entry.rq, c.done_ns);
             let (pool, class) = self.pool(&entry.rq);
             self.allocated[pool][class] -= 1;
+            if pool == 0 && class == 1 {
+                self.update_congestion();
+            }
             self.in_device -= 1;
             let d = dir(entry.rq.op);
             self.counters.ios[d] += 1;

@@ -223,6 +223,8 @@ impl Output {
 pub struct ReadaheadStats {
     pub sync_calls: u64,
     pub async_calls: u64,
+    /// Marker hits whose async readahead was skipped on a congested device.
+    pub deferred: u64,
     pub initial: u64,
     pub sequential: u64,
     pub marker: u64,
@@ -365,6 +367,9 @@ struct Bdi {
     slot_waiters: VecDeque<SlotWaiter>,
     /// Slots granted to woken writers that have not run yet.
     reserved: u32,
+    /// The device's sync (read) requests are congested (`bdi_read_congested`), as the
+    /// driver's block layer last said ([`Vm::set_read_congested`]).
+    read_congested: bool,
 }
 
 /// A waiter for a request slot of a device.
@@ -472,6 +477,7 @@ impl Vm {
                 flusher: flusher::Flusher::new(i as u32),
                 slot_waiters: VecDeque::new(),
                 reserved: 0,
+                read_congested: false,
             })
             .collect();
         Vm {
@@ -519,6 +525,17 @@ impl Vm {
         let pages = self.file_pages(file);
         let c = self.pages.file(file).counts;
         c.reading == 0 && c.cached >= pages && self.pages.first_hole(file, 0, pages).is_none()
+    }
+
+    /// The block layer says whether device `bdi`'s sync requests are congested (its
+    /// `blk_set_queue_congested` / `blk_clear_queue_congested`; for a stacked device, any
+    /// member's). Async readahead reads it ([`Kernel::async_readahead_defers_on_congestion`]).
+    ///
+    /// [`Kernel::async_readahead_defers_on_congestion`]: crate::Kernel::async_readahead_defers_on_congestion
+    pub fn set_read_congested(&mut self, bdi: u32, congested: bool) {
+        if let Some(b) = self.bdis.get_mut(bdi as usize) {
+            b.read_congested = congested;
+        }
     }
 
     /// Registers a file.

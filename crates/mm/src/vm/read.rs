@@ -227,6 +227,12 @@ impl Vm {
         if of.ra.ra_pages == 0 {
             return;
         }
+        // The marker is used up (the caller took it) whether or not a window goes out.
+        let bdi = self.files[file as usize].spec.bdi as usize;
+        if self.cfg.kernel.async_readahead_defers_on_congestion() && self.bdis[bdi].read_congested {
+            self.stats.readahead.deferred += 1;
+            return;
+        }
         let mut ra = of.ra;
         let (decision, case) = {
             let view = View { vm: self, file };

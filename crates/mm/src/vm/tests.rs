@@ -174,6 +174,45 @@ fn waiting_runs_the_queue_and_so_does_async_readahead_in_2_6_31_to_2_6_38() {
     }
 }
 
+/// On a congested device the marker is used up and no window goes out
+/// (`page_cache_async_readahead`), from 2.6.23 to 4.x; the reader then misses at the next
+/// window and reads ahead synchronously from there. 5.0's blk-mq reports no congestion.
+#[test]
+fn async_readahead_is_deferred_while_the_device_is_congested() {
+    for (kernel, deferred) in [("2.6.29", true), ("3.2", true), ("4.19", true), ("5.4", false)] {
+        let mut h = Harness::new(machine(kernel, 1024));
+        let f = file(&mut h, 64, true);
+        let t = h.vm.add_task(Owner::process(1));
+        let read = |offset| Syscall::Read { file: f, offset, len: 4096, count: 1 };
+        h.call(t, read(0));
+        h.run_until(h.now + NS_PER_SEC);
+        h.vm.set_read_congested(0, true);
+        // Page 1 carries the marker of the first window ([0, 4), async tail 3).
+        let mut out = Output::default();
+        let r = h.vm.syscall(t, read(4096), h.now, &mut out);
+        assert!(matches!(r, SyscallResult::Done { .. }), "{kernel}");
+        assert_eq!(out.ios.is_empty(), deferred, "{kernel}: {:?}", out.ios);
+        assert_eq!(h.vm.stats.readahead.deferred, u64::from(deferred), "{kernel}");
+        h.take(out);
+        h.run_until(h.now + NS_PER_SEC);
+        // The marker is gone: the pages up to the window's end are hits, no more windows.
+        let mut out = Output::default();
+        h.vm.syscall(t, read(2 * 4096), h.now, &mut out);
+        assert!(out.ios.is_empty() || !deferred, "{kernel}: {:?}", out.ios);
+        h.take(out);
+        h.run_until(h.now + NS_PER_SEC);
+        if deferred {
+            // Uncongested again, the miss at page 4 reads ahead synchronously.
+            h.vm.set_read_congested(0, false);
+            let mut out = Output::default();
+            let r = h.vm.syscall(t, read(4 * 4096), h.now, &mut out);
+            assert!(matches!(r, SyscallResult::Blocked { .. }), "{kernel}");
+            assert!(out.ios.iter().any(|io| io.len_bytes > 4096), "{kernel}: {:?}", out.ios);
+            assert_eq!(h.vm.stats.readahead.sync_calls, 2, "{kernel}");
+        }
+    }
+}
+
 #[test]
 fn random_readers_read_only_what_they_ask_for_when_advised() {
     let mut h = Harness::new(machine("2.6.32", 1024));

@@ -32,7 +32,7 @@ use elevator_mm::{Output, Vm};
 use crate::block::{Bio, BlockQueue, DiskCounters};
 use crate::cpu::{Cpus, SpinDone};
 use crate::stack::{LeafIo, RootDone, Stack, NO_NODE, NO_TAG};
-use crate::topology::{Route, Topology};
+use crate::topology::{Route, Topology, VolumeKind};
 use crate::workload::{Next, Process, Resume, State};
 
 use build::build_processes;
@@ -233,6 +233,9 @@ struct Engine {
     spins_done: Vec<SpinDone>,
     /// Per device, how to build a scheduler for an `ioscheduler=` switch.
     sched_setups: Vec<SchedulerSetup>,
+    /// Per device, the page caches' backing devices its congestion makes congested: its own
+    /// and those of the volumes stacked on it (see [`congestion_bdis`]).
+    congestion_bdis: Vec<Vec<u32>>,
 }
 
 /// Runs a job file on a topology.
@@ -328,6 +331,7 @@ pub fn simulate(
         armed_cpu_ns: None,
         spins_done: Vec::new(),
         sched_setups: setups,
+        congestion_bdis: congestion_bdis(topology),
     };
     engine.start_phase(0);
     if engine.procs.iter().any(|p| p.ss.is_some()) {
@@ -819,8 +823,31 @@ impl Engine {
         self.target_reads();
     }
 
+    /// Tells the page caches of each device whose sync requests became congested, or stopped
+    /// being (the block layer's `blk_set_queue_congested` / `blk_clear_queue_congested`).
+    /// A stacked device is congested while any device below it is (`dm_table_any_congested`).
+    /// The page caches hear it between calls: a task's own readahead in one call does not
+    /// congest its later reads in that call (deviation).
+    fn tell_congestion(&mut self) {
+        for d in 0..self.queues.len() {
+            if self.queues[d].take_congestion_change().is_none() {
+                continue;
+            }
+            for &bdi in &self.congestion_bdis[d] {
+                let below = |dev: usize| self.congestion_bdis[dev].contains(&bdi);
+                let congested =
+                    (0..self.queues.len()).any(|e| below(e) && self.queues[e].read_congested());
+                self.vm.set_read_congested(bdi, congested);
+                if let Some(t) = self.target.as_mut() {
+                    t.set_read_congested(bdi, congested);
+                }
+            }
+        }
+    }
+
     /// Dispatches on every device that received work, and arms its events.
     fn kick_touched(&mut self) {
+        self.tell_congestion();
         for d in 0..self.queues.len() {
             if std::mem::take(&mut self.touched[d]) {
                 self.queues[d].kick(self.now_ns);
@@ -861,6 +888,7 @@ impl Engine {
         let mut unblocked = std::mem::take(&mut self.unblocked);
         let mut leaves = std::mem::take(&mut self.leaves);
         self.queues[d as usize].complete(now, &mut done, &mut unblocked);
+        self.tell_congestion();
         for bio in done.drain(..) {
             let (p, tag, op, len_bytes, issue_ns, submit_ns) = if bio.node == NO_NODE {
                 (bio.process, bio.tag, bio.op, bio.len_bytes, bio.issue_ns, bio.submit_ns)
@@ -1052,12 +1080,46 @@ impl Engine {
     }
 }
 
+/// Per device, the backing devices (the page cache's numbering: devices, then volumes) whose
+/// congestion follows it: the device's own, and every volume that reaches it through
+/// linear, striped and dm-ioband layers. A remote disk's or a guest's volume has a request
+/// queue of its own on its machine, which this model does not keep: it is never congested
+/// (deviation); the target machine's cache reads the exported device's own numbering.
+fn congestion_bdis(topology: &Topology) -> Vec<Vec<u32>> {
+    let n = topology.devices.len();
+    let mut bdis: Vec<Vec<u32>> = (0..n).map(|d| vec![d as u32]).collect();
+    // The devices below volume `w`, through the layers that pass congestion on.
+    fn below(topology: &Topology, w: usize, depth: usize, out: &mut Vec<usize>) {
+        let v = &topology.volumes[w];
+        if depth > topology.volumes.len()
+            || matches!(v.kind, VolumeKind::Remote(_) | VolumeKind::Guest { .. })
+        {
+            return;
+        }
+        for m in &v.members {
+            match m.route {
+                Route::Device(d) => out.push(d),
+                Route::Volume(u) => below(topology, u, depth + 1, out),
+            }
+        }
+    }
+    for w in 0..topology.volumes.len() {
+        let mut devices = Vec::new();
+        below(topology, w, 0, &mut devices);
+        devices.sort_unstable();
+        devices.dedup();
+        for d in devices {
+            bdis[d].push((n + w) as u32);
+        }
+    }
+    bdis
+}
+
 /// Command names for blktrace's process notes: each job clone's pid its job's name (fio names
 /// its processes so), the kernel threads theirs: the per-device flushers as `flush-MAJ:MIN`
 /// (volumes are device-mapper's 253:N), ext3's journal threads `kjournald`, an iSCSI target's
 /// threads `scstdN` (SCST's), a guest disk's host process `blkback`.
 fn process_names(procs: &[Process], topology: &Topology) -> crate::blktrace::ProcessNames {
-    use crate::topology::VolumeKind;
     let mut names = crate::blktrace::ProcessNames::new();
     let devices = topology.devices.len() as u32;
     for bdi in 0..devices + topology.volumes.len() as u32 {

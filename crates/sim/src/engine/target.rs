@@ -142,6 +142,11 @@ impl TargetCache {
     }
 
     /// The target's page-cache counters.
+    /// See [`elevator_mm::Vm::set_read_congested`].
+    pub(super) fn set_read_congested(&mut self, bdi: u32, congested: bool) {
+        self.vm.set_read_congested(bdi, congested);
+    }
+
     pub(super) fn stats(&self) -> elevator_mm::vm::VmStats {
         self.vm.stats
     }

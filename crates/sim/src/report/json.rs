@@ -122,12 +122,13 @@ fn render_with(
     text
 }
 
-/// How a machine's readahead decided: calls on a miss and on a marker, and the cases of
-/// `ondemand_readahead` that answered them.
+/// How a machine's readahead decided: calls on a miss and on a marker, marker hits skipped
+/// on a congested device, and the cases of `ondemand_readahead` that answered the calls.
 fn readahead_json(r: &elevator_mm::vm::ReadaheadStats) -> Value {
     json!({
         "on_miss": r.sync_calls,
         "on_marker": r.async_calls,
+        "deferred": r.deferred,
         "initial": r.initial,
         "sequential": r.sequential,
         "marker": r.marker,
