@@ -137,6 +137,10 @@ pub struct DiskCounters {
     pub ticks_ns: [u64; 2],
     /// Time with at least one request in the device.
     pub busy_ns: u64,
+    /// Time with the sync requests congested ([`congestion_on`] reached, [`congestion_off`]
+    /// not yet crossed back), by the single-queue block layer's rule whatever the kernel;
+    /// only 2.6.23 to 4.x readahead acts on it.
+    pub read_congested_ns: u64,
 }
 
 /// The block layer of one device.
@@ -197,6 +201,8 @@ pub struct BlockQueue {
     read_congested: bool,
     /// `read_congested` changed since the engine last asked ([`Self::take_congestion_change`]).
     congestion_changed: bool,
+    /// Since when the queue has been congested, while it is.
+    congested_since_ns: Option<Nanos>,
 }
 
 /// `queue_congestion_on_threshold`: sync requests at which a queue is congested
@@ -271,6 +277,7 @@ impl BlockQueue {
             next_scheduler: None,
             read_congested: false,
             congestion_changed: false,
+            congested_since_ns: None,
         }
     }
 
@@ -288,7 +295,7 @@ impl BlockQueue {
     /// [`congestion_on`]; `__freed_request` clears it once they fall below
     /// [`congestion_off`]. Only the root pool counts (blk-cgroup's per-group request lists
     /// never set it, `blk_rq_should_init_elevator`'s `rl == &q->root_rl`).
-    fn update_congestion(&mut self) {
+    fn update_congestion(&mut self, now_ns: Nanos) {
         let sync = self.allocated.first().map_or(0, |a| a[1]);
         let congested = if sync >= congestion_on(self.nr_requests) {
             true
@@ -300,6 +307,11 @@ impl BlockQueue {
         if congested != self.read_congested {
             self.read_congested = congested;
             self.congestion_changed = true;
+            if congested {
+                self.congested_since_ns = Some(now_ns);
+            } else if let Some(since) = self.congested_since_ns.take() {
+                self.counters.read_congested_ns += now_ns.saturating_sub(since);
+            }
         }
     }
 
@@ -680,7 +692,7 @@ impl BlockQueue {
         }
         self.allocated[pool][class] += 1;
         if pool == 0 && class == 1 {
-            self.update_congestion();
+            self.update_congestion(now_ns);
         }
         let slot = self.entries.insert(Entry { rq, head: pending.head, tail: pending.tail });
         self.next_seq += 1;
@@ -817,7 +829,7 @@ impl BlockQueue {
             let (pool, class) = self.pool(&entry.rq);
             self.allocated[pool][class] -= 1;
             if pool == 0 && class == 1 {
-                self.update_congestion();
+                self.update_congestion(now_ns);
             }
             self.in_device -= 1;
             let d = dir(entry.rq.op);
@@ -898,6 +910,9 @@ impl BlockQueue {
     pub fn finish(&mut self, now_ns: Nanos) {
         if let Some(since) = self.busy_since_ns.take() {
             self.counters.busy_ns += now_ns - since;
+        }
+        if let Some(since) = self.congested_since_ns.take() {
+            self.counters.read_congested_ns += now_ns.saturating_sub(since);
         }
     }
 }

@@ -65,6 +65,7 @@ fn sync_requests_congest_the_queue_with_hysteresis() {
     assert_eq!(left, 102);
     assert!(!q.read_congested(), "below 103");
     assert_eq!(q.take_congestion_change(), Some(false));
+    assert_eq!(q.counters.read_congested_ns, now, "congested from 0 until it cleared");
 }
 
 const TOPOLOGY: &str = r#"
@@ -87,7 +88,9 @@ fn many_streams_on_one_disk_defer_their_async_readahead_until_5_0() {
     let jobs = elevator_fio::parse_str(job, "r.fio", Path::new("."), &|_| None).unwrap();
     let run = |kernel: &str| {
         let topology = Topology::from_str(&TOPOLOGY.replace("KERNEL", kernel), "t.toml").unwrap();
-        simulate(&jobs, &topology, &SimOptions::default()).unwrap().vm.readahead
+        let r = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+        assert!(r.devices[0].counters.read_congested_ns > 0, "{kernel}: congested a while");
+        r.vm.readahead
     };
     let old = run("2.6.32");
     assert!(old.deferred > old.async_calls, "{old:?}");
@@ -99,6 +102,7 @@ fn many_streams_on_one_disk_defer_their_async_readahead_until_5_0() {
     let job16 = job.replace("numjobs=128", "numjobs=16");
     let jobs16 = elevator_fio::parse_str(&job16, "r.fio", Path::new("."), &|_| None).unwrap();
     let topology = Topology::from_str(&TOPOLOGY.replace("KERNEL", "2.6.32"), "t.toml").unwrap();
-    let few = simulate(&jobs16, &topology, &SimOptions::default()).unwrap().vm.readahead;
-    assert_eq!(few.deferred, 0, "{few:?}");
+    let few = simulate(&jobs16, &topology, &SimOptions::default()).unwrap();
+    assert_eq!(few.vm.readahead.deferred, 0, "{:?}", few.vm.readahead);
+    assert_eq!(few.devices[0].counters.read_congested_ns, 0);
 }

@@ -79,6 +79,9 @@ fn render_with(
                         d.stats.iter().map(|(k, x)| (k.to_string(), json!(round6(*x)))).collect();
                     v["stats"] = Value::Object(stats);
                 }
+                if d.counters.read_congested_ns > 0 {
+                    v["read_congested_ms"] = json!(d.counters.read_congested_ns / 1_000_000);
+                }
                 if !d.decision_counts.is_empty() {
                     let counts: Map<String, Value> =
                         d.decision_counts.iter().map(|(k, n)| (k.to_string(), json!(n))).collect();
