@@ -195,14 +195,12 @@ pub struct BlockQueue {
     /// The scheduler an `ioscheduler=` switch put in, waiting for the queue to empty (the
     /// kernel freezes the queue: no new request enters until those in it completed).
     next_scheduler: Option<Box<dyn Scheduler>>,
-    /// Sync requests are congested (`blk_set_queue_congested(q, BLK_RW_SYNC)`): the root
-    /// pool's sync requests reached [`congestion_on`] and have not yet fallen below
-    /// [`congestion_off`].
-    read_congested: bool,
-    /// `read_congested` changed since the engine last asked ([`Self::take_congestion_change`]).
-    congestion_changed: bool,
-    /// Since when the queue has been congested, while it is.
+    /// Since when the sync requests have been congested (`blk_set_queue_congested(q,
+    /// BLK_RW_SYNC)`), while they are: the root pool's sync requests reached
+    /// [`congestion_on`] and have not yet fallen below [`congestion_off`].
     congested_since_ns: Option<Nanos>,
+    /// The congestion changed since the engine last asked ([`Self::take_congestion_change`]).
+    congestion_changed: bool,
 }
 
 /// `queue_congestion_on_threshold`: sync requests at which a queue is congested
@@ -275,20 +273,19 @@ impl BlockQueue {
             lazy_submit: false,
             sched_timer_ns: None,
             next_scheduler: None,
-            read_congested: false,
-            congestion_changed: false,
             congested_since_ns: None,
+            congestion_changed: false,
         }
     }
 
     /// Whether the queue's sync requests are congested now (`bdi_read_congested`).
     pub fn read_congested(&self) -> bool {
-        self.read_congested
+        self.congested_since_ns.is_some()
     }
 
     /// The congestion state, if it changed since the last call.
     pub fn take_congestion_change(&mut self) -> Option<bool> {
-        std::mem::take(&mut self.congestion_changed).then_some(self.read_congested)
+        std::mem::take(&mut self.congestion_changed).then_some(self.read_congested())
     }
 
     /// `get_request` sets the congestion once an allocation brings the sync requests to
@@ -297,21 +294,17 @@ impl BlockQueue {
     /// never set it, `blk_rq_should_init_elevator`'s `rl == &q->root_rl`).
     fn update_congestion(&mut self, now_ns: Nanos) {
         let sync = self.allocated.first().map_or(0, |a| a[1]);
-        let congested = if sync >= congestion_on(self.nr_requests) {
-            true
-        } else if sync < congestion_off(self.nr_requests) {
-            false
-        } else {
-            self.read_congested
-        };
-        if congested != self.read_congested {
-            self.read_congested = congested;
-            self.congestion_changed = true;
-            if congested {
+        match self.congested_since_ns {
+            None if sync >= congestion_on(self.nr_requests) => {
                 self.congested_since_ns = Some(now_ns);
-            } else if let Some(since) = self.congested_since_ns.take() {
-                self.counters.read_congested_ns += now_ns.saturating_sub(since);
+                self.congestion_changed = true;
             }
+            Some(since) if sync < congestion_off(self.nr_requests) => {
+                self.congested_since_ns = None;
+                self.counters.read_congested_ns += now_ns.saturating_sub(since);
+                self.congestion_changed = true;
+            }
+            _ => {}
         }
     }
 

@@ -141,12 +141,12 @@ impl TargetCache {
         Event::TargetDone(std::mem::replace(&mut self.task_node[task as usize], u32::MAX))
     }
 
-    /// The target's page-cache counters.
     /// See [`elevator_mm::Vm::set_read_congested`].
     pub(super) fn set_read_congested(&mut self, bdi: u32, congested: bool) {
         self.vm.set_read_congested(bdi, congested);
     }
 
+    /// The target's page-cache counters.
     pub(super) fn stats(&self) -> elevator_mm::vm::VmStats {
         self.vm.stats
     }
