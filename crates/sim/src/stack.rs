@@ -104,13 +104,12 @@ struct RemoteState {
     in_flight: u32,
     /// Commands waiting for an initiator slot.
     waiting: VecDeque<Held>,
-    /// Idle target threads, longest idle first (a wake-up takes the first waiter).
-    /// Deviation: SCST's command threads wait with `add_wait_queue_exclusive_head`
-    /// (`scst_cmd_thread` in `scst_targ.c`), so the most recently idle one takes the next
-    /// command, and blockio's threads are one pool (`scst_threads`) for every device. Both
-    /// decide how a stream's commands spread over threads, which with a context per thread
-    /// is what CFQ sees; with threads woken most recently idle first, per-volume pools and
-    /// one command in flight, every command of a stream would go to the same thread.
+    /// Idle target threads, longest idle first: a wake-up takes the first waiter, as SCST's
+    /// command threads of seed 002's time queued with `add_wait_queue_exclusive`
+    /// (`scst_cmd_thread` in `scst_targ.c`, March 2009; SCST woke the most recently idle
+    /// one from June 2009, `add_wait_queue_exclusive_head`). So a stream's commands go round
+    /// the threads, which with a context per thread is what CFQ sees. Deviation: blockio's
+    /// threads are one pool (`scst_threads`) for every device in SCST, one per volume here.
     idle_threads: VecDeque<u32>,
     /// Commands at the target waiting for a thread.
     waiting_for_thread: VecDeque<Held>,

@@ -86,7 +86,8 @@
 //! wait for async requests to drain), `cfq_should_preempt` asking first whether the active
 //! slice is used up (then any request preempts it), `cfq_slice_offset` counting every busy
 //! queue, and seekiness as a context's mean seek distance over 8192 sectors, `CIC_SEEKY`,
-//! which also sets how close a request must be to preempt an idling queue, `cfq_rq_close`);
+//! which also sets how close a request must be to preempt an idling queue, `cfq_rq_close`,
+//! and, without `group_scheduling`, no `cfq_should_wait_busy`: a used-up slice ends);
 //! `queue_merging` 1 (elevator's own: 0 turns off close cooperators, as before 2.6.30; with
 //! `workload_trees` 0 it is 2.6.30–31's switch to a close queue, without merging).
 //!
@@ -917,7 +918,8 @@ impl Cfq {
         } else if self.slice_used(q, now) && !self.queues[q].must_dispatch {
             self.expire_cause = "slice expired";
             let g = self.queues[q].group;
-            if self.groups[g].nr_cfqq == 1
+            if self.waits_busy()
+                && self.groups[g].nr_cfqq == 1
                 && empty
                 && self.queues[q].dispatched > 0
                 && self.should_idle(q)
@@ -1164,10 +1166,19 @@ impl Cfq {
         self.idle_until = Some(now + sl);
     }
 
+    /// Whether a group's last queue is kept waiting for its next request at the end of its
+    /// slice (`cfq_should_wait_busy` and `cfq_select_queue`'s "allow the group to get
+    /// backlogged"): 2.6.33's CFQ took it from the io-controller patches, whose group
+    /// scheduling `group_scheduling` 1 stands for under `workload_trees` 0. 2.6.31's CFQ
+    /// without groups has neither rule: a slice that is used up ends.
+    fn waits_busy(&self) -> bool {
+        self.t.workload_trees || self.t.group_scheduling
+    }
+
     /// `cfq_should_wait_busy`.
     fn should_wait_busy(&self, q: usize, now: Nanos) -> bool {
         let qq = &self.queues[q];
-        if !qq.sort.is_empty() || self.groups[qq.group].nr_cfqq > 1 {
+        if !self.waits_busy() || !qq.sort.is_empty() || self.groups[qq.group].nr_cfqq > 1 {
             return false;
         }
         if self.slice_used(q, now) {

@@ -640,3 +640,37 @@ fn a_queue_with_a_close_cooperator_does_not_idle() {
         }
     }
 }
+
+/// Whether pid 1, the only busy queue, still holds the disk just after the read that
+/// completes past the end of its slice.
+fn lone_queue_holds_past_its_slice(workload_trees: &str, group_scheduling: &str) -> bool {
+    let mut s = cfq_of_era(workload_trees);
+    s.set_tunable("group_scheduling", group_scheduling).unwrap();
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    let mut r = expect_rq(&mut s, 0);
+    let mut now = 100 * NS_PER_US;
+    s.completed(&r, now);
+    let slice_end = now + 100 * NS_PER_MS;
+    for id in 2.. {
+        now += NS_PER_MS;
+        s.insert(rq(id, 1, 0, id * 8, true, now), now);
+        r = expect_rq(&mut s, now);
+        now += 100 * NS_PER_US;
+        s.completed(&r, now);
+        if now > slice_end {
+            break;
+        }
+    }
+    s.active.is_some()
+}
+
+#[test]
+fn before_2_6_33_a_used_up_slice_ends_even_for_the_only_busy_queue() {
+    // 2.6.33+ `cfq_should_wait_busy`: the group's last queue keeps the disk a `slice_idle`
+    // longer for its next request.
+    assert!(lone_queue_holds_past_its_slice("1", "0"));
+    // The io-controller patches it came from (group scheduling under 2.6.31's rules).
+    assert!(lone_queue_holds_past_its_slice("0", "1"));
+    // 2.6.31 `cfq_completed_request`: `if (cfq_slice_used(cfqq)) cfq_slice_expired(...)`.
+    assert!(!lone_queue_holds_past_its_slice("0", "0"));
+}
