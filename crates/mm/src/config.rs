@@ -65,11 +65,13 @@ impl Kernel {
         !self.at_least(2, 6, 39)
     }
 
-    /// Async readahead started from an uptodate marker page runs the queue itself (2.6.31,
-    /// Hisashi Hifumi's "readahead: add blk_run_backing_dev"): otherwise, with queue
-    /// plugging, the window waits until someone needs one of its pages.
+    /// Async readahead started from an uptodate marker page runs the queue itself (2.6.33,
+    /// Hisashi Hifumi's "readahead: add blk_run_backing_dev", 65a80b4c of 17 December
+    /// 2009; 2.6.31's and 2.6.32's `page_cache_async_readahead` end at
+    /// `ondemand_readahead`): otherwise, with queue plugging, the window waits until
+    /// someone needs one of its pages.
     pub fn async_readahead_runs_queue(&self) -> bool {
-        self.at_least(2, 6, 31) && self.queue_plugging()
+        self.at_least(2, 6, 33) && self.queue_plugging()
     }
 
     /// Async readahead is skipped while the device's read requests are congested

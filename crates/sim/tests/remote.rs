@@ -144,6 +144,8 @@ fn a_fileio_thread_reads_a_command_a_page_at_a_time() {
     let result = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
     let c = &result.devices[0].counters;
     let mean_request = (c.sectors[0] * 512) as f64 / c.ios[0].max(1) as f64;
-    assert!(c.ios[0] >= 4 * 200, "{} requests for 200 commands", c.ios[0]);
+    // 2.6.32 (the default kernel): a plugged queue merges an async window with the read
+    // that follows it, so a command takes three requests or more, not one.
+    assert!(c.ios[0] >= 3 * 200, "{} requests for 200 commands", c.ios[0]);
     assert!(mean_request < 96.0 * 1024.0, "mean request {mean_request} bytes");
 }

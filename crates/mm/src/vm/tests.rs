@@ -150,11 +150,13 @@ fn a_sequential_reader_gets_growing_readahead_windows_and_cached_reads_cost_cpu_
     assert!(per < 10_000, "{per} ns per cached read");
 }
 
-/// A task that waits for a read runs the device's queue (`sync_page`); from 2.6.31 to 2.6.38
+/// A task that waits for a read runs the device's queue (`sync_page`); from 2.6.33 to 2.6.38
 /// an async readahead started from an uptodate marker page runs it as well.
 #[test]
-fn waiting_runs_the_queue_and_so_does_async_readahead_in_2_6_31_to_2_6_38() {
-    for (kernel, kicks) in [("2.6.29", false), ("2.6.32", true), ("3.2", false)] {
+fn waiting_runs_the_queue_and_so_does_async_readahead_in_2_6_33_to_2_6_38() {
+    for (kernel, kicks) in
+        [("2.6.29", false), ("2.6.32", false), ("2.6.33", true), ("2.6.38", true), ("3.2", false)]
+    {
         let mut h = Harness::new(machine(kernel, 1024));
         let f = file(&mut h, 64, true);
         let t = h.vm.add_task(Owner::process(1));
