@@ -115,8 +115,8 @@ impl Kernel {
 
     /// Writes reach the I/O scheduler as sync requests when someone waits for them: fsync's
     /// and `O_SYNC`'s writeback (`WRITE_SYNC` for `WB_SYNC_ALL` in `__block_write_full_page`,
-    /// Theodore Ts'o, 2.6.29) and the ext3 journal's commits (see
-    /// [`Kernel::jbd_commit_always_sync`]). Before, every write the page cache and the journal
+    /// Theodore Ts'o, 2.6.29) and, from 2.6.30, the ext3 journal's commits (see
+    /// [`Kernel::jbd_commit_sync`]). Before, every write the page cache and the journal
     /// issued was a plain `WRITE`, and 2.5's anticipatory and deadline schedulers told sync
     /// from async by direction alone. Not modelled: `PF_SYNCWRITE` (2.6.6 to 2.6.2x), with
     /// which AS counted the writes of a task inside fsync as sync.
@@ -124,13 +124,42 @@ impl Kernel {
         self.at_least(2, 6, 29)
     }
 
-    /// The ext3 journal writes every commit's data and log blocks `WRITE_SYNC` (before 3.5;
-    /// from 3.5 only commits a task waits for: Jan Kara's "jbd: Refine commit writeout
-    /// logic"). The sync commit writes came with 2.6.29's fsync work; the 2.6.37 source
-    /// still has them unconditional (`write_op = WRITE_SYNC_PLUG`). Before 2.6.29 they were
-    /// plain `WRITE`s, which [`Kernel::sync_write_requests`] says for every write.
-    pub fn jbd_commit_always_sync(&self) -> bool {
-        !self.at_least(3, 5, 0)
+    /// Whether the ext3 journal writes a commit's data and log blocks as sync requests
+    /// (`write_op` of `journal_commit_transaction`), given whether a task waits for that
+    /// commit (fsync, `O_SYNC`):
+    /// - up to 2.6.29, never: every commit write is a plain `WRITE`;
+    /// - 2.6.30 to 2.6.36, only a commit someone waits for (`t_synchronous_commit`,
+    ///   Theodore Ts'o's "ext3: Use WRITE_SYNC for commits which are caused by fsync()",
+    ///   512a0043, 2.6.30-rc1; `int write_op = WRITE` in the 2.6.31.3 to 2.6.36 sources);
+    /// - 2.6.37 to 3.4, every commit (`int write_op = WRITE_SYNC` in the 2.6.37 source);
+    /// - from 3.5, again only a commit someone waits for (Jan Kara's "jbd: Refine commit
+    ///   writeout logic").
+    pub fn jbd_commit_sync(&self, waited: bool) -> bool {
+        if !self.at_least(2, 6, 30) {
+            false
+        } else if self.at_least(2, 6, 37) && !self.at_least(3, 5, 0) {
+            true
+        } else {
+            waited
+        }
+    }
+
+    /// Whether a commit's commit block goes down as a sync request: `sync_dirty_buffer`
+    /// submits `WRITE_SYNC` from 2.6.30 (Jens Axboe's "block: switch sync_dirty_buffer()
+    /// over to WRITE_SYNC", 1aa2a7cc), a plain `WRITE` in 2.6.29. Deviation: 2.6.27-2.6.28
+    /// had `WRITE_SYNC` there too (18ce3751, reverted for 2.6.29), which this model, whose
+    /// writes are all plain before 2.6.29 ([`Kernel::sync_write_requests`]), leaves out.
+    pub fn jbd_commit_record_sync(&self) -> bool {
+        self.at_least(2, 6, 30)
+    }
+
+    /// Whether a checkpoint's writes of metadata to their home blocks go down as sync
+    /// requests: plain `WRITE`s up to 3.0 (`ll_rw_block(SWRITE, ...)` in 2.6.31.3,
+    /// `write_dirty_buffer(bh, WRITE)` in 2.6.37 and 2.6.39.3), `WRITE_SYNC` from 3.1 (Tao
+    /// Ma's "Use WRITE_SYNC in journal checkpoint", June 2011; the release is this model's
+    /// dating of it).
+    pub fn jbd_checkpoint_sync(&self) -> bool {
+        self.at_least(3, 1, 0)
     }
 
     /// The `vm.dirty_*` defaults of this kernel: 40 % / 10 % before 2.6.22, 10 % / 5 % until
@@ -260,6 +289,27 @@ impl VmConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_journal_s_writes_are_sync_as_each_era_submits_them() {
+        // (kernel, periodic commit, waited-for commit, commit block, checkpoint)
+        let eras = [
+            ("2.6.29", false, false, false, false),
+            ("2.6.30", false, true, true, false),
+            ("2.6.36", false, true, true, false),
+            ("2.6.37", true, true, true, false),
+            ("3.1", true, true, true, true),
+            ("3.4", true, true, true, true),
+            ("3.5", false, true, true, true),
+        ];
+        for (k, periodic, waited, record, checkpoint) in eras {
+            let k = Kernel::parse(k).unwrap();
+            assert_eq!(k.jbd_commit_sync(false), periodic, "{k}");
+            assert_eq!(k.jbd_commit_sync(true), waited, "{k}");
+            assert_eq!(k.jbd_commit_record_sync(), record, "{k}");
+            assert_eq!(k.jbd_checkpoint_sync(), checkpoint, "{k}");
+        }
+    }
 
     #[test]
     fn kernels_parse_and_gate_mechanisms() {

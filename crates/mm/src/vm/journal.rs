@@ -22,11 +22,14 @@
 //! the journal runs short of space (`log_do_checkpoint`, before a commit that would leave
 //! less than a quarter of it free).
 //!
-//! The commit's writes are issued as the journal thread, `WRITE_SYNC` — sync requests
-//! (noidle) in the eyes of CFQ, AS and deadline — on every kernel before 3.5; from 3.5
-//! (Jan Kara, "jbd: Refine commit writeout logic") they are async unless a task waits for
-//! that commit ([`crate::Kernel::jbd_commit_always_sync`]). That is what puts a streaming
-//! writer's data in the way of reads every five seconds on ext3 (seed 004).
+//! The commit's writes are issued as the journal thread, as sync requests (`WRITE_SYNC`,
+//! noidle in the eyes of CFQ, AS and deadline) or plain `WRITE`s by kernel era
+//! ([`crate::Kernel::jbd_commit_sync`]): async up to 2.6.29, sync only when a task waits
+//! for the commit in 2.6.30-2.6.36 and from 3.5, sync always in 2.6.37-3.4. The sync
+//! commits of 2.6.37-3.4 are what put a streaming writer's data in the way of reads every
+//! five seconds on ext3 (seed 004's 3.2). The commit block is sync from 2.6.30
+//! ([`crate::Kernel::jbd_commit_record_sync`]); a checkpoint's writes from 3.1
+//! ([`crate::Kernel::jbd_checkpoint_sync`]).
 //!
 //! `fsync` on ext3 (`ext3_sync_file`) writes and waits for the file's own dirty pages, then,
 //! if its inode changed in a transaction not yet committed, forces that commit and waits
@@ -492,7 +495,7 @@ impl Vm {
         let jr = &mut self.journals[j as usize];
         jr.commit_requested = false;
         let Some(t) = jr.running.take() else { return };
-        let sync = t.waited || self.cfg.kernel.jbd_commit_always_sync();
+        let sync = self.cfg.kernel.jbd_commit_sync(t.waited);
         let owner = jr.owner;
         let files: Vec<FileId> = t.files.iter().copied().collect();
         let mut tags: Vec<IoTag> = Vec::new();
@@ -581,7 +584,10 @@ impl Vm {
             Phase::PreFlush | Phase::PostFlush => {
                 vec![self.journal_io(j, Op::Flush, 0, 0, true, out)]
             }
-            Phase::Commit => self.log_write(j, 1, true, out),
+            Phase::Commit => {
+                let sync = self.cfg.kernel.jbd_commit_record_sync();
+                self.log_write(j, 1, sync, out)
+            }
             Phase::Data => unreachable!("the data phase comes first"),
         };
         let c = self.journals[j as usize].committing.as_mut().expect("committing");
@@ -645,7 +651,8 @@ impl Vm {
                 _ => None,
             })
             .collect();
-        tags.extend(self.writeback_as(mf, 0, last, u64::MAX, true, owner, false, out).0);
+        let sync = self.cfg.kernel.jbd_checkpoint_sync();
+        tags.extend(self.writeback_as(mf, 0, last, u64::MAX, sync, owner, false, out).0);
         tags.sort_unstable();
         tags.dedup();
         for &tag in &tags {

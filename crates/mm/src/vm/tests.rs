@@ -754,7 +754,16 @@ mod ext3 {
 
     #[test]
     fn a_commit_writes_ordered_data_then_the_log_then_the_commit_block_between_flushes() {
-        let eras = [("2.5.65", false), ("2.6.32", true), ("3.2", true), ("3.5", false)];
+        // The periodic commit nobody waits for: sync only in 2.6.37-3.4.
+        let eras = [
+            ("2.5.65", false),
+            ("2.6.29", false),
+            ("2.6.32", false),
+            ("2.6.36", false),
+            ("2.6.37", true),
+            ("3.2", true),
+            ("3.5", false),
+        ];
         for (kernel, data_sync) in eras {
             let mut h = Harness::new(machine(kernel, 1024));
             mount(&mut h, 128 << 20, true);
@@ -778,6 +787,10 @@ mod ext3 {
             assert!(log[0].len_bytes >= 3 * 4096, "inode, indirect, bitmap, descriptor");
             assert_eq!(log[1].len_bytes, 4096);
             assert_eq!(log[1].offset_bytes, log[0].offset_bytes + log[0].len_bytes);
+            assert_eq!(log[0].sync, data_sync, "{kernel}: the log blocks go as the data does");
+            // The commit block: `sync_dirty_buffer`, WRITE_SYNC from 2.6.30.
+            let record_sync = !matches!(kernel, "2.5.65" | "2.6.29");
+            assert_eq!(log[1].sync, record_sync, "{kernel}: commit block");
             assert_eq!(h.flushes.len(), 2, "{kernel}: barrier flushes around the commit block");
             assert_eq!(h.vm.journal_stats(0).commits, 1);
             assert_eq!(h.vm.pages().file(f).counts.dirty, 0);
@@ -786,25 +799,35 @@ mod ext3 {
 
     #[test]
     fn fsync_on_ext3_forces_a_commit_that_writes_every_files_ordered_data() {
-        let mut h = Harness::new(machine("3.5", 1024));
-        mount(&mut h, 128 << 20, false);
-        let a = file(&mut h, 64, false);
-        let b = h.vm.add_file(FileSpec::new(0, 2 << 30, 64 << 20, 0));
-        let t = h.vm.add_task(Owner::process(1));
-        let u = h.vm.add_task(Owner::process(2));
-        stream_write(&mut h, u, b, 4, 4096);
-        stream_write(&mut h, t, a, 1, 4096);
-        assert!(h.vm.pages().file(b).counts.dirty > 0);
-        let (_, at) = h.call(t, Syscall::Fsync { file: a, data_only: false });
-        assert!(at < NS_PER_SEC, "the commit is forced, not waited for: {at}");
-        assert_eq!(h.vm.pages().file(a).counts.dirty, 0);
-        assert_eq!(h.vm.pages().file(b).counts.dirty, 0, "ordered mode writes b's data too");
-        // A commit someone waits for writes sync even on 3.5.
-        assert!(journal_ios(&h).iter().filter(|io| io.op == Op::Write).all(|io| io.sync));
-        assert_eq!(h.vm.journal_stats(0).commits, 1);
-        // Nothing new to commit: a second fsync needs no commit.
-        h.call(t, Syscall::Fsync { file: a, data_only: false });
-        assert_eq!(h.vm.journal_stats(0).commits, 1);
+        // A commit someone waits for is sync from 2.6.30 (`t_synchronous_commit`).
+        for (kernel, sync) in [("2.6.29", false), ("2.6.32", true), ("3.5", true)] {
+            let mut h = Harness::new(machine(kernel, 1024));
+            mount(&mut h, 128 << 20, false);
+            let a = file(&mut h, 64, false);
+            let b = h.vm.add_file(FileSpec::new(0, 2 << 30, 64 << 20, 0));
+            let t = h.vm.add_task(Owner::process(1));
+            let u = h.vm.add_task(Owner::process(2));
+            stream_write(&mut h, u, b, 4, 4096);
+            stream_write(&mut h, t, a, 1, 4096);
+            assert!(h.vm.pages().file(b).counts.dirty > 0);
+            let (_, at) = h.call(t, Syscall::Fsync { file: a, data_only: false });
+            assert!(at < NS_PER_SEC, "{kernel}: the commit is forced, not waited for: {at}");
+            assert_eq!(h.vm.pages().file(a).counts.dirty, 0);
+            assert_eq!(h.vm.pages().file(b).counts.dirty, 0, "ordered mode writes b's data too");
+            let commit_writes: Vec<BlockIo> = journal_ios(&h)
+                .into_iter()
+                .filter(|io| io.op == Op::Write && io.owner != Owner::process(1))
+                .collect();
+            assert!(!commit_writes.is_empty(), "{kernel}");
+            assert!(
+                commit_writes.iter().all(|io| io.sync == sync),
+                "{kernel}: sync = {sync}: {commit_writes:?}"
+            );
+            assert_eq!(h.vm.journal_stats(0).commits, 1);
+            // Nothing new to commit: a second fsync needs no commit.
+            h.call(t, Syscall::Fsync { file: a, data_only: false });
+            assert_eq!(h.vm.journal_stats(0).commits, 1);
+        }
     }
 
     #[test]
