@@ -632,8 +632,15 @@ impl Cfq {
             };
             let offset =
                 nr * (self.prio_slice(true, 0) as i64 - self.prio_slice(sync, prio) as i64);
+            // The part of its last slice the queue left unused (negative: overran). 2.6.32+
+            // (b9c8946b, "fix the slice residual sign") subtracts it, so an overrun queue
+            // waits longer; 2.6.31 added it.
             let resid = std::mem::take(&mut self.queues[q].slice_resid);
-            offset + now as i64 + resid
+            if self.t.workload_trees {
+                offset + now as i64 - resid
+            } else {
+                offset + now as i64 + resid
+            }
         } else {
             let first = self.groups[g].trees[tree].iter().next().map(|(k, _)| k.0);
             first.unwrap_or(now as i64) - 1_000 * NS_PER_MS as i64

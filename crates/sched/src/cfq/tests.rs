@@ -674,3 +674,30 @@ fn before_2_6_33_a_used_up_slice_ends_even_for_the_only_busy_queue() {
     // 2.6.31 `cfq_completed_request`: `if (cfq_slice_used(cfqq)) cfq_slice_expired(...)`.
     assert!(!lone_queue_holds_past_its_slice("0", "0"));
 }
+
+/// How far a queue that left `resid_ms` of its last slice unused is keyed from one that used
+/// it all, as it joins the service tree.
+fn resid_shift(workload_trees: &str, resid_ms: i64) -> i64 {
+    let key = |resid: i64| {
+        let mut s = cfq_of_era(workload_trees);
+        s.insert(rq(1, 1, 0, 0, true, 0), 0);
+        let now = 5 * NS_PER_MS;
+        let second = rq(2, 2, 0, 1 << 30, true, now);
+        let q = s.queue_for(&second);
+        s.queues[q].slice_resid = resid * NS_PER_MS as i64;
+        s.insert(second, now);
+        s.queues[q].st.expect("on a service tree").1 .0
+    };
+    key(resid_ms) - key(0)
+}
+
+#[test]
+fn the_slice_residual_moves_a_queue_forward_from_2_6_32() {
+    let ms = NS_PER_MS as i64;
+    // 2.6.32+ (b9c8946b, "fix the slice residual sign"): `rb_key -= slice_resid`, so an
+    // unused part brings the queue forward and an overrun puts it back.
+    assert_eq!(resid_shift("1", 30), -30 * ms);
+    assert_eq!(resid_shift("1", -30), 30 * ms);
+    // 2.6.31: `rb_key += cfqq->slice_resid`.
+    assert_eq!(resid_shift("0", 30), 30 * ms);
+}
