@@ -115,13 +115,13 @@ impl Kernel {
 
     /// Writes reach the I/O scheduler as sync requests when someone waits for them: fsync's
     /// and `O_SYNC`'s writeback (`WRITE_SYNC` for `WB_SYNC_ALL` in `__block_write_full_page`,
-    /// Theodore Ts'o, 2.6.29) and, from 2.6.30, the ext3 journal's commits (see
-    /// [`Kernel::jbd_commit_sync`]). Before, every write the page cache and the journal
+    /// Theodore Ts'o's a64c8610 of 27 March 2009, first in 2.6.30: 2.6.29's submits `WRITE`)
+    /// and the ext3 journal's commits (see [`Kernel::jbd_commit_sync`]). Before, every write the page cache and the journal
     /// issued was a plain `WRITE`, and 2.5's anticipatory and deadline schedulers told sync
     /// from async by direction alone. Not modelled: `PF_SYNCWRITE` (2.6.6 to 2.6.2x), with
     /// which AS counted the writes of a task inside fsync as sync.
     pub fn sync_write_requests(&self) -> bool {
-        self.at_least(2, 6, 29)
+        self.at_least(2, 6, 30)
     }
 
     /// Whether the ext3 journal writes a commit's data and log blocks as sync requests
@@ -148,7 +148,7 @@ impl Kernel {
     /// submits `WRITE_SYNC` from 2.6.30 (Jens Axboe's "block: switch sync_dirty_buffer()
     /// over to WRITE_SYNC", 1aa2a7cc), a plain `WRITE` in 2.6.29. Deviation: 2.6.27-2.6.28
     /// had `WRITE_SYNC` there too (18ce3751, reverted for 2.6.29), which this model, whose
-    /// writes are all plain before 2.6.29 ([`Kernel::sync_write_requests`]), leaves out.
+    /// writes are all plain before 2.6.30 ([`Kernel::sync_write_requests`]), leaves out.
     pub fn jbd_commit_record_sync(&self) -> bool {
         self.at_least(2, 6, 30)
     }

@@ -769,7 +769,7 @@ impl Vm {
     }
 
     /// Whether a block I/O of `op` that someone waits for (`sync`) reaches the scheduler as a
-    /// sync request on this machine's kernel: writes only from 2.6.29
+    /// sync request on this machine's kernel: writes only from 2.6.30
     /// ([`crate::Kernel::sync_write_requests`]).
     fn scheduler_sync(&self, op: Op, sync: bool) -> bool {
         sync && (op != Op::Write || self.cfg.kernel.sync_write_requests())

@@ -449,8 +449,8 @@ fn fsync_puts_everything_on_the_device_then_flushes() {
 }
 
 #[test]
-fn before_2_6_29_fsync_writes_reach_the_scheduler_as_async_writes() {
-    for (kernel, sync) in [("2.5.65", false), ("2.6.28", false), ("2.6.29", true)] {
+fn before_2_6_30_fsync_writes_reach_the_scheduler_as_async_writes() {
+    for (kernel, sync) in [("2.5.65", false), ("2.6.29", false), ("2.6.30", true)] {
         let mut h = Harness::new(machine(kernel, 512));
         let f = file(&mut h, 64, false);
         let t = h.vm.add_task(Owner::process(1));
