@@ -88,6 +88,9 @@
 //! queue, and seekiness as a context's mean seek distance over 8192 sectors, `CIC_SEEKY`,
 //! which also sets how close a request must be to preempt an idling queue, `cfq_rq_close`,
 //! and, without `group_scheduling`, no `cfq_should_wait_busy`: a used-up slice ends);
+//! `low_latency` has no effect with `workload_trees` 0 (2.6.31 had no such knob; 2.6.32's
+//! first `low_latency` rules — an async depth that grows with the time since the last sync
+//! completion, idling kept for seeky queues — are not modelled);
 //! `queue_merging` 1 (elevator's own: 0 turns off close cooperators, as before 2.6.30; with
 //! `workload_trees` 0 it is 2.6.30–31's switch to a close queue, without merging).
 //!
@@ -736,7 +739,8 @@ impl Cfq {
             (qq.sync, qq.prio, qq.class, qq.group)
         };
         let mut slice = self.prio_slice(sync, prio);
-        if self.t.low_latency {
+        // 2.6.33's slice scaling (2.6.31 had no `low_latency`; 2.6.32's did other things).
+        if self.t.low_latency && self.t.workload_trees {
             let iq = self.avg_queues(g, class == RT);
             let sync_slice = self.t.slice[1];
             let expect_latency = sync_slice * iq;

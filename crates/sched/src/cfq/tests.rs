@@ -701,3 +701,26 @@ fn the_slice_residual_moves_a_queue_forward_from_2_6_32() {
     // 2.6.31: `rb_key += cfqq->slice_resid`.
     assert_eq!(resid_shift("0", 30), 30 * ms);
 }
+
+/// The slice pid 1 gets while 15 other processes have reads queued.
+fn slice_among_16(workload_trees: &str, low_latency: &str) -> Nanos {
+    let mut s = cfq_of_era(workload_trees);
+    s.set_tunable("low_latency", low_latency).unwrap();
+    for pid in 1..=16u32 {
+        let sector = u64::from(pid) << 24;
+        s.insert(rq(u64::from(pid), pid, 0, sector, true, 0), 0);
+    }
+    let first = expect_rq(&mut s, 0);
+    s.completed(&first, NS_PER_MS);
+    let q = s.active.expect("a slice runs");
+    s.queues[q].slice_end - s.queues[q].slice_start.expect("started")
+}
+
+#[test]
+fn low_latency_scales_slices_from_2_6_33_only() {
+    // 2.6.33's `cfq_scaled_cfqq_slice`: 16 queues of 100 ms want more than 300 ms of latency.
+    assert!(slice_among_16("1", "1") < slice_among_16("1", "0"));
+    // 2.6.31 had no `low_latency`: the knob changes nothing.
+    assert_eq!(slice_among_16("0", "1"), slice_among_16("0", "0"));
+    assert_eq!(slice_among_16("0", "0"), 100 * NS_PER_MS);
+}
