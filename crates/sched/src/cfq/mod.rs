@@ -87,7 +87,8 @@
 //! slice is used up (then any request preempts it), `cfq_slice_offset` counting every busy
 //! queue, and seekiness as a context's mean seek distance over 8192 sectors, `CIC_SEEKY`,
 //! which also sets how close a request must be to preempt an idling queue, `cfq_rq_close`,
-//! and, without `group_scheduling`, no `cfq_should_wait_busy`: a used-up slice ends);
+//! without `group_scheduling`, no `cfq_should_wait_busy` (a used-up slice ends), and
+//! `wait_request` kept from the first idling to the slice's end);
 //! `low_latency` has no effect with `workload_trees` 0 (2.6.31 had no such knob; 2.6.32's
 //! first `low_latency` rules — an async depth that grows with the time since the last sync
 //! completion, idling kept for seeky queues — are not modelled);
@@ -1122,7 +1123,10 @@ impl Cfq {
         }
         self.idle_until = None;
         let Some(q) = self.active else { return };
-        self.queues[q].wait_request = false;
+        // 2.6.31's `cfq_idle_slice_timer` leaves `wait_request` set (see `insert`).
+        if self.t.workload_trees {
+            self.queues[q].wait_request = false;
+        }
         if self.queues[q].must_dispatch {
             return;
         }
@@ -1448,7 +1452,17 @@ impl Scheduler for Cfq {
         self.update_idle_window(q);
         if self.active == Some(q) {
             if self.queues[q].wait_request {
-                if rq.len_bytes > PAGE_BYTES || self.busy_queues > 1 {
+                let now_or_soon = rq.len_bytes > PAGE_BYTES || self.busy_queues > 1;
+                if !self.t.workload_trees {
+                    // 2.6.31: the flag stays set until the slice ends (only
+                    // `__cfq_set_active_queue` and `__cfq_slice_expired` clear it), and the
+                    // request may go at the queue's next dispatch whatever its slice says.
+                    if now_or_soon {
+                        self.idle_until = None;
+                        self.run_queue = true;
+                    }
+                    self.queues[q].must_dispatch = true;
+                } else if now_or_soon {
                     self.idle_until = None;
                     self.queues[q].wait_request = false;
                     self.run_queue = true;

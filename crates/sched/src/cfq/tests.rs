@@ -724,3 +724,27 @@ fn low_latency_scales_slices_from_2_6_33_only() {
     assert_eq!(slice_among_16("0", "1"), slice_among_16("0", "0"));
     assert_eq!(slice_among_16("0", "0"), 100 * NS_PER_MS);
 }
+
+/// pid 1's `wait_request` and `must_dispatch` once the read it idled for arrives, with pid 2
+/// busy as well.
+fn flags_after_the_awaited_read(workload_trees: &str) -> (bool, bool) {
+    let mut s = cfq_of_era(workload_trees);
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
+    let first = expect_rq(&mut s, 0);
+    assert_eq!(first.owner.pid, 1);
+    s.completed(&first, NS_PER_MS);
+    let q = s.active.expect("pid 1's slice");
+    assert!(s.queues[q].wait_request, "pid 1 idles for its next read");
+    s.insert(rq(3, 1, 0, 8, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
+    (s.queues[q].wait_request, s.queues[q].must_dispatch)
+}
+
+#[test]
+fn in_2_6_31_wait_request_lasts_until_the_slice_ends() {
+    // 2.6.31 `cfq_rq_enqueued`: runs the queue, marks must_dispatch, and leaves the flag set
+    // (so `cfq_should_preempt`'s close test stays open for the rest of the slice).
+    assert_eq!(flags_after_the_awaited_read("0"), (true, true));
+    // 2.6.33+: the flag is cleared with the timer.
+    assert_eq!(flags_after_the_awaited_read("1"), (false, false));
+}
