@@ -154,6 +154,10 @@ pub struct Request {
     /// Synchronous: someone waits for it (`REQ_SYNC`). Reads are always sync; writes are sync
     /// for `O_DIRECT` and `O_SYNC`.
     pub sync: bool,
+    /// The submitter sends nothing more soon, so CFQ does not idle for it (`REQ_NOIDLE`):
+    /// the page cache's sync writes (`WRITE_SYNC`, `WRITE_SYNC_PLUG`: fsync's and `O_SYNC`'s
+    /// writeback, the ext3 journal's sync commits), not `O_DIRECT` writes (`WRITE_ODIRECT`).
+    pub noidle: bool,
     /// Force unit access: durable when completed (`REQ_FUA`).
     pub fua: bool,
     pub owner: Owner,
@@ -200,7 +204,17 @@ impl Request {
         if len_bytes == 0 && op != Op::Flush {
             return Err(RequestError::Empty);
         }
-        Ok(Request { id, op, offset_bytes, len_bytes, sync, fua: false, owner, submit_ns })
+        Ok(Request {
+            id,
+            op,
+            offset_bytes,
+            len_bytes,
+            sync,
+            noidle: false,
+            fua: false,
+            owner,
+            submit_ns,
+        })
     }
 
     /// First sector of the range (`blk_rq_pos`).

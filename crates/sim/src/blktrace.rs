@@ -281,6 +281,7 @@ mod tests {
             offset_bytes,
             len_bytes,
             sync,
+            noidle: false,
             fua: false,
             owner: Owner::process(pid),
             submit_ns: 0,

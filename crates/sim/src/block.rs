@@ -120,6 +120,7 @@ struct Throttled {
     offset_bytes: u64,
     len_bytes: u64,
     sync: bool,
+    noidle: bool,
     owner: Owner,
     issue_ns: Nanos,
 }
@@ -466,6 +467,7 @@ impl BlockQueue {
         offset_bytes: u64,
         len_bytes: u64,
         sync: bool,
+        noidle: bool,
         owner: Owner,
         now_ns: Nanos,
     ) {
@@ -478,6 +480,7 @@ impl BlockQueue {
             offset_bytes,
             len_bytes,
             sync,
+            noidle,
             owner,
             issue_ns: now_ns,
         };
@@ -491,6 +494,7 @@ impl BlockQueue {
                 offset_bytes,
                 len_bytes,
                 sync,
+                noidle,
                 fua: false,
                 owner,
                 submit_ns: now_ns,
@@ -518,6 +522,7 @@ impl BlockQueue {
             offset_bytes,
             len_bytes,
             sync,
+            noidle,
             owner,
             issue_ns,
         } = h;
@@ -541,6 +546,7 @@ impl BlockQueue {
             offset_bytes,
             len_bytes,
             sync,
+            noidle,
             fua: false,
             owner,
             submit_ns: now_ns,

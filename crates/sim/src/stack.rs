@@ -529,6 +529,7 @@ impl Stack {
                     offset_bytes: io.offset_bytes,
                     len_bytes: io.len_bytes,
                     sync: io.sync,
+                    noidle: false,
                     fua: false,
                     owner: io.owner,
                     submit_ns: now_ns,

@@ -29,7 +29,18 @@ fn read(q: &mut BlockQueue, p: u32, kib: u64, lazy: bool, now: Nanos) {
     if lazy {
         q.begin_lazy();
     }
-    q.plug_bio(p, NO_NODE, NO_TAG, Op::Read, kib << 10, 128 << 10, true, Owner::process(p), now);
+    q.plug_bio(
+        p,
+        NO_NODE,
+        NO_TAG,
+        Op::Read,
+        kib << 10,
+        128 << 10,
+        true,
+        false,
+        Owner::process(p),
+        now,
+    );
     if lazy {
         q.unplug_lazy(p, now);
     } else {

@@ -1302,6 +1302,12 @@ impl Cfq {
         if qq.sort.len() >= 4 {
             qq.deep = true;
         }
+        // 2.6.37+: a queue whose next request is marked `REQ_NOIDLE` has no idle window
+        // (2.6.33-2.6.36's `noidle_tree_requires_idle` is not modelled).
+        if self.t.workload_trees && qq.next_rq.is_some_and(|k| qq.sort[&k].rq.noidle) {
+            qq.idle_window = false;
+            return;
+        }
         // 2.6.31 (`workload_trees` 0): a seeky queue never idles on a device that queues
         // commands (`hw_tag`), and keeps its idle window on one that does not; 2.6.33+ keeps
         // idling for seeky queues that keep a deep queue.
@@ -1552,7 +1558,13 @@ impl Scheduler for Cfq {
             if self.slice_used(q, now) || self.queues[q].class == IDLE {
                 self.expire_cause = "slice expired";
                 self.slice_expired(true, now);
-            } else if sync && empty && !self.has_close_cooperator(q) {
+            } else if sync
+                && empty
+                && (self.t.workload_trees || !rq.noidle)
+                && !self.has_close_cooperator(q)
+            {
+                // 2.6.31 idles for no request marked `REQ_NOIDLE` (`!rq_noidle(rq)`); 2.6.37+
+                // takes the idle window away when such a request is queued (below).
                 self.arm_slice_timer(q, now);
             }
         }

@@ -748,3 +748,28 @@ fn in_2_6_31_wait_request_lasts_until_the_slice_ends() {
     // 2.6.33+: the flag is cleared with the timer.
     assert_eq!(flags_after_the_awaited_read("1"), (false, false));
 }
+
+/// Whether pid 1's queue idles after its sync write completes, the write marked `REQ_NOIDLE`
+/// (fsync's writeback) or not (an `O_DIRECT` write), while pid 2 waits.
+fn idles_after_a_sync_write(workload_trees: &str, noidle: bool) -> bool {
+    let mut s = cfq_of_era(workload_trees);
+    let mut w = rq(1, 1, 0, 0, true, 0);
+    w.op = Op::Write;
+    w.noidle = noidle;
+    s.insert(w, 0);
+    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
+    let first = expect_rq(&mut s, 0);
+    assert_eq!(first.owner.pid, 1);
+    s.completed(&first, NS_PER_MS);
+    matches!(s.dispatch(NS_PER_MS), Dispatch::WaitUntil { .. })
+}
+
+#[test]
+fn no_queue_idles_for_a_noidle_write() {
+    for era in ["0", "1"] {
+        assert!(idles_after_a_sync_write(era, false), "{era}: an O_DIRECT write is idled for");
+        // 2.6.31: `!rq_noidle(rq)` in `cfq_completed_request`; 2.6.37+: the queue's next
+        // request was `REQ_NOIDLE`, so `cfq_update_idle_window` took its idle window.
+        assert!(!idles_after_a_sync_write(era, true), "{era}: fsync's writeback is not");
+    }
+}

@@ -721,6 +721,7 @@ impl Engine {
                                 io.offset_bytes,
                                 io.len_bytes,
                                 io.sync,
+                                false,
                                 owner,
                                 now,
                             );
@@ -802,6 +803,7 @@ impl Engine {
                 leaf.offset_bytes,
                 leaf.len_bytes,
                 leaf.sync,
+                false,
                 leaf.owner,
                 now,
             );
