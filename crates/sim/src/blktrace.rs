@@ -275,17 +275,8 @@ mod tests {
     use elevator_fio::blktrace::{records, TC_NOTIFY};
 
     fn rq(op: Op, offset_bytes: u64, len_bytes: u64, sync: bool, pid: u32) -> Request {
-        Request {
-            id: RequestId(0),
-            op,
-            offset_bytes,
-            len_bytes,
-            sync,
-            noidle: false,
-            fua: false,
-            owner: Owner::process(pid),
-            submit_ns: 0,
-        }
+        Request::new(RequestId(0), op, offset_bytes, len_bytes, sync, Owner::process(pid), 0)
+            .expect("an aligned test request")
     }
 
     fn names() -> Arc<ProcessNames> {
