@@ -35,6 +35,9 @@ pub struct LeafIo {
     pub offset_bytes: u64,
     pub len_bytes: u64,
     pub sync: bool,
+    /// `REQ_NOIDLE` (see [`elevator_core::Request::noidle`]), kept through linear, striped and
+    /// dm-ioband volumes; a VM disk's backend and an iSCSI target submit their own bios.
+    pub noidle: bool,
     pub owner: Owner,
     pub node: u32,
 }
@@ -86,6 +89,7 @@ struct Held {
     offset_bytes: u64,
     len_bytes: u64,
     sync: bool,
+    noidle: bool,
     owner: Owner,
 }
 
@@ -396,6 +400,7 @@ impl Stack {
                 offset_bytes: r.offset_bytes,
                 len_bytes: r.len_bytes,
                 sync: r.sync,
+                noidle: r.noidle,
                 owner: r.owner,
             };
             self.send_to_member(v, held, now_ns, out);
@@ -418,6 +423,7 @@ impl Stack {
         offset_bytes: u64,
         len_bytes: u64,
         sync: bool,
+        noidle: bool,
         owner: Owner,
         now_ns: Nanos,
         out: &mut Vec<LeafIo>,
@@ -434,7 +440,7 @@ impl Stack {
             bio: None,
             thread: u32::MAX,
         });
-        let io = Held { node: root, op, offset_bytes, len_bytes, sync, owner };
+        let io = Held { node: root, op, offset_bytes, len_bytes, sync, noidle, owner };
         self.direct_submitter = (process != u32::MAX && tag == NO_TAG).then_some(process);
         self.route(Route::Volume(volume), io, now_ns, out);
         self.direct_submitter = None;
@@ -450,6 +456,7 @@ impl Stack {
                     offset_bytes: io.offset_bytes,
                     len_bytes: io.len_bytes,
                     sync: io.sync,
+                    noidle: io.noidle,
                     owner: io.owner,
                     node: io.node,
                 });
@@ -508,7 +515,8 @@ impl Stack {
                     owner.pgrp = pid;
                     owner.io_context = pid;
                 }
-                let held = Held { node: child, owner, ..io };
+                // The backend's own bio: blkback and tapdisk mark no `REQ_NOIDLE`.
+                let held = Held { node: child, owner, noidle: false, ..io };
                 let guest = &mut self.guests[v];
                 if guest.in_flight < limit {
                     guest.in_flight += 1;
@@ -529,7 +537,7 @@ impl Stack {
                     offset_bytes: io.offset_bytes,
                     len_bytes: io.len_bytes,
                     sync: io.sync,
-                    noidle: false,
+                    noidle: io.noidle,
                     fua: false,
                     owner: io.owner,
                     submit_ns: now_ns,
@@ -675,12 +683,40 @@ limit = 2
 pid = 77
 "#;
 
+    /// The page cache's sync writes keep `REQ_NOIDLE` through a striped volume; below a VM's
+    /// disk the backend's bios do not carry it.
+    #[test]
+    fn noidle_goes_through_a_striped_volume_but_not_a_vm_backend() {
+        let t = Topology::from_str(TOPO, "t").unwrap();
+        let mut s = Stack::new(&t.volumes, &t.ioband, &[]).unwrap();
+        let mut out = Vec::new();
+        s.submit(1, 7, 0, Op::Write, 0, 131072, true, true, Owner::process(1), 0, &mut out);
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|l| l.noidle && l.sync), "{out:?}");
+        out.clear();
+        s.submit(1, 8, 1, Op::Write, 0, 4096, true, true, Owner::process(1), 0, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].sync && !out[0].noidle, "{out:?}");
+    }
+
     #[test]
     fn striping_splits_and_conserves_bytes() {
         let t = Topology::from_str(TOPO, "t").unwrap();
         let mut s = Stack::new(&t.volumes, &t.ioband, &[]).unwrap();
         let mut out = Vec::new();
-        s.submit(1, NO_TAG, 0, Op::Read, 32768, 196608, true, Owner::process(1), 0, &mut out);
+        s.submit(
+            1,
+            NO_TAG,
+            0,
+            Op::Read,
+            32768,
+            196608,
+            true,
+            false,
+            Owner::process(1),
+            0,
+            &mut out,
+        );
         let pieces: Vec<(usize, u64, u64)> =
             out.iter().map(|l| (l.device, l.offset_bytes, l.len_bytes)).collect();
         assert_eq!(
@@ -711,6 +747,7 @@ pid = 77
                 i as u64 * 4096,
                 4096,
                 true,
+                false,
                 Owner::process(i),
                 0,
                 &mut out,
@@ -749,7 +786,7 @@ threads = 1
     fn a_remote_read_crosses_the_link_both_ways() {
         let mut s = remote_stack("");
         let (mut out, mut roots) = (Vec::new(), Vec::new());
-        s.submit(1, NO_TAG, 0, Op::Read, 0, 65536, true, Owner::process(1), 0, &mut out);
+        s.submit(1, NO_TAG, 0, Op::Read, 0, 65536, true, false, Owner::process(1), 0, &mut out);
         assert!(out.is_empty(), "the command is on the wire");
         // 48-byte command at 100 MB/s (480 ns) + half the round trip.
         assert_eq!(s.next_timer_ns(), Some(480 + 50_000));
@@ -780,6 +817,7 @@ threads = 1
                 i as u64 * 4096,
                 4096,
                 true,
+                false,
                 Owner::process(i),
                 0,
                 &mut out,
@@ -828,6 +866,7 @@ threads = 1
                     i as u64 * 4096,
                     4096,
                     true,
+                    false,
                     Owner::process(i),
                     0,
                     &mut out,

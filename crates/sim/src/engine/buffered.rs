@@ -192,6 +192,7 @@ impl Engine {
                         io.offset_bytes,
                         io.len_bytes,
                         io.sync,
+                        io.op == elevator_core::Op::Write && io.sync,
                         io.owner,
                         now,
                         &mut leaves,

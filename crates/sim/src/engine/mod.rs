@@ -745,6 +745,7 @@ impl Engine {
                                 io.offset_bytes,
                                 io.len_bytes,
                                 io.sync,
+                                false,
                                 owner,
                                 now,
                                 &mut leaves,
@@ -803,7 +804,7 @@ impl Engine {
                 leaf.offset_bytes,
                 leaf.len_bytes,
                 leaf.sync,
-                false,
+                leaf.noidle,
                 leaf.owner,
                 now,
             );
