@@ -335,7 +335,8 @@ impl Stack {
             });
             return;
         }
-        self.send_to_member(v, Held { owner, ..io }, now_ns, out);
+        // The target thread's own bio: an iSCSI command carries no `REQ_NOIDLE`.
+        self.send_to_member(v, Held { owner, noidle: false, ..io }, now_ns, out);
     }
 
     /// Sends `io`, addressed within single-member volume `v` (guest, ioband, iscsi), on to
