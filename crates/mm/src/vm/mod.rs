@@ -190,6 +190,15 @@ pub struct BlockIo {
     pub owner: Owner,
 }
 
+impl BlockIo {
+    /// Whether the request carries `REQ_NOIDLE` (see [`elevator_core::Request::noidle`]): the
+    /// page cache's sync writes are `WRITE_SYNC` or `WRITE_SYNC_PLUG`, both of which do.
+    /// It follows `sync`, which the Vm decides by kernel era (`Vm::scheduler_sync`).
+    pub fn noidle(&self) -> bool {
+        self.op == Op::Write && self.sync
+    }
+}
+
 /// What one call of the Vm produced.
 #[derive(Clone, Debug, Default)]
 pub struct Output {

@@ -1459,19 +1459,16 @@ impl Scheduler for Cfq {
         if self.active == Some(q) {
             if self.queues[q].wait_request {
                 let now_or_soon = rq.len_bytes > PAGE_BYTES || self.busy_queues > 1;
-                if !self.t.workload_trees {
-                    // 2.6.31: the flag stays set until the slice ends (only
-                    // `__cfq_set_active_queue` and `__cfq_slice_expired` clear it), and the
-                    // request may go at the queue's next dispatch whatever its slice says.
-                    if now_or_soon {
-                        self.idle_until = None;
-                        self.run_queue = true;
-                    }
-                    self.queues[q].must_dispatch = true;
-                } else if now_or_soon {
+                if now_or_soon {
                     self.idle_until = None;
-                    self.queues[q].wait_request = false;
                     self.run_queue = true;
+                }
+                // 2.6.31 keeps the flag until the slice ends (only `__cfq_set_active_queue`
+                // and `__cfq_slice_expired` clear it) and always lets the request go at the
+                // queue's next dispatch whatever its slice says; 2.6.33+ clears the flag when
+                // it runs the queue now and marks `must_dispatch` only otherwise.
+                if self.t.workload_trees && now_or_soon {
+                    self.queues[q].wait_request = false;
                 } else {
                     self.queues[q].must_dispatch = true;
                 }

@@ -171,7 +171,7 @@ impl Engine {
                         io.offset_bytes,
                         io.len_bytes,
                         io.sync,
-                        io.op == elevator_core::Op::Write && io.sync,
+                        io.noidle(),
                         io.owner,
                         now,
                     );
@@ -192,7 +192,7 @@ impl Engine {
                         io.offset_bytes,
                         io.len_bytes,
                         io.sync,
-                        io.op == elevator_core::Op::Write && io.sync,
+                        io.noidle(),
                         io.owner,
                         now,
                         &mut leaves,
