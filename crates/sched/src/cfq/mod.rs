@@ -88,12 +88,21 @@
 //! queue, and seekiness as a context's mean seek distance over 8192 sectors, `CIC_SEEKY`,
 //! which also sets how close a request must be to preempt an idling queue, `cfq_rq_close`,
 //! without `group_scheduling`, no `cfq_should_wait_busy` (a used-up slice ends), and
-//! `wait_request` kept from the first idling to the slice's end);
-//! `low_latency` has no effect with `workload_trees` 0 (2.6.31 had no such knob; 2.6.32's
-//! first `low_latency` rules — an async depth that grows with the time since the last sync
-//! completion, idling kept for seeky queues — are not modelled);
+//! `wait_request` kept from the first idling to the slice's end, and no rule keeping other
+//! classes from preempting a real-time slice); `rules_2_6_32` 0 (elevator's own: 1 with
+//! `workload_trees` 0 is v2.6.32's CFQ, 2.6.31's with that release's changes — the slice
+//! residual subtracted from the tree key, no idling when the process thinks longer than the
+//! slice has left, an idle-window queue waiting for async requests in the driver to drain,
+//! `coop_preempt` (a queue that preempted with a close request does so again only as the only
+//! busy queue until the tree gives it a slice), and `low_latency`'s first form: an async queue
+//! may have one request in flight per `slice_sync` since the last sync completion,
+//! `last_end_sync_rq`, and a seeky context keeps its idle window on a queueing device if it
+//! thinks for at most `CFQ_MIN_TT`); `low_latency` has no effect with `workload_trees` 0 and
+//! `rules_2_6_32` 0 (2.6.31 had no such knob);
 //! `queue_merging` 1 (elevator's own: 0 turns off close cooperators, as before 2.6.30; with
-//! `workload_trees` 0 it is 2.6.30–31's switch to a close queue, without merging).
+//! `workload_trees` 0 it is 2.6.30–32's switch to a close queue, without merging).
+//! 2.6.31's `busy_rt_queues` check in `cfq_select_queue` is left out: a real-time request
+//! already preempts any other slice on arrival (`cfq_should_preempt`) without groups.
 //!
 //! **Close cooperators** (2.6.33+, module `coop`): when the active queue runs empty and another
 //! busy sync queue's next request is close to the head, CFQ serves that queue instead of
@@ -274,6 +283,14 @@ pub const TUNABLES: &[TunableSpec] = &[
         max: 1,
         description: "elevator: 1 = close cooperators are served and their queues merged (2.6.33+; with workload_trees=0, 2.6.30-31's switch without merging), 0 = never (before 2.6.30).",
     },
+    TunableSpec {
+        name: "rules_2_6_32",
+        unit: "bool",
+        default: 0,
+        min: 0,
+        max: 1,
+        description: "elevator: with workload_trees=0, 1 = v2.6.32's CFQ (2.6.31's plus low_latency's async depth ramp and seeky idling, the slice residual subtracted, think time against the slice left, async drain, coop_preempt), 0 = 2.6.31's; ignored with workload_trees=1.",
+    },
 ];
 
 #[derive(Clone, Copy, Debug)]
@@ -290,6 +307,7 @@ struct Tun {
     group_scheduling: bool,
     workload_trees: bool,
     queue_merging: bool,
+    rules_2_6_32: bool,
 }
 
 impl Default for Tun {
@@ -307,6 +325,7 @@ impl Default for Tun {
             group_scheduling: true,
             workload_trees: true,
             queue_merging: true,
+            rules_2_6_32: false,
         }
     }
 }
@@ -356,6 +375,9 @@ pub struct Cfq {
     busy_queues: u32,
     last_position: u64,
     last_delayed_sync: Nanos,
+    /// v2.6.32's `last_end_sync_rq`: the last completion of any sync request (2.6.33+ keeps
+    /// only the delayed ones, `last_delayed_sync`).
+    last_end_sync_rq: Nanos,
     inflight: FastHashMap<RequestId, (usize, Nanos)>,
     seq: u64,
 }
@@ -411,6 +433,7 @@ impl Cfq {
             busy_queues: 0,
             last_position: 0,
             last_delayed_sync: 0,
+            last_end_sync_rq: 0,
             inflight: FastHashMap::default(),
             seq: 0,
         };
@@ -456,6 +479,11 @@ impl Cfq {
     pub fn idle_window(&self, io_context: u32, cgroup: u32) -> Option<bool> {
         let g = self.group_idx_lookup(cgroup)?;
         self.sync_map.get(&(io_context, g)).map(|&q| self.queues[q].idle_window)
+    }
+
+    /// v2.6.32's rules (`rules_2_6_32` under `workload_trees` 0) rather than 2.6.31's.
+    fn v2632(&self) -> bool {
+        !self.t.workload_trees && self.t.rules_2_6_32
     }
 
     /// `iops_mode`: groups are charged requests, not time (no idling on a queueing device).
@@ -640,7 +668,7 @@ impl Cfq {
             // (b9c8946b, "fix the slice residual sign") subtracts it, so an overrun queue
             // waits longer; 2.6.31 added it.
             let resid = std::mem::take(&mut self.queues[q].slice_resid);
-            if self.t.workload_trees {
+            if self.t.workload_trees || self.v2632() {
                 offset + now as i64 - resid
             } else {
                 offset + now as i64 + resid
@@ -717,6 +745,7 @@ impl Cfq {
         qq.must_dispatch = false;
         qq.fifo_expire = false;
         qq.wait_busy = false;
+        qq.coop_preempt = false;
         qq.slice_new = true;
         self.idle_until = None;
         self.active = Some(q);
@@ -902,8 +931,11 @@ impl Cfq {
         self.choose_service_tree(g, now);
         let tree = tree_index(self.serving_prio, self.serving_type);
         let q = self.groups[g].trees[tree].values().next().copied()?;
-        // 2.6.30–31's `cfq_set_active_queue`: a slice from the tree clears the jump mark.
-        self.queues[q].jumped_to = false;
+        // 2.6.30–32's `cfq_set_active_queue`: a slice from the tree clears the jump mark,
+        // unless (2.6.32) the queue got it by preempting as a close queue.
+        if !self.queues[q].coop_preempt {
+            self.queues[q].jumped_to = false;
+        }
         self.set_active(q, now);
         self.picked = new_slice_decision(self.expire_cause, self.groups.len() > 1);
         Some(q)
@@ -991,6 +1023,9 @@ impl Cfq {
     /// `cfq_may_dispatch`.
     fn may_dispatch(&self, q: usize, now: Nanos) -> bool {
         let qq = &self.queues[q];
+        if self.v2632() {
+            return self.may_dispatch_2632(q, now);
+        }
         if !self.t.workload_trees {
             return self.may_dispatch_2631(q);
         }
@@ -1038,6 +1073,37 @@ impl Cfq {
         let dispatched = u64::from(qq.dispatched);
         dispatched < max_dispatch
             || (qq.class != IDLE && self.busy_queues == 1 && dispatched < 4 * max_dispatch)
+    }
+
+    /// v2.6.32's `cfq_may_dispatch`: 2.6.31's limits, plus an idle-window queue waits for
+    /// async requests in the driver to drain, and with `low_latency` an async queue may have
+    /// one request in flight per `slice_sync` since the last sync completion (one if it has
+    /// none in flight).
+    fn may_dispatch_2632(&self, q: usize, now: Nanos) -> bool {
+        let qq = &self.queues[q];
+        if qq.idle_window && self.in_flight[0] > 0 {
+            return false;
+        }
+        if self.in_flight[1] > 0 && !qq.sync {
+            return false;
+        }
+        let mut max_dispatch = if qq.class == IDLE { 1 } else { self.t.quantum };
+        let dispatched = u64::from(qq.dispatched);
+        if dispatched >= max_dispatch {
+            if qq.class == IDLE || self.busy_queues > 1 {
+                return false;
+            }
+            max_dispatch *= 4;
+        }
+        if !qq.sync && self.t.low_latency {
+            let last_sync = now.saturating_sub(self.last_end_sync_rq);
+            let mut depth = last_sync / self.t.slice[1];
+            if depth == 0 && dispatched == 0 {
+                depth = 1;
+            }
+            max_dispatch = max_dispatch.min(depth);
+        }
+        dispatched < max_dispatch
     }
 
     /// `cfq_check_fifo`: the FIFO head if it expired, checked once per slice.
@@ -1156,10 +1222,10 @@ impl Cfq {
         if in_flight > 0 {
             return;
         }
-        // 2.6.33+: no idling when the process thinks longer than the slice has left (not in
+        // 2.6.32+: no idling when the process thinks longer than the slice has left (not in
         // 2.6.31).
         if let Some(cic) = self.cics.get(&qq.io_context).filter(|_| qq.sync) {
-            if self.t.workload_trees
+            if (self.t.workload_trees || self.v2632())
                 && cic.sample_valid()
                 && qq.slice_end.saturating_sub(now) < cic.ttime_mean
             {
@@ -1208,35 +1274,51 @@ impl Cfq {
         (1..=NS_PER_MS).contains(&qq.slice_end.saturating_sub(now))
     }
 
-    /// `cfq_should_preempt`.
-    fn should_preempt(&self, new_q: usize, rq: &Request, now: Nanos) -> bool {
-        let Some(a) = self.active else { return false };
+    /// `cfq_should_preempt`: v2.6.32 marks a queue that preempts with a close request `coop`
+    /// (`jumped_to`, see `insert`), and such a queue preempts by closeness again only as the
+    /// only busy queue; before, a close request always preempts.
+    fn should_preempt(&self, new_q: usize, rq: &Request, now: Nanos) -> Preempt {
+        match self.preempt_rule(new_q, rq, now) {
+            Preempt::AsCloseQueue if !self.v2632() => Preempt::Yes,
+            Preempt::AsCloseQueue if self.queues[new_q].jumped_to && self.busy_queues != 1 => {
+                Preempt::No
+            }
+            p => p,
+        }
+    }
+
+    /// `cfq_should_preempt`'s rules, the last (the request is close to the head of the idling
+    /// active queue) answered as `AsCloseQueue`.
+    fn preempt_rule(&self, new_q: usize, rq: &Request, now: Nanos) -> Preempt {
+        let Some(a) = self.active else { return Preempt::No };
         let (nq, aq) = (&self.queues[new_q], &self.queues[a]);
         // 2.6.31 asks first whether the active slice is used up: then any queue preempts,
         // an idle-class one or one against a real-time slice too.
         if !self.t.workload_trees && self.slice_used(a, now) {
-            return true;
+            return Preempt::Yes;
         }
         if nq.class == IDLE {
-            return false;
+            return Preempt::No;
         }
         if aq.class == IDLE {
-            return true;
+            return Preempt::Yes;
         }
-        if aq.class == RT && nq.class != RT {
-            return false;
+        // 2.6.33+ (with the group rules): no preemption of a real-time slice by another
+        // class; 2.6.31's and 2.6.32's rules below let a sync or close request preempt it.
+        if self.t.workload_trees && aq.class == RT && nq.class != RT {
+            return Preempt::No;
         }
         if rq.sync && !aq.sync {
-            return true;
+            return Preempt::Yes;
         }
         if nq.group != aq.group {
-            return false;
+            return Preempt::No;
         }
         if self.slice_used(a, now) {
-            return true;
+            return Preempt::Yes;
         }
         if nq.class == RT && aq.class != RT {
-            return true;
+            return Preempt::Yes;
         }
         if self.t.workload_trees
             && nq.workload() == WL_SYNC_NOIDLE
@@ -1244,10 +1326,10 @@ impl Cfq {
             && nq.st.is_some_and(|(t, _)| self.groups[nq.group].trees[t].len() == 2)
             && aq.sort.is_empty()
         {
-            return true;
+            return Preempt::Yes;
         }
         if !aq.wait_request {
-            return false;
+            return Preempt::No;
         }
         // `cfq_rq_close`: 2.6.31 measures "close" by the active context's mean seek.
         let close = if self.t.workload_trees {
@@ -1255,7 +1337,11 @@ impl Cfq {
         } else {
             self.rq_close_sectors_2631(a)
         };
-        rq.sector().abs_diff(self.last_position) <= close
+        if rq.sector().abs_diff(self.last_position) <= close {
+            Preempt::AsCloseQueue
+        } else {
+            Preempt::No
+        }
     }
 
     /// `cfq_completed_request`'s probe (2.6.30 on): an empty queue does not idle while a
@@ -1294,6 +1380,7 @@ impl Cfq {
     /// `cfq_update_idle_window`.
     fn update_idle_window(&mut self, q: usize) {
         let slice_idle = self.t.slice_idle;
+        let v2632 = self.v2632();
         let cic = self.cics.get(&self.queues[q].io_context).copied().unwrap_or_default();
         let qq = &mut self.queues[q];
         if !qq.sync || qq.class == IDLE {
@@ -1309,19 +1396,33 @@ impl Cfq {
             return;
         }
         // 2.6.31 (`workload_trees` 0): a seeky queue never idles on a device that queues
-        // commands (`hw_tag`), and keeps its idle window on one that does not; 2.6.33+ keeps
-        // idling for seeky queues that keep a deep queue.
+        // commands (`hw_tag`), and keeps its idle window on one that does not; 2.6.32 keeps it
+        // on such a device too with `low_latency`; 2.6.33+ keeps idling for seeky queues that
+        // keep a deep queue.
         let seeky_no_idle = if self.t.workload_trees {
             !qq.deep && qq.seeky()
         } else {
-            self.hw_tag_31 && cic.seeky_2631()
+            !(v2632 && self.t.low_latency) && self.hw_tag_31 && cic.seeky_2631()
         };
+        // 2.6.32: a seeky context keeps its idle window only if it thinks for at most
+        // `CFQ_MIN_TT`.
+        let think_limit =
+            if v2632 && cic.seek_sample_valid() && cic.seeky_2631() { MIN_TT } else { slice_idle };
         if slice_idle == 0 || seeky_no_idle {
             qq.idle_window = false;
         } else if cic.sample_valid() {
-            qq.idle_window = cic.ttime_mean <= slice_idle;
+            qq.idle_window = cic.ttime_mean <= think_limit;
         }
     }
+}
+
+/// `cfq_should_preempt`'s answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Preempt {
+    No,
+    Yes,
+    /// Yes, by the last rule: the request is close to the head of the idling active queue.
+    AsCloseQueue,
 }
 
 /// The decision of a new slice: why the last one ended, and whether a group was chosen first
@@ -1473,9 +1574,16 @@ impl Scheduler for Cfq {
                     self.queues[q].must_dispatch = true;
                 }
             }
-        } else if self.should_preempt(q, &rq, now) {
-            self.preempt_queue(q, now);
-            self.run_queue = true;
+        } else {
+            let preempt = self.should_preempt(q, &rq, now);
+            if preempt == Preempt::AsCloseQueue {
+                self.queues[q].coop_preempt = true;
+                self.queues[q].jumped_to = true;
+            }
+            if preempt != Preempt::No {
+                self.preempt_queue(q, now);
+                self.run_queue = true;
+            }
         }
     }
 
@@ -1535,6 +1643,7 @@ impl Scheduler for Cfq {
             now.saturating_sub(dispatch_ns),
         );
         if sync {
+            self.last_end_sync_rq = now;
             self.cics.entry(rq.owner.io_context).or_default().last_end_request = Some(now);
             if rq.submit_ns + self.t.fifo_expire[1] <= now {
                 self.last_delayed_sync = now;
@@ -1624,6 +1733,7 @@ impl Scheduler for Cfq {
             "group_scheduling" => t.group_scheduling = v == 1,
             "workload_trees" => t.workload_trees = v == 1,
             "queue_merging" => t.queue_merging = v == 1,
+            "rules_2_6_32" => t.rules_2_6_32 = v == 1,
             _ => unreachable!(),
         }
         Ok(())
@@ -1648,6 +1758,7 @@ impl Cfq {
             "group_scheduling" => u64::from(t.group_scheduling),
             "workload_trees" => u64::from(t.workload_trees),
             "queue_merging" => u64::from(t.queue_merging),
+            "rules_2_6_32" => u64::from(t.rules_2_6_32),
             _ => 0,
         }
     }

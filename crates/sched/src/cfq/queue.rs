@@ -74,6 +74,9 @@ pub struct Queue {
     /// 2.6.30–31 (`CFQ_CFQQ_FLAG_coop`): the queue was last made active by a cooperator
     /// jump; it is not jumped to again until the service tree gives it a slice.
     pub jumped_to: bool,
+    /// v2.6.32 (`CFQ_CFQQ_FLAG_coop_preempt`): the queue preempted an idling queue with a
+    /// close request and was marked `jumped_to`; its next slice from the tree keeps the mark.
+    pub coop_preempt: bool,
     pub process_refs: u32,
 }
 
@@ -113,6 +116,7 @@ impl Queue {
             coop: false,
             split_coop: false,
             jumped_to: false,
+            coop_preempt: false,
             process_refs: 0,
         }
     }

@@ -17,11 +17,14 @@ fn expect_rq(s: &mut Cfq, now: Nanos) -> Request {
     }
 }
 
-/// CFQ without `low_latency`, of one era: `workload_trees` "0" is 2.6.31's, "1" 2.6.33+'s.
-fn cfq_of_era(workload_trees: &str) -> Cfq {
+/// CFQ without `low_latency`, of one era: "0" (`workload_trees` 0) is 2.6.31's, "2.6.32"
+/// `workload_trees` 0 with `rules_2_6_32`, "1" 2.6.33+'s.
+fn cfq_of_era(era: &str) -> Cfq {
     let mut s = Cfq::new();
     s.set_tunable("low_latency", "0").unwrap();
-    s.set_tunable("workload_trees", workload_trees).unwrap();
+    let (trees, rules_2_6_32) = if era == "2.6.32" { ("0", "1") } else { (era, "0") };
+    s.set_tunable("workload_trees", trees).unwrap();
+    s.set_tunable("rules_2_6_32", rules_2_6_32).unwrap();
     s
 }
 
@@ -536,6 +539,8 @@ fn before_2_6_33_a_queue_idles_whatever_is_left_of_its_slice() {
     assert!(matches!(near_its_slice_end("1"), Dispatch::Request(r) if r.owner.pid == 2));
     // 2.6.31: it idles for pid 1's next read.
     assert!(matches!(near_its_slice_end("0"), Dispatch::WaitUntil { .. }));
+    // v2.6.32 brought the think-time check into `cfq_arm_slice_timer`.
+    assert!(matches!(near_its_slice_end("2.6.32"), Dispatch::Request(r) if r.owner.pid == 2));
 }
 
 #[test]
@@ -700,6 +705,8 @@ fn the_slice_residual_moves_a_queue_forward_from_2_6_32() {
     assert_eq!(resid_shift("1", -30), 30 * ms);
     // 2.6.31: `rb_key += cfqq->slice_resid`.
     assert_eq!(resid_shift("0", 30), 30 * ms);
+    // v2.6.32, still with one service tree per class.
+    assert_eq!(resid_shift("2.6.32", 30), -30 * ms);
 }
 
 /// The slice pid 1 gets while 15 other processes have reads queued.
@@ -772,4 +779,139 @@ fn no_queue_idles_for_a_noidle_write() {
         // request was `REQ_NOIDLE`, so `cfq_update_idle_window` took its idle window.
         assert!(!idles_after_a_sync_write(era, true), "{era}: fsync's writeback is not");
     }
+}
+
+/// How many of pid 1's queued async writes CFQ sends at `at`, once pid 2's one read completed
+/// at 1 ms and its idling ended.
+fn async_burst_after_a_read(era: &str, low_latency: &str, at: Nanos) -> usize {
+    let mut s = cfq_of_era(era);
+    s.set_tunable("low_latency", low_latency).unwrap();
+    s.insert(rq(1, 2, 0, 1 << 30, true, 0), 0);
+    let r = expect_rq(&mut s, 0);
+    s.completed(&r, NS_PER_MS);
+    for id in 2..34 {
+        s.insert(rq(id, 1, 0, id << 12, false, 2 * NS_PER_MS), 2 * NS_PER_MS);
+    }
+    let mut sent = 0;
+    while let Dispatch::Request(w) = s.dispatch(at) {
+        assert_eq!(w.owner.pid, 1);
+        sent += 1;
+    }
+    sent
+}
+
+#[test]
+fn v2_6_32_low_latency_ramps_async_depth_up_from_the_last_sync_completion() {
+    // v2.6.32 `cfq_may_dispatch`: `depth = last_sync / cfq_slice[1]`, at least one request
+    // if the queue has none in flight: 1 at 20 ms after the read, 2 at 250 ms.
+    assert_eq!(async_burst_after_a_read("2.6.32", "1", 20 * NS_PER_MS), 1);
+    assert_eq!(async_burst_after_a_read("2.6.32", "1", 250 * NS_PER_MS), 2);
+    // Without `low_latency`, and in 2.6.31, the only busy queue sends 4 × `quantum`.
+    assert_eq!(async_burst_after_a_read("2.6.32", "0", 20 * NS_PER_MS), 16);
+    assert_eq!(async_burst_after_a_read("0", "1", 20 * NS_PER_MS), 16);
+}
+
+/// What CFQ sends when pid 2's read preempts pid 1's async queue with two writes in flight.
+fn read_beside_async_writes_in_flight(era: &str) -> Dispatch {
+    let mut s = cfq_of_era(era);
+    for id in 1..=4 {
+        s.insert(rq(id, 1, 0, id << 12, false, 0), 0);
+    }
+    expect_rq(&mut s, 0);
+    expect_rq(&mut s, 0);
+    s.insert(rq(9, 2, 0, 1 << 30, true, NS_PER_MS), NS_PER_MS);
+    assert_eq!(s.active_queue_info().map(|a| a.0), None, "the read preempted the writes");
+    s.dispatch(NS_PER_MS)
+}
+
+#[test]
+fn v2_6_32_drains_async_writes_before_an_idling_queue_dispatches() {
+    // v2.6.32 `cfq_may_dispatch`: `cfq_cfqq_idle_window(cfqq) && rq_in_driver[BLK_RW_ASYNC]`.
+    assert!(matches!(read_beside_async_writes_in_flight("2.6.32"), Dispatch::Empty));
+    // 2.6.31 sends the read at once.
+    assert!(
+        matches!(read_beside_async_writes_in_flight("0"), Dispatch::Request(r) if r.owner.pid == 2)
+    );
+}
+
+/// pid 1's idle window after 20 reads that jump 512 MiB each, `think` apart, on a device
+/// `hw_tag` takes for a queueing one (2.6.31's starting guess).
+fn seeky_reader_idle_window(era: &str, low_latency: &str, think: Nanos) -> bool {
+    let mut s = cfq_of_era(era);
+    s.set_tunable("low_latency", low_latency).unwrap();
+    let mut now = 0;
+    for id in 0..20u64 {
+        s.insert(rq(id, 1, 0, (id % 2) << 20, true, now), now);
+        let r = expect_rq(&mut s, now);
+        now += NS_PER_MS;
+        s.completed(&r, now);
+        now += think;
+    }
+    s.idle_window(1, 0).expect("pid 1's queue")
+}
+
+#[test]
+fn v2_6_32_low_latency_keeps_idling_for_seeky_readers_that_think_little() {
+    // 2.6.31 `cfq_update_idle_window`: `hw_tag && CIC_SEEKY(cic)` takes the window.
+    assert!(!seeky_reader_idle_window("0", "0", 0));
+    assert!(!seeky_reader_idle_window("2.6.32", "0", 0));
+    // v2.6.32 with `low_latency`: a seeky context keeps it if it thinks at most `CFQ_MIN_TT`.
+    assert!(seeky_reader_idle_window("2.6.32", "1", 0));
+    assert!(!seeky_reader_idle_window("2.6.32", "1", 5 * NS_PER_MS));
+}
+
+/// Whether pid 2, which preempted idling pid 1 with a close read and was later preempted back
+/// the same way, preempts pid 1 again with a close read while pid 3 waits.
+fn close_reader_preempts_twice(era: &str) -> bool {
+    let mut s = cfq_of_era(era);
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    s.insert(rq(2, 3, 0, 1 << 30, true, 0), 0);
+    let mut now = 0;
+    for (id, pid) in [(3u64, 2u32), (4, 1)] {
+        let r = expect_rq(&mut s, now);
+        now += NS_PER_MS;
+        s.completed(&r, now);
+        now += NS_PER_MS;
+        // Close to where the last read ended: it preempts the idling queue.
+        s.insert(rq(id, pid, 0, id * 8, true, now), now);
+        assert_eq!(s.active, None, "pid {pid} preempted");
+    }
+    let r = expect_rq(&mut s, now);
+    assert_eq!(r.owner.pid, 1);
+    now += NS_PER_MS;
+    s.completed(&r, now);
+    now += NS_PER_MS;
+    s.insert(rq(5, 2, 0, 40, true, now), now);
+    s.active.is_none()
+}
+
+#[test]
+fn v2_6_32_a_close_queue_preempts_once_until_the_tree_serves_it() {
+    // v2.6.32 `cfq_should_preempt`: `cfq_rq_close(cfqd, rq) && (!cfq_cfqq_coop(new_cfqq) ||
+    // cfqd->busy_queues == 1)`, and the preemption marks the queue `coop`.
+    assert!(!close_reader_preempts_twice("2.6.32"));
+    // 2.6.31: a close read always preempts an idling queue.
+    assert!(close_reader_preempts_twice("0"));
+}
+
+/// Whether a best-effort read close to the head preempts a real-time queue idling for its
+/// next read.
+fn close_read_preempts_real_time(era: &str) -> bool {
+    let mut s = cfq_of_era(era);
+    let mut first = rq(1, 1, 0, 0, true, 0);
+    first.owner.prio = IoPrio { class: IoPrioClass::RealTime, level: 4 };
+    s.insert(first, 0);
+    let r = expect_rq(&mut s, 0);
+    s.completed(&r, NS_PER_MS);
+    assert!(matches!(s.dispatch(NS_PER_MS), Dispatch::WaitUntil { .. }), "pid 1 idles");
+    s.insert(rq(2, 2, 0, 16, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
+    s.active.is_none()
+}
+
+#[test]
+fn only_2_6_33_keeps_other_classes_from_preempting_a_real_time_slice() {
+    assert!(!close_read_preempts_real_time("1"));
+    // 2.6.31's and 2.6.32's `cfq_should_preempt` have no such rule.
+    assert!(close_read_preempts_real_time("0"));
+    assert!(close_read_preempts_real_time("2.6.32"));
 }
