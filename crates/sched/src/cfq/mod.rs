@@ -119,8 +119,10 @@
 //!   `cfq_choose_req`'s metadata preference do not exist.
 //! - Groups are created on `set_group` or on first use (weight 500 for an unknown cgroup);
 //!   queues are kept for the scheduler's lifetime (the kernel frees them with the I/O context).
-//! - `quantum` defaults to 4 as elevator's brief asks (the 2.6.31–2.6.32 value); 2.6.33+
-//!   ships 8. Set `quantum=8` for the later kernels' dispatch depth.
+//! - `quantum` defaults to 4 as elevator's brief asks (the 2.6.31–2.6.33 value); 2.6.34+
+//!   ships 8 with the dispatch limit modelled here (`quantum / 2`, `quantum` early in a
+//!   slice). Set `quantum=8` for those kernels. 2.6.33's own limit (`quantum` in flight,
+//!   unlimited for the only busy queue) is not modelled.
 //! - A change of a process's priority applies to its sync queue at its next request; the
 //!   kernel applies it on the next request too, but via the ioc "prio changed" flag.
 //! - When requests are queued but every candidate must wait for completions (dispatch limits,
