@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use elevator_core::Nanos;
 
+use super::queue::ThinkTime;
+
 /// A statistic split the way `blkio.io_service_bytes` and friends print it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IoStat {
@@ -72,10 +74,13 @@ pub struct Group {
     pub saved_prio: usize,
     pub busy_queues_avg: [u32; 2],
     pub stats: GroupStats,
+    /// 3.2's think times (`rules_3_2`): the group's, and each service tree's.
+    pub ttime: ThinkTime,
+    pub tree_ttime: [ThinkTime; 7],
 }
 
 impl Group {
-    pub fn new(path: String, weight: u32) -> Group {
+    pub fn new(path: String, weight: u32, created_ns: Nanos) -> Group {
         Group {
             path,
             weight: weight.max(1),
@@ -89,6 +94,8 @@ impl Group {
             saved_prio: 1,
             busy_queues_avg: [0; 2],
             stats: GroupStats::default(),
+            ttime: ThinkTime::new(created_ns),
+            tree_ttime: [ThinkTime::new(created_ns); 7],
         }
     }
 

@@ -1,6 +1,12 @@
-//! CFQ, the Completely Fair Queueing scheduler, as in Linux 2.6.33–2.6.38
-//! `block/cfq-iosched.c` (the version with workload service trees, blkio group scheduling and,
-//! from 2.6.37, `group_idle`), rewritten from a reading of that code.
+//! CFQ, the Completely Fair Queueing scheduler, as in Linux 2.6.38 `block/cfq-iosched.c`
+//! (the version with workload service trees, blkio group scheduling and, from 2.6.37,
+//! `group_idle`), rewritten from a reading of that code, with switches for the rules of other
+//! releases: `rules_3_2` (3.2 to 3.5), `workload_trees` 0 (2.6.31) and `rules_2_6_32`.
+//! 2.6.33–2.6.37 differ from 2.6.38 in rules not modelled: no "idle queue should not be idle"
+//! preemption, no whole slice left to a queue preempted before its slice began, no seeky
+//! queue losing its idle window when the device outruns it, no `cfq_should_wait_busy` test of
+//! queued requests, no `original_prio` test in the workload choice, and (2.6.33) `quantum`
+//! in flight per queue, unlimited for the only busy one.
 //!
 //! # The algorithm
 //!
@@ -104,6 +110,15 @@
 //! 2.6.31's `busy_rt_queues` check in `cfq_select_queue` is left out: a real-time request
 //! already preempts any other slice on arrival (`cfq_should_preempt`) without groups.
 //!
+//! **3.2** (`rules_3_2`): the only busy sync queue has no dispatch limit even beside busy
+//! async queues (`promote_sync`, 2.6.39); the last queue of a service tree idles only if the
+//! tree's mean think time (`service_tree->ttime`: from a sync completion on the tree to the
+//! next sync request on it) is at most `slice_idle`; a group's last queue does not wait busy,
+//! nor hold the disk for its group, if the group's think time (every request, with group
+//! scheduling) passes `group_idle`; and a process's think time counts its sync requests only.
+//! 3.3–3.5 change no rule modelled here (3.5 adds the `target_latency` knob, 300 ms as
+//! before).
+//!
 //! **Close cooperators** (2.6.33+, module `coop`): when the active queue runs empty and another
 //! busy sync queue's next request is close to the head, CFQ serves that queue instead of
 //! idling and merges the two; a merged queue that turns seeky is split again.
@@ -130,6 +145,9 @@
 //!   coming); while the idle timer runs it answers `WaitUntil` with its expiry. The idle timer
 //!   is evaluated lazily: at the next call at or after its expiry.
 //! - No `cfq_forced_dispatch`, no idle-class grace period.
+//! - No process exit: 3.2 neither idles for a task that has exited nor keeps its slice.
+//! - The root group weighs `BLKIO_WEIGHT_DEFAULT` (500) unless a cgroup setting says otherwise;
+//!   2.6.33+ gives it twice that (`cfq_init_queue`), which matters only beside other groups.
 
 mod coop;
 pub mod group;
@@ -286,6 +304,14 @@ pub const TUNABLES: &[TunableSpec] = &[
         description: "elevator: 1 = close cooperators are served and their queues merged (2.6.33+; with workload_trees=0, 2.6.30-31's switch without merging), 0 = never (before 2.6.30).",
     },
     TunableSpec {
+        name: "rules_3_2",
+        unit: "bool",
+        default: 0,
+        min: 0,
+        max: 1,
+        description: "elevator: with workload_trees=1, 1 = 3.2's CFQ (the only busy sync queue dispatches without limit, think time per service tree and per group decides idling, a process's think time counts sync requests only), 0 = 2.6.38's.",
+    },
+    TunableSpec {
         name: "rules_2_6_32",
         unit: "bool",
         default: 0,
@@ -310,6 +336,7 @@ struct Tun {
     workload_trees: bool,
     queue_merging: bool,
     rules_2_6_32: bool,
+    rules_3_2: bool,
 }
 
 impl Default for Tun {
@@ -328,6 +355,7 @@ impl Default for Tun {
             workload_trees: true,
             queue_merging: true,
             rules_2_6_32: false,
+            rules_3_2: false,
         }
     }
 }
@@ -375,8 +403,13 @@ pub struct Cfq {
     hw_tag_31_samples: u32,
     in_flight: [u32; 2],
     busy_queues: u32,
+    /// `busy_sync_queues` (2.6.39+): busy queues that are sync.
+    busy_sync_queues: u32,
     last_position: u64,
-    last_delayed_sync: Nanos,
+    /// The last completion of a sync request that waited at least `fifo_expire_sync`
+    /// (`last_delayed_sync`); `None` before the first, which counts as a second before the
+    /// scheduler started (`cfq_init_queue`: `jiffies - HZ`).
+    last_delayed_sync: Option<Nanos>,
     /// v2.6.32's `last_end_sync_rq`: the last completion of any sync request (2.6.33+ keeps
     /// only the delayed ones, `last_delayed_sync`).
     last_end_sync_rq: Nanos,
@@ -407,7 +440,7 @@ impl Cfq {
             queues: Vec::new(),
             sync_map: FastHashMap::default(),
             async_map: FastHashMap::default(),
-            groups: vec![Group::new(String::new(), Cgroup::DEFAULT_WEIGHT)],
+            groups: vec![Group::new(String::new(), Cgroup::DEFAULT_WEIGHT, 0)],
             group_map: FastHashMap::default(),
             gst: BTreeMap::new(),
             prio_trees: Default::default(),
@@ -433,8 +466,9 @@ impl Cfq {
             hw_tag_31_samples: 0,
             in_flight: [0; 2],
             busy_queues: 0,
+            busy_sync_queues: 0,
             last_position: 0,
-            last_delayed_sync: 0,
+            last_delayed_sync: None,
             last_end_sync_rq: 0,
             inflight: FastHashMap::default(),
             seq: 0,
@@ -486,6 +520,11 @@ impl Cfq {
     /// v2.6.32's rules (`rules_2_6_32` under `workload_trees` 0) rather than 2.6.31's.
     fn v2632(&self) -> bool {
         !self.t.workload_trees && self.t.rules_2_6_32
+    }
+
+    /// 3.2's rules (`rules_3_2` under `workload_trees` 1) rather than 2.6.38's.
+    fn v32(&self) -> bool {
+        self.t.workload_trees && self.t.rules_3_2
     }
 
     /// `iops_mode`: groups are charged requests, not time (no idling on a queueing device).
@@ -548,12 +587,12 @@ impl Cfq {
         self.group_map.get(&cgroup).copied()
     }
 
-    fn group_idx(&mut self, cgroup: u32) -> usize {
+    fn group_idx(&mut self, cgroup: u32, now: Nanos) -> usize {
         if let Some(g) = self.group_idx_lookup(cgroup) {
             return g;
         }
         let g = self.groups.len();
-        self.groups.push(Group::new(format!("#{cgroup}"), Cgroup::DEFAULT_WEIGHT));
+        self.groups.push(Group::new(format!("#{cgroup}"), Cgroup::DEFAULT_WEIGHT, now));
         self.group_map.insert(cgroup, g);
         g
     }
@@ -567,8 +606,8 @@ impl Cfq {
     }
 
     /// `cfq_get_queue`: the sync queue of the process, or the async queue of its priority.
-    fn queue_for(&mut self, rq: &Request) -> usize {
-        let g = self.group_idx(rq.owner.cgroup);
+    fn queue_for(&mut self, rq: &Request, now: Nanos) -> usize {
+        let g = self.group_idx(rq.owner.cgroup, now);
         let (class, prio) = class_of(rq);
         if rq.sync {
             let key = (rq.owner.io_context, g);
@@ -632,8 +671,14 @@ impl Cfq {
         if !self.t.workload_trees {
             return false; // 2.6.31: no idling at the end of a sync-noidle tree
         }
+        // The last queue of its tree idles (3.2: unless the tree's think time is big).
         match qq.st {
-            Some((tree, _)) => self.groups[qq.group].trees[tree].len() == 1 && qq.sync,
+            Some((tree, _)) => {
+                let grp = &self.groups[qq.group];
+                grp.trees[tree].len() == 1
+                    && qq.sync
+                    && !(self.v32() && grp.tree_ttime[tree].big(self.t.slice_idle))
+            }
             None => false,
         }
     }
@@ -694,6 +739,7 @@ impl Cfq {
     fn add_rr(&mut self, q: usize, now: Nanos) {
         self.queues[q].on_rr = true;
         self.busy_queues += 1;
+        self.busy_sync_queues += u32::from(self.queues[q].sync);
         self.service_tree_add(q, false, now);
         self.prio_tree_update(q);
         let g = self.queues[q].group;
@@ -720,6 +766,7 @@ impl Cfq {
         self.queues[q].on_rr = false;
         self.prio_tree_update(q);
         self.busy_queues -= 1;
+        self.busy_sync_queues -= u32::from(self.queues[q].sync);
         let grp = &mut self.groups[g];
         grp.nr_cfqq -= 1;
         if grp.nr_cfqq == 0 {
@@ -766,6 +813,17 @@ impl Cfq {
 
     /// `cfq_set_prio_slice` with `cfq_scaled_cfqq_slice`.
     fn set_prio_slice(&mut self, q: usize, now: Nanos) {
+        let slice = self.scaled_slice(q);
+        let qq = &mut self.queues[q];
+        qq.slice_start = Some(now);
+        qq.slice_end = now + slice;
+        qq.allocated_slice = slice;
+    }
+
+    /// `cfq_scaled_cfqq_slice`: the queue's slice, shrunk with `low_latency` so that the busy
+    /// queues of its class fit the group's share of the target latency (updates the group's
+    /// average busy-queue count, as the kernel does).
+    fn scaled_slice(&mut self, q: usize) -> Nanos {
         let (sync, prio, class, g) = {
             let qq = &self.queues[q];
             (qq.sync, qq.prio, qq.class, qq.group)
@@ -783,10 +841,7 @@ impl Cfq {
                 slice = (slice * group_slice / expect_latency).max(low_slice);
             }
         }
-        let qq = &mut self.queues[q];
-        qq.slice_start = Some(now);
-        qq.slice_end = now + slice;
-        qq.allocated_slice = slice;
+        slice
     }
 
     /// `cfq_cfqq_slice_usage`.
@@ -838,11 +893,20 @@ impl Cfq {
     fn slice_expired(&mut self, timed_out: bool, now: Nanos) {
         let Some(q) = self.active else { return };
         self.idle_until = None;
+        // 2.6.38+: a queue preempted before its slice started keeps a whole slice to its
+        // credit; before, only a started slice left a residual.
+        let unstarted_resid = if timed_out && self.queues[q].slice_new && self.t.workload_trees {
+            Some(self.scaled_slice(q) as i64)
+        } else {
+            None
+        };
         {
             let qq = &mut self.queues[q];
             qq.wait_request = false;
             qq.wait_busy = false;
-            if timed_out && !qq.slice_new {
+            if let Some(resid) = unstarted_resid {
+                qq.slice_resid = resid;
+            } else if timed_out && !qq.slice_new {
                 qq.slice_resid = qq.slice_end as i64 - now as i64;
             }
             if qq.coop && qq.seeky() {
@@ -946,7 +1010,10 @@ impl Cfq {
     /// Group idling check of `cfq_select_queue` (`check_group_idle`).
     fn group_idle_wait(&self, q: usize) -> bool {
         let grp = &self.groups[self.queues[q].group];
-        self.group_idle() > 0 && grp.nr_cfqq == 1 && grp.dispatched > 0
+        self.group_idle() > 0
+            && grp.nr_cfqq == 1
+            && grp.dispatched > 0
+            && !(self.v32() && grp.ttime.big(self.group_idle()))
     }
 
     /// `cfq_select_queue`.
@@ -1045,13 +1112,20 @@ impl Cfq {
             if qq.class == IDLE {
                 return false;
             }
-            if self.busy_queues > 1 && self.slice_used_soon(q, now) {
+            // 2.6.39+ (`rules_3_2`): the only busy sync queue is not limited, async queues
+            // or not ("a sync queue can preempt async queue").
+            let promote_sync = self.v32() && qq.sync && self.busy_sync_queues == 1;
+            if self.busy_queues > 1 && self.slice_used_soon(q, now) && !promote_sync {
                 return false;
             }
-            max_dispatch = if self.busy_queues == 1 { u64::MAX } else { self.t.quantum };
+            max_dispatch =
+                if self.busy_queues == 1 || promote_sync { u64::MAX } else { self.t.quantum };
         }
         if !qq.sync && self.t.low_latency {
-            let last_sync = now.saturating_sub(self.last_delayed_sync);
+            let last_sync = match self.last_delayed_sync {
+                Some(t) => now.saturating_sub(t),
+                None => now + 1_000 * NS_PER_MS,
+            };
             let mut depth = last_sync / self.t.slice[1];
             if depth == 0 && qq.dispatched == 0 {
                 depth = 1;
@@ -1191,10 +1265,7 @@ impl Cfq {
         }
         self.idle_until = None;
         let Some(q) = self.active else { return };
-        // 2.6.31's `cfq_idle_slice_timer` leaves `wait_request` set (see `insert`).
-        if self.t.workload_trees {
-            self.queues[q].wait_request = false;
-        }
+        // `cfq_idle_slice_timer` leaves `wait_request` set, in every era (see `insert`).
         if self.queues[q].must_dispatch {
             return;
         }
@@ -1264,6 +1335,10 @@ impl Cfq {
         if !self.waits_busy() || !qq.sort.is_empty() || self.groups[qq.group].nr_cfqq > 1 {
             return false;
         }
+        // 3.2: "the only queue in the group, but think time is big".
+        if self.v32() && self.groups[qq.group].ttime.big(self.group_idle()) {
+            return false;
+        }
         if self.slice_used(q, now) {
             return true;
         }
@@ -1324,10 +1399,15 @@ impl Cfq {
         }
         if self.t.workload_trees
             && nq.workload() == WL_SYNC_NOIDLE
-            && aq.workload() == WL_SYNC_NOIDLE
+            && self.serving_type == WL_SYNC_NOIDLE
             && nq.st.is_some_and(|(t, _)| self.groups[nq.group].trees[t].len() == 2)
             && aq.sort.is_empty()
         {
+            return Preempt::Yes;
+        }
+        // 2.6.38+: "an idle queue should not be idle now" — an empty active queue that does
+        // not idle for itself (it waits for its group, `group_idle`, or its tree grew).
+        if self.t.workload_trees && aq.sort.is_empty() && !self.should_idle(a) {
             return Preempt::Yes;
         }
         if !aq.wait_request {
@@ -1521,7 +1601,7 @@ impl Scheduler for Cfq {
     fn insert(&mut self, rq: Request, now_ns: Nanos) {
         let now = now_ns;
         self.advance(now);
-        let q = self.queue_for(&rq);
+        let q = self.queue_for(&rq, now);
         let sync = self.queues[q].sync;
         let fifo_key = (now + self.t.fifo_expire[usize::from(sync)], rq.id.0);
         let key = (rq.sector(), rq.id.0);
@@ -1552,10 +1632,26 @@ impl Scheduler for Cfq {
         } else if self.queues[q].next_rq != cur {
             self.prio_tree_update(q);
         }
-        // cfq_rq_enqueued
+        // cfq_rq_enqueued: 3.2 (`rules_3_2`) counts a process's think time on its sync
+        // requests only, and keeps one for the queue's service tree (sync requests) and one
+        // for its group (every request, with group scheduling).
         let slice_idle = self.t.slice_idle;
+        let v32 = self.v32();
+        if v32 {
+            let (g, sync, st) = (self.queues[q].group, self.queues[q].sync, self.queues[q].st);
+            let group_idle = self.group_idle();
+            let grp = &mut self.groups[g];
+            if let (true, Some((tree, _))) = (sync, st) {
+                grp.tree_ttime[tree].update(now, slice_idle);
+            }
+            if self.t.group_scheduling {
+                grp.ttime.update(now, group_idle);
+            }
+        }
         let cic = self.cics.entry(rq.owner.io_context).or_default();
-        cic.update_thinktime(now, slice_idle);
+        if !v32 || sync {
+            cic.update_thinktime(now, slice_idle);
+        }
         cic.update_seek_2631(&rq);
         self.queues[q].update_seek(&rq);
         self.update_idle_window(q);
@@ -1644,11 +1740,26 @@ impl Scheduler for Cfq {
             rq.sync,
             now.saturating_sub(dispatch_ns),
         );
+        if self.v32() {
+            let qq = &self.queues[q];
+            let tree = match qq.st {
+                Some((tree, _)) => tree,
+                None => tree_index(qq.class, self.wl(q)),
+            };
+            let group_scheduling = self.t.group_scheduling;
+            let grp = &mut self.groups[g];
+            if sync {
+                grp.tree_ttime[tree].last_end = now;
+            }
+            if group_scheduling {
+                grp.ttime.last_end = now;
+            }
+        }
         if sync {
             self.last_end_sync_rq = now;
             self.cics.entry(rq.owner.io_context).or_default().last_end_request = Some(now);
             if rq.submit_ns + self.t.fifo_expire[1] <= now {
-                self.last_delayed_sync = now;
+                self.last_delayed_sync = Some(now);
             }
         }
         if self.active == Some(q) {
@@ -1683,7 +1794,8 @@ impl Scheduler for Cfq {
             Some(&g) => g,
             None => {
                 let g = self.groups.len();
-                self.groups.push(Group::new(group.path.clone(), group.weight));
+                // Configured before the run: created at time 0.
+                self.groups.push(Group::new(group.path.clone(), group.weight, 0));
                 self.group_map.insert(group.id, g);
                 g
             }
@@ -1736,6 +1848,7 @@ impl Scheduler for Cfq {
             "workload_trees" => t.workload_trees = v == 1,
             "queue_merging" => t.queue_merging = v == 1,
             "rules_2_6_32" => t.rules_2_6_32 = v == 1,
+            "rules_3_2" => t.rules_3_2 = v == 1,
             _ => unreachable!(),
         }
         Ok(())
@@ -1761,6 +1874,7 @@ impl Cfq {
             "workload_trees" => u64::from(t.workload_trees),
             "queue_merging" => u64::from(t.queue_merging),
             "rules_2_6_32" => u64::from(t.rules_2_6_32),
+            "rules_3_2" => u64::from(t.rules_3_2),
             _ => 0,
         }
     }

@@ -210,13 +210,46 @@ impl Cic {
 
     /// `cfq_update_io_thinktime`: exponentially weighted (7/8) mean of the time between the
     /// completion of this context's last sync request and its next request, capped at
-    /// `2 * slice_idle`.
+    /// `2 * slice_idle`. Before any completion the kernel counts from the context's
+    /// allocation (`cfq_alloc_io_context` sets `last_end_request = jiffies`), which comes with
+    /// its first request: that request is a sample of about 0.
     pub fn update_thinktime(&mut self, now: Nanos, slice_idle_ns: Nanos) {
-        let Some(last) = self.last_end_request else { return };
+        let last = self.last_end_request.unwrap_or(now);
         let ttime = now.saturating_sub(last).min(2 * slice_idle_ns);
         self.ttime_samples = (7 * self.ttime_samples + 256) / 8;
         self.ttime_total = (7 * self.ttime_total + 256 * ttime) / 8;
         self.ttime_mean = (self.ttime_total + 128) / self.ttime_samples.max(1);
+    }
+}
+
+/// 3.2's `struct cfq_ttime` kept for a service tree and for a group (`rules_3_2`): the 7/8
+/// decaying mean of the time from the last completion to the next request, each sample capped
+/// at twice the idle time it is compared with.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThinkTime {
+    pub samples: u64,
+    pub total: u64,
+    pub mean: u64,
+    /// The last completion, or when the tree or group was created.
+    pub last_end: Nanos,
+}
+
+impl ThinkTime {
+    pub fn new(created_ns: Nanos) -> ThinkTime {
+        ThinkTime { last_end: created_ns, ..ThinkTime::default() }
+    }
+
+    /// `__cfq_update_io_thinktime`.
+    pub fn update(&mut self, now: Nanos, idle_ns: Nanos) {
+        let elapsed = now.saturating_sub(self.last_end).min(2 * idle_ns);
+        self.samples = (7 * self.samples + 256) / 8;
+        self.total = (7 * self.total + 256 * elapsed) / 8;
+        self.mean = (self.total + 128) / self.samples.max(1);
+    }
+
+    /// `cfq_io_thinktime_big`: a valid mean longer than `idle_ns`.
+    pub fn big(&self, idle_ns: Nanos) -> bool {
+        sample_valid(self.samples) && self.mean > idle_ns
     }
 }
 

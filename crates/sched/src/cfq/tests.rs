@@ -2,6 +2,7 @@
 
 use super::*;
 use elevator_core::{IoPrio, Op, Owner, NS_PER_US};
+use queue::ThinkTime;
 
 fn rq(id: u64, pid: u32, cgroup: u32, sector: u64, sync: bool, now: Nanos) -> Request {
     let mut owner = Owner::process(pid);
@@ -18,13 +19,18 @@ fn expect_rq(s: &mut Cfq, now: Nanos) -> Request {
 }
 
 /// CFQ without `low_latency`, of one era: "0" (`workload_trees` 0) is 2.6.31's, "2.6.32"
-/// `workload_trees` 0 with `rules_2_6_32`, "1" 2.6.33+'s.
+/// `workload_trees` 0 with `rules_2_6_32`, "1" 2.6.38's, "rules_3_2" 3.2's.
 fn cfq_of_era(era: &str) -> Cfq {
     let mut s = Cfq::new();
     s.set_tunable("low_latency", "0").unwrap();
-    let (trees, rules_2_6_32) = if era == "2.6.32" { ("0", "1") } else { (era, "0") };
+    let (trees, rules_2_6_32, rules_3_2) = match era {
+        "2.6.32" => ("0", "1", "0"),
+        "rules_3_2" => ("1", "0", "1"),
+        _ => (era, "0", "0"),
+    };
     s.set_tunable("workload_trees", trees).unwrap();
     s.set_tunable("rules_2_6_32", rules_2_6_32).unwrap();
+    s.set_tunable("rules_3_2", rules_3_2).unwrap();
     s
 }
 
@@ -492,7 +498,7 @@ fn third_queue_offset(workload_trees: &str) -> i64 {
     s.insert(rq(2, 2, 0, 1 << 20, true, 0), 0);
     let now = 5 * NS_PER_MS;
     let third = rq(3, 3, 0, 1 << 30, true, now);
-    let q = s.queue_for(&third);
+    let q = s.queue_for(&third, 0);
     s.insert(third, now);
     let (_, key) = s.queues[q].st.expect("on a service tree");
     key.0 - now as i64
@@ -688,7 +694,7 @@ fn resid_shift(workload_trees: &str, resid_ms: i64) -> i64 {
         s.insert(rq(1, 1, 0, 0, true, 0), 0);
         let now = 5 * NS_PER_MS;
         let second = rq(2, 2, 0, 1 << 30, true, now);
-        let q = s.queue_for(&second);
+        let q = s.queue_for(&second, now);
         s.queues[q].slice_resid = resid * NS_PER_MS as i64;
         s.insert(second, now);
         s.queues[q].st.expect("on a service tree").1 .0
@@ -914,4 +920,202 @@ fn only_2_6_33_keeps_other_classes_from_preempting_a_real_time_slice() {
     // 2.6.31's and 2.6.32's `cfq_should_preempt` have no such rule.
     assert!(close_read_preempts_real_time("0"));
     assert!(close_read_preempts_real_time("2.6.32"));
+}
+
+/// CFQ of 3.2 (`rules_3_2`), without `low_latency`.
+fn cfq_3_2() -> Cfq {
+    cfq_of_era("rules_3_2")
+}
+
+#[test]
+fn a_process_s_first_request_is_a_think_time_sample() {
+    // `cfq_alloc_io_context` sets `last_end_request = jiffies` with the context, so the
+    // first request counts (about 0) and the mean is valid at the third (samples 32, 60, 84).
+    let mut s = cfq_of_era("1");
+    let mut now = 0;
+    for id in 1..=3u64 {
+        s.insert(rq(id, 1, 0, id * 8, true, now), now);
+        let r = expect_rq(&mut s, now);
+        now += NS_PER_MS;
+        s.completed(&r, now);
+    }
+    assert!(s.cics[&1].sample_valid());
+}
+
+#[test]
+fn the_idle_timer_leaves_wait_request_set() {
+    // `cfq_idle_slice_timer` (2.6.34, 3.2) kicks the queue for the request that came while
+    // it idled and clears no flag: the close-request preemption stays open.
+    let mut s = cfq_of_era("1");
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    let r = expect_rq(&mut s, 0);
+    s.completed(&r, NS_PER_MS);
+    let q = s.active.expect("pid 1 idles");
+    // A one-page read with no other queue busy: `must_dispatch`, the timer keeps running.
+    s.insert(rq(2, 1, 0, 8, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
+    assert!(s.queues[q].must_dispatch && s.idling_until().is_some());
+    let at = s.idling_until().unwrap();
+    let r = expect_rq(&mut s, at);
+    assert_eq!(r.owner.pid, 1);
+    assert!(s.queues[q].wait_request);
+}
+
+#[test]
+fn async_depth_is_not_held_back_before_any_sync_request_completed() {
+    // `cfq_init_queue`: `last_delayed_sync = jiffies - HZ`, so at start `low_latency` lets
+    // the only busy async queue send its writes at once.
+    let mut s = cfq_of_era("1");
+    s.set_tunable("low_latency", "1").unwrap();
+    for id in 1..=8 {
+        s.insert(rq(id, 1, 0, id << 12, false, NS_PER_MS), NS_PER_MS);
+    }
+    let mut sent = 0;
+    while let Dispatch::Request(_) = s.dispatch(NS_PER_MS) {
+        sent += 1;
+    }
+    assert_eq!(sent, 8);
+}
+
+/// Whether pid 2's far read ends pid 1's slice while pid 1, empty and with no idling of its
+/// own (`slice_idle` 0), waits `group_idle` for its group.
+fn far_read_ends_a_group_idle(era: &str) -> bool {
+    let mut s = cfq_of_era(era);
+    s.set_tunable("slice_idle", "0").unwrap();
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    let r = expect_rq(&mut s, 0);
+    s.completed(&r, NS_PER_MS);
+    assert!(s.idling_until().is_some(), "pid 1's group idles");
+    s.insert(rq(2, 2, 0, 1 << 30, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
+    s.active.is_none()
+}
+
+#[test]
+fn from_2_6_38_a_queue_that_should_not_idle_is_preempted() {
+    // 2.6.38+ `cfq_should_preempt`: "An idle queue should not be idle now for some reason".
+    assert!(far_read_ends_a_group_idle("1"));
+    assert!(far_read_ends_a_group_idle("rules_3_2"));
+}
+
+#[test]
+fn from_2_6_38_a_queue_preempted_before_its_slice_began_keeps_a_whole_slice() {
+    // `__cfq_slice_expired`: `if (cfq_cfqq_slice_new(cfqq)) cfqq->slice_resid =
+    // cfq_scaled_cfqq_slice(cfqd, cfqq);`, subtracted from its key as it goes back.
+    let mut s = cfq_of_era("1");
+    for id in 1..=4 {
+        s.insert(rq(id, 1, 0, id << 12, false, 0), 0);
+    }
+    let w = expect_rq(&mut s, 0);
+    assert!(!w.sync);
+    let now = NS_PER_MS;
+    s.insert(rq(9, 2, 0, 1 << 30, true, now), now);
+    let aq = s.async_map.values().copied().next().expect("the async queue");
+    // Two busy queues: the offset is one (180 - 40) ms step; less the async slice of 40 ms.
+    let key = s.queues[aq].st.expect("still busy").1 .0;
+    assert_eq!(key, (now + 140 * NS_PER_MS - 40 * NS_PER_MS) as i64);
+}
+
+/// How many of pid 1's 16 queued reads CFQ sends at once while an async queue is busy too.
+fn lone_sync_queue_burst(s: &mut Cfq) -> usize {
+    s.set_tunable("quantum", "8").unwrap();
+    for id in 1..=16 {
+        s.insert(rq(id, 1, 0, id << 3, true, 0), 0);
+    }
+    // A nanosecond later, so that the async queue's key is the later one.
+    s.insert(rq(99, 2, 0, 1 << 30, false, 1), 1);
+    let mut sent = 0;
+    while let Dispatch::Request(r) = s.dispatch(1) {
+        assert_eq!(r.owner.pid, 1);
+        sent += 1;
+    }
+    sent
+}
+
+#[test]
+fn from_2_6_39_the_only_busy_sync_queue_dispatches_without_limit() {
+    // 2.6.39+ `cfq_may_dispatch`: `promote_sync` when `busy_sync_queues == 1`.
+    assert_eq!(lone_sync_queue_burst(&mut cfq_3_2()), 16);
+    // 2.6.38: `quantum / 2` at the start of a slice beside another busy queue.
+    assert_eq!(lone_sync_queue_burst(&mut cfq_of_era("1")), 4);
+}
+
+/// Whether a seeky reader alone on its service tree, thinking 12 ms between reads, is idled
+/// for after a read (no groups).
+fn idles_for_a_slow_seeky_reader(mut s: Cfq) -> bool {
+    s.set_tunable("group_scheduling", "0").unwrap();
+    let mut now = 0;
+    let mut idled = false;
+    for id in 0..20u64 {
+        s.insert(rq(id, 1, 0, (id % 2) << 24, true, now), now);
+        let r = expect_rq(&mut s, now);
+        now += NS_PER_MS;
+        s.completed(&r, now);
+        idled = matches!(s.dispatch(now), Dispatch::WaitUntil { .. });
+        now += 12 * NS_PER_MS;
+    }
+    idled
+}
+
+#[test]
+fn in_3_2_a_tree_whose_think_time_is_long_is_not_idled_on() {
+    // 3.2 `cfq_should_idle`: the last queue of its tree idles only if `!cfq_io_thinktime_big(
+    // cfqd, &service_tree->ttime, false)`.
+    assert!(idles_for_a_slow_seeky_reader(cfq_of_era("1")));
+    assert!(!idles_for_a_slow_seeky_reader(cfq_3_2()));
+}
+
+/// Whether pid 1's queue, alone in the root group and used up, waits busy at its slice's end
+/// (`cfq_should_wait_busy`) and holds the disk for its group (`check_group_idle` in
+/// `cfq_select_queue`), with the group's mean think time `group_think`.
+fn lone_queue_waits_for_its_group(mut s: Cfq, group_think: Nanos) -> (bool, bool) {
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    let r = expect_rq(&mut s, 0);
+    s.completed(&r, NS_PER_MS);
+    let q = s.active.expect("pid 1's slice");
+    s.groups[0].ttime = ThinkTime { samples: 200, total: 0, mean: group_think, last_end: 0 };
+    let end = s.queues[q].slice_end;
+    let wait_busy = s.should_wait_busy(q, end);
+    s.groups[0].dispatched = 1;
+    (wait_busy, s.group_idle_wait(q))
+}
+
+#[test]
+fn in_3_2_a_group_whose_think_time_is_long_is_not_waited_for() {
+    // 3.2 `cfq_should_wait_busy`: "the only queue in the group, but think time is big";
+    // `cfq_select_queue`: `!cfq_io_thinktime_big(cfqd, &cfqq->cfqg->ttime, true)`.
+    let long = 12 * NS_PER_MS;
+    assert_eq!(lone_queue_waits_for_its_group(cfq_of_era("1"), long), (true, true));
+    assert_eq!(lone_queue_waits_for_its_group(cfq_3_2(), long), (false, false));
+    assert_eq!(lone_queue_waits_for_its_group(cfq_3_2(), NS_PER_MS), (true, true));
+}
+
+#[test]
+fn in_3_2_async_writes_are_not_think_time_samples() {
+    // 3.2 `cfq_update_io_thinktime`: `if (cfq_cfqq_sync(cfqq))` around the process's update.
+    for (mut s, want) in [(cfq_of_era("1"), true), (cfq_3_2(), false)] {
+        for id in 1..=4 {
+            s.insert(rq(id, 1, 0, id << 12, false, 0), 0);
+        }
+        assert_eq!(s.cics[&1].ttime_samples > 0, want);
+    }
+}
+
+#[test]
+fn the_sync_noidle_preemption_asks_what_tree_is_served() {
+    // `cfq_should_preempt`: `cfqd->serving_type == SYNC_NOIDLE_WORKLOAD && cfqq_type(new_cfqq)
+    // == SYNC_NOIDLE_WORKLOAD && new_cfqq->service_tree->count == 2 && RB_EMPTY_ROOT(...)`:
+    // the tree being served, not the type the active queue has now (its idle window may have
+    // turned on since the tree was chosen).
+    let mut s = cfq_of_era("1");
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    let r = expect_rq(&mut s, 0);
+    s.completed(&r, NS_PER_MS);
+    assert!(s.idling_until().is_some(), "pid 1 idles, its idle window on");
+    s.serving_type = WL_SYNC_NOIDLE;
+    for (id, pid) in [(2u64, 3u32), (3, 2)] {
+        let far = rq(id, pid, 0, u64::from(pid) << 30, true, 2 * NS_PER_MS);
+        let q = s.queue_for(&far, 2 * NS_PER_MS);
+        s.queues[q].idle_window = false;
+        s.insert(far, 2 * NS_PER_MS);
+    }
+    assert!(s.active.is_none(), "the second sync-noidle queue preempted");
 }
