@@ -1196,14 +1196,16 @@ impl Cfq {
 
     /// `cfq_find_next_rq`: after removing `key`, the best of its successor (or the first) and
     /// its predecessor.
-    fn find_next_rq(&self, q: usize, key: SortKey) -> Option<SortKey> {
+    /// Distances are measured from `from`: 2.6.33+ passes the removed request's start
+    /// (`blk_rq_pos(last)`); 2.6.31 and 2.6.32 use `last_position`, where the request the
+    /// driver took before this one ended (this one is not yet activated).
+    fn find_next_rq(&self, q: usize, key: SortKey, from: u64) -> Option<SortKey> {
         let qq = &self.queues[q];
         let next = qq.sort.range(key..).next().or_else(|| qq.sort.iter().next()).map(|(k, _)| *k);
         let prev = qq.sort.range(..key).next_back().map(|(k, _)| *k);
         let a = next.map(|k| &qq.sort[&k].rq);
         let b = prev.map(|k| &qq.sort[&k].rq);
-        let pick =
-            choose_req(a, b, self.last_position, self.t.back_max_sectors, self.t.back_penalty)?;
+        let pick = choose_req(a, b, from, self.t.back_max_sectors, self.t.back_penalty)?;
         if pick {
             next
         } else {
@@ -1226,8 +1228,9 @@ impl Cfq {
             self.queues[q].next_rq = None;
         }
         let rq = queued.rq;
+        let from = if self.t.workload_trees { rq.sector() } else { self.last_position };
         self.last_position = rq.end_sector();
-        self.queues[q].next_rq = self.find_next_rq(q, key);
+        self.queues[q].next_rq = self.find_next_rq(q, key, from);
         self.prio_tree_update(q);
         self.rq_queued -= 1;
         let sync = self.queues[q].sync;

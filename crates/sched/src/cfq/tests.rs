@@ -1119,3 +1119,27 @@ fn the_sync_noidle_preemption_asks_what_tree_is_served() {
     }
     assert!(s.active.is_none(), "the second sync-noidle queue preempted");
 }
+
+/// The sector of pid 1's next request once its read at sector 1000 is sent, with reads
+/// queued 38 sectors ahead of its start (30 past its end) and 10 behind.
+fn next_after_1000(era: &str) -> u64 {
+    let mut s = cfq_of_era(era);
+    s.last_position = 1000;
+    for (id, sector) in [(1, 1000), (2, 1038), (3, 990)] {
+        s.insert(rq(id, 1, 0, sector, true, 0), 0);
+    }
+    let r = expect_rq(&mut s, 0);
+    assert_eq!(r.sector(), 1000);
+    let q = s.active.expect("pid 1's slice");
+    s.queues[q].next_rq.expect("two reads left").0
+}
+
+#[test]
+fn the_next_request_is_chosen_from_where_the_sent_one_starts() {
+    // 2.6.33+ `cfq_find_next_rq`: `cfq_choose_req(cfqd, next, prev, blk_rq_pos(last))`: from
+    // sector 1000, 990 behind costs 2 x 10 and 1038 ahead 38.
+    assert_eq!(next_after_1000("1"), 990);
+    // 2.6.31: from `last_position`, the end of the request the driver took before (1000
+    // here, set above), the same choice.
+    assert_eq!(next_after_1000("0"), 990);
+}
