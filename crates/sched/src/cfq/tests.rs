@@ -922,6 +922,14 @@ fn only_2_6_33_keeps_other_classes_from_preempting_a_real_time_slice() {
     assert!(close_read_preempts_real_time("2.6.32"));
 }
 
+/// `s` after pid 1's first read, sent at 0 and completed at 1 ms: pid 1's slice has begun.
+fn after_pid_1_s_first_read(mut s: Cfq) -> Cfq {
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    let r = expect_rq(&mut s, 0);
+    s.completed(&r, NS_PER_MS);
+    s
+}
+
 /// CFQ of 3.2 (`rules_3_2`), without `low_latency`.
 fn cfq_3_2() -> Cfq {
     cfq_of_era("rules_3_2")
@@ -946,10 +954,7 @@ fn a_process_s_first_request_is_a_think_time_sample() {
 fn the_idle_timer_leaves_wait_request_set() {
     // `cfq_idle_slice_timer` (2.6.34, 3.2) kicks the queue for the request that came while
     // it idled and clears no flag: the close-request preemption stays open.
-    let mut s = cfq_of_era("1");
-    s.insert(rq(1, 1, 0, 0, true, 0), 0);
-    let r = expect_rq(&mut s, 0);
-    s.completed(&r, NS_PER_MS);
+    let mut s = after_pid_1_s_first_read(cfq_of_era("1"));
     let q = s.active.expect("pid 1 idles");
     // A one-page read with no other queue busy: `must_dispatch`, the timer keeps running.
     s.insert(rq(2, 1, 0, 8, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
@@ -981,9 +986,7 @@ fn async_depth_is_not_held_back_before_any_sync_request_completed() {
 fn far_read_ends_a_group_idle(era: &str) -> bool {
     let mut s = cfq_of_era(era);
     s.set_tunable("slice_idle", "0").unwrap();
-    s.insert(rq(1, 1, 0, 0, true, 0), 0);
-    let r = expect_rq(&mut s, 0);
-    s.completed(&r, NS_PER_MS);
+    let mut s = after_pid_1_s_first_read(s);
     assert!(s.idling_until().is_some(), "pid 1's group idles");
     s.insert(rq(2, 2, 0, 1 << 30, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
     s.active.is_none()
@@ -1066,10 +1069,8 @@ fn in_3_2_a_tree_whose_think_time_is_long_is_not_idled_on() {
 /// Whether pid 1's queue, alone in the root group and used up, waits busy at its slice's end
 /// (`cfq_should_wait_busy`) and holds the disk for its group (`check_group_idle` in
 /// `cfq_select_queue`), with the group's mean think time `group_think`.
-fn lone_queue_waits_for_its_group(mut s: Cfq, group_think: Nanos) -> (bool, bool) {
-    s.insert(rq(1, 1, 0, 0, true, 0), 0);
-    let r = expect_rq(&mut s, 0);
-    s.completed(&r, NS_PER_MS);
+fn lone_queue_waits_for_its_group(s: Cfq, group_think: Nanos) -> (bool, bool) {
+    let mut s = after_pid_1_s_first_read(s);
     let q = s.active.expect("pid 1's slice");
     s.groups[0].ttime = ThinkTime { samples: 200, total: 0, mean: group_think, last_end: 0 };
     let end = s.queues[q].slice_end;
@@ -1105,10 +1106,7 @@ fn the_sync_noidle_preemption_asks_what_tree_is_served() {
     // == SYNC_NOIDLE_WORKLOAD && new_cfqq->service_tree->count == 2 && RB_EMPTY_ROOT(...)`:
     // the tree being served, not the type the active queue has now (its idle window may have
     // turned on since the tree was chosen).
-    let mut s = cfq_of_era("1");
-    s.insert(rq(1, 1, 0, 0, true, 0), 0);
-    let r = expect_rq(&mut s, 0);
-    s.completed(&r, NS_PER_MS);
+    let mut s = after_pid_1_s_first_read(cfq_of_era("1"));
     assert!(s.idling_until().is_some(), "pid 1 idles, its idle window on");
     s.serving_type = WL_SYNC_NOIDLE;
     for (id, pid) in [(2u64, 3u32), (3, 2)] {
