@@ -292,8 +292,8 @@ fn interactive_reads_stall_behind_ext3_commits_while_jbd_writes_them_sync() {
         assert!(at(cfq2632, mean) < 0.5 * at(cfq32, mean), "{table}: mean 2.6.32 vs 3.2");
         // 3.5's async commits (Jan Kara's fix): mean and worst case fall several-fold
         // (published: mean 619 -> 82 ms, max 2.13 -> 0.70 s). Under postmark the model's
-        // mean falls by about a quarter and its worst case stays near seconds; the mail has
-        // no 3.5 row and draws no conclusion from postmark.
+        // mean falls less than under the other three; the mail has no 3.5 row and draws no
+        // conclusion from postmark.
         let (before, after) = ("CFQ, 3.2", "CFQ, 3.5 (jbd commits async)");
         if table == "postmark" {
             assert!(at(after, mean) < 0.75 * at(before, mean), "{table}: mean {before} vs {after}");
