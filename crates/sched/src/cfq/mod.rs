@@ -106,7 +106,8 @@
 //! thinks for at most `CFQ_MIN_TT`); `low_latency` has no effect with `workload_trees` 0 and
 //! `rules_2_6_32` 0 (2.6.31 had no such knob);
 //! `queue_merging` 1 (elevator's own: 0 turns off close cooperators, as before 2.6.30; with
-//! `workload_trees` 0 it is 2.6.30–32's switch to a close queue, without merging).
+//! `workload_trees` 0 it is 2.6.30–32's switch to a close queue, without merging);
+//! `rules_3_2` 0 (elevator's own: 1 with `workload_trees` 1 is 3.2's CFQ, below).
 //! 2.6.31's `busy_rt_queues` check in `cfq_select_queue` is left out: a real-time request
 //! already preempts any other slice on arrival (`cfq_should_preempt`) without groups.
 //!
