@@ -107,7 +107,12 @@
 //! `rules_2_6_32` 0 (2.6.31 had no such knob);
 //! `queue_merging` 1 (elevator's own: 0 turns off close cooperators, as before 2.6.30; with
 //! `workload_trees` 0 it is 2.6.30–32's switch to a close queue, without merging);
-//! `rules_3_2` 0 (elevator's own: 1 with `workload_trees` 1 is 3.2's CFQ, below).
+//! `rules_3_2` 0 (elevator's own: 1 with `workload_trees` 1 is 3.2's CFQ, below);
+//! `rules_2_6_29` 0 (elevator's own: 1 with `workload_trees` 0 is 2.6.29's CFQ — a dispatch
+//! clears `wait_request` and stops the idle timer, a request for the idling queue runs it at
+//! once whatever its size, the only busy queue dispatches without limit, a used-up slice ends
+//! even with `must_dispatch` set (2.6.29 sets it but never reads it), `cfq_rq_close` finds
+//! nothing close before the active context's seek mean is valid, and no `REQ_NOIDLE`).
 //! 2.6.31's `busy_rt_queues` check in `cfq_select_queue` is left out: a real-time request
 //! already preempts any other slice on arrival (`cfq_should_preempt`) without groups.
 //!
@@ -313,6 +318,14 @@ pub const TUNABLES: &[TunableSpec] = &[
         description: "elevator: with workload_trees=1, 1 = 3.2's CFQ (the only busy sync queue dispatches without limit, think time per service tree and per group decides idling, a process's think time counts sync requests only), 0 = 2.6.38's.",
     },
     TunableSpec {
+        name: "rules_2_6_29",
+        unit: "bool",
+        default: 0,
+        min: 0,
+        max: 1,
+        description: "elevator: with workload_trees=0 (and rules_2_6_32=0), 1 = 2.6.29's CFQ (a dispatch ends the idle wait, a request for an idling queue runs it at once, the only busy queue dispatches without limit, a used-up slice ends even with a request waiting, no close request before the seek mean is known, no REQ_NOIDLE), 0 = 2.6.31's.",
+    },
+    TunableSpec {
         name: "rules_2_6_32",
         unit: "bool",
         default: 0,
@@ -338,6 +351,7 @@ struct Tun {
     queue_merging: bool,
     rules_2_6_32: bool,
     rules_3_2: bool,
+    rules_2_6_29: bool,
 }
 
 impl Default for Tun {
@@ -357,6 +371,7 @@ impl Default for Tun {
             queue_merging: true,
             rules_2_6_32: false,
             rules_3_2: false,
+            rules_2_6_29: false,
         }
     }
 }
@@ -521,6 +536,11 @@ impl Cfq {
     /// v2.6.32's rules (`rules_2_6_32` under `workload_trees` 0) rather than 2.6.31's.
     fn v2632(&self) -> bool {
         !self.t.workload_trees && self.t.rules_2_6_32
+    }
+
+    /// 2.6.29's rules (`rules_2_6_29` under `workload_trees` 0, unless `rules_2_6_32`).
+    fn v2629(&self) -> bool {
+        !self.t.workload_trees && self.t.rules_2_6_29 && !self.t.rules_2_6_32
     }
 
     /// 3.2's rules (`rules_3_2` under `workload_trees` 1) rather than 2.6.38's.
@@ -1029,7 +1049,8 @@ impl Cfq {
         let expire = if self.queues[q].wait_busy && !empty {
             self.expire_cause = "wait_busy ended";
             true
-        } else if self.slice_used(q, now) && !self.queues[q].must_dispatch {
+        } else if self.slice_used(q, now) && (!self.queues[q].must_dispatch || self.v2629()) {
+            // 2.6.29 sets `must_dispatch` but never reads it: a used-up slice ends.
             self.expire_cause = "slice expired";
             let g = self.queues[q].group;
             if self.waits_busy()
@@ -1148,6 +1169,11 @@ impl Cfq {
         }
         let max_dispatch = if qq.class == IDLE { 1 } else { self.t.quantum };
         let dispatched = u64::from(qq.dispatched);
+        // 2.6.29's loop stops at `quantum` in flight only `if (cfqd->busy_queues > 1)`: the
+        // only busy queue sends all it has.
+        if self.v2629() {
+            return dispatched < max_dispatch || self.busy_queues == 1;
+        }
         dispatched < max_dispatch
             || (qq.class != IDLE && self.busy_queues == 1 && dispatched < 4 * max_dispatch)
     }
@@ -1247,6 +1273,12 @@ impl Cfq {
         st.io_service_bytes.add(read, rq.sync, rq.len_bytes);
         st.io_serviced.add(read, rq.sync, 1);
         st.io_wait_time_ns.add(read, rq.sync, now.saturating_sub(queued.insert_ns));
+        if self.v2629() {
+            // 2.6.29's `cfq_dispatch_requests`: `cfq_clear_cfqq_wait_request(cfqq);
+            // del_timer(&cfqd->idle_slice_timer);` before each batch.
+            self.queues[q].wait_request = false;
+            self.idle_until = None;
+        }
         let qq = &mut self.queues[q];
         qq.slice_dispatch += 1;
         qq.must_dispatch = false;
@@ -1423,6 +1455,12 @@ impl Cfq {
         } else {
             self.rq_close_sectors_2631(a)
         };
+        // 2.6.29's `cfq_rq_close`: "if (!sample_valid(cic->seek_samples)) return 0;".
+        let seek_known =
+            || self.cics.get(&self.queues[a].io_context).is_some_and(|c| c.seek_sample_valid());
+        if self.v2629() && !seek_known() {
+            return Preempt::No;
+        }
         if rq.sector().abs_diff(self.last_position) <= close {
             Preempt::AsCloseQueue
         } else {
@@ -1661,7 +1699,9 @@ impl Scheduler for Cfq {
         self.update_idle_window(q);
         if self.active == Some(q) {
             if self.queues[q].wait_request {
-                let now_or_soon = rq.len_bytes > PAGE_BYTES || self.busy_queues > 1;
+                // 2.6.29 lets any request "rip immediately"; 2.6.30+ only one larger than a
+                // page or beside other busy queues.
+                let now_or_soon = rq.len_bytes > PAGE_BYTES || self.busy_queues > 1 || self.v2629();
                 if now_or_soon {
                     self.idle_until = None;
                     self.run_queue = true;
@@ -1783,7 +1823,7 @@ impl Scheduler for Cfq {
                 self.slice_expired(true, now);
             } else if sync
                 && empty
-                && (self.t.workload_trees || !rq.noidle)
+                && (self.t.workload_trees || self.v2629() || !rq.noidle)
                 && !self.has_close_cooperator(q)
             {
                 // 2.6.31 idles for no request marked `REQ_NOIDLE` (`!rq_noidle(rq)`); 2.6.37+
@@ -1853,6 +1893,7 @@ impl Scheduler for Cfq {
             "queue_merging" => t.queue_merging = v == 1,
             "rules_2_6_32" => t.rules_2_6_32 = v == 1,
             "rules_3_2" => t.rules_3_2 = v == 1,
+            "rules_2_6_29" => t.rules_2_6_29 = v == 1,
             _ => unreachable!(),
         }
         Ok(())
@@ -1879,6 +1920,7 @@ impl Cfq {
             "queue_merging" => u64::from(t.queue_merging),
             "rules_2_6_32" => u64::from(t.rules_2_6_32),
             "rules_3_2" => u64::from(t.rules_3_2),
+            "rules_2_6_29" => u64::from(t.rules_2_6_29),
             _ => 0,
         }
     }

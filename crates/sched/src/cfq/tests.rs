@@ -19,18 +19,24 @@ fn expect_rq(s: &mut Cfq, now: Nanos) -> Request {
 }
 
 /// CFQ without `low_latency`, of one era: "0" (`workload_trees` 0) is 2.6.31's, "2.6.32"
-/// `workload_trees` 0 with `rules_2_6_32`, "1" 2.6.38's, "rules_3_2" 3.2's.
+/// `workload_trees` 0 with `rules_2_6_32`, "2.6.29" with `rules_2_6_29` (and no cooperators),
+/// "1" 2.6.38's, "rules_3_2" 3.2's.
 fn cfq_of_era(era: &str) -> Cfq {
     let mut s = Cfq::new();
     s.set_tunable("low_latency", "0").unwrap();
     let (trees, rules_2_6_32, rules_3_2) = match era {
         "2.6.32" => ("0", "1", "0"),
         "rules_3_2" => ("1", "0", "1"),
+        "2.6.29" => ("0", "0", "0"),
         _ => (era, "0", "0"),
     };
     s.set_tunable("workload_trees", trees).unwrap();
     s.set_tunable("rules_2_6_32", rules_2_6_32).unwrap();
     s.set_tunable("rules_3_2", rules_3_2).unwrap();
+    if era == "2.6.29" {
+        s.set_tunable("queue_merging", "0").unwrap();
+        s.set_tunable("rules_2_6_29", "1").unwrap();
+    }
     s
 }
 
@@ -1140,4 +1146,109 @@ fn the_next_request_is_chosen_from_where_the_sent_one_starts() {
     // 2.6.31: from `last_position`, the end of the request the driver took before (1000
     // here, set above), the same choice.
     assert_eq!(next_after_1000("0"), 990);
+}
+
+/// How many of pid 1's 32 queued reads CFQ sends at once, pid 1 the only busy queue.
+fn lone_queue_burst(era: &str) -> usize {
+    let mut s = cfq_of_era(era);
+    for id in 1..=32 {
+        s.insert(rq(id, 1, 0, id << 3, true, 0), 0);
+    }
+    let mut sent = 0;
+    while let Dispatch::Request(_) = s.dispatch(0) {
+        sent += 1;
+    }
+    sent
+}
+
+#[test]
+fn in_2_6_29_the_only_busy_queue_dispatches_without_limit() {
+    // 2.6.29 `cfq_dispatch_requests`: `if (cfqq->dispatched >= max_dispatch &&
+    // cfqd->busy_queues > 1) break;`; 2.6.31 stops the only busy queue at 4 x `quantum`.
+    assert_eq!(lone_queue_burst("2.6.29"), 32);
+    assert_eq!(lone_queue_burst("0"), 16);
+}
+
+/// Whether pid 1, alone and idling after its first read, is still idling (the timer runs)
+/// once a one-page read of its own arrives.
+fn idles_on_after_a_small_read(era: &str) -> bool {
+    let mut s = after_pid_1_s_first_read(cfq_of_era(era));
+    assert!(s.idling_until().is_some(), "pid 1 idles");
+    s.insert(rq(2, 1, 0, 8, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
+    s.idling_until().is_some()
+}
+
+#[test]
+fn in_2_6_29_a_request_for_the_idling_queue_runs_it_at_once() {
+    // 2.6.29 `cfq_rq_enqueued`: "let it rip immediately": `del_timer(...)`,
+    // `blk_start_queueing(...)`; 2.6.30+ waits for a one-page request with no other queue busy.
+    assert!(!idles_on_after_a_small_read("2.6.29"));
+    assert!(idles_on_after_a_small_read("0"));
+}
+
+/// pid 1's `wait_request` once the read it idled for has been sent, pid 2 busy as well.
+fn waits_after_sending_the_awaited_read(era: &str) -> bool {
+    let mut s = cfq_of_era(era);
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
+    let first = expect_rq(&mut s, 0);
+    s.completed(&first, NS_PER_MS);
+    let q = s.active.expect("pid 1's slice");
+    s.insert(rq(3, 1, 0, 8, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
+    let r = expect_rq(&mut s, 2 * NS_PER_MS);
+    assert_eq!(r.owner.pid, 1);
+    s.queues[q].wait_request
+}
+
+#[test]
+fn in_2_6_29_a_dispatch_ends_the_wait() {
+    // 2.6.29 `cfq_dispatch_requests`: `cfq_clear_cfqq_wait_request(cfqq)` before each batch;
+    // 2.6.31 keeps the flag until the slice ends.
+    assert!(!waits_after_sending_the_awaited_read("2.6.29"));
+    assert!(waits_after_sending_the_awaited_read("0"));
+}
+
+/// Whether pid 2's read 16 sectors from the head preempts pid 1, idling after its only read
+/// (so its context has no seek mean yet).
+fn close_read_preempts_before_a_seek_mean(era: &str) -> bool {
+    let mut s = after_pid_1_s_first_read(cfq_of_era(era));
+    s.insert(rq(2, 2, 0, 24, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
+    s.active.is_none()
+}
+
+#[test]
+fn in_2_6_29_no_request_is_close_before_the_seek_mean_is_known() {
+    // 2.6.29 `cfq_rq_close`: `if (!sample_valid(cic->seek_samples)) return 0;`; 2.6.31
+    // measures against `CIC_SEEK_THR` until then.
+    assert!(!close_read_preempts_before_a_seek_mean("2.6.29"));
+    assert!(close_read_preempts_before_a_seek_mean("0"));
+}
+
+#[test]
+fn before_2_6_30_no_write_is_marked_noidle() {
+    // `REQ_NOIDLE` came with 2.6.30 (aeb6fafb); 2.6.29's `cfq_completed_request` idles after
+    // any sync request.
+    assert!(idles_after_a_sync_write("2.6.29", true));
+}
+
+/// Which pid CFQ serves once pid 1's read arrives just as its slice is used up, pid 2 busy.
+fn served_after_a_late_read(era: &str) -> u32 {
+    let mut s = cfq_of_era(era);
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
+    let first = expect_rq(&mut s, 0);
+    s.completed(&first, NS_PER_MS);
+    let q = s.active.expect("pid 1's slice");
+    let now = 2 * NS_PER_MS;
+    s.queues[q].slice_end = now;
+    s.insert(rq(3, 1, 0, 8, true, now), now);
+    expect_rq(&mut s, now).owner.pid
+}
+
+#[test]
+fn in_2_6_29_a_used_up_slice_ends_even_with_a_request_waiting() {
+    // 2.6.29 `cfq_select_queue`: `if (cfq_slice_used(cfqq)) goto expire;` (`must_dispatch`
+    // is set but never read); 2.6.31: `&& !cfq_cfqq_must_dispatch(cfqq)`.
+    assert_eq!(served_after_a_late_read("2.6.29"), 2);
+    assert_eq!(served_after_a_late_read("0"), 1);
 }
