@@ -747,13 +747,7 @@ fn low_latency_scales_slices_from_2_6_33_only() {
 /// pid 1's `wait_request` and `must_dispatch` once the read it idled for arrives, with pid 2
 /// busy as well.
 fn flags_after_the_awaited_read(workload_trees: &str) -> (bool, bool) {
-    let mut s = cfq_of_era(workload_trees);
-    s.insert(rq(1, 1, 0, 0, true, 0), 0);
-    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
-    let first = expect_rq(&mut s, 0);
-    assert_eq!(first.owner.pid, 1);
-    s.completed(&first, NS_PER_MS);
-    let q = s.active.expect("pid 1's slice");
+    let (mut s, q) = pid_1_served_beside_pid_2(workload_trees);
     assert!(s.queues[q].wait_request, "pid 1 idles for its next read");
     s.insert(rq(3, 1, 0, 8, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
     (s.queues[q].wait_request, s.queues[q].must_dispatch)
@@ -804,12 +798,9 @@ fn async_burst_after_a_read(era: &str, low_latency: &str, at: Nanos) -> usize {
     for id in 2..34 {
         s.insert(rq(id, 1, 0, id << 12, false, 2 * NS_PER_MS), 2 * NS_PER_MS);
     }
-    let mut sent = 0;
-    while let Dispatch::Request(w) = s.dispatch(at) {
-        assert_eq!(w.owner.pid, 1);
-        sent += 1;
-    }
-    sent
+    let sent = pids_sent_at(&mut s, at);
+    assert!(sent.iter().all(|&pid| pid == 1), "only pid 1's writes: {sent:?}");
+    sent.len()
 }
 
 #[test]
@@ -928,6 +919,28 @@ fn only_2_6_33_keeps_other_classes_from_preempting_a_real_time_slice() {
     assert!(close_read_preempts_real_time("2.6.32"));
 }
 
+/// The pids of the requests CFQ sends at `now`, in order, until it sends none.
+fn pids_sent_at(s: &mut Cfq, now: Nanos) -> Vec<u32> {
+    let mut pids = Vec::new();
+    while let Dispatch::Request(r) = s.dispatch(now) {
+        pids.push(r.owner.pid);
+    }
+    pids
+}
+
+/// CFQ of `era` once pid 1's first read, queued at 0 beside pid 2's far one, was sent and
+/// completed at 1 ms: pid 1's slice has begun (its queue is returned).
+fn pid_1_served_beside_pid_2(era: &str) -> (Cfq, usize) {
+    let mut s = cfq_of_era(era);
+    s.insert(rq(1, 1, 0, 0, true, 0), 0);
+    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
+    let first = expect_rq(&mut s, 0);
+    assert_eq!(first.owner.pid, 1);
+    s.completed(&first, NS_PER_MS);
+    let q = s.active.expect("pid 1's slice");
+    (s, q)
+}
+
 /// `s` after pid 1's first read, sent at 0 and completed at 1 ms: pid 1's slice has begun.
 fn after_pid_1_s_first_read(mut s: Cfq) -> Cfq {
     s.insert(rq(1, 1, 0, 0, true, 0), 0);
@@ -980,11 +993,7 @@ fn async_depth_is_not_held_back_before_any_sync_request_completed() {
     for id in 1..=8 {
         s.insert(rq(id, 1, 0, id << 12, false, NS_PER_MS), NS_PER_MS);
     }
-    let mut sent = 0;
-    while let Dispatch::Request(_) = s.dispatch(NS_PER_MS) {
-        sent += 1;
-    }
-    assert_eq!(sent, 8);
+    assert_eq!(pids_sent_at(&mut s, NS_PER_MS).len(), 8);
 }
 
 /// Whether pid 2's far read ends pid 1's slice while pid 1, empty and with no idling of its
@@ -1031,12 +1040,9 @@ fn lone_sync_queue_burst(s: &mut Cfq) -> usize {
     }
     // A nanosecond later, so that the async queue's key is the later one.
     s.insert(rq(99, 2, 0, 1 << 30, false, 1), 1);
-    let mut sent = 0;
-    while let Dispatch::Request(r) = s.dispatch(1) {
-        assert_eq!(r.owner.pid, 1);
-        sent += 1;
-    }
-    sent
+    let sent = pids_sent_at(s, 1);
+    assert!(sent.iter().all(|&pid| pid == 1), "only pid 1's reads: {sent:?}");
+    sent.len()
 }
 
 #[test]
@@ -1154,11 +1160,7 @@ fn lone_queue_burst(era: &str) -> usize {
     for id in 1..=32 {
         s.insert(rq(id, 1, 0, id << 3, true, 0), 0);
     }
-    let mut sent = 0;
-    while let Dispatch::Request(_) = s.dispatch(0) {
-        sent += 1;
-    }
-    sent
+    pids_sent_at(&mut s, 0).len()
 }
 
 #[test]
@@ -1188,12 +1190,7 @@ fn in_2_6_29_a_request_for_the_idling_queue_runs_it_at_once() {
 
 /// pid 1's `wait_request` once the read it idled for has been sent, pid 2 busy as well.
 fn waits_after_sending_the_awaited_read(era: &str) -> bool {
-    let mut s = cfq_of_era(era);
-    s.insert(rq(1, 1, 0, 0, true, 0), 0);
-    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
-    let first = expect_rq(&mut s, 0);
-    s.completed(&first, NS_PER_MS);
-    let q = s.active.expect("pid 1's slice");
+    let (mut s, q) = pid_1_served_beside_pid_2(era);
     s.insert(rq(3, 1, 0, 8, true, 2 * NS_PER_MS), 2 * NS_PER_MS);
     let r = expect_rq(&mut s, 2 * NS_PER_MS);
     assert_eq!(r.owner.pid, 1);
@@ -1233,12 +1230,7 @@ fn before_2_6_30_no_write_is_marked_noidle() {
 
 /// Which pid CFQ serves once pid 1's read arrives just as its slice is used up, pid 2 busy.
 fn served_after_a_late_read(era: &str) -> u32 {
-    let mut s = cfq_of_era(era);
-    s.insert(rq(1, 1, 0, 0, true, 0), 0);
-    s.insert(rq(2, 2, 0, 1 << 30, true, 0), 0);
-    let first = expect_rq(&mut s, 0);
-    s.completed(&first, NS_PER_MS);
-    let q = s.active.expect("pid 1's slice");
+    let (mut s, q) = pid_1_served_beside_pid_2(era);
     let now = 2 * NS_PER_MS;
     s.queues[q].slice_end = now;
     s.insert(rq(3, 1, 0, 8, true, now), now);
