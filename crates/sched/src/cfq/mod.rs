@@ -1114,11 +1114,8 @@ impl Cfq {
     /// `cfq_may_dispatch`.
     fn may_dispatch(&self, q: usize, now: Nanos) -> bool {
         let qq = &self.queues[q];
-        if self.v2632() {
-            return self.may_dispatch_2632(q, now);
-        }
         if !self.t.workload_trees {
-            return self.may_dispatch_2631(q);
+            return self.may_dispatch_single_tree(q, now);
         }
         if self.should_idle(q) && self.in_flight[0] > 0 {
             return false;
@@ -1144,47 +1141,27 @@ impl Cfq {
                 if self.busy_queues == 1 || promote_sync { u64::MAX } else { self.t.quantum };
         }
         if !qq.sync && self.t.low_latency {
-            let last_sync = match self.last_delayed_sync {
+            let since = match self.last_delayed_sync {
                 Some(t) => now.saturating_sub(t),
                 None => now + 1_000 * NS_PER_MS,
             };
-            let mut depth = last_sync / self.t.slice[1];
-            if depth == 0 && qq.dispatched == 0 {
-                depth = 1;
-            }
-            max_dispatch = max_dispatch.min(depth);
+            max_dispatch = max_dispatch.min(self.async_depth(since, u64::from(qq.dispatched)));
         }
         u64::from(qq.dispatched) < max_dispatch
     }
 
-    /// 2.6.31's dispatch limits (`cfq_dispatch_requests`, before `cfq_may_dispatch`): an
-    /// async queue waits while sync requests are in flight; a queue may have `quantum`
-    /// requests in flight (an idle-class one, one), and more only as the only busy queue, up
-    /// to four times `quantum`. There is no halved quantum for a slice about to run out and
-    /// no wait for async requests to drain before an idling queue dispatches (both 2.6.33).
-    fn may_dispatch_2631(&self, q: usize) -> bool {
+    /// The dispatch limits of the single-tree CFQs (`workload_trees` 0): 2.6.31's
+    /// `cfq_dispatch_requests` — an async queue waits while sync requests are in flight; a
+    /// queue may have `quantum` requests in flight (an idle-class one, one), and more only as
+    /// the only busy queue, up to four times `quantum` — with the changes of 2.6.29 (its loop
+    /// stops at `quantum` only `if (cfqd->busy_queues > 1)`: the only busy queue sends all it
+    /// has) and of v2.6.32's `cfq_may_dispatch` (an idle-window queue waits for async requests
+    /// in the driver to drain; with `low_latency`, [`Self::async_depth`] from the last sync
+    /// completion of any kind). None has 2.6.33's halved quantum for a slice about to run out.
+    fn may_dispatch_single_tree(&self, q: usize, now: Nanos) -> bool {
         let qq = &self.queues[q];
-        if self.in_flight[1] > 0 && !qq.sync {
-            return false;
-        }
-        let max_dispatch = if qq.class == IDLE { 1 } else { self.t.quantum };
-        let dispatched = u64::from(qq.dispatched);
-        // 2.6.29's loop stops at `quantum` in flight only `if (cfqd->busy_queues > 1)`: the
-        // only busy queue sends all it has.
-        if self.v2629() {
-            return dispatched < max_dispatch || self.busy_queues == 1;
-        }
-        dispatched < max_dispatch
-            || (qq.class != IDLE && self.busy_queues == 1 && dispatched < 4 * max_dispatch)
-    }
-
-    /// v2.6.32's `cfq_may_dispatch`: 2.6.31's limits, plus an idle-window queue waits for
-    /// async requests in the driver to drain, and with `low_latency` an async queue may have
-    /// one request in flight per `slice_sync` since the last sync completion (one if it has
-    /// none in flight).
-    fn may_dispatch_2632(&self, q: usize, now: Nanos) -> bool {
-        let qq = &self.queues[q];
-        if qq.idle_window && self.in_flight[0] > 0 {
+        let v2632 = self.v2632();
+        if v2632 && qq.idle_window && self.in_flight[0] > 0 {
             return false;
         }
         if self.in_flight[1] > 0 && !qq.sync {
@@ -1193,20 +1170,28 @@ impl Cfq {
         let mut max_dispatch = if qq.class == IDLE { 1 } else { self.t.quantum };
         let dispatched = u64::from(qq.dispatched);
         if dispatched >= max_dispatch {
-            if qq.class == IDLE || self.busy_queues > 1 {
+            if self.busy_queues > 1 || (qq.class == IDLE && !self.v2629()) {
                 return false;
             }
-            max_dispatch *= 4;
+            max_dispatch = if self.v2629() { u64::MAX } else { 4 * max_dispatch };
         }
-        if !qq.sync && self.t.low_latency {
-            let last_sync = now.saturating_sub(self.last_end_sync_rq);
-            let mut depth = last_sync / self.t.slice[1];
-            if depth == 0 && dispatched == 0 {
-                depth = 1;
-            }
-            max_dispatch = max_dispatch.min(depth);
+        if v2632 && !qq.sync && self.t.low_latency {
+            let since = now.saturating_sub(self.last_end_sync_rq);
+            max_dispatch = max_dispatch.min(self.async_depth(since, dispatched));
         }
         dispatched < max_dispatch
+    }
+
+    /// `low_latency`'s async depth (`cfq_may_dispatch`, v2.6.32 on): one request in flight per
+    /// `slice_sync` since the last sync completion that counts, `since_ns` ago; one if the
+    /// queue has none in flight.
+    fn async_depth(&self, since_ns: Nanos, dispatched: u64) -> u64 {
+        let depth = since_ns / self.t.slice[1];
+        if depth == 0 && dispatched == 0 {
+            1
+        } else {
+            depth
+        }
     }
 
     /// `cfq_check_fifo`: the FIFO head if it expired, checked once per slice.

@@ -170,6 +170,15 @@ pub struct Cic {
 /// context has no seek mean yet (`cfq_rq_close`).
 pub const CIC_SEEK_THR_SECTORS: u64 = 8 * 1024;
 
+/// `__cfq_update_io_thinktime`'s arithmetic, shared by a process's think time and 3.2's tree
+/// and group ones: one sample of `elapsed_ns` joins the 7/8 decaying mean (fixed point, 256
+/// per sample).
+fn add_think_sample(samples: &mut u64, total: &mut u64, mean: &mut u64, elapsed_ns: Nanos) {
+    *samples = (7 * *samples + 256) / 8;
+    *total = (7 * *total + 256 * elapsed_ns) / 8;
+    *mean = (*total + 128) / (*samples).max(1);
+}
+
 /// `sample_valid`: a decaying mean is trusted once its sample weight passes 80 (after three
 /// samples).
 fn sample_valid(samples: u64) -> bool {
@@ -216,9 +225,12 @@ impl Cic {
     pub fn update_thinktime(&mut self, now: Nanos, slice_idle_ns: Nanos) {
         let last = self.last_end_request.unwrap_or(now);
         let ttime = now.saturating_sub(last).min(2 * slice_idle_ns);
-        self.ttime_samples = (7 * self.ttime_samples + 256) / 8;
-        self.ttime_total = (7 * self.ttime_total + 256 * ttime) / 8;
-        self.ttime_mean = (self.ttime_total + 128) / self.ttime_samples.max(1);
+        add_think_sample(
+            &mut self.ttime_samples,
+            &mut self.ttime_total,
+            &mut self.ttime_mean,
+            ttime,
+        );
     }
 }
 
@@ -242,9 +254,7 @@ impl ThinkTime {
     /// `__cfq_update_io_thinktime`.
     pub fn update(&mut self, now: Nanos, idle_ns: Nanos) {
         let elapsed = now.saturating_sub(self.last_end).min(2 * idle_ns);
-        self.samples = (7 * self.samples + 256) / 8;
-        self.total = (7 * self.total + 256 * elapsed) / 8;
-        self.mean = (self.total + 128) / self.samples.max(1);
+        add_think_sample(&mut self.samples, &mut self.total, &mut self.mean, elapsed);
     }
 
     /// `cfq_io_thinktime_big`: a valid mean longer than `idle_ns`.
