@@ -152,8 +152,10 @@
 //!   is evaluated lazily: at the next call at or after its expiry.
 //! - No `cfq_forced_dispatch`, no idle-class grace period.
 //! - No process exit: 3.2 neither idles for a task that has exited nor keeps its slice.
-//! - The root group weighs `BLKIO_WEIGHT_DEFAULT` (500) unless a cgroup setting says otherwise;
-//!   2.6.33+ gives it twice that (`cfq_init_queue`), which matters only beside other groups.
+//! - The root group weighs twice `BLKIO_WEIGHT_DEFAULT` (1000) with `workload_trees` 1, as
+//!   2.6.33 to 3.5 give it in `cfq_init_queue`, and `BLKIO_WEIGHT_DEFAULT` (500) under 2.6.31's
+//!   rules (the io-controller patches that mode stands for had no such doubling), unless a
+//!   cgroup setting for the root says otherwise.
 
 mod coop;
 pub mod group;
@@ -190,6 +192,10 @@ const MIN_TT: Nanos = 2 * NS_PER_MS;
 const SLICE_SCALE: Nanos = 5;
 /// `BLKIO_WEIGHT_DEFAULT`.
 const WEIGHT_DEFAULT: u64 = 500;
+/// The root group's weight from 2.6.33 on: `cfqg->weight = 2*BLKIO_WEIGHT_DEFAULT` in
+/// `cfq_init_queue` (3.5: `2 * CFQ_WEIGHT_DEFAULT`). Tasks in the root cgroup, the flusher
+/// threads among them, weigh as two default groups.
+const ROOT_WEIGHT_2_6_33: u32 = 2 * WEIGHT_DEFAULT as u32;
 /// `CFQ_HW_QUEUE_MIN`: requests in the driver that show a queueing device.
 const HW_QUEUE_MIN: u32 = 5;
 /// `PAGE_CACHE_SIZE`.
@@ -387,6 +393,8 @@ pub struct Cfq {
     sync_map: FastHashMap<(u32, usize), usize>,
     async_map: FastHashMap<(usize, usize, u8), usize>,
     groups: Vec<Group>,
+    /// A cgroup setting gave the root group its weight (else it follows the era).
+    root_weight_set: bool,
     group_map: FastHashMap<u32, usize>,
     /// Group service tree: (vdisktime, seq) → group.
     gst: BTreeMap<(u64, u64), usize>,
@@ -456,7 +464,8 @@ impl Cfq {
             queues: Vec::new(),
             sync_map: FastHashMap::default(),
             async_map: FastHashMap::default(),
-            groups: vec![Group::new(String::new(), Cgroup::DEFAULT_WEIGHT, 0)],
+            groups: vec![Group::new(String::new(), ROOT_WEIGHT_2_6_33, 0)],
+            root_weight_set: false,
             group_map: FastHashMap::default(),
             gst: BTreeMap::new(),
             prio_trees: Default::default(),
@@ -1831,11 +1840,10 @@ impl Scheduler for Cfq {
         };
         let grp = &mut self.groups[g];
         grp.path = group.path.clone();
-        let w = group.weight.max(1);
-        if grp.on_st.is_some() {
-            self.total_weight = self.total_weight - u64::from(grp.weight) + u64::from(w);
+        if g == 0 {
+            self.root_weight_set = true;
         }
-        grp.weight = w;
+        self.set_weight(g, group.weight.max(1));
     }
 
     fn queued(&self) -> usize {
@@ -1881,11 +1889,24 @@ impl Scheduler for Cfq {
             "rules_2_6_29" => t.rules_2_6_29 = v == 1,
             _ => unreachable!(),
         }
+        if name == "workload_trees" && !self.root_weight_set {
+            let w = if v == 1 { ROOT_WEIGHT_2_6_33 } else { Cgroup::DEFAULT_WEIGHT };
+            self.set_weight(0, w);
+        }
         Ok(())
     }
 }
 
 impl Cfq {
+    /// Gives group `g` weight `w`, keeping the busy groups' total in step.
+    fn set_weight(&mut self, g: usize, w: u32) {
+        let grp = &mut self.groups[g];
+        if grp.on_st.is_some() {
+            self.total_weight = self.total_weight - u64::from(grp.weight) + u64::from(w);
+        }
+        grp.weight = w;
+    }
+
     fn get(&self, name: &str) -> u64 {
         let t = &self.t;
         match name {

@@ -260,19 +260,30 @@ fn tunables_round_trip() {
 fn weighted_groups_on_queueing_device(slice_idle: &str) -> ([u64; 3], bool) {
     let mut s = Cfq::new();
     s.set_tunable("slice_idle", slice_idle).unwrap();
-    // 2.6.33+'s quantum: a queue may fill the device's 8 slots (hw_tag needs more than 5).
-    s.set_tunable("quantum", "8").unwrap();
     s.set_group(&Cgroup { id: 1, parent: Some(0), path: "heavy".into(), weight: 1000 });
     s.set_group(&Cgroup { id: 2, parent: Some(0), path: "light".into(), weight: 500 });
+    let served = served_on_queueing_device(&mut s, [1, 2], [400, 100]);
+    eprintln!("slice_idle={slice_idle}: served {served:?}, iops mode {}", s.iops_mode());
+    (served, s.iops_mode())
+}
+
+/// One process in each of `cgroups` (ids below 3) keeps 32 random reads outstanding for
+/// 20 s on a device that runs 8 at a time, each group's taking its `latency_us`; the requests
+/// served per cgroup id. Quantum is 2.6.33+'s 8, so that a queue may fill the device's 8
+/// slots (`hw_tag` needs more than 5).
+fn served_on_queueing_device(s: &mut Cfq, cgroups: [u32; 2], latency_us: [u64; 2]) -> [u64; 3] {
+    s.set_tunable("quantum", "8").unwrap();
     let (mut now, mut id, mut rng) = (0u64, 0u64, 42u64);
     let mut submit = |s: &mut Cfq, cg: u32, now: Nanos| {
         rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         id += 1;
-        s.insert(rq(id, cg, cg, (rng >> 24) % 10_000_000 * 8, true, now), now);
+        // Process ids 1 and 2, whatever the group.
+        let pid = 1 + cgroups.iter().position(|&c| c == cg).unwrap() as u32;
+        s.insert(rq(id, pid, cg, (rng >> 24) % 10_000_000 * 8, true, now), now);
     };
-    for cg in [1, 2] {
+    for cg in cgroups {
         for _ in 0..32 {
-            submit(&mut s, cg, 0);
+            submit(s, cg, 0);
         }
     }
     let mut inflight: Vec<(Nanos, Request)> = Vec::new();
@@ -282,8 +293,8 @@ fn weighted_groups_on_queueing_device(slice_idle: &str) -> ([u64; 3], bool) {
         while inflight.len() < 8 {
             match s.dispatch(now) {
                 Dispatch::Request(r) => {
-                    let lat = if r.owner.cgroup == 1 { 400 } else { 100 } * NS_PER_US;
-                    inflight.push((now + lat, r));
+                    let i = cgroups.iter().position(|&c| c == r.owner.cgroup).unwrap();
+                    inflight.push((now + latency_us[i] * NS_PER_US, r));
                 }
                 Dispatch::WaitUntil { until_ns } => {
                     wake = Some(until_ns);
@@ -303,11 +314,38 @@ fn weighted_groups_on_queueing_device(slice_idle: &str) -> ([u64; 3], bool) {
             let (_, r) = inflight.swap_remove(i);
             s.completed(&r, now);
             served[r.owner.cgroup as usize] += 1;
-            submit(&mut s, r.owner.cgroup, now);
+            submit(s, r.owner.cgroup, now);
         }
     }
-    eprintln!("slice_idle={slice_idle}: served {served:?}, iops mode {}", s.iops_mode());
-    (served, s.iops_mode())
+    served
+}
+
+/// 2.6.33+ give the root group twice the default weight (`cfq_init_queue`): a task in the
+/// root cgroup gets two thirds of the requests beside one in a default-weight group. Under
+/// 2.6.31's rules, or once a setting gives the root its weight, it weighs what it is given.
+#[test]
+fn the_root_group_weighs_twice_the_default_from_2_6_33() {
+    let root_share = |s: &mut Cfq| {
+        s.set_tunable("slice_idle", "0").unwrap();
+        s.set_group(&Cgroup { id: 2, parent: Some(0), path: "g".into(), weight: 500 });
+        let served = served_on_queueing_device(s, [0, 2], [100, 100]);
+        assert!(s.iops_mode());
+        served[0] as f64 / (served[0] + served[2]) as f64
+    };
+    let mut s = Cfq::new();
+    assert_eq!(s.group_stats()[0].1.weight, 1000);
+    let share = root_share(&mut s);
+    assert!((share - 2.0 / 3.0).abs() < 0.02, "root share {share}");
+    let mut s = Cfq::new();
+    s.set_group(&Cgroup::root());
+    assert_eq!(s.group_stats()[0].1.weight, 500, "a root setting wins");
+    let share = root_share(&mut s);
+    assert!((share - 0.5).abs() < 0.02, "root share {share} at weight 500");
+    let mut s = Cfq::new();
+    s.set_tunable("workload_trees", "0").unwrap();
+    assert_eq!(s.group_stats()[0].1.weight, 500, "2.6.31's rules");
+    s.set_tunable("workload_trees", "1").unwrap();
+    assert_eq!(s.group_stats()[0].1.weight, 1000);
 }
 
 #[test]
