@@ -158,6 +158,11 @@ pub struct Request {
     /// the page cache's sync writes (`WRITE_SYNC`, `WRITE_SYNC_PLUG`: fsync's and `O_SYNC`'s
     /// writeback, the ext3 journal's sync commits), not `O_DIRECT` writes (`WRITE_ODIRECT`).
     pub noidle: bool,
+    /// File-system metadata the submitter waits for (`REQ_META`, and from 3.1 `REQ_PRIO`,
+    /// which is what CFQ looks at): ext3's and ext4's inode and directory reads
+    /// (`READ_META` in 2.6.x, `READ | REQ_META | REQ_PRIO` from 3.1). CFQ serves it first
+    /// within a queue and lets it preempt a queue that has none.
+    pub meta: bool,
     /// Force unit access: durable when completed (`REQ_FUA`).
     pub fua: bool,
     pub owner: Owner,
@@ -211,6 +216,7 @@ impl Request {
             len_bytes,
             sync,
             noidle: false,
+            meta: false,
             fua: false,
             owner,
             submit_ns,

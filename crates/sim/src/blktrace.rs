@@ -12,9 +12,10 @@
 //!
 //! The action words follow the kernel's tracepoints (kernel/trace/blktrace.c): bio events (Q,
 //! X, M, F, G, S) carry the bio's categories (`R` or `W`, `S` for a sync write, `F` flush, `D`
-//! discard, `F` FUA); request events (I, D, C) add `BLK_TC_FS`; P and U carry no data (the
-//! kernel traces them with a read's category, `N` in blkparse). X's payload is the big-endian
-//! first sector of the remainder, U's the plug's depth, as the kernel writes them.
+//! discard, `F` FUA, `M` metadata); request events (I, D, C) add `BLK_TC_FS`; P and U carry
+//! no data (the kernel traces them with a read's category, `N` in blkparse). X's payload is
+//! the big-endian first sector of the remainder, U's the plug's depth, as the kernel writes
+//! them.
 //!
 //! Bounded: at most [`MAX_BLKTRACE_EVENTS`] records and [`MAX_BLKTRACE_BYTES`] bytes per
 //! device; past either the recorder stops and counts what it left out.
@@ -27,7 +28,7 @@ use elevator_fio::blktrace::{
     self as fmt, action, Trace, BLK_TN_PROCESS, RECORD_BYTES, TA_BACKMERGE, TA_COMPLETE,
     TA_FRONTMERGE, TA_GETRQ, TA_INSERT, TA_ISSUE, TA_PLUG, TA_QUEUE, TA_SLEEPRQ, TA_SPLIT,
     TA_UNPLUG_IO, TA_UNPLUG_TIMER, TC_COMPLETE, TC_DISCARD, TC_FLUSH, TC_FS, TC_FUA, TC_ISSUE,
-    TC_QUEUE, TC_READ, TC_SHIFT, TC_SYNC, TC_WRITE,
+    TC_META, TC_QUEUE, TC_READ, TC_SHIFT, TC_SYNC, TC_WRITE,
 };
 
 /// Most records one device's trace holds (process notes included); later events are dropped.
@@ -76,6 +77,8 @@ pub struct BlockEvent {
     pub op: Op,
     pub sync: bool,
     pub fua: bool,
+    /// `REQ_META` (blkparse's `M`).
+    pub meta: bool,
     pub offset_bytes: u64,
     pub len_bytes: u64,
     pub pid: u32,
@@ -90,6 +93,7 @@ impl BlockEvent {
             op: rq.op,
             sync: rq.sync,
             fua: rq.fua,
+            meta: rq.meta,
             offset_bytes: rq.offset_bytes,
             len_bytes: rq.len_bytes,
             pid: rq.owner.pid,
@@ -113,14 +117,14 @@ impl BlockEvent {
             Act::Unplug { .. } => return action(TA_UNPLUG_IO, TC_QUEUE | TC_READ),
             Act::UnplugTimer { .. } => return action(TA_UNPLUG_TIMER, TC_QUEUE | TC_READ),
         };
-        what | categories(self.op, self.sync, self.fua) << TC_SHIFT
+        what | categories(self.op, self.sync, self.fua, self.meta) << TC_SHIFT
     }
 }
 
 /// The categories `__blk_add_trace` gives a bio or request: its direction (flushes and
 /// discards are writes), `REQ_SYNC` (set on writes only; reads are sync without the flag),
-/// `REQ_FUA`, and flush or discard.
-fn categories(op: Op, sync: bool, fua: bool) -> u32 {
+/// `REQ_FUA`, `REQ_META`, and flush or discard.
+fn categories(op: Op, sync: bool, fua: bool, meta: bool) -> u32 {
     let mut c = match op {
         Op::Read => TC_READ,
         Op::Write => TC_WRITE,
@@ -132,6 +136,9 @@ fn categories(op: Op, sync: bool, fua: bool) -> u32 {
     }
     if fua {
         c |= TC_FUA;
+    }
+    if meta {
+        c |= TC_META;
     }
     c
 }
@@ -400,21 +407,27 @@ mod tests {
     }
 
     #[test]
-    fn flushes_discards_and_fua_carry_their_categories() {
-        let c = |op, sync, fua| {
+    fn flushes_discards_fua_and_meta_carry_their_categories() {
+        let cm = |op, sync, fua, meta| {
             BlockEvent {
                 time_ns: 0,
                 act: Act::Issue,
                 op,
                 sync,
                 fua,
+                meta,
                 offset_bytes: 0,
                 len_bytes: 0,
                 pid: 1,
             }
             .action()
         };
+        let c = |op, sync, fua| cm(op, sync, fua, false);
         assert_eq!(c(Op::Read, true, false) >> TC_SHIFT, TC_READ | TC_ISSUE | TC_FS);
+        assert_eq!(
+            cm(Op::Read, true, false, true) >> TC_SHIFT,
+            TC_READ | TC_META | TC_ISSUE | TC_FS
+        );
         assert_eq!(c(Op::Write, false, false) >> TC_SHIFT, TC_WRITE | TC_ISSUE | TC_FS);
         assert_eq!(
             c(Op::Flush, true, false) >> TC_SHIFT,

@@ -121,6 +121,7 @@ struct Throttled {
     len_bytes: u64,
     sync: bool,
     noidle: bool,
+    meta: bool,
     owner: Owner,
     issue_ns: Nanos,
 }
@@ -468,6 +469,7 @@ impl BlockQueue {
         len_bytes: u64,
         sync: bool,
         noidle: bool,
+        meta: bool,
         owner: Owner,
         now_ns: Nanos,
     ) {
@@ -481,6 +483,7 @@ impl BlockQueue {
             len_bytes,
             sync,
             noidle,
+            meta,
             owner,
             issue_ns: now_ns,
         };
@@ -495,6 +498,7 @@ impl BlockQueue {
                 len_bytes,
                 sync,
                 noidle,
+                meta,
                 fua: false,
                 owner,
                 submit_ns: now_ns,
@@ -523,6 +527,7 @@ impl BlockQueue {
             len_bytes,
             sync,
             noidle,
+            meta,
             owner,
             issue_ns,
         } = h;
@@ -547,6 +552,7 @@ impl BlockQueue {
             len_bytes,
             sync,
             noidle,
+            meta,
             fua: false,
             owner,
             submit_ns: now_ns,

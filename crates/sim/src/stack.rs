@@ -38,6 +38,8 @@ pub struct LeafIo {
     /// `REQ_NOIDLE` (see [`elevator_core::Request::noidle`]), kept through linear, striped and
     /// dm-ioband volumes; a VM disk's backend and an iSCSI target submit their own bios.
     pub noidle: bool,
+    /// `REQ_META` (see [`elevator_core::Request::meta`]), kept as `noidle` is.
+    pub meta: bool,
     pub owner: Owner,
     pub node: u32,
 }
@@ -90,6 +92,7 @@ struct Held {
     len_bytes: u64,
     sync: bool,
     noidle: bool,
+    meta: bool,
     owner: Owner,
 }
 
@@ -336,7 +339,7 @@ impl Stack {
             return;
         }
         // The target thread's own bio: an iSCSI command carries no `REQ_NOIDLE`.
-        self.send_to_member(v, Held { owner, noidle: false, ..io }, now_ns, out);
+        self.send_to_member(v, Held { owner, noidle: false, meta: false, ..io }, now_ns, out);
     }
 
     /// Sends `io`, addressed within single-member volume `v` (guest, ioband, iscsi), on to
@@ -402,6 +405,7 @@ impl Stack {
                 len_bytes: r.len_bytes,
                 sync: r.sync,
                 noidle: r.noidle,
+                meta: r.meta,
                 owner: r.owner,
             };
             self.send_to_member(v, held, now_ns, out);
@@ -425,6 +429,7 @@ impl Stack {
         len_bytes: u64,
         sync: bool,
         noidle: bool,
+        meta: bool,
         owner: Owner,
         now_ns: Nanos,
         out: &mut Vec<LeafIo>,
@@ -441,7 +446,7 @@ impl Stack {
             bio: None,
             thread: u32::MAX,
         });
-        let io = Held { node: root, op, offset_bytes, len_bytes, sync, noidle, owner };
+        let io = Held { node: root, op, offset_bytes, len_bytes, sync, noidle, meta, owner };
         self.direct_submitter = (process != u32::MAX && tag == NO_TAG).then_some(process);
         self.route(Route::Volume(volume), io, now_ns, out);
         self.direct_submitter = None;
@@ -458,6 +463,7 @@ impl Stack {
                     len_bytes: io.len_bytes,
                     sync: io.sync,
                     noidle: io.noidle,
+                    meta: io.meta,
                     owner: io.owner,
                     node: io.node,
                 });
@@ -517,7 +523,7 @@ impl Stack {
                     owner.io_context = pid;
                 }
                 // The backend's own bio: blkback and tapdisk mark no `REQ_NOIDLE`.
-                let held = Held { node: child, owner, noidle: false, ..io };
+                let held = Held { node: child, owner, noidle: false, meta: false, ..io };
                 let guest = &mut self.guests[v];
                 if guest.in_flight < limit {
                     guest.in_flight += 1;
@@ -539,6 +545,7 @@ impl Stack {
                     len_bytes: io.len_bytes,
                     sync: io.sync,
                     noidle: io.noidle,
+                    meta: io.meta,
                     fua: false,
                     owner: io.owner,
                     submit_ns: now_ns,
@@ -684,20 +691,27 @@ limit = 2
 pid = 77
 "#;
 
-    /// The page cache's sync writes keep `REQ_NOIDLE` through a striped volume; below a VM's
-    /// disk the backend's bios do not carry it.
+    /// The page cache's sync writes keep `REQ_NOIDLE`, and its metadata reads `REQ_META`,
+    /// through a striped volume; below a VM's disk the backend's bios carry neither.
     #[test]
-    fn noidle_goes_through_a_striped_volume_but_not_a_vm_backend() {
+    fn noidle_and_meta_go_through_a_striped_volume_but_not_a_vm_backend() {
         let t = Topology::from_str(TOPO, "t").unwrap();
         let mut s = Stack::new(&t.volumes, &t.ioband, &[]).unwrap();
         let mut out = Vec::new();
-        s.submit(1, 7, 0, Op::Write, 0, 131072, true, true, Owner::process(1), 0, &mut out);
+        let p1 = Owner::process(1);
+        s.submit(1, 7, 0, Op::Write, 0, 131072, true, true, false, p1, 0, &mut out);
         assert_eq!(out.len(), 2);
-        assert!(out.iter().all(|l| l.noidle && l.sync), "{out:?}");
+        assert!(out.iter().all(|l| l.noidle && l.sync && !l.meta), "{out:?}");
         out.clear();
-        s.submit(1, 8, 1, Op::Write, 0, 4096, true, true, Owner::process(1), 0, &mut out);
+        s.submit(1, 8, 1, Op::Write, 0, 4096, true, true, false, p1, 0, &mut out);
         assert_eq!(out.len(), 1);
         assert!(out[0].sync && !out[0].noidle, "{out:?}");
+        out.clear();
+        s.submit(1, 9, 0, Op::Read, 0, 131072, true, false, true, p1, 0, &mut out);
+        assert!(out.len() == 2 && out.iter().all(|l| l.meta), "{out:?}");
+        out.clear();
+        s.submit(1, 10, 1, Op::Read, 0, 4096, true, false, true, p1, 0, &mut out);
+        assert!(out.len() == 1 && !out[0].meta, "{out:?}");
     }
 
     #[test]
@@ -713,6 +727,7 @@ pid = 77
             32768,
             196608,
             true,
+            false,
             false,
             Owner::process(1),
             0,
@@ -748,6 +763,7 @@ pid = 77
                 i as u64 * 4096,
                 4096,
                 true,
+                false,
                 false,
                 Owner::process(i),
                 0,
@@ -787,7 +803,20 @@ threads = 1
     fn a_remote_read_crosses_the_link_both_ways() {
         let mut s = remote_stack("");
         let (mut out, mut roots) = (Vec::new(), Vec::new());
-        s.submit(1, NO_TAG, 0, Op::Read, 0, 65536, true, false, Owner::process(1), 0, &mut out);
+        s.submit(
+            1,
+            NO_TAG,
+            0,
+            Op::Read,
+            0,
+            65536,
+            true,
+            false,
+            false,
+            Owner::process(1),
+            0,
+            &mut out,
+        );
         assert!(out.is_empty(), "the command is on the wire");
         // 48-byte command at 100 MB/s (480 ns) + half the round trip.
         assert_eq!(s.next_timer_ns(), Some(480 + 50_000));
@@ -818,6 +847,7 @@ threads = 1
                 i as u64 * 4096,
                 4096,
                 true,
+                false,
                 false,
                 Owner::process(i),
                 0,
@@ -867,6 +897,7 @@ threads = 1
                     i as u64 * 4096,
                     4096,
                     true,
+                    false,
                     false,
                     Owner::process(i),
                     0,

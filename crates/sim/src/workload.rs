@@ -119,6 +119,10 @@ pub struct Io {
     pub sync: bool,
     /// This I/O's own priority (`cmdprio_*`), instead of the process's.
     pub prio: Option<IoPrio>,
+    /// `REQ_META`: the inode-block read that opens a file of a file tree, as ext3 and ext4
+    /// read inodes (`READ_META`, from 3.1 `READ | REQ_META | REQ_PRIO`; ext2's `sb_bread`
+    /// does not mark it, which no scheduler but CFQ would see).
+    pub meta: bool,
     /// For a flush: which call it is, as fio accounts it.
     pub flush: Option<FlushCall>,
 }
@@ -177,13 +181,22 @@ impl Io {
             len_bytes: 0,
             sync: true,
             prio: None,
+            meta: false,
             flush: Some(call),
         }
     }
 
     /// A verify read: what the job wrote at `offset_bytes`, read back (sync, as reads are).
     fn verify_read(offset_bytes: u64, len_bytes: u64) -> Io {
-        Io { op: Op::Read, offset_bytes, len_bytes, sync: true, prio: None, flush: None }
+        Io {
+            op: Op::Read,
+            offset_bytes,
+            len_bytes,
+            sync: true,
+            prio: None,
+            meta: false,
+            flush: None,
+        }
     }
 }
 
@@ -1589,7 +1602,15 @@ impl Process {
         }
         let sync = op != Op::Write || self.sync_writes || barrier;
         let prio = self.cmdprio.as_mut().and_then(|c| c.pick(dir_index(op), len));
-        Next::Issue(Io { op, offset_bytes: offset, len_bytes: len, sync, prio, flush: None })
+        Next::Issue(Io {
+            op,
+            offset_bytes: offset,
+            len_bytes: len,
+            sync,
+            prio,
+            meta: opening,
+            flush: None,
+        })
     }
 
     /// The job has done its I/O: a buffered job with `end_fsync`/`fsync_on_close` still
@@ -1678,6 +1699,7 @@ impl Process {
             len_bytes: e.len_bytes,
             sync,
             prio: None,
+            meta: false,
             flush: None,
         })
     }
@@ -1756,6 +1778,7 @@ impl Process {
             len_bytes: b - a,
             sync: true,
             prio: None,
+            meta: false,
             flush: Some(FlushCall::Range(SyncRangeFlags {
                 wait_before: sfr.wait_before,
                 write: sfr.write,

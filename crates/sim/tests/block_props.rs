@@ -77,7 +77,7 @@ proptest! {
                 q.kick(now);
             }
             let op = if b.write { Op::Write } else { Op::Read };
-            q.plug_bio(b.process, elevator_sim::stack::NO_NODE, elevator_sim::stack::NO_TAG, op, b.sector * 512, b.sectors * 512, true, false, Owner::process(b.process), now);
+            q.plug_bio(b.process, elevator_sim::stack::NO_NODE, elevator_sim::stack::NO_TAG, op, b.sector * 512, b.sectors * 512, true, false, false, Owner::process(b.process), now);
             submitted_bytes += b.sectors * 512;
             *per_process.entry(b.process).or_default() += 1;
             if b.unplug || i + 1 == plan.len() {
@@ -150,6 +150,7 @@ fn request_pools_are_per_class_and_per_group() {
                 4096,
                 flood_sync,
                 false,
+                false,
                 flooder,
                 0,
             );
@@ -163,6 +164,7 @@ fn request_pools_are_per_class_and_per_group() {
             900 << 20,
             4096,
             true,
+            false,
             false,
             Owner::process(2),
             0,
@@ -193,6 +195,7 @@ fn the_anticipated_process_gets_a_slot_past_a_full_pool() {
                 offset,
                 4096,
                 true,
+                false,
                 false,
                 Owner::process(process),
                 now,

@@ -38,6 +38,7 @@ fn read(q: &mut BlockQueue, p: u32, kib: u64, lazy: bool, now: Nanos) {
         128 << 10,
         true,
         false,
+        false,
         Owner::process(p),
         now,
     );

@@ -28,7 +28,7 @@ fn queue() -> BlockQueue {
 
 fn read(q: &mut BlockQueue, p: u32, sync: bool) {
     let at = u64::from(p) << 20;
-    q.plug_bio(p, NO_NODE, NO_TAG, Op::Read, at, 4096, sync, false, Owner::process(p), 0);
+    q.plug_bio(p, NO_NODE, NO_TAG, Op::Read, at, 4096, sync, false, false, Owner::process(p), 0);
     q.unplug(p, 0);
     q.kick(0);
 }

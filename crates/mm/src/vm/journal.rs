@@ -207,6 +207,7 @@ impl Vm {
             dir_bytes: None,
         });
         self.files[meta_file as usize].journal = None;
+        self.files[meta_file as usize].metadata = true;
         let pid = JOURNAL_PID_BASE + j;
         self.journals.push(Journal {
             spec,
@@ -340,9 +341,21 @@ impl Vm {
         let spec = self.files[file as usize].spec;
         let inode = self.inode_block(file);
         let dir = spec.dir_bytes.unwrap_or(inode);
-        if self.meta_wait(task, j, &[dir, inode], file, true, out) {
+        // `__ext3_get_inode_loc` with `in_mem`: an inode block whose other inodes are all
+        // free is zeroed in memory, not read; a directory block no entry uses yet is one
+        // `mkdir` or `ext3_append` just made (`ext3_getblk` with `create`).
+        let mut read = Vec::with_capacity(2);
+        for b in [dir, inode] {
+            if self.meta_users.get(&(b / PAGE_BYTES * PAGE_BYTES)).is_some_and(|&n| n > 0) {
+                read.push(b);
+            } else {
+                self.fresh_meta_block(j, b);
+            }
+        }
+        if self.meta_wait(task, j, &read, file, true, out) {
             return SyscallResult::Blocked { count: 0 };
         }
+        self.use_meta_blocks(file, true);
         let group = self.group_start(j, inode);
         let gdt = self.journals[j as usize].spec.fs_start_bytes + PAGE_BYTES;
         self.journal_meta(j, &[inode, dir, group + 2 * PAGE_BYTES, gdt], now, out);
@@ -383,6 +396,7 @@ impl Vm {
         self.files[file as usize].spec.data_bytes = 0;
         self.dirty_order[file as usize].clear();
         let Some(j) = self.files[file as usize].journal else { return done };
+        self.use_meta_blocks(file, false);
         let inode = self.inode_block(file);
         let mut blocks = vec![inode, spec.dir_bytes.unwrap_or(inode)];
         let group = self.group_start(j, inode);
@@ -395,6 +409,31 @@ impl Vm {
         blocks.push(self.journals[j as usize].spec.fs_start_bytes + PAGE_BYTES);
         self.journal_meta(j, &blocks, now, out);
         done
+    }
+
+    /// Counts `file` among the users of its inode and directory blocks (`in_use`), or no
+    /// longer.
+    pub(super) fn use_meta_blocks(&mut self, file: FileId, in_use: bool) {
+        let inode = self.inode_block(file);
+        let dir = self.files[file as usize].spec.dir_bytes.unwrap_or(inode);
+        let blocks =
+            if dir / PAGE_BYTES == inode / PAGE_BYTES { &[inode][..] } else { &[inode, dir] };
+        for &b in blocks {
+            let n = self.meta_users.entry(b / PAGE_BYTES * PAGE_BYTES).or_default();
+            *n = if in_use { *n + 1 } else { n.saturating_sub(1) };
+        }
+    }
+
+    /// A metadata block made in memory: cached (clean until the transaction dirties it)
+    /// without a read.
+    fn fresh_meta_block(&mut self, j: JournalId, b: u64) {
+        let mf = self.journals[j as usize].meta_file;
+        let p = (b - self.journals[j as usize].spec.fs_start_bytes) / PAGE_BYTES;
+        if self.pages.get(mf, p).is_none() {
+            self.alloc(1);
+            let gen = self.pages.gen_for(1);
+            self.pages.insert(mf, p, p + 1, PageState::Clean, gen);
+        }
     }
 
     /// `creat()` or `open()` of `file` needs `blocks`: true if the task now waits for one
@@ -633,7 +672,7 @@ impl Vm {
         self.ios[tag as usize].as_mut().expect("new").journals.push(j);
         let owner = self.journals[j as usize].owner;
         let sync = self.scheduler_sync(op, sync);
-        out.ios.push(BlockIo { tag, bdi, op, offset_bytes, len_bytes, sync, owner });
+        out.ios.push(BlockIo { tag, bdi, op, offset_bytes, len_bytes, sync, meta: false, owner });
         tag
     }
 

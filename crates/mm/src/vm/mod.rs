@@ -147,8 +147,8 @@ pub enum Syscall {
         len: u64,
         flags: SyncRangeFlags,
     },
-    /// `creat()`: on ext3, the file's inode and directory entry are made (metadata read if
-    /// not cached, then journaled); the file starts empty.
+    /// `creat()`: on ext3, the file's inode and directory entry are made (their blocks read
+    /// if not cached and other files use them, then journaled); the file starts empty.
     Create {
         file: FileId,
     },
@@ -187,6 +187,9 @@ pub struct BlockIo {
     pub offset_bytes: u64,
     pub len_bytes: u64,
     pub sync: bool,
+    /// `REQ_META` (see [`elevator_core::Request::meta`]): a read of the file system's
+    /// inode or directory blocks (`READ_META`; `READ | REQ_META | REQ_PRIO` from 3.1).
+    pub meta: bool,
     pub owner: Owner,
 }
 
@@ -355,6 +358,9 @@ struct FileMeta {
     journal: Option<journal::JournalId>,
     /// The last transaction that changed its inode.
     meta_tid: Option<u64>,
+    /// An ext3 file system's metadata blocks ([`journal::Journal::meta_file`]): what is
+    /// read of it is inode tables and directories, read as `REQ_META`.
+    metadata: bool,
 }
 
 /// A backing device as the cache sees it.
@@ -434,6 +440,9 @@ pub struct Vm {
     tasks: Vec<Task>,
     bdis: Vec<Bdi>,
     journals: Vec<journal::Journal>,
+    /// ext3 inode-table and directory blocks (device byte offsets) by the files that use
+    /// them: a block none uses is made in memory when a file is created, not read.
+    meta_users: BTreeMap<u64, u32>,
     /// Open files (`struct file`): readahead state, advice.
     open_files: Vec<OpenFile>,
     ios: Vec<Option<IoRec>>,
@@ -498,6 +507,7 @@ impl Vm {
             tasks: Vec::new(),
             bdis,
             journals: Vec::new(),
+            meta_users: BTreeMap::new(),
             open_files: Vec::new(),
             ios: Vec::new(),
             free_ios: Vec::new(),
@@ -551,8 +561,12 @@ impl Vm {
     pub fn add_file(&mut self, spec: FileSpec) -> FileId {
         let f = self.pages.add_file(spec.bdi);
         let journal = self.journal_at(spec.bdi, spec.base_bytes);
-        self.files.push(FileMeta { spec, queued: false, journal, meta_tid: None });
+        self.files.push(FileMeta { spec, queued: false, journal, meta_tid: None, metadata: false });
         self.dirty_order.push(DirtyOrder::default());
+        // A file with data exists before the run: its inode and directory entry are in use.
+        if journal.is_some() && spec.data_bytes > 0 {
+            self.use_meta_blocks(f, true);
+        }
         f
     }
 
@@ -842,6 +856,7 @@ impl Vm {
                         offset_bytes: 0,
                         len_bytes: 0,
                         sync: true,
+                        meta: false,
                         owner: self.tasks[t as usize].owner,
                     });
                     self.tasks[t as usize].busy =

@@ -285,6 +285,8 @@ impl Vm {
         let gen = self.pages.gen_for(b - a);
         let owner = self.tasks[task as usize].owner;
         let spec = self.files[file as usize].spec;
+        // Inode and directory blocks: `READ_META` (`ext3_bread`, `__ext3_get_inode_loc`).
+        let meta = self.files[file as usize].metadata;
         for (s, e) in holes {
             let mut p = s;
             while p < e {
@@ -302,6 +304,7 @@ impl Vm {
                     offset_bytes: spec.base_bytes + p * PAGE_BYTES,
                     len_bytes: (q - p) * PAGE_BYTES,
                     sync: true,
+                    meta,
                     owner,
                 });
                 p = q;

@@ -839,13 +839,15 @@ mod ext3 {
             dir_bytes: Some(32 << 20),
             ..FileSpec::new(0, 64 << 20, 1 << 20, 0)
         };
+        // A file that exists (it has data) uses both blocks, so they must be read.
+        h.vm.add_file(FileSpec { data_bytes: 1 << 20, base_bytes: 80 << 20, ..spec });
         let f = h.vm.add_file(spec);
         let g = h.vm.add_file(FileSpec { ..spec });
         let t = h.vm.add_task(Owner::process(1));
         let (_, at) = h.call(t, Syscall::Create { file: f });
         let reads: Vec<BlockIo> = h.ios.iter().copied().filter(|io| io.op == Op::Read).collect();
         assert_eq!(reads.len(), 2, "inode and directory blocks");
-        assert!(reads.iter().all(|io| io.sync && io.owner.pid == 1));
+        assert!(reads.iter().all(|io| io.sync && io.meta && io.owner.pid == 1), "READ_META");
         assert!(at >= 2 * NS_PER_MS, "the create waited for its reads");
         let (_, at2) = h.call(t, Syscall::Create { file: g });
         assert!(at2 - at < NS_PER_MS, "cached metadata: no wait");
@@ -856,6 +858,30 @@ mod ext3 {
         assert!(h.vm.pages().total.dirty > 0, "checkpoint list");
         h.run_until(45 * NS_PER_SEC);
         assert_eq!(h.vm.pages().total.dirty, 0, "written home by the flusher");
+    }
+
+    /// `__ext3_get_inode_loc`'s `in_mem` case: an inode block whose other inodes are all
+    /// free is made in memory, as is a directory block no entry uses yet; a fresh file
+    /// system's creates read nothing. Once a file is unlinked its blocks are free again.
+    #[test]
+    fn creating_a_file_in_unused_metadata_blocks_reads_nothing() {
+        let mut h = Harness::new(machine("2.6.32", 1024));
+        mount(&mut h, 128 << 20, false);
+        let spec = FileSpec {
+            inode_bytes: Some(16 << 20),
+            dir_bytes: Some(32 << 20),
+            ..FileSpec::new(0, 64 << 20, 1 << 20, 0)
+        };
+        let (f, g) = (h.vm.add_file(spec), h.vm.add_file(spec));
+        let t = h.vm.add_task(Owner::process(1));
+        let (_, at) = h.call(t, Syscall::Create { file: f });
+        let (_, at2) = h.call(t, Syscall::Create { file: g });
+        assert!(h.ios.iter().all(|io| io.op != Op::Read), "{:?}", h.ios);
+        assert!(at < NS_PER_MS && at2 - at < NS_PER_MS);
+        // The blocks are cached and, once committed, dirty: the commit writes them.
+        h.run_until(6 * NS_PER_SEC);
+        assert_eq!(h.vm.journal_stats(0).commits, 1);
+        assert!(h.vm.pages().total.dirty > 0);
     }
 
     #[test]

@@ -388,6 +388,7 @@ impl Vm {
                 offset_bytes: spec.base_bytes + s * PAGE_BYTES,
                 len_bytes: (e - s) * PAGE_BYTES,
                 sync: self.scheduler_sync(Op::Write, sync),
+                meta: false,
                 owner,
             });
             tags.push(tag);

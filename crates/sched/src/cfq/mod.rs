@@ -136,8 +136,9 @@
 //!   (`cfq_should_wait_busy`'s "one jiffy left").
 //! - The device is rotational: no non-rotational shortcuts; `hw_tag` is estimated only to
 //!   decide IOPS mode (the kernel also uses it to allow deep queues to keep their idle window).
-//! - No `REQ_META`: requests carry no metadata flag, so the metadata preemption and
-//!   `cfq_choose_req`'s metadata preference do not exist.
+//! - `REQ_META` ([`Request::meta`]) stands for 3.1+'s `REQ_PRIO` too: ext3 marks the same
+//!   reads (inode and directory blocks) with both, so the metadata preemption and
+//!   `cfq_choose_req`'s preference act in every era alike.
 //! - Groups are created on `set_group` or on first use (weight 500 for an unknown cgroup);
 //!   queues are kept for the scheduler's lifetime (the kernel frees them with the I/O context).
 //! - `quantum` defaults to 4 as elevator's brief asks (the 2.6.31–2.6.33 value); 2.6.34+
@@ -1245,6 +1246,10 @@ impl Cfq {
         };
         let queued = self.queues[q].sort.remove(&key)?;
         self.queues[q].fifo.remove(&queued.fifo_key);
+        // cfq_remove_request.
+        if queued.rq.meta {
+            self.queues[q].meta_pending -= 1;
+        }
         if self.queues[q].next_rq == Some(key) {
             self.queues[q].next_rq = None;
         }
@@ -1422,6 +1427,11 @@ impl Cfq {
             return Preempt::No;
         }
         if self.slice_used(a, now) {
+            return Preempt::Yes;
+        }
+        // "So both queues are sync. Let the new request get disk time if it's a metadata
+        // request and the current queue is doing regular IO" (3.1+: `REQ_PRIO`).
+        if rq.meta && aq.meta_pending == 0 {
             return Preempt::Yes;
         }
         if nq.class == RT && aq.class != RT {
@@ -1645,6 +1655,10 @@ impl Scheduler for Cfq {
             let qq = &mut self.queues[q];
             qq.fifo.insert(fifo_key, key);
             qq.sort.insert(key, Queued { rq, insert_ns: now, fifo_key });
+            // cfq_rq_enqueued.
+            if rq.meta {
+                qq.meta_pending += 1;
+            }
         }
         self.rq_queued += 1;
         // cfq_add_rq_rb: keep next_rq the best candidate from the head.

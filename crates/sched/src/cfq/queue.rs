@@ -78,6 +78,9 @@ pub struct Queue {
     /// close request and was marked `jumped_to`; its next slice from the tree keeps the mark.
     pub coop_preempt: bool,
     pub process_refs: u32,
+    /// Queued requests marked `REQ_META` (2.6.x `meta_pending`; 3.1+ `prio_pending`, for
+    /// `REQ_PRIO`, which ext3 sets on the same reads).
+    pub meta_pending: u32,
 }
 
 impl Queue {
@@ -118,6 +121,7 @@ impl Queue {
             jumped_to: false,
             coop_preempt: false,
             process_refs: 0,
+            meta_pending: 0,
         }
     }
 
@@ -264,8 +268,9 @@ impl ThinkTime {
 }
 
 /// `cfq_choose_req`: of two candidate requests, the one the head should go to next from
-/// `last` (sector): sync before async, then the shorter distance, where going backwards by at
-/// most `back_max` sectors costs `penalty` times the distance, and farther back "wraps".
+/// `last` (sector): sync before async, metadata (`REQ_META`; 3.1+ `REQ_PRIO`) before other
+/// I/O, then the shorter distance, where going backwards by at most `back_max` sectors costs
+/// `penalty` times the distance, and farther back "wraps".
 pub fn choose_req(
     a: Option<&Request>,
     b: Option<&Request>,
@@ -285,6 +290,9 @@ pub fn choose_req(
     }
     if a.sync != b.sync {
         return Some(a.sync);
+    }
+    if a.meta != b.meta {
+        return Some(a.meta);
     }
     let dist = |s: u64| -> Option<u64> {
         if s >= last {

@@ -1282,3 +1282,38 @@ fn in_2_6_29_a_used_up_slice_ends_even_with_a_request_waiting() {
     assert_eq!(served_after_a_late_read("2.6.29"), 2);
     assert_eq!(served_after_a_late_read("0"), 1);
 }
+
+/// `cfq_should_preempt`: a metadata read (`REQ_META`; 3.1+ `REQ_PRIO`) of another process
+/// takes the disk from a sync queue doing regular I/O, in every era; a regular read does
+/// not, nor does a metadata read when the active queue has metadata of its own queued.
+#[test]
+fn a_metadata_read_preempts_a_queue_doing_regular_io() {
+    for era in ["2.6.29", "0", "2.6.32", "1", "rules_3_2"] {
+        for (meta, own_meta, want) in [(true, false, 3), (false, false, 1), (true, true, 1)] {
+            let (mut s, _) = pid_1_served_beside_pid_2(era);
+            let mut own = rq(10, 1, 0, 8, true, NS_PER_MS);
+            own.meta = own_meta;
+            s.insert(own, NS_PER_MS);
+            let mut other = rq(11, 3, 0, 1 << 31, true, NS_PER_MS);
+            other.meta = meta;
+            s.insert(other, NS_PER_MS);
+            let r = expect_rq(&mut s, NS_PER_MS);
+            assert_eq!(r.owner.pid, want, "{era}: meta {meta}, active queue's meta {own_meta}");
+        }
+    }
+}
+
+/// `cfq_choose_req`: within a queue a metadata read goes before a regular one however far
+/// it is from the head.
+#[test]
+fn a_queue_sends_its_metadata_read_first() {
+    for era in ["2.6.29", "0", "2.6.32", "1", "rules_3_2"] {
+        let mut s = after_pid_1_s_first_read(cfq_of_era(era));
+        s.insert(rq(10, 1, 0, 16, true, NS_PER_MS), NS_PER_MS);
+        let mut far = rq(11, 1, 0, 1 << 30, true, NS_PER_MS);
+        far.meta = true;
+        s.insert(far, NS_PER_MS);
+        assert_eq!(expect_rq(&mut s, NS_PER_MS).id, RequestId(11), "{era}");
+        assert_eq!(s.queues[s.active.unwrap()].meta_pending, 0, "{era}");
+    }
+}

@@ -172,6 +172,7 @@ impl Engine {
                         io.len_bytes,
                         io.sync,
                         io.noidle(),
+                        io.meta,
                         io.owner,
                         now,
                     );
@@ -193,6 +194,7 @@ impl Engine {
                         io.len_bytes,
                         io.sync,
                         io.noidle(),
+                        io.meta,
                         io.owner,
                         now,
                         &mut leaves,

@@ -722,6 +722,7 @@ impl Engine {
                                 io.len_bytes,
                                 io.sync,
                                 false,
+                                io.meta,
                                 owner,
                                 now,
                             );
@@ -746,6 +747,7 @@ impl Engine {
                                 io.len_bytes,
                                 io.sync,
                                 false,
+                                io.meta,
                                 owner,
                                 now,
                                 &mut leaves,
@@ -805,6 +807,7 @@ impl Engine {
                 leaf.len_bytes,
                 leaf.sync,
                 leaf.noidle,
+                leaf.meta,
                 leaf.owner,
                 now,
             );
