@@ -1225,9 +1225,9 @@ impl Bfq {
         self.closest_request(q)
     }
 
-    /// `bfq_choose_req`'s pick among queue `q`'s requests from the head position: the
-    /// nearest ahead, or behind within `back_seek_max` at `back_seek_penalty` times the
-    /// distance.
+    /// `bfq_choose_req`'s pick among queue `q`'s requests from the head position: a
+    /// metadata request (`REQ_META`) first, then the nearest ahead, or behind within
+    /// `back_seek_max` at `back_seek_penalty` times the distance.
     fn closest_request(&self, q: usize) -> Option<usize> {
         let head = self.head_sector;
         let back_max = self.t("back_seek_max") * 2;
@@ -1245,7 +1245,7 @@ impl Bfq {
                 } else {
                     u64::MAX / 2 + (head - s)
                 };
-                (cost, r.id)
+                (!r.meta, cost, r.id)
             })
             .map(|(i, _)| i)
     }

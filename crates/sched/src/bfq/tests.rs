@@ -494,3 +494,24 @@ fn the_inject_limit_follows_the_total_service_time() {
     b.update_inject_limit(0, 1, 309 * MS);
     assert_eq!((b.queues[0].inject_limit, b.queues[0].last_serv_time_ns), (1, 9 * MS));
 }
+
+/// `bfq_choose_req`: within a queue a metadata read (`REQ_META`) goes before a regular one
+/// however far it is from the head.
+#[test]
+fn a_queue_sends_its_metadata_read_first() {
+    let mut b = Bfq::new();
+    b.insert(rq(1, 1, 0, Op::Read, 0, 8, 0), 0);
+    let first = match b.dispatch(0) {
+        Dispatch::Request(r) => r,
+        other => panic!("{other:?}"),
+    };
+    b.completed(&first, 100 * US);
+    b.insert(rq(2, 1, 0, Op::Read, 8, 8, 100 * US), 100 * US);
+    let mut far = rq(3, 1, 0, Op::Read, 1 << 30, 8, 100 * US);
+    far.meta = true;
+    b.insert(far, 100 * US);
+    match b.dispatch(100 * US) {
+        Dispatch::Request(r) => assert_eq!(r.id, RequestId(3)),
+        other => panic!("{other:?}"),
+    }
+}
