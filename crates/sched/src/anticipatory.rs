@@ -39,9 +39,11 @@
 //!
 //! - Nanosecond time instead of jiffies; `as_close_req`'s window doubling per jiffy doubles
 //!   per whole millisecond waited.
-//! - No process-exit tracking (`exit_prob`, `exit_no_coop`, `AS_TASK_RUNNING`): processes
-//!   never exit here. `new_ttime_mean`/`new_seek_mean` (the priors for processes without
-//!   history) are kept as the kernel does, from the first samples of each process.
+//! - A process exits when the driver says so ([`Scheduler::exited`]), at once after its last
+//!   request completed (the kernel's `exit_as_io_context` runs when the task is done);
+//!   `exit_prob` and `exit_no_coop` learn from it as the kernel's do. `new_ttime_mean` and
+//!   `new_seek_mean` (the priors for processes without history) are kept as the kernel does,
+//!   from the first samples of each process.
 //! - Merging is a back or front merge into a queued request of the same direction and
 //!   operation (the kernel's elevator hash / rbtree lookup).
 //! - While waiting for the anticipated process's request to complete or for a batch change
@@ -134,6 +136,8 @@ pub struct Aic {
     pub seek_samples: u64,
     pub seek_total: u64,
     pub seek_mean: u64,
+    /// `AS_TASK_RUNNING` cleared: the process exited.
+    pub exited: bool,
 }
 
 #[derive(Debug)]
@@ -174,6 +178,11 @@ pub struct Anticipatory {
     inflight: FastHashMap<RequestId, u32>,
     new_ttime_mean: u64,
     new_seek_mean: u64,
+    /// How likely a process without think-time history exits while anticipated on, and how
+    /// likely an exited process is not saved by a cooperating request (fixed point, 256 is
+    /// 1.0; both start at 0).
+    exit_prob: u64,
+    exit_no_coop: u64,
     queued: usize,
 }
 
@@ -221,6 +230,8 @@ impl Anticipatory {
             inflight: FastHashMap::default(),
             new_ttime_mean: 0,
             new_seek_mean: 0,
+            exit_prob: 0,
+            exit_no_coop: 0,
             queued: 0,
         }
     }
@@ -308,6 +319,7 @@ impl Anticipatory {
             let (tm, sm) = (aic.ttime_mean, aic.seek_mean);
             if first_t {
                 self.new_ttime_mean = (3 * self.new_ttime_mean + tm) / 4;
+                self.exit_prob = 7 * self.exit_prob / 8;
             }
             if first_s {
                 self.new_seek_mean = (3 * self.new_seek_mean + sm) / 4;
@@ -351,7 +363,7 @@ impl Anticipatory {
     }
 
     /// `as_can_break_anticipation`.
-    fn can_break_anticipation(&self, rq: Option<&Request>, now: Nanos) -> bool {
+    fn can_break_anticipation(&mut self, rq: Option<&Request>, now: Nanos) -> bool {
         let Some(ioc) = self.io_context else { return true };
         if rq.is_some_and(|r| r.owner.io_context == ioc) {
             return true;
@@ -359,24 +371,40 @@ impl Anticipatory {
         if self.ioc_finished && self.antic_expired(now) {
             return true;
         }
-        let Some(aic) = self.aics.get(&ioc) else { return false };
+        let Some(&aic) = self.aics.get(&ioc) else { return false };
         if aic.nr_queued > 0 || aic.nr_dispatched > 0 {
             return true;
         }
         if let Some(r) = rq {
-            if r.sync && self.close_req(aic, r, now) {
+            if r.sync && self.close_req(&aic, r, now) {
+                // A close request of another process saves the exited one's anticipation.
+                if aic.exited {
+                    if aic.ttime_samples == 0 {
+                        self.exit_prob = (7 * self.exit_prob + 256) / 8;
+                    }
+                    self.exit_no_coop = 7 * self.exit_no_coop / 8;
+                }
+                return true;
+            }
+        }
+        if aic.exited {
+            if aic.ttime_samples == 0 {
+                self.exit_prob = (7 * self.exit_prob + 256) / 8;
+            }
+            if self.exit_no_coop > 128 {
                 return true;
             }
         }
         if aic.ttime_samples == 0 {
             self.new_ttime_mean > self.antic_expire
+                || self.exit_prob * self.exit_no_coop > 128 * 256
         } else {
             aic.ttime_mean > self.antic_expire
         }
     }
 
     /// `as_can_anticipate`.
-    fn can_anticipate(&self, rq: Option<&Request>, now: Nanos) -> bool {
+    fn can_anticipate(&mut self, rq: Option<&Request>, now: Nanos) -> bool {
         self.io_context.is_some()
             && self.antic_status != AnticStatus::Finished
             && !self.can_break_anticipation(rq, now)
@@ -411,6 +439,16 @@ impl Anticipatory {
         if self.antic_status == AnticStatus::WaitNext && now >= self.antic_start + self.antic_expire
         {
             self.antic_status = AnticStatus::Finished;
+            // The anticipated process sent nothing in time: one without history counts
+            // towards `exit_prob`, an exited one towards `exit_no_coop`.
+            if let Some(aic) = self.io_context.and_then(|ioc| self.aics.get(&ioc)) {
+                if aic.ttime_samples == 0 {
+                    self.exit_prob = (7 * self.exit_prob + 256) / 8;
+                }
+                if aic.exited {
+                    self.exit_no_coop = (7 * self.exit_no_coop + 256) / 8;
+                }
+            }
         }
     }
 
@@ -674,6 +712,17 @@ impl Scheduler for Anticipatory {
         }
     }
 
+    /// `exit_as_io_context`: `AS_TASK_RUNNING` is cleared; anticipation on the process
+    /// breaks when `as_can_break_anticipation` next looks (with `exit_no_coop` high, or the
+    /// timeout), as in the kernel.
+    fn exited(&mut self, io_context: u32, now_ns: Nanos) -> bool {
+        self.advance(now_ns);
+        if let Some(aic) = self.aics.get_mut(&io_context) {
+            aic.exited = true;
+        }
+        false
+    }
+
     fn completed(&mut self, rq: &Request, now_ns: Nanos) {
         let now = now_ns;
         self.advance(now);
@@ -904,5 +953,44 @@ mod tests {
         }
         let t = served_old_at.expect("the old request is served");
         assert!(t <= 260 * NS_PER_MS, "served at {t}");
+    }
+
+    /// `exit_prob` and `exit_no_coop`: AS at first anticipates for a one-request process that
+    /// has exited (it cannot know better) and times out; once timeouts on exited processes
+    /// have pushed `exit_no_coop` past a half, a request of another process ends the
+    /// anticipation on an exited one at once.
+    #[test]
+    fn learns_that_exited_processes_send_nothing_more() {
+        let mut s = Anticipatory::new();
+        let (mut now, mut id) = (0, 0);
+        let mut waited = Vec::new();
+        for round in 0..10u32 {
+            let pid = 100 + round;
+            id += 1;
+            s.insert(rq(id, pid, 8, true, now), now);
+            let r = expect_rq(&mut s, now);
+            now += NS_PER_MS;
+            s.completed(&r, now);
+            s.exited(pid, now);
+            id += 1;
+            s.insert(rq(id, 1, 1 << 30, true, now), now);
+            let at = match s.dispatch(now) {
+                Dispatch::Request(r) => r,
+                Dispatch::WaitUntil { until_ns } => {
+                    now = until_ns;
+                    expect_rq(&mut s, now)
+                }
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(at.owner.pid, 1);
+            waited.push(s.antic_status() == AnticStatus::Off && now > r.submit_ns + NS_PER_MS);
+            now += NS_PER_MS;
+            s.completed(&at, now);
+            now += 50 * NS_PER_MS;
+        }
+        assert!(waited[0], "{waited:?}");
+        let learned = waited.iter().position(|&w| !w).expect("learns within 10 exits");
+        assert!(waited[learned..].iter().all(|&w| !w), "{waited:?}");
+        assert!(s.exit_no_coop > 128, "{}", s.exit_no_coop);
     }
 }

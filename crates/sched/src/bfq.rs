@@ -370,6 +370,8 @@ pub struct Bfq {
     tun: [u64; 9],
     queues: Vec<Queue>,
     by_key: BTreeMap<(u32, u32, bool), usize>,
+    /// `bic->bfqq[0]` per I/O context: the async queue its last async request went to.
+    async_of: BTreeMap<u32, usize>,
     /// Group 0 is the root; every other group is an entity of its parent's tree, as are the
     /// queues of a group.
     groups: Vec<Group>,
@@ -432,6 +434,7 @@ impl Bfq {
             tun,
             queues: Vec::new(),
             by_key: BTreeMap::new(),
+            async_of: BTreeMap::new(),
             groups: vec![Group {
                 entity: Entity { weight: 100.0, ..Entity::default() },
                 ..Group::default()
@@ -1044,11 +1047,17 @@ impl Bfq {
 
     /// Expires the queue in service (`bfq_bfqq_expire`).
     fn expire(&mut self, reason: Expiry, now: Nanos) {
+        self.expire_as(reason, true, now);
+    }
+
+    /// `bfq_bfqq_expire` (`full`) or only its last step, `__bfq_bfqq_expire`, which a
+    /// process's exit calls: the queue is charged what it was served and keeps its budget.
+    fn expire_as(&mut self, reason: Expiry, full: bool, now: Nanos) {
         let Some(s) = self.in_service.take() else { return };
         self.last_expiry = Some(reason);
         // A merged queue that turned seeky no longer gains from serving its processes
         // together: each goes back to its own queue (`bfq_mark_bfqq_split_coop`).
-        if !self.queues[s.queue].coop.is_empty() && self.queues[s.queue].seeky() {
+        if full && !self.queues[s.queue].coop.is_empty() && self.queues[s.queue].seeky() {
             for (key, own) in std::mem::take(&mut self.queues[s.queue].coop) {
                 self.by_key.insert(key, own);
             }
@@ -1059,7 +1068,7 @@ impl Bfq {
         let served = self.queues[q].served;
         // Soft real-time: a queue that emptied computes when a new backlog would be
         // isochronous, or will when its requests in flight complete.
-        if self.t("low_latency") == 1 && self.queues[q].requests.is_empty() {
+        if full && self.t("low_latency") == 1 && self.queues[q].requests.is_empty() {
             if self.queues[q].dispatched == 0 {
                 self.queues[q].soft_rt_next_start_ns = self.softrt_next_start(q, now);
             } else {
@@ -1067,7 +1076,7 @@ impl Bfq {
             }
         }
         let budget = self.queues[q].entity.budget;
-        if reason == Expiry::TooIdle && served <= 2 * budget / 10 {
+        if full && reason == Expiry::TooIdle && served <= 2 * budget / 10 {
             self.queues[q].io_bound = false;
         }
         // bfq_bfqq_expire: a queue that is not weight-raised and is slow (seeky here) or timed
@@ -1075,19 +1084,24 @@ impl Bfq {
         let raised = self.raised(q, now);
         let timed_out_early =
             reason == Expiry::BudgetTimeout && budget.saturating_sub(served) >= budget / 3;
-        let charged =
-            if self.queues[q].sync() && !raised && (self.queues[q].seeky() || timed_out_early) {
-                served.max((budget as f64 * elapsed as f64 / timeout as f64) as u64)
-            } else {
-                served
-            };
+        let charged = if full
+            && self.queues[q].sync()
+            && !raised
+            && (self.queues[q].seeky() || timed_out_early)
+        {
+            served.max((budget as f64 * elapsed as f64 / timeout as f64) as u64)
+        } else {
+            served
+        };
         // The time charged beyond the sectors served moves the virtual times too, as if served.
         if charged > served {
             self.charge_vtime(q, charged - served);
         }
         // __bfq_bfqq_recalc_budget
         let (min_b, max_b) = (self.min_budget(), self.max_budget());
-        let next_budget = if !self.queues[q].sync() {
+        let next_budget = if !full {
+            budget
+        } else if !self.queues[q].sync() {
             max_b
         } else {
             match reason {
@@ -1297,6 +1311,9 @@ impl Scheduler for Bfq {
 
     fn insert(&mut self, rq: Request, now_ns: Nanos) {
         let q = self.queue_for(&rq, now_ns);
+        if !rq.sync {
+            self.async_of.insert(rq.owner.io_context, q);
+        }
         let idle_queue =
             !self.queues[q].entity.active && self.in_service.as_ref().is_none_or(|s| s.queue != q);
         let slice_idle_ns = self.t("slice_idle") * MS;
@@ -1454,6 +1471,23 @@ impl Scheduler for Bfq {
                 }
             }
         }
+    }
+
+    /// `bfq_exit_icq` → `bfq_exit_bfqq` on the context's sync and async queues: the one in
+    /// service ends its turn by `__bfq_bfqq_expire` (charged what it was served, its budget
+    /// kept: `BFQQE_BUDGET_EXHAUSTED` only names the reason).
+    fn exited(&mut self, io_context: u32, now_ns: Nanos) -> bool {
+        let Some(s) = self.in_service.as_ref().map(|s| s.queue) else {
+            self.async_of.remove(&io_context);
+            return false;
+        };
+        let sync =
+            self.by_key.iter().any(|(&(_, ioc, sync), &q)| sync && ioc == io_context && q == s);
+        let async_q = self.async_of.remove(&io_context) == Some(s);
+        if sync || async_q {
+            self.expire_as(Expiry::BudgetExhausted, false, now_ns);
+        }
+        sync || async_q
     }
 
     fn completed(&mut self, rq: &Request, now_ns: Nanos) {

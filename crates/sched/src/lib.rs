@@ -72,6 +72,15 @@ pub trait Scheduler: Send {
     /// The device finished `rq` (as it was dispatched) at `now_ns`.
     fn completed(&mut self, rq: &Request, now_ns: Nanos);
 
+    /// The last task of I/O context `io_context` exited at `now_ns` (`exit_io_context`,
+    /// the elevator's `exit` hook): a scheduler idling or anticipating for it stops, as
+    /// CFQ's and BFQ's `exit_cfqq`/`exit_bfqq` end its queue's slice and AS learns the
+    /// process is gone. Requests of it still queued are served as before. Returns whether
+    /// the queue should run now. Default: nothing changes.
+    fn exited(&mut self, _io_context: u32, _now_ns: Nanos) -> bool {
+        false
+    }
+
     /// `elv_may_queue` (`elevator_may_queue_fn`, 2.6): true if a request of `owner`'s (sync or
     /// not) at `now_ns` must get a request slot even when the pool is full (`ELV_MQUEUE_MUST`; the block
     /// layer then allows up to half as many again over `nr_requests`). The anticipatory

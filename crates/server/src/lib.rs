@@ -8,7 +8,8 @@
 //! the same event loop (see `worker.rs`), and a TLS pump per TLS connection in the
 //! transmission phase (at most `max_connections`). Each export is a scheduler group
 //! (`Owner.cgroup` = export index + 1, declared with `Scheduler::set_group`), each connection
-//! an I/O context (`Owner.pid` = `Owner.io_context` = connection id).
+//! an I/O context (`Owner.pid` = `Owner.io_context` = connection id), which exits
+//! (`Scheduler::exited`) when the connection is closed and its last reply sent.
 
 mod access;
 mod budget;

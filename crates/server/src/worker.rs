@@ -1030,7 +1030,12 @@ impl Worker {
         if c.closed {
             if !c.recv_busy && !c.send.busy && c.queue.is_empty() && c.outstanding == 0 {
                 c.stream.shutdown();
+                let id = c.meta.id;
                 self.conns[slot] = None;
+                // The connection was the scheduler's process: it has exited, so a scheduler
+                // idling for it (CFQ, BFQ, AS) stops now; the loop dispatches next.
+                let now = self.now();
+                self.setup.sched.exited(id, now);
             } else if c.recv_busy && !c.send.busy && c.queue.is_empty() && c.outstanding == 0 {
                 // Everything is answered: end the receive still waiting (DISC, errors).
                 c.stream.shutdown();

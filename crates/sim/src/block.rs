@@ -374,6 +374,20 @@ impl BlockQueue {
         }
     }
 
+    /// The last task of I/O context `io_context` exited (`exit_io_context`): the scheduler,
+    /// and one waiting to replace it, let go of it. True if the scheduler wants the queue run
+    /// now (`cfq_schedule_dispatch` after ending the exited process's slice).
+    pub fn task_exited(&mut self, io_context: u32, now_ns: Nanos) -> bool {
+        if let Some(next) = self.next_scheduler.as_mut() {
+            next.exited(io_context, now_ns);
+        }
+        let run = self.scheduler.exited(io_context, now_ns);
+        if run {
+            self.run_queue(now_ns);
+        }
+        run
+    }
+
     /// Whether the queue is plugged (for tests and traces).
     pub fn plugged(&self) -> bool {
         self.queue_plug.is_some()

@@ -515,3 +515,32 @@ fn a_queue_sends_its_metadata_read_first() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `bfq_exit_bfqq`: when the process BFQ idles for exits, its queue's turn ends at once
+/// (`__bfq_bfqq_expire`, its budget kept) and the next queue is served.
+#[test]
+fn the_exit_of_the_process_idled_for_ends_its_turn() {
+    for (exiting, want_now) in [(1, true), (3, false)] {
+        let mut b = Bfq::new();
+        b.insert(rq(1, 1, 0, Op::Read, 0, 8, 0), 0);
+        b.insert(rq(2, 2, 0, Op::Read, 1 << 30, 8, 0), 0);
+        let first = match b.dispatch(0) {
+            Dispatch::Request(r) => r,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(first.owner.pid, 1);
+        b.completed(&first, 100 * US);
+        assert!(matches!(b.dispatch(100 * US), Dispatch::WaitUntil { .. }), "idling for pid 1");
+        let budget = b.queues[b.by_key[&(0, 1, true)]].entity.budget;
+        assert_eq!(b.exited(exiting, 100 * US), want_now);
+        match b.dispatch(100 * US) {
+            Dispatch::Request(r) => {
+                assert!(want_now);
+                assert_eq!(r.owner.pid, 2);
+                assert_eq!(b.queues[b.by_key[&(0, 1, true)]].entity.budget, budget);
+            }
+            other => assert!(!want_now, "{other:?}"),
+        }
+        b.check_invariants().unwrap();
+    }
+}

@@ -152,7 +152,8 @@
 //!   coming); while the idle timer runs it answers `WaitUntil` with its expiry. The idle timer
 //!   is evaluated lazily: at the next call at or after its expiry.
 //! - No `cfq_forced_dispatch`, no idle-class grace period.
-//! - No process exit: 3.2 neither idles for a task that has exited nor keeps its slice.
+//! - A process exits when the driver says so ([`Scheduler::exited`]), at once after its last
+//!   request completed; the kernel's `exit_io_context` comes when the task itself is done.
 //! - The root group weighs twice `BLKIO_WEIGHT_DEFAULT` (1000) with `workload_trees` 1, as
 //!   2.6.33 to 3.5 give it in `cfq_init_queue`, and `BLKIO_WEIGHT_DEFAULT` (500) under 2.6.31's
 //!   rules (the io-controller patches that mode stands for had no such doubling), unless a
@@ -1699,6 +1700,9 @@ impl Scheduler for Cfq {
             }
         }
         let cic = self.cics.entry(rq.owner.io_context).or_default();
+        if !sync {
+            cic.async_queue = Some(q);
+        }
         if !v32 || sync {
             cic.update_thinktime(now, slice_idle);
         }
@@ -1771,6 +1775,36 @@ impl Scheduler for Cfq {
             return Dispatch::WaitUntil { until_ns: now + 1 };
         }
         Dispatch::Empty
+    }
+
+    /// `cfq_exit_io_context` → `cfq_exit_cfqq` on the context's async and sync queues
+    /// (every era from 2.6.29 to 3.5): the active one's slice ends now, without a residual
+    /// (`__cfq_slice_expired(cfqd, cfqq, 0)`), and the context lets go of its sync queue
+    /// (a merged queue loses a process reference).
+    fn exited(&mut self, io_context: u32, now_ns: Nanos) -> bool {
+        self.advance(now_ns);
+        let sync: Vec<usize> = self
+            .sync_map
+            .iter()
+            .filter(|((ioc, _), _)| *ioc == io_context)
+            .map(|(_, &q)| q)
+            .collect();
+        let async_q = self.cics.get(&io_context).and_then(|c| c.async_queue);
+        let own = |q: usize| sync.contains(&q) || async_q == Some(q);
+        let expire = self.active.is_some_and(own);
+        if expire {
+            self.expire_cause = "process exited";
+            self.slice_expired(false, now_ns);
+        }
+        self.sync_map.retain(|(ioc, _), _| *ioc != io_context);
+        for q in sync {
+            let qq = &mut self.queues[q];
+            qq.process_refs = qq.process_refs.saturating_sub(1);
+        }
+        if let Some(c) = self.cics.get_mut(&io_context) {
+            c.async_queue = None;
+        }
+        expire
     }
 
     fn completed(&mut self, rq: &Request, now_ns: Nanos) {

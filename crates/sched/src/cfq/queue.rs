@@ -167,6 +167,8 @@ pub struct Cic {
     pub seek_total: u64,
     pub seek_mean: u64,
     pub last_request_pos: u64,
+    /// `cic->cfqq[BLK_RW_ASYNC]`: the async queue the context's last async request went to.
+    pub async_queue: Option<usize>,
 }
 
 /// 2.6.31's `CIC_SEEK_THR`: a context whose mean seek is longer than this many sectors is

@@ -1317,3 +1317,27 @@ fn a_queue_sends_its_metadata_read_first() {
         assert_eq!(s.queues[s.active.unwrap()].meta_pending, 0, "{era}");
     }
 }
+
+/// `cfq_exit_cfqq`: when the process CFQ idles for exits, its slice ends at once and the
+/// next queue is served, in every era; an exit of another process changes nothing.
+#[test]
+fn the_exit_of_the_process_idled_for_ends_its_slice() {
+    for era in ["2.6.29", "0", "2.6.32", "1", "rules_3_2"] {
+        for (exiting, want_now) in [(1, true), (3, false)] {
+            let (mut s, q) = pid_1_served_beside_pid_2(era);
+            assert!(
+                matches!(s.dispatch(NS_PER_MS), Dispatch::WaitUntil { .. }),
+                "{era}: idling for pid 1"
+            );
+            assert_eq!(s.exited(exiting, NS_PER_MS), want_now, "{era}");
+            match s.dispatch(NS_PER_MS) {
+                Dispatch::Request(r) => {
+                    assert!(want_now, "{era}");
+                    assert_eq!(r.owner.pid, 2, "{era}");
+                    assert_ne!(s.active, Some(q));
+                }
+                other => assert!(!want_now, "{era}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1026,6 +1026,19 @@ impl Engine {
     }
 
     fn process_done(&mut self, p: u32) {
+        // The job's process exits (`exit_io_context`): a scheduler idling or anticipating for
+        // it lets go, and runs its queue if it says so.
+        let io_context = self.procs[p as usize].owner.io_context;
+        let mut run = false;
+        for d in 0..self.queues.len() {
+            if self.queues[d].task_exited(io_context, self.now_ns) {
+                self.touched[d] = true;
+                run = true;
+            }
+        }
+        if run {
+            self.kick_touched();
+        }
         if self.cpus.spinning() > 0 {
             self.procs[p as usize].cpu_ns += self.cpus.cancel(p, self.now_ns);
             self.arm_cpus();
