@@ -6,6 +6,9 @@
 //! `blkparse -d` dumps it for `btt -i`, which prints the Q2C and D2C latency lines with as
 //! many I/Os. The run's JSON is the same bytes with and without the flag.
 //!
+//! A direct reader of a 64-file tree opens each directory's files with a read of its inode
+//! block, `REQ_META` as ext3's is: blkparse shows those four reads as `RM`.
+//!
 //! Without blkparse or btt the test fails, saying to run ./setup.sh (which installs Debian's
 //! blktrace package; CI does).
 
@@ -163,5 +166,38 @@ fn blkparse_and_btt_read_the_simulated_trace() {
         eprintln!("{l}");
     }
     eprintln!("{q2c}\n{d2c}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn blkparse_shows_the_inode_reads_as_metadata() {
+    let blkparse = tool("blkparse");
+    // Not `temp_dir()`, which clears the directory the other test works in.
+    let dir = std::env::temp_dir().join(format!("elevator-blktrace-meta-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // 64 files, 16 to a directory and so to an inode block: four metadata reads.
+    let job = dir.join("tree.fio");
+    std::fs::write(&job, "[tree]\nrw=read\nbs=4k\ndirect=1\nnrfiles=64\nfilesize=64k\nsize=4m\n")
+        .unwrap();
+    let traces = dir.join("traces");
+    let elevator = Path::new(env!("CARGO_BIN_EXE_elevator"));
+    run(
+        &dir,
+        elevator,
+        &["run", job.to_str().unwrap(), "--write-blktrace", traces.to_str().unwrap()],
+    );
+    let text = run(&dir, &blkparse, &["-i", "sda", "-D", traces.to_str().unwrap()]);
+    // `8,0  0  12  0.001234567  1001  Q  RM 4104 + 8 [tree]`: the action and RWBS fields.
+    let queued = |rwbs: &str| {
+        text.lines()
+            .filter(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 6 && f[5] == "Q" && f[6] == rwbs
+            })
+            .count()
+    };
+    assert_eq!(queued("RM"), 4, "metadata reads:\n{text}");
+    assert_eq!(queued("R"), 1024, "data reads: 4 MiB in 4 KiB");
     let _ = std::fs::remove_dir_all(&dir);
 }
