@@ -830,8 +830,9 @@ mod ext3 {
         }
     }
 
-    #[test]
-    fn creating_a_file_reads_its_metadata_once_and_the_flusher_checkpoints_it() {
+    /// A 2.6.32 machine with ext3 mounted, and an empty file's spec on it whose inode and
+    /// directory blocks are at 16 and 32 MiB.
+    fn ext3_with_empty_file_spec() -> (Harness, FileSpec) {
         let mut h = Harness::new(machine("2.6.32", 1024));
         mount(&mut h, 128 << 20, false);
         let spec = FileSpec {
@@ -839,6 +840,12 @@ mod ext3 {
             dir_bytes: Some(32 << 20),
             ..FileSpec::new(0, 64 << 20, 1 << 20, 0)
         };
+        (h, spec)
+    }
+
+    #[test]
+    fn creating_a_file_reads_its_metadata_once_and_the_flusher_checkpoints_it() {
+        let (mut h, spec) = ext3_with_empty_file_spec();
         // A file that exists (it has data) uses both blocks, so they must be read.
         h.vm.add_file(FileSpec { data_bytes: 1 << 20, base_bytes: 80 << 20, ..spec });
         let f = h.vm.add_file(spec);
@@ -862,16 +869,10 @@ mod ext3 {
 
     /// `__ext3_get_inode_loc`'s `in_mem` case: an inode block whose other inodes are all
     /// free is made in memory, as is a directory block no entry uses yet; a fresh file
-    /// system's creates read nothing. Once a file is unlinked its blocks are free again.
+    /// system's creates read nothing.
     #[test]
     fn creating_a_file_in_unused_metadata_blocks_reads_nothing() {
-        let mut h = Harness::new(machine("2.6.32", 1024));
-        mount(&mut h, 128 << 20, false);
-        let spec = FileSpec {
-            inode_bytes: Some(16 << 20),
-            dir_bytes: Some(32 << 20),
-            ..FileSpec::new(0, 64 << 20, 1 << 20, 0)
-        };
+        let (mut h, spec) = ext3_with_empty_file_spec();
         let (f, g) = (h.vm.add_file(spec), h.vm.add_file(spec));
         let t = h.vm.add_task(Owner::process(1));
         let (_, at) = h.call(t, Syscall::Create { file: f });
