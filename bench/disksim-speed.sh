@@ -16,7 +16,11 @@
 # (Debian packages bison, flex). Order: libddbg, libparam, diskmodel, memsmodel, src. That
 # build matches DiskSim's published demerits on all ten drives (barracuda: 0.347863 by
 # DiskSim's own `rms`, built with the same flags). Build its directories one after
-# another (its Makefiles race under make -j). Usage:
+# another (its Makefiles race under make -j). The mirror's newest commit (b2db6c1,
+# 2026-12-01) already has the event size, the lp_add_param fix and the mems_seektest `-lm`;
+# it still needs the flags, the two prototypes and `-lm` last in src/Makefile, and its
+# `make` in diskmodel/ stops in tests/ (a missing driver.h) after libdiskmodel.a is built,
+# which is all src needs; it gives the same 0.347863. Usage:
 #   DISKSIM=/path/to/disksim bench/disksim-speed.sh [DRIVE_DIR] [RUNS]
 # DRIVE_DIR defaults to ../shared/data/disksim/barracuda. Wall and CPU time per run, each
 # program RUNS times (default 20).
