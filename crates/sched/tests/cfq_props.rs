@@ -10,8 +10,8 @@
 //! - `weights_scale_disk_time`: weights 1000 and 500 give about 2:1.
 //! - `anticipatory_*`: the anticipatory scheduler drains mixed loads, each request once.
 //! - `every_request_is_dispatched_exactly_once` (proptest): random mixes of sync/async,
-//!   classes RT/BE, priorities and cgroups; every inserted request is dispatched exactly once
-//!   and the run drains.
+//!   classes RT/BE, priorities and cgroups, some processes exiting early with requests still
+//!   outstanding; every inserted request is dispatched exactly once and the run drains.
 //!
 //!   **Wait bound** for sync requests when all queues are of one class (RT queues starve BE
 //!   ones and BE queues starve IDLE ones, as in the kernel, so across classes there is none). A queue waits at most one turn of every other busy queue
@@ -94,6 +94,21 @@ fn run(
     latency: Nanos,
     duration: Nanos,
 ) -> Outcome {
+    let stops = vec![duration; jobs.len()];
+    run_with_exits(s, jobs, depth, latency, &stops)
+}
+
+/// [`run`] where job `j` stops submitting at `stops[j]` and its process exits
+/// (`Scheduler::exited`) at its first completion from then on, whatever it still has
+/// outstanding; the run drains.
+fn run_with_exits(
+    s: &mut dyn Scheduler,
+    jobs: &mut [Job],
+    depth: usize,
+    latency: Nanos,
+    stops: &[Nanos],
+) -> Outcome {
+    let mut exited = vec![false; jobs.len()];
     let mut now: Nanos = 0;
     let mut id = 0u64;
     let mut out = Outcome {
@@ -150,12 +165,14 @@ fn run(
                 s.completed(&rq, now);
                 let (j, _) = job_of[&rq.id.0];
                 *out.time.entry(jobs[j].cgroup).or_default() += latency;
-                if now < duration {
+                if now < stops[j] {
                     id += 1;
                     let nrq = jobs[j].next(id, now);
                     job_of.insert(id, (j, now));
                     s.insert(nrq, now);
                     out.inserted += 1;
+                } else if !std::mem::replace(&mut exited[j], true) {
+                    s.exited(jobs[j].io_context, now);
                 }
             }
         }
@@ -244,6 +261,7 @@ proptest! {
         vanilla in any::<bool>(),
         slice_idle in prop_oneof![Just(0u64), Just(8), Just(20)],
         low_latency in any::<bool>(),
+        exits_ms in proptest::collection::vec(proptest::option::of(100u64..2_000), 8),
     ) {
         let mut s = Cfq::new();
         s.set_tunable("slice_idle", &slice_idle.to_string()).unwrap();
@@ -267,7 +285,10 @@ proptest! {
             })
             .collect();
         let latency = latency_us * NS_PER_US;
-        let out = run(&mut s, &mut jobs, depth, latency, 2_000 * NS_PER_MS);
+        // Some processes exit early, with requests still outstanding.
+        let stops: Vec<Nanos> =
+            exits_ms.iter().take(jobs.len()).map(|e| e.unwrap_or(2_000) * NS_PER_MS).collect();
+        let out = run_with_exits(&mut s, &mut jobs, depth, latency, &stops);
         prop_assert_eq!(out.leftover, 0);
         prop_assert_eq!(out.dispatched.len() as u64, out.inserted);
         prop_assert!(out.dispatched.values().all(|&n| n == 1));
@@ -275,13 +296,13 @@ proptest! {
         let any_rt = jobs.iter().any(|j| j.prio.class == IoPrioClass::RealTime);
         let n = jobs.len() as u64;
         let idle = slice_idle.max(8) * NS_PER_MS;
-        // Groups present: 1 (a, 200) and 2 (a/b, 800) besides the root (weight 500 here).
+        // Groups present: 1 (a, 200) and 2 (a/b, 800) besides the root (1000, 2.6.33+).
         let cgroups: Vec<u32> = jobs.iter().map(|j| j.cgroup).collect();
         let weight = |cg: u32| -> u64 {
             match cg {
                 1 => 200,
                 2 => 800,
-                _ => 500,
+                _ => 1000,
             }
         };
         let ratio = if vanilla {
@@ -306,6 +327,7 @@ proptest! {
         depth in 1usize..4,
         latency_us in 100u64..2_000,
         antic_expire in prop_oneof![Just(0u64), Just(6), Just(20)],
+        exits_ms in proptest::collection::vec(proptest::option::of(100u64..2_000), 8),
     ) {
         let mut s = elevator_sched::anticipatory::Anticipatory::new();
         s.set_tunable("antic_expire", &antic_expire.to_string()).unwrap();
@@ -318,7 +340,9 @@ proptest! {
                 j
             })
             .collect();
-        let out = run(&mut s, &mut jobs, depth, latency_us * NS_PER_US, 2_000 * NS_PER_MS);
+        let stops: Vec<Nanos> =
+            exits_ms.iter().take(jobs.len()).map(|e| e.unwrap_or(2_000) * NS_PER_MS).collect();
+        let out = run_with_exits(&mut s, &mut jobs, depth, latency_us * NS_PER_US, &stops);
         prop_assert_eq!(out.leftover, 0);
         prop_assert_eq!(out.dispatched.len() as u64, out.inserted);
         prop_assert!(out.dispatched.values().all(|&n| n == 1));

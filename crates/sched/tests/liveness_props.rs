@@ -13,7 +13,8 @@
 //!   answers a request or a timer, never `Empty` (the driver would sleep for ever: nothing
 //!   else would call it again);
 //! - every inserted request is dispatched exactly once (or merged into one that is) and the
-//!   run drains.
+//!   run drains, every third process stopping half way and each exiting
+//!   (`Scheduler::exited`) at its first completion once stopped.
 
 use std::collections::BTreeMap;
 
@@ -77,6 +78,10 @@ fn run<S: Scheduler + ?Sized>(
     // (due, request) in the device; (due, process) thinking before its next submission.
     let mut device: Vec<(Nanos, Request)> = Vec::new();
     let mut thinking: Vec<(Nanos, usize)> = Vec::new();
+    // Every third process stops half way; each exits at its first completion after it
+    // stopped, whatever it has outstanding.
+    let stop = |p: usize| if procs[p].pid.is_multiple_of(3) { duration / 2 } else { duration };
+    let mut exited = vec![false; procs.len()];
     let submit = |p: usize,
                   now: Nanos,
                   id: &mut u64,
@@ -153,8 +158,11 @@ fn run<S: Scheduler + ?Sized>(
             s.completed(&rq, now);
             check(s).unwrap_or_else(|e| panic!("after completion at {now}: {e}"));
             for &p in &owner_of[&rq.id.0] {
-                if now < duration {
+                if now < stop(p) {
                     thinking.push((now + procs[p].think_us * NS_PER_US, p));
+                } else if !std::mem::replace(&mut exited[p], true) {
+                    s.exited(procs[p].pid, now);
+                    check(s).unwrap_or_else(|e| panic!("after exit at {now}: {e}"));
                 }
             }
         }
