@@ -412,8 +412,12 @@ impl Vm {
     }
 
     /// Counts `file` among the users of its inode and directory blocks (`in_use`), or no
-    /// longer.
+    /// longer; once either way (a `creat()` of a file that exists truncates it and keeps its
+    /// inode).
     pub(super) fn use_meta_blocks(&mut self, file: FileId, in_use: bool) {
+        if std::mem::replace(&mut self.files[file as usize].exists, in_use) == in_use {
+            return;
+        }
         let inode = self.inode_block(file);
         let dir = self.files[file as usize].spec.dir_bytes.unwrap_or(inode);
         let blocks =

@@ -361,6 +361,9 @@ struct FileMeta {
     /// An ext3 file system's metadata blocks ([`journal::Journal::meta_file`]): what is
     /// read of it is inode tables and directories, read as `REQ_META`.
     metadata: bool,
+    /// On ext3, its inode and directory entry are in use (it exists): counted in
+    /// [`Vm::meta_users`].
+    exists: bool,
 }
 
 /// A backing device as the cache sees it.
@@ -561,7 +564,14 @@ impl Vm {
     pub fn add_file(&mut self, spec: FileSpec) -> FileId {
         let f = self.pages.add_file(spec.bdi);
         let journal = self.journal_at(spec.bdi, spec.base_bytes);
-        self.files.push(FileMeta { spec, queued: false, journal, meta_tid: None, metadata: false });
+        self.files.push(FileMeta {
+            spec,
+            queued: false,
+            journal,
+            meta_tid: None,
+            metadata: false,
+            exists: false,
+        });
         self.dirty_order.push(DirtyOrder::default());
         // A file with data exists before the run: its inode and directory entry are in use.
         if journal.is_some() && spec.data_bytes > 0 {

@@ -885,6 +885,25 @@ mod ext3 {
         assert!(h.vm.pages().total.dirty > 0);
     }
 
+    /// A file counts once among its blocks' users however often it is created; unlinked, it
+    /// no longer does.
+    #[test]
+    fn a_file_uses_its_metadata_blocks_once() {
+        let (mut h, spec) = ext3_with_empty_file_spec();
+        let users = |h: &Harness| h.vm.meta_users.get(&(16 << 20)).copied().unwrap_or(0);
+        let a = h.vm.add_file(FileSpec { data_bytes: 4096, ..spec });
+        let b = h.vm.add_file(spec);
+        assert_eq!(users(&h), 1, "a exists");
+        let t = h.vm.add_task(Owner::process(1));
+        h.call(t, Syscall::Create { file: a });
+        assert_eq!(users(&h), 1, "creat() of a file that exists truncates it");
+        h.call(t, Syscall::Create { file: b });
+        assert_eq!(users(&h), 2);
+        h.call(t, Syscall::Unlink { file: a });
+        h.call(t, Syscall::Unlink { file: a });
+        assert_eq!(users(&h), 1);
+    }
+
     #[test]
     fn a_small_journal_checkpoints_before_it_fills() {
         let mut h = Harness::new(machine("2.6.32", 1024));
