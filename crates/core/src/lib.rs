@@ -13,6 +13,6 @@ pub mod request;
 pub mod rng;
 pub mod units;
 
-pub use request::{Cgroup, IoPrio, IoPrioClass, Op, Owner, Request, RequestId};
+pub use request::{BioFlags, Cgroup, IoPrio, IoPrioClass, Op, Owner, Request, RequestId};
 pub use rng::RandomStream;
 pub use units::{Nanos, NS_PER_MS, NS_PER_SEC, NS_PER_US, SECTOR_BYTES};

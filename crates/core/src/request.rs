@@ -142,6 +142,27 @@ impl Cgroup {
     }
 }
 
+/// The flags of a bio that the schedulers read, as its submitter decides them (see
+/// [`Request::sync`], [`Request::noidle`], [`Request::meta`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BioFlags {
+    pub sync: bool,
+    pub noidle: bool,
+    pub meta: bool,
+}
+
+impl BioFlags {
+    /// A sync bio without hints: a read, an `O_DIRECT` write.
+    pub const SYNC: BioFlags = BioFlags { sync: true, noidle: false, meta: false };
+    /// An async bio: background writeback, a buffered write.
+    pub const ASYNC: BioFlags = BioFlags { sync: false, noidle: false, meta: false };
+
+    /// Sync or not, without hints.
+    pub const fn sync_if(sync: bool) -> BioFlags {
+        BioFlags { sync, noidle: false, meta: false }
+    }
+}
+
 /// One contiguous range of I/O on one device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {
@@ -221,6 +242,11 @@ impl Request {
             owner,
             submit_ns,
         })
+    }
+
+    /// The flags the schedulers read, as one value.
+    pub fn flags(&self) -> BioFlags {
+        BioFlags { sync: self.sync, noidle: self.noidle, meta: self.meta }
     }
 
     /// First sector of the range (`blk_rq_pos`).

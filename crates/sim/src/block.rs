@@ -43,7 +43,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use elevator_control::Controller;
-use elevator_core::{Nanos, Op, Owner, Request, RequestId, SECTOR_BYTES};
+use elevator_core::{BioFlags, Nanos, Op, Owner, Request, RequestId, SECTOR_BYTES};
 use elevator_device::{Command, Completion, Device};
 use elevator_sched::{Dispatch, Scheduler};
 
@@ -119,9 +119,7 @@ struct Throttled {
     op: Op,
     offset_bytes: u64,
     len_bytes: u64,
-    sync: bool,
-    noidle: bool,
-    meta: bool,
+    flags: BioFlags,
     owner: Owner,
     issue_ns: Nanos,
 }
@@ -481,9 +479,7 @@ impl BlockQueue {
         op: Op,
         offset_bytes: u64,
         len_bytes: u64,
-        sync: bool,
-        noidle: bool,
-        meta: bool,
+        flags: BioFlags,
         owner: Owner,
         now_ns: Nanos,
     ) {
@@ -495,9 +491,7 @@ impl BlockQueue {
             op,
             offset_bytes,
             len_bytes,
-            sync,
-            noidle,
-            meta,
+            flags,
             owner,
             issue_ns: now_ns,
         };
@@ -510,9 +504,9 @@ impl BlockQueue {
                 op,
                 offset_bytes,
                 len_bytes,
-                sync,
-                noidle,
-                meta,
+                sync: flags.sync,
+                noidle: flags.noidle,
+                meta: flags.meta,
                 fua: false,
                 owner,
                 submit_ns: now_ns,
@@ -539,9 +533,7 @@ impl BlockQueue {
             op,
             offset_bytes,
             len_bytes,
-            sync,
-            noidle,
-            meta,
+            flags,
             owner,
             issue_ns,
         } = h;
@@ -564,9 +556,9 @@ impl BlockQueue {
             op,
             offset_bytes,
             len_bytes,
-            sync,
-            noidle,
-            meta,
+            sync: flags.sync,
+            noidle: flags.noidle,
+            meta: flags.meta,
             fua: false,
             owner,
             submit_ns: now_ns,

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use elevator_control::ioband::{GroupType, IobandDevice, IobandShare};
 use elevator_control::{Bio, Controller};
-use elevator_core::{Cgroup, Nanos, Op, Owner, Request, RequestId};
+use elevator_core::{BioFlags, Cgroup, Nanos, Op, Owner, Request, RequestId};
 use elevator_device::link::Link;
 
 use crate::slab::Slab;
@@ -34,12 +34,10 @@ pub struct LeafIo {
     pub op: Op,
     pub offset_bytes: u64,
     pub len_bytes: u64,
-    pub sync: bool,
-    /// `REQ_NOIDLE` (see [`elevator_core::Request::noidle`]), kept through linear, striped and
-    /// dm-ioband volumes; a VM disk's backend and an iSCSI target submit their own bios.
-    pub noidle: bool,
-    /// `REQ_META` (see [`elevator_core::Request::meta`]), kept as `noidle` is.
-    pub meta: bool,
+    /// Kept through linear, striped and dm-ioband volumes; a VM disk's backend and an iSCSI
+    /// target submit bios of their own, sync as the guest's was but without its hints
+    /// (`REQ_NOIDLE`, `REQ_META`).
+    pub flags: BioFlags,
     pub owner: Owner,
     pub node: u32,
 }
@@ -90,9 +88,7 @@ struct Held {
     op: Op,
     offset_bytes: u64,
     len_bytes: u64,
-    sync: bool,
-    noidle: bool,
-    meta: bool,
+    flags: BioFlags,
     owner: Owner,
 }
 
@@ -339,7 +335,12 @@ impl Stack {
             return;
         }
         // The target thread's own bio: an iSCSI command carries no `REQ_NOIDLE`.
-        self.send_to_member(v, Held { owner, noidle: false, meta: false, ..io }, now_ns, out);
+        self.send_to_member(
+            v,
+            Held { owner, flags: BioFlags::sync_if(io.flags.sync), ..io },
+            now_ns,
+            out,
+        );
     }
 
     /// Sends `io`, addressed within single-member volume `v` (guest, ioband, iscsi), on to
@@ -403,9 +404,7 @@ impl Stack {
                 op: r.op,
                 offset_bytes: r.offset_bytes,
                 len_bytes: r.len_bytes,
-                sync: r.sync,
-                noidle: r.noidle,
-                meta: r.meta,
+                flags: r.flags(),
                 owner: r.owner,
             };
             self.send_to_member(v, held, now_ns, out);
@@ -427,9 +426,7 @@ impl Stack {
         op: Op,
         offset_bytes: u64,
         len_bytes: u64,
-        sync: bool,
-        noidle: bool,
-        meta: bool,
+        flags: BioFlags,
         owner: Owner,
         now_ns: Nanos,
         out: &mut Vec<LeafIo>,
@@ -446,7 +443,7 @@ impl Stack {
             bio: None,
             thread: u32::MAX,
         });
-        let io = Held { node: root, op, offset_bytes, len_bytes, sync, noidle, meta, owner };
+        let io = Held { node: root, op, offset_bytes, len_bytes, flags, owner };
         self.direct_submitter = (process != u32::MAX && tag == NO_TAG).then_some(process);
         self.route(Route::Volume(volume), io, now_ns, out);
         self.direct_submitter = None;
@@ -461,9 +458,7 @@ impl Stack {
                     op: io.op,
                     offset_bytes: io.offset_bytes,
                     len_bytes: io.len_bytes,
-                    sync: io.sync,
-                    noidle: io.noidle,
-                    meta: io.meta,
+                    flags: io.flags,
                     owner: io.owner,
                     node: io.node,
                 });
@@ -523,7 +518,8 @@ impl Stack {
                     owner.io_context = pid;
                 }
                 // The backend's own bio: blkback and tapdisk mark no `REQ_NOIDLE`.
-                let held = Held { node: child, owner, noidle: false, meta: false, ..io };
+                let held =
+                    Held { node: child, owner, flags: BioFlags::sync_if(io.flags.sync), ..io };
                 let guest = &mut self.guests[v];
                 if guest.in_flight < limit {
                     guest.in_flight += 1;
@@ -543,9 +539,9 @@ impl Stack {
                     op: io.op,
                     offset_bytes: io.offset_bytes,
                     len_bytes: io.len_bytes,
-                    sync: io.sync,
-                    noidle: io.noidle,
-                    meta: io.meta,
+                    sync: io.flags.sync,
+                    noidle: io.flags.noidle,
+                    meta: io.flags.meta,
                     fua: false,
                     owner: io.owner,
                     submit_ns: now_ns,
@@ -699,19 +695,21 @@ pid = 77
         let mut s = Stack::new(&t.volumes, &t.ioband, &[]).unwrap();
         let mut out = Vec::new();
         let p1 = Owner::process(1);
-        s.submit(1, 7, 0, Op::Write, 0, 131072, true, true, false, p1, 0, &mut out);
+        let sync_write = BioFlags { noidle: true, ..BioFlags::SYNC };
+        let meta_read = BioFlags { meta: true, ..BioFlags::SYNC };
+        s.submit(1, 7, 0, Op::Write, 0, 131072, sync_write, p1, 0, &mut out);
         assert_eq!(out.len(), 2);
-        assert!(out.iter().all(|l| l.noidle && l.sync && !l.meta), "{out:?}");
+        assert!(out.iter().all(|l| l.flags == sync_write), "{out:?}");
         out.clear();
-        s.submit(1, 8, 1, Op::Write, 0, 4096, true, true, false, p1, 0, &mut out);
+        s.submit(1, 8, 1, Op::Write, 0, 4096, sync_write, p1, 0, &mut out);
         assert_eq!(out.len(), 1);
-        assert!(out[0].sync && !out[0].noidle, "{out:?}");
+        assert_eq!(out[0].flags, BioFlags::SYNC, "{out:?}");
         out.clear();
-        s.submit(1, 9, 0, Op::Read, 0, 131072, true, false, true, p1, 0, &mut out);
-        assert!(out.len() == 2 && out.iter().all(|l| l.meta), "{out:?}");
+        s.submit(1, 9, 0, Op::Read, 0, 131072, meta_read, p1, 0, &mut out);
+        assert!(out.len() == 2 && out.iter().all(|l| l.flags == meta_read), "{out:?}");
         out.clear();
-        s.submit(1, 10, 1, Op::Read, 0, 4096, true, false, true, p1, 0, &mut out);
-        assert!(out.len() == 1 && !out[0].meta, "{out:?}");
+        s.submit(1, 10, 1, Op::Read, 0, 4096, meta_read, p1, 0, &mut out);
+        assert!(out.len() == 1 && out[0].flags == BioFlags::SYNC, "{out:?}");
     }
 
     #[test]
@@ -726,9 +724,7 @@ pid = 77
             Op::Read,
             32768,
             196608,
-            true,
-            false,
-            false,
+            BioFlags::SYNC,
             Owner::process(1),
             0,
             &mut out,
@@ -762,9 +758,7 @@ pid = 77
                 Op::Read,
                 i as u64 * 4096,
                 4096,
-                true,
-                false,
-                false,
+                BioFlags::SYNC,
                 Owner::process(i),
                 0,
                 &mut out,
@@ -803,20 +797,7 @@ threads = 1
     fn a_remote_read_crosses_the_link_both_ways() {
         let mut s = remote_stack("");
         let (mut out, mut roots) = (Vec::new(), Vec::new());
-        s.submit(
-            1,
-            NO_TAG,
-            0,
-            Op::Read,
-            0,
-            65536,
-            true,
-            false,
-            false,
-            Owner::process(1),
-            0,
-            &mut out,
-        );
+        s.submit(1, NO_TAG, 0, Op::Read, 0, 65536, BioFlags::SYNC, Owner::process(1), 0, &mut out);
         assert!(out.is_empty(), "the command is on the wire");
         // 48-byte command at 100 MB/s (480 ns) + half the round trip.
         assert_eq!(s.next_timer_ns(), Some(480 + 50_000));
@@ -846,9 +827,7 @@ threads = 1
                 Op::Read,
                 i as u64 * 4096,
                 4096,
-                true,
-                false,
-                false,
+                BioFlags::SYNC,
                 Owner::process(i),
                 0,
                 &mut out,
@@ -896,9 +875,7 @@ threads = 1
                     Op::Read,
                     i as u64 * 4096,
                     4096,
-                    true,
-                    false,
-                    false,
+                    BioFlags::SYNC,
                     Owner::process(i),
                     0,
                     &mut out,

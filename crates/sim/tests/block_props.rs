@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use elevator_core::{Nanos, Op, Owner};
+use elevator_core::{BioFlags, Nanos, Op, Owner};
 use elevator_device::ram::{RamDevice, RamParams};
 use elevator_device::recorder::Recorder;
 use elevator_sim::block::BlockQueue;
@@ -77,7 +77,7 @@ proptest! {
                 q.kick(now);
             }
             let op = if b.write { Op::Write } else { Op::Read };
-            q.plug_bio(b.process, elevator_sim::stack::NO_NODE, elevator_sim::stack::NO_TAG, op, b.sector * 512, b.sectors * 512, true, false, false, Owner::process(b.process), now);
+            q.plug_bio(b.process, elevator_sim::stack::NO_NODE, elevator_sim::stack::NO_TAG, op, b.sector * 512, b.sectors * 512, BioFlags::SYNC, Owner::process(b.process), now);
             submitted_bytes += b.sectors * 512;
             *per_process.entry(b.process).or_default() += 1;
             if b.unplug || i + 1 == plan.len() {
@@ -148,9 +148,7 @@ fn request_pools_are_per_class_and_per_group() {
                 Op::Write,
                 i << 20,
                 4096,
-                flood_sync,
-                false,
-                false,
+                BioFlags::sync_if(flood_sync),
                 flooder,
                 0,
             );
@@ -163,9 +161,7 @@ fn request_pools_are_per_class_and_per_group() {
             Op::Read,
             900 << 20,
             4096,
-            true,
-            false,
-            false,
+            BioFlags::SYNC,
             Owner::process(2),
             0,
         );
@@ -194,9 +190,7 @@ fn the_anticipated_process_gets_a_slot_past_a_full_pool() {
                 Op::Read,
                 offset,
                 4096,
-                true,
-                false,
-                false,
+                BioFlags::SYNC,
                 Owner::process(process),
                 now,
             );

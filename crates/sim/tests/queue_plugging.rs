@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use elevator_core::{Nanos, Op, Owner};
+use elevator_core::{BioFlags, Nanos, Op, Owner};
 use elevator_device::ram::{RamDevice, RamParams};
 use elevator_device::recorder::{Recorder, RecorderLog};
 use elevator_sim::block::{BlockQueue, UNPLUG_DELAY_NS};
@@ -36,9 +36,7 @@ fn read(q: &mut BlockQueue, p: u32, kib: u64, lazy: bool, now: Nanos) {
         Op::Read,
         kib << 10,
         128 << 10,
-        true,
-        false,
-        false,
+        BioFlags::SYNC,
         Owner::process(p),
         now,
     );

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use elevator_core::{Op, Owner};
+use elevator_core::{BioFlags, Op, Owner};
 use elevator_device::ram::{RamDevice, RamParams};
 use elevator_sim::block::{congestion_off, congestion_on, BlockQueue};
 use elevator_sim::stack::{NO_NODE, NO_TAG};
@@ -28,7 +28,17 @@ fn queue() -> BlockQueue {
 
 fn read(q: &mut BlockQueue, p: u32, sync: bool) {
     let at = u64::from(p) << 20;
-    q.plug_bio(p, NO_NODE, NO_TAG, Op::Read, at, 4096, sync, false, false, Owner::process(p), 0);
+    q.plug_bio(
+        p,
+        NO_NODE,
+        NO_TAG,
+        Op::Read,
+        at,
+        4096,
+        BioFlags::sync_if(sync),
+        Owner::process(p),
+        0,
+    );
     q.unplug(p, 0);
     q.kick(0);
 }

@@ -200,6 +200,11 @@ impl BlockIo {
     pub fn noidle(&self) -> bool {
         self.op == Op::Write && self.sync
     }
+
+    /// Its flags as the block layer takes them.
+    pub fn flags(&self) -> elevator_core::BioFlags {
+        elevator_core::BioFlags { sync: self.sync, noidle: self.noidle(), meta: self.meta }
+    }
 }
 
 /// What one call of the Vm produced.

@@ -25,7 +25,7 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use elevator_core::{Cgroup, Nanos, Op};
+use elevator_core::{BioFlags, Cgroup, Nanos, Op};
 use elevator_fio::{ExitWhat, JobFile};
 use elevator_mm::{Output, Vm};
 
@@ -720,9 +720,7 @@ impl Engine {
                                 io.op,
                                 io.offset_bytes,
                                 io.len_bytes,
-                                io.sync,
-                                false,
-                                io.meta,
+                                BioFlags { sync: io.sync, noidle: false, meta: io.meta },
                                 owner,
                                 now,
                             );
@@ -745,9 +743,7 @@ impl Engine {
                                 io.op,
                                 io.offset_bytes,
                                 io.len_bytes,
-                                io.sync,
-                                false,
-                                io.meta,
+                                BioFlags { sync: io.sync, noidle: false, meta: io.meta },
                                 owner,
                                 now,
                                 &mut leaves,
@@ -805,9 +801,7 @@ impl Engine {
                 leaf.op,
                 leaf.offset_bytes,
                 leaf.len_bytes,
-                leaf.sync,
-                leaf.noidle,
-                leaf.meta,
+                leaf.flags,
                 leaf.owner,
                 now,
             );
