@@ -124,6 +124,24 @@ struct Throttled {
     issue_ns: Nanos,
 }
 
+impl Throttled {
+    /// The bio as a request `id` entering the block layer at `submit_ns`.
+    fn request(&self, id: RequestId, submit_ns: Nanos) -> Request {
+        Request {
+            id,
+            op: self.op,
+            offset_bytes: self.offset_bytes,
+            len_bytes: self.len_bytes,
+            sync: self.flags.sync,
+            noidle: self.flags.noidle,
+            meta: self.flags.meta,
+            fua: false,
+            owner: self.owner,
+            submit_ns,
+        }
+    }
+}
+
 /// Counters in the spirit of `/sys/block/<dev>/stat`, for fio's `disk_util`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiskCounters {
@@ -499,18 +517,7 @@ impl BlockQueue {
             let id = self.next_throttled;
             h.ctl = id;
             self.next_throttled += 1;
-            let request = Request {
-                id: RequestId(id),
-                op,
-                offset_bytes,
-                len_bytes,
-                sync: flags.sync,
-                noidle: flags.noidle,
-                meta: flags.meta,
-                fua: false,
-                owner,
-                submit_ns: now_ns,
-            };
+            let request = h.request(RequestId(id), now_ns);
             t.submit(elevator_control::Bio { device: 0, request }, now_ns);
             self.throttled.insert(id, h);
             // What goes now joins this submitter's plug.
@@ -525,18 +532,7 @@ impl BlockQueue {
     /// Splits and plugs a bio issued at `h.issue_ns` (earlier than `now_ns` if blk-throttle
     /// held it).
     fn plug_bio_at(&mut self, h: Throttled, now_ns: Nanos) {
-        let Throttled {
-            ctl,
-            process,
-            node,
-            tag,
-            op,
-            offset_bytes,
-            len_bytes,
-            flags,
-            owner,
-            issue_ns,
-        } = h;
+        let Throttled { ctl, process, node, tag, op, offset_bytes, len_bytes, issue_ns, .. } = h;
         let pieces = if len_bytes == 0 { 1 } else { len_bytes.div_ceil(self.max_len_bytes) as u32 };
         let bio = self.bios.insert(Bio {
             node,
@@ -551,18 +547,7 @@ impl BlockQueue {
         });
         let mut offset = offset_bytes;
         let end = offset_bytes + len_bytes;
-        let whole = Request {
-            id: RequestId(u64::MAX),
-            op,
-            offset_bytes,
-            len_bytes,
-            sync: flags.sync,
-            noidle: flags.noidle,
-            meta: flags.meta,
-            fua: false,
-            owner,
-            submit_ns: now_ns,
-        };
+        let whole = h.request(RequestId(u64::MAX), now_ns);
         self.trace(Act::Queue, &whole, now_ns);
         for i in 0..pieces {
             let len = (end - offset).min(self.max_len_bytes);
