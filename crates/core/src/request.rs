@@ -154,8 +154,6 @@ pub struct BioFlags {
 impl BioFlags {
     /// A sync bio without hints: a read, an `O_DIRECT` write.
     pub const SYNC: BioFlags = BioFlags { sync: true, noidle: false, meta: false };
-    /// An async bio: background writeback, a buffered write.
-    pub const ASYNC: BioFlags = BioFlags { sync: false, noidle: false, meta: false };
 
     /// Sync or not, without hints.
     pub const fn sync_if(sync: bool) -> BioFlags {

@@ -1477,17 +1477,14 @@ impl Scheduler for Bfq {
     /// service ends its turn by `__bfq_bfqq_expire` (charged what it was served, its budget
     /// kept: `BFQQE_BUDGET_EXHAUSTED` only names the reason).
     fn exited(&mut self, io_context: u32, now_ns: Nanos) -> bool {
-        let Some(s) = self.in_service.as_ref().map(|s| s.queue) else {
-            self.async_of.remove(&io_context);
-            return false;
-        };
-        let sync =
-            self.by_key.iter().any(|(&(_, ioc, sync), &q)| sync && ioc == io_context && q == s);
-        let async_q = self.async_of.remove(&io_context) == Some(s);
-        if sync || async_q {
+        let async_q = self.async_of.remove(&io_context);
+        let Some(s) = self.in_service.as_ref().map(|s| s.queue) else { return false };
+        let own = async_q == Some(s)
+            || self.by_key.iter().any(|(&(_, ioc, sync), &q)| sync && ioc == io_context && q == s);
+        if own {
             self.expire_as(Expiry::BudgetExhausted, false, now_ns);
         }
-        sync || async_q
+        own
     }
 
     fn completed(&mut self, rq: &Request, now_ns: Nanos) {

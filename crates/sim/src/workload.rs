@@ -30,7 +30,9 @@
 
 use std::collections::VecDeque;
 
-use elevator_core::{IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_MS, NS_PER_SEC};
+use elevator_core::{
+    BioFlags, IoPrio, IoPrioClass, Nanos, Op, Owner, RandomStream, NS_PER_MS, NS_PER_SEC,
+};
 use elevator_fio::{
     BlockSize, JobSpec, RateProcess, RwMode, RwSequencer, StridedZones, SyncFileRange,
 };
@@ -173,6 +175,12 @@ impl JobError {
 }
 
 impl Io {
+    /// Its flags as the block layer takes them: a job's own I/O carries no `REQ_NOIDLE` (the
+    /// page cache's sync writes do: `BlockIo::flags`).
+    pub fn flags(&self) -> BioFlags {
+        BioFlags { sync: self.sync, noidle: false, meta: self.meta }
+    }
+
     /// A cache flush (fsync, fdatasync, a barrier's flush): no data, sync.
     pub fn flush(call: FlushCall) -> Io {
         Io {

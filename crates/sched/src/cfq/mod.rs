@@ -1783,26 +1783,24 @@ impl Scheduler for Cfq {
     /// (a merged queue loses a process reference).
     fn exited(&mut self, io_context: u32, now_ns: Nanos) -> bool {
         self.advance(now_ns);
-        let sync: Vec<usize> = self
-            .sync_map
-            .iter()
-            .filter(|((ioc, _), _)| *ioc == io_context)
-            .map(|(_, &q)| q)
-            .collect();
-        let async_q = self.cics.get(&io_context).and_then(|c| c.async_queue);
-        let own = |q: usize| sync.contains(&q) || async_q == Some(q);
-        let expire = self.active.is_some_and(own);
-        if expire {
-            self.expire_cause = "process exited";
-            self.slice_expired(false, now_ns);
-        }
-        self.sync_map.retain(|(ioc, _), _| *ioc != io_context);
-        for q in sync {
+        // The context lets go of its queues: its sync ones (one per group it used) and the
+        // async one it last used.
+        let mut sync = Vec::new();
+        self.sync_map.retain(|&(ioc, _), &mut q| {
+            if ioc == io_context {
+                sync.push(q);
+            }
+            ioc != io_context
+        });
+        let async_q = self.cics.get_mut(&io_context).and_then(|c| c.async_queue.take());
+        for &q in &sync {
             let qq = &mut self.queues[q];
             qq.process_refs = qq.process_refs.saturating_sub(1);
         }
-        if let Some(c) = self.cics.get_mut(&io_context) {
-            c.async_queue = None;
+        let expire = self.active.is_some_and(|a| sync.contains(&a) || async_q == Some(a));
+        if expire {
+            self.expire_cause = "process exited";
+            self.slice_expired(false, now_ns);
         }
         expire
     }

@@ -25,7 +25,7 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use elevator_core::{BioFlags, Cgroup, Nanos, Op};
+use elevator_core::{Cgroup, Nanos, Op};
 use elevator_fio::{ExitWhat, JobFile};
 use elevator_mm::{Output, Vm};
 
@@ -720,7 +720,7 @@ impl Engine {
                                 io.op,
                                 io.offset_bytes,
                                 io.len_bytes,
-                                BioFlags { sync: io.sync, noidle: false, meta: io.meta },
+                                io.flags(),
                                 owner,
                                 now,
                             );
@@ -743,7 +743,7 @@ impl Engine {
                                 io.op,
                                 io.offset_bytes,
                                 io.len_bytes,
-                                BioFlags { sync: io.sync, noidle: false, meta: io.meta },
+                                io.flags(),
                                 owner,
                                 now,
                                 &mut leaves,
