@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Args, ValueEnum};
 use elevator_disksim::{
-    cdf_points, disksim_rms_ms, hdd_params, histogram, load_drive, load_trace, mean, median_p99,
-    replay_trace_file, rms_between_cdfs, Buckets, ReplayFileError, TraceReplay,
+    cdf_points, disksim_abort, disksim_rms_ms, hdd_params, histogram, load_drive, load_trace, mean,
+    median_p99, replay_trace_file, rms_between_cdfs, Buckets, ReplayFileError, TraceReplay,
 };
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -22,11 +22,13 @@ pub enum Format {
 #[derive(Args)]
 #[command(group(ArgGroup::new("drives").required(true).args(["drive", "all"])))]
 pub struct ValidateDiskArgs {
-    /// A DiskSim drive directory (.parv, .diskspecs, .model, .seek, statdefs).
-    #[arg(long)]
+    /// A DiskSim drive: its .parv file (beside the .diskspecs, .model, .seek and statdefs it
+    /// names, and NAME.trace), or a directory holding only its files.
+    #[arg(long, value_name = "DIR|NAME.parv")]
     pub drive: Option<PathBuf>,
-    /// Every drive directory under DIR (each subdirectory holding a .parv file), as one table
-    /// beside DiskSim 4.0's own demerits.
+    /// Every drive under DIR, as one table beside DiskSim 4.0's own demerits: each
+    /// subdirectory holding a .parv file, and each NAME.parv with a validation NAME.trace
+    /// (DiskSim 4.0's valid/ directory as it is).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["trace", "access_times", "plot"])]
     pub all: Option<PathBuf>,
     /// The validation trace (default: the .trace file in the drive directory).
@@ -102,6 +104,7 @@ impl Validation {
             "requests": self.requests,
             "rms_ms": self.rms_ms,
             "disksim_rms_ms": disksim_rms_ms(&self.name),
+            "disksim_aborts_at_request": disksim_abort(&self.name).map(|a| a.aborts_at_request),
             "measured": self.measured_side.stats.json(),
             "simulated": self.simulated_side.stats.json(),
         })
@@ -111,14 +114,24 @@ impl Validation {
 /// Loads the drive in `dir`, replays `trace` (default: the drive's own) and computes the
 /// demerit.
 fn validate(dir: &Path, trace: Option<&Path>) -> Result<Validation, String> {
-    if !dir.is_dir() {
-        return Err(format!("{}: not a drive directory", dir.display()));
+    if !dir.exists() {
+        return Err(format!("{}: no such drive directory or .parv file", dir.display()));
     }
     let drive = load_drive(dir).map_err(|e| e.to_string())?;
     let trace_path = match (trace, &drive.trace_path) {
         (Some(t), _) => t.to_path_buf(),
         (None, Some(t)) => t.clone(),
-        (None, None) => return Err(format!("{}: no .trace file; pass --trace", dir.display())),
+        (None, None) => {
+            return Err(format!(
+                "{}: no {} beside it and no single .trace in its directory; pass --trace",
+                drive.parv_path.display(),
+                drive
+                    .parv_path
+                    .with_extension("trace")
+                    .file_name()
+                    .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned()),
+            ))
+        }
     };
     // The trace's errors come first, then an empty trace, then the drive's parameters, then
     // the replay's (what a load, a check and a replay one after another would say).
@@ -157,11 +170,15 @@ fn validate(dir: &Path, trace: Option<&Path>) -> Result<Validation, String> {
     });
     // DiskSim's demerit (`rms_demerit_ms`) of the two histograms.
     let rms_ms = rms_between_cdfs(&measured_side.cdf(&buckets), &simulated_side.cdf(&buckets));
-    let name = dir
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| dir.display().to_string());
+    // DiskSim's name for the drive: its directory's, or its .parv file's without `.parv`.
+    let name = if dir.is_file() {
+        dir.file_stem().map(|n| n.to_string_lossy().into_owned())
+    } else {
+        dir.canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+    }
+    .unwrap_or_else(|| dir.display().to_string());
     Ok(Validation {
         name,
         model: drive.disk.name.clone(),
@@ -227,35 +244,60 @@ fn run_one(dir: &Path, args: &ValidateDiskArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The drive directories under `dir`: its subdirectories holding a `.parv` file, by name.
-fn drive_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
+/// The drives under `dir`, by name: its subdirectories holding a `.parv` file, and its own
+/// `NAME.parv` files that have a `NAME.trace` in DiskSim's validation format beside them (the
+/// layout of DiskSim 4.0's `valid/`, where the other `.parv` files drive synthetic or ASCII
+/// workloads).
+fn drive_paths(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut out = Vec::new();
     for entry in rd {
         let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-        if !path.is_dir() {
-            continue;
-        }
-        let files = std::fs::read_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let has_parv =
-            files.filter_map(|f| f.ok()).any(|f| f.path().extension().is_some_and(|e| e == "parv"));
-        if has_parv {
+        if path.is_dir() {
+            let files = std::fs::read_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let has_parv = files
+                .filter_map(|f| f.ok())
+                .any(|f| f.path().extension().is_some_and(|e| e == "parv"));
+            if has_parv {
+                out.push(path);
+            }
+        } else if path.extension().is_some_and(|e| e == "parv")
+            && is_validation_trace(&path.with_extension("trace"))
+        {
             out.push(path);
         }
     }
-    out.sort();
+    out.sort_by_key(|p| p.file_stem().map(|s| s.to_os_string()));
     if out.is_empty() {
         return Err(format!(
-            "{}: no drive directories (subdirectories with a .parv)",
+            "{}: no drives (subdirectories with a .parv, or NAME.parv beside a validation \
+             NAME.trace)",
             dir.display()
         ));
     }
     Ok(out)
 }
 
+/// The most bytes [`is_validation_trace`] reads of a file's start.
+const TRACE_SNIFF_BYTES: u64 = 256;
+
+/// Whether `path` is a file whose first line is a DiskSim validation record (`R` or `W`,
+/// then `Hit` or `Miss`), not some other trace format.
+fn is_validation_trace(path: &Path) -> bool {
+    use std::io::Read as _;
+    let Ok(f) = std::fs::File::open(path) else { return false };
+    let mut head = String::new();
+    if f.take(TRACE_SNIFF_BYTES).read_to_string(&mut head).is_err() {
+        return false;
+    }
+    let mut words = head.lines().next().unwrap_or("").split_whitespace();
+    matches!(words.next(), Some("R" | "W" | "r" | "w"))
+        && matches!(words.next(), Some(w) if w.eq_ignore_ascii_case("hit") || w.eq_ignore_ascii_case("miss"))
+}
+
 fn run_all(dir: &Path, format: Format) -> Result<(), String> {
     let results =
-        drive_dirs(dir)?.iter().map(|d| validate(d, None)).collect::<Result<Vec<_>, _>>()?;
+        drive_paths(dir)?.iter().map(|d| validate(d, None)).collect::<Result<Vec<_>, _>>()?;
     match format {
         Format::Normal => {
             println!(
@@ -274,6 +316,7 @@ fn run_all(dir: &Path, format: Format) -> Result<(), String> {
                         }
                         format!("{d:.3}")
                     }
+                    None if disksim_abort(&v.name).is_some() => "aborts".into(),
                     None => "-".into(),
                 };
                 let pair = |a: f64, b: f64| format!("{a:.3} / {b:.3}");
@@ -292,6 +335,18 @@ fn run_all(dir: &Path, format: Format) -> Result<(), String> {
                  {beaten} of the {known}",
                 results.len()
             );
+            for v in &results {
+                if let Some(a) = disksim_abort(&v.name) {
+                    println!(
+                        "{}: DiskSim 4.0 aborts at request {} (runvalid leaves the drive out); its \
+                         demerit on the {} before is {:.6} ms",
+                        v.name,
+                        a.aborts_at_request,
+                        a.aborts_at_request - 1,
+                        a.rms_before_ms
+                    );
+                }
+            }
         }
         Format::Json => {
             let j = serde_json::json!({

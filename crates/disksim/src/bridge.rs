@@ -299,6 +299,7 @@ pub fn hdd_params(d: &DiskSimDrive) -> Result<HddParams, DiskSimError> {
         read_ahead,
         max_read_ahead_sectors: s.max_read_ahead_sectors,
         read_ahead_over_requested: s.read_ahead_over_requested != 0,
+        drop_request_data: s.read_ahead_over_requested == -1,
         read_ahead_on_idle_hit: s.read_ahead_on_idle_hit.unwrap_or(false),
         read_hits_on_write_data: s.allow_read_hits_on_write_data.unwrap_or(false),
         combine_sequential_writes: s.combine_seq_writes.unwrap_or(false),
@@ -581,13 +582,6 @@ fn accepted_unused(spec: &Block) -> Result<(), DiskSimError> {
                 "expected 1 to the number of buffer segments",
             ));
         }
-    }
-    if spec.get("Read-ahead over requested").and_then(|v| v.value.as_f64()) == Some(-1.0) {
-        return Err(err_at(
-            spec,
-            "Read-ahead over requested",
-            "-1 (dropping a read's own data from its segment) is not modelled",
-        ));
     }
     Ok(())
 }

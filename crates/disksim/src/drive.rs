@@ -965,24 +965,84 @@ pub struct DiskSimDrive {
     pub trace_path: Option<PathBuf>,
 }
 
-fn find_ext(dir: &Path, ext: &str) -> Result<Option<PathBuf>, DiskSimError> {
+/// The files in `dir` ending in `.ext`, by name.
+fn files_with_ext(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, DiskSimError> {
     let rd = std::fs::read_dir(dir)
         .map_err(|e| DiskSimError::Io { path: dir.to_path_buf(), source: e })?;
     let mut found: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some(ext))
+        .filter(|p| p.is_file() && p.extension().and_then(|e| e.to_str()) == Some(ext))
         .collect();
     found.sort();
-    Ok(found.into_iter().next())
+    Ok(found)
 }
 
-/// Load a drive directory: the `.parv` (with its `source`d `.diskspecs` and `.model`),
-/// the seek curve named by "Full seek curve", `statdefs` and the `.trace` path.
-pub fn load_drive(dir: &Path) -> Result<DiskSimDrive, DiskSimError> {
-    let parv_path = find_ext(dir, "parv")?.ok_or_else(|| DiskSimError::MissingFile {
-        dir: dir.to_path_buf(),
-        msg: "no .parv file".into(),
-    })?;
+/// At most this many names in an error listing a directory's candidates.
+const MAX_NAMES_LISTED: usize = 6;
+
+/// `paths`' file names, comma-separated, the first [`MAX_NAMES_LISTED`] of them.
+fn names(paths: &[PathBuf]) -> String {
+    let mut s: Vec<String> = paths
+        .iter()
+        .take(MAX_NAMES_LISTED)
+        .map(|p| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()))
+        .collect();
+    if paths.len() > MAX_NAMES_LISTED {
+        s.push(format!("and {} more", paths.len() - MAX_NAMES_LISTED));
+    }
+    s.join(", ")
+}
+
+/// Where a drive is: its directory and `.parv` file. `path` is a `.parv` file (as DiskSim
+/// takes it: `disksim NAME.parv ...`, beside the files it sources), or a directory holding
+/// exactly one.
+pub fn locate_drive(path: &Path) -> Result<(PathBuf, PathBuf), DiskSimError> {
+    if path.is_file() {
+        if path.extension().and_then(|e| e.to_str()) != Some("parv") {
+            return Err(DiskSimError::MissingFile {
+                dir: path.to_path_buf(),
+                msg: "not a .parv file or a drive directory".into(),
+            });
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        return Ok((dir, path.to_path_buf()));
+    }
+    let parvs = files_with_ext(path, "parv")?;
+    match parvs.len() {
+        0 => {
+            Err(DiskSimError::MissingFile { dir: path.to_path_buf(), msg: "no .parv file".into() })
+        }
+        1 => Ok((path.to_path_buf(), parvs.into_iter().next().expect("one"))),
+        n => Err(DiskSimError::MissingFile {
+            dir: path.to_path_buf(),
+            msg: format!(
+                "{n} .parv files ({}): name the drive's own (DIR/NAME.parv)",
+                names(&parvs)
+            ),
+        }),
+    }
+}
+
+/// The validation trace of the drive `parv`: `NAME.trace` beside `NAME.parv` (DiskSim's
+/// `valid/` names them so), else the directory's only `.trace` file.
+fn drive_trace(dir: &Path, parv: &Path) -> Result<Option<PathBuf>, DiskSimError> {
+    let own = parv.with_extension("trace");
+    if own.is_file() {
+        return Ok(Some(own));
+    }
+    let traces = files_with_ext(dir, "trace")?;
+    Ok(if traces.len() == 1 { traces.into_iter().next() } else { None })
+}
+
+/// Load a drive: the `.parv` (with its `source`d `.diskspecs` and `.model`), the seek
+/// curve named by "Full seek curve", `statdefs` and the `.trace` path. `path` is the
+/// `.parv` file or a directory holding only one ([`locate_drive`]).
+pub fn load_drive(path: &Path) -> Result<DiskSimDrive, DiskSimError> {
+    let (dir, parv_path) = locate_drive(path)?;
+    let dir = dir.as_path();
     let parv = parse_file(&parv_path)?;
     // The instantiated disk, else the first disksim_disk block.
     let mut disk_name = None;
@@ -1054,7 +1114,7 @@ pub fn load_drive(dir: &Path) -> Result<DiskSimDrive, DiskSimError> {
         .unwrap_or_else(|| "statdefs".into());
     let sp = dir.join(&statdefs_name);
     let statdefs = if sp.exists() { Some(StatDefs::load(&sp)?) } else { None };
-    let trace_path = find_ext(dir, "trace")?;
+    let trace_path = drive_trace(dir, &parv_path)?;
     Ok(DiskSimDrive {
         dir: dir.to_path_buf(),
         parv_path,

@@ -22,13 +22,14 @@ pub(crate) const EXACT_POW10: [f64; 23] = [
 
 pub use bridge::hdd_params;
 pub use drive::{
-    load_drive, DiskModel, DiskSimDrive, DiskSpec, Layout, MechModel, Pbn, SeekCurve,
+    load_drive, locate_drive, DiskModel, DiskSimDrive, DiskSpec, Layout, MechModel, Pbn, SeekCurve,
     SparingScheme, Zone,
 };
 pub use error::DiskSimError;
 pub use params::{parse_file, parse_str, Block, Item, Node, ParamFile, Value};
 pub use published::{
-    at_or_below_published, disksim_rms_ms, validation_drives_dir, DISKSIM_4_0_RMS_MS,
+    at_or_below_published, disksim_abort, disksim_rms_ms, validation_drives_dir, DiskSimAbort,
+    DISKSIM_4_0_ABORTS, DISKSIM_4_0_RMS_MS,
 };
 pub use replay::{replay, replay_trace_file, Replay, ReplayError, ReplayFileError, TraceReplay};
 pub use rms::{

@@ -19,6 +19,30 @@ pub const DISKSIM_4_0_RMS_MS: [(&str, f64); 10] = [
     ("dec_rz26", 0.340),   // DEC_RZ26_validate
 ];
 
+/// A drive in DiskSim 4.0's `valid/` that `runvalid` leaves out because DiskSim 4.0 cannot
+/// replay its whole trace: the request it stops at and DiskSim's demerit (ms) on the ones
+/// before, as DiskSim 4.0 built with -O2 and its `rms` give them (2026-12-01).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DiskSimAbort {
+    pub drive: &'static str,
+    /// The 1-based trace line of the request DiskSim 4.0 aborts on.
+    pub aborts_at_request: usize,
+    /// DiskSim's demerit over the trace's requests before that one.
+    pub rms_before_ms: f64,
+}
+
+/// st41601n (Seagate ST41601N): its `Read-ahead over requested = -1` makes DiskSim drop a
+/// read's data from its segment, and at request 3206 DiskSim 4.0 fails its own loop guard
+/// (`ddbg_assert(currdisk->fpcheck)` in `disk_buffer_sector_done`,
+/// `disksim_diskctlr.c:4358`) and aborts.
+pub const DISKSIM_4_0_ABORTS: [DiskSimAbort; 1] =
+    [DiskSimAbort { drive: "st41601n", aborts_at_request: 3206, rms_before_ms: 0.121859 }];
+
+/// Where DiskSim 4.0 stops on the validation drive named `drive`, if it does.
+pub fn disksim_abort(drive: &str) -> Option<DiskSimAbort> {
+    DISKSIM_4_0_ABORTS.iter().find(|a| a.drive == drive).copied()
+}
+
 /// DiskSim 4.0's published demerit (ms) for the validation drive named `drive`, if it is one.
 pub fn disksim_rms_ms(drive: &str) -> Option<f64> {
     DISKSIM_4_0_RMS_MS.iter().find(|(name, _)| *name == drive).map(|&(_, rms)| rms)

@@ -453,6 +453,33 @@ fn a_minimum_seek_delay_holds_back_writes_that_do_not_continue() {
 }
 
 #[test]
+fn read_ahead_over_requested_minus_one_drops_a_reads_data_from_its_segment() {
+    let drive = |value: &'static str| {
+        Drive::new(
+            &[
+                ("Buffer continuous read = 0", "Buffer continuous read = 3"),
+                ("Maximum read-ahead (blks) = 0", "Maximum read-ahead (blks) = 16"),
+                ("Read-ahead over requested = 1", value),
+            ],
+            &[],
+        )
+        .params()
+    };
+    let keep = drive("Read-ahead over requested = 1");
+    let drop = drive("Read-ahead over requested = -1");
+    assert!(!keep.controller.as_ref().unwrap().drop_request_data);
+    assert!(drop.controller.as_ref().unwrap().drop_request_data);
+    // Read 8 blocks and, once the 16 after them are read ahead, the same 8 again: a hit
+    // where the segment keeps them, the media where it drops them. The blocks read ahead
+    // past them hit either way.
+    let again = [(false, 200, 8, 50.0), (false, 200, 8, 0.0)];
+    let (kept, dropped) = (times(&keep, &again)[1], times(&drop, &again)[1]);
+    assert!(kept < 1.0 && dropped > 1.0, "{kept} vs {dropped}");
+    let ahead = [(false, 200, 8, 50.0), (false, 208, 8, 0.0)];
+    assert!(times(&drop, &ahead)[1] < 1.0);
+}
+
+#[test]
 fn parameters_disksim_never_acts_on_are_accepted_and_range_checked() {
     let on = [
         ("Immediate buffer read = 0", "Immediate buffer read = 1"),

@@ -369,3 +369,28 @@ fn the_two_lbn_maps_agree() {
         assert!(checked > 1000, "{name}: {checked} blocks checked");
     }
 }
+
+/// st41601n, the validation drive `runvalid` leaves out: DiskSim 4.0 aborts on it at request
+/// 3206; over the requests before, the demerit is DiskSim's own to its six printed decimals,
+/// and the whole trace replays.
+#[test]
+fn st41601n_matches_disksim_up_to_where_disksim_aborts() {
+    let Some(d) = data_dir() else { return };
+    let dir = d.join("st41601n");
+    if !dir.is_dir() {
+        eprintln!("skipping st41601n: not in {}", d.display());
+        return;
+    }
+    let abort = disksim_abort("st41601n").unwrap();
+    let drv = load_drive(&dir).unwrap();
+    assert!(drv.trace_path.as_ref().unwrap().ends_with("st41601n.trace"));
+    let params = hdd_params(&drv).unwrap();
+    assert!(params.controller.as_ref().unwrap().drop_request_data);
+    let trace = load_trace(drv.trace_path.as_ref().unwrap()).unwrap();
+    let before = &trace[..abort.aborts_at_request - 1];
+    let sim = replay(&params, before).unwrap();
+    let measured: Vec<f64> = before.iter().map(|r| r.access_time_ms()).collect();
+    let got = rms_demerit_ms(&measured, &sim, &Buckets::access_time_default());
+    assert!((got - abort.rms_before_ms).abs() < 5e-7, "{got} vs DiskSim {}", abort.rms_before_ms);
+    assert_eq!(replay(&params, &trace).unwrap().len(), trace.len());
+}

@@ -1259,11 +1259,13 @@ fn disksim_model(d: &RawDevice, base: &Path) -> Result<DeviceModel, String> {
         return Err("a disksim device takes `drive` and [device.params] only".into());
     }
     let Some(drive) = &d.drive else {
-        return Err("model = \"disksim\" needs `drive = \"path/to/drive-dir\"`".into());
+        return Err(
+            "model = \"disksim\" needs `drive = \"path/to/drive-dir\"` (or NAME.parv)".into()
+        );
     };
     let dir = base.join(drive);
-    if !dir.is_dir() {
-        return Err(format!("drive `{}` is not a directory", dir.display()));
+    if !dir.is_dir() && !dir.is_file() {
+        return Err(format!("drive `{}` is neither a directory nor a .parv file", dir.display()));
     }
     let loaded = elevator_disksim::load_drive(&dir).map_err(|e| e.to_string())?;
     let params = elevator_disksim::hdd_params(&loaded).map_err(|e| e.to_string())?;
@@ -1814,7 +1816,10 @@ groups = { "1000" = 20 }
     fn disksim_drives_are_devices() {
         let text = "[[device]]\nname = \"sda\"\nmodel = \"disksim\"\ndrive = \"nowhere\"\n";
         let e = Topology::from_str(text, "/tmp/t.toml").unwrap_err();
-        assert!(e.starts_with("/tmp/t.toml:1:") && e.contains("not a directory"), "{e}");
+        assert!(
+            e.starts_with("/tmp/t.toml:1:") && e.contains("neither a directory nor a .parv file"),
+            "{e}"
+        );
         let e =
             Topology::from_str(&text.replace("drive = \"nowhere\"\n", ""), "t.toml").unwrap_err();
         assert!(e.contains("needs `drive"), "{e}");
@@ -1832,6 +1837,10 @@ groups = { "1000" = 20 }
         assert_eq!(*capacity_bytes, 4_217_670 * 512);
         assert_eq!(params.rpm, 7200.0);
         assert!(params.controller.is_some());
+        // The drive's .parv file names the same drive.
+        let text = text.replace("\"barracuda\"", "\"barracuda/barracuda.parv\"");
+        let by_parv = Topology::from_str(&text, &file.display().to_string()).unwrap();
+        assert_eq!(by_parv.devices[0].model, t.devices[0].model);
     }
 
     #[test]

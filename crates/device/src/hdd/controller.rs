@@ -197,6 +197,12 @@ pub struct DiskSimController {
     /// Read-ahead counts past the request (DiskSim "Read-ahead over requested" ≠ 0), else
     /// it fills the request's segment.
     pub read_ahead_over_requested: bool,
+    /// A read's own data leaves its segment as the read completes: the segment then starts
+    /// where the read ended (DiskSim "Read-ahead over requested" = -1, `keeprequestdata`
+    /// -1 in `disk_request_complete`, which does it when the segment serves no other
+    /// request; here a segment serves one command at a time).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drop_request_data: bool,
     /// A hit on an idle segment starts read-ahead again past it.
     pub read_ahead_on_idle_hit: bool,
     pub read_hits_on_write_data: bool,
@@ -241,6 +247,7 @@ impl Default for DiskSimController {
             read_ahead: ReadAhead::Sectors,
             max_read_ahead_sectors: 0,
             read_ahead_over_requested: true,
+            drop_request_data: false,
             read_ahead_on_idle_hit: false,
             read_hits_on_write_data: true,
             combine_sequential_writes: true,
@@ -1153,7 +1160,7 @@ impl Hdd {
         let overhead_done = t + miss_ovh * 1e6;
         let mut avail = std::mem::take(&mut self.ds_mut().avail);
         avail.clear();
-        let done = match hit {
+        let (seg, done) = match hit {
             None => {
                 let Choice::Take(slot) = choice else { unreachable!("reads do not append") };
                 let start = self.mech_start(t, overhead_done);
@@ -1165,7 +1172,7 @@ impl Hdd {
                 self.ds_mut().segs[seg].end = end;
                 let limit = self.read_ahead_limit(lbn, n, seg_start);
                 self.ds_start_stream(seg, (end, after), end_t, end_at, limit);
-                self.read_bus(connect, &avail, n)
+                (seg, self.read_bus(connect, &avail, n))
             }
             Some((i, have)) => {
                 self.ds_touch(i, false);
@@ -1230,10 +1237,16 @@ impl Hdd {
                         self.ds_mut().stream = Some(cur);
                     }
                 }
-                self.read_bus(connect, &avail, n)
+                (i, self.read_bus(connect, &avail, n))
             }
         };
         self.ds_mut().avail = avail;
+        // The next command comes after this one completes, so the segment can drop the
+        // read's data now; read-ahead goes on filling it past `end`.
+        if self.ds().c.drop_request_data {
+            let s = &mut self.ds_mut().segs[seg];
+            s.start = s.start.max(end);
+        }
         done
     }
 
@@ -1454,5 +1467,30 @@ mod tests {
         let mut d = drive(DiskSimController { read_any_free_blocks: false, ..c });
         read(&mut d, 0, 50, 4, 0);
         assert!(read(&mut d, 1, 44, 4, 30_000_000) > 1.0);
+    }
+
+    #[test]
+    fn a_read_can_drop_its_own_data_from_its_segment() {
+        // Read-ahead of 16 blocks past a read fills a quarter of the 64-block segment.
+        let c = DiskSimController {
+            read_ahead: ReadAhead::Sectors,
+            max_read_ahead_sectors: 16,
+            read_hit_after_read_ms: 0.1,
+            read_miss_after_read_ms: 0.5,
+            ..Default::default()
+        };
+        // A read of 4 blocks, then once its read-ahead has filled the segment, the same 4
+        // again and the 4 after them: kept, the first re-read hits; dropped, it goes to the
+        // media, while the blocks read ahead past it still hit.
+        for (drop, first_hits) in [(false, true), (true, false)] {
+            let mut d = drive(DiskSimController { drop_request_data: drop, ..c.clone() });
+            read(&mut d, 0, 50, 4, 0);
+            let again = read(&mut d, 1, 50, 4, 100_000_000);
+            assert_eq!(again < 0.2, first_hits, "drop {drop}: {again} ms");
+            let mut d = drive(DiskSimController { drop_request_data: drop, ..c.clone() });
+            read(&mut d, 0, 50, 4, 0);
+            let ahead = read(&mut d, 1, 54, 4, 100_000_000);
+            assert!(ahead < 0.2, "drop {drop}: {ahead} ms");
+        }
     }
 }
