@@ -1063,8 +1063,8 @@ pub fn load_drive(path: &Path) -> Result<DiskSimDrive, DiskSimError> {
         None => parv.blocks_of("disksim_disk").next(),
     }
     .ok_or_else(|| DiskSimError::MissingFile {
-        dir: dir.to_path_buf(),
-        msg: format!("{}: no disksim_disk block", parv_path.display()),
+        dir: parv_path.clone(),
+        msg: "no disksim_disk block (a MEMS device or a simple disk is no drive model)".into(),
     })?;
     let disk = DiskSpec::from_block(disk_block)?;
     let model_block = req_block(disk_block, "Model")?;

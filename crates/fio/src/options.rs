@@ -454,6 +454,91 @@ pub const MAX_RW_SEQ_ADD_BYTES: u64 = 1 << 50;
 /// The longest `log_avg_msec=` window: a day.
 pub const MAX_LOG_AVG_MSEC: u64 = 86_400_000;
 
+/// Options fio added after 3.33, up to 3.42 (the release of 2026), with the release that
+/// added each: elevator reads job files as fio 3.33 does (Debian 12's, which its tests run),
+/// so a newer job file's option is either ignored with a warning, where ignoring it leaves the
+/// simulated I/O and its report as fio would have them (`None`), or refused, saying what it
+/// would change (`Some`). Taken from the option tables of fio's `options.c` and `engines/*.c`
+/// at the tags `fio-3.34` to `fio-3.42`.
+const LATER_FIO: &[(&str, &str, Option<&str>)] = &[
+    ("apptag", "3.36", None),
+    ("apptag_mask", "3.36", None),
+    ("cmdprio_hint", "3.36", None),
+    ("comm", "3.42", None),
+    ("data_placement", "3.38", None),
+    ("dataplacement", "3.38", None),
+    ("deac", "3.39", None),
+    ("dp_scheme", "3.38", None),
+    ("end_syncfs", "3.42", Some("a syncfs(2) at the job's end")),
+    ("fdp", "3.34", None),
+    ("fdp_pli", "3.34", None),
+    ("fdp_pli_select", "3.36", None),
+    ("filetype", "3.41", None),
+    ("http_object_mode", "3.41", None),
+    ("http_s3_security_token", "3.41", None),
+    ("job_start_clock_id", "3.36", None),
+    ("libaio_vectored", "3.39", None),
+    ("libblkio_driver", "3.34", None),
+    ("libblkio_force_enable_completion_eventfd", "3.34", None),
+    ("libblkio_num_entries", "3.34", None),
+    ("libblkio_path", "3.34", None),
+    ("libblkio_pre_connect_props", "3.34", None),
+    ("libblkio_pre_start_props", "3.34", None),
+    ("libblkio_queue_size", "3.34", None),
+    ("libblkio_vectored", "3.34", None),
+    ("libblkio_wait_mode", "3.34", None),
+    ("libblkio_write_zeroes_on_trim", "3.34", None),
+    ("log_issue_time", "3.38", None),
+    ("log_window_value", "3.37", None),
+    ("md_per_io_size", "3.36", None),
+    ("num_range", "3.37", Some("the ranges each trim command carries")),
+    ("pi_act", "3.36", None),
+    ("pi_chk", "3.36", None),
+    ("plid_select", "3.38", None),
+    ("plids", "3.38", None),
+    ("priohint", "3.36", None),
+    ("ramp_size", "3.42", Some("how much I/O is done before the statistics start")),
+    ("rbd_encryption_format", "3.42", None),
+    ("rbd_encryption_passphrase", "3.42", None),
+    ("recover_zbd_write_error", "3.40", None),
+    ("spr_cs", "3.42", Some("the offsets: SSD preconditioning by `sprandom`")),
+    ("spr_num_regions", "3.41", Some("the offsets: SSD preconditioning by `sprandom`")),
+    ("spr_op", "3.41", Some("the offsets: SSD preconditioning by `sprandom`")),
+    ("sprandom", "3.41", Some("the offsets: SSD preconditioning")),
+    ("ss_interval", "3.35", Some("how often steady state is sampled")),
+    ("steadystate_check_interval", "3.35", Some("how often steady state is sampled")),
+    ("thinkcycles", "3.37", Some("the CPU time spent between I/Os")),
+    ("verify_header_seed", "3.40", None),
+    ("verify_mode", "3.38", None),
+    ("verify_pattern_interval", "3.40", None),
+    ("verify_write_sequence", "3.38", None),
+    (
+        "write_mode",
+        "3.38",
+        Some("the command a write issues (write zeroes, uncorrectable, verify)"),
+    ),
+    ("write_zone_remainder", "3.42", None),
+    ("write_zone_remainders", "3.42", None),
+    ("xnvme_dev_subnqn", "3.34", None),
+    ("xnvme_mem", "3.34", None),
+];
+
+/// What to do with `key` if it is an option fio added after 3.33: a warning to ignore it, or
+/// the error refusing it.
+fn later_fio(key: &str) -> Option<Outcome> {
+    let &(_, version, changes) = LATER_FIO.iter().find(|(name, _, _)| *name == key)?;
+    Some(match changes {
+        None => Ok(Applied::Warn(format!(
+            "`{key}` is a fio {version} option, which elevator does not model (it reads job \
+             files as fio 3.33 does); ignored"
+        ))),
+        Some(what) => Err(OptionError::Value(format!(
+            "`{key}` is a fio {version} option, which would change {what}; elevator reads \
+             job files as fio 3.33 does and does not model it"
+        ))),
+    })
+}
+
 /// Modelled options whose values are names or words, never expressions.
 const TEXT_OPTIONS: &[&str] = &[
     "name",
@@ -707,6 +792,9 @@ impl Builder {
         let Some(name) = canonical(key) else {
             if UNMODELLED.contains(&key) {
                 return Ok(Applied::Warn(format!("elevator does not model `{key}`; ignored")));
+            }
+            if let Some(outcome) = later_fio(key) {
+                return outcome;
             }
             return Err(OptionError::Unknown { suggestion: suggest(key) });
         };
@@ -1364,6 +1452,12 @@ fn steadystate_criterion(ss: &mut SteadyState, v: &str, kb: u64) -> Result<(), S
         "iops_slope" => (true, true),
         "bw" => (false, false),
         "bw_slope" => (false, true),
+        k @ ("lat" | "lat_slope") => {
+            return Err(format!(
+                "`{k}` is a criterion of fio 3.42 (completion latency); elevator reads job \
+                 files as fio 3.33 does, whose criteria are iops, iops_slope, bw and bw_slope"
+            ))
+        }
         k => return Err(format!("`{k}` is not a criterion (iops, iops_slope, bw, bw_slope)")),
     };
     let limit = limit.trim();
@@ -1693,6 +1787,34 @@ mod tests {
         }
         assert!(UNMODELLED.windows(2).all(|w| w[0] < w[1]));
         assert!(UNMODELLED.len() > 150);
+        for (name, _, _) in LATER_FIO {
+            assert!(canonical(name).is_none() && !UNMODELLED.contains(name), "{name}");
+        }
+        assert!(LATER_FIO.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn options_of_later_fio_releases_are_ignored_or_refused_by_what_they_change() {
+        match builder().apply("verify_write_sequence", Some("0")) {
+            Ok(Applied::Warn(w)) => assert!(w.contains("fio 3.38") && w.contains("ignored"), "{w}"),
+            other => panic!("{other:?}"),
+        }
+        match builder().apply("ramp_size", Some("1g")) {
+            Err(OptionError::Value(e)) => {
+                assert!(e.contains("fio 3.42") && e.contains("statistics"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut b = builder();
+        match b.apply("steadystate", Some("lat:5%")) {
+            Err(OptionError::Value(e)) => assert!(e.contains("fio 3.42"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        // A name no fio has is still unknown.
+        assert!(matches!(
+            builder().apply("ramp_sizes", Some("1g")),
+            Err(OptionError::Unknown { .. })
+        ));
     }
 
     #[test]
