@@ -211,6 +211,32 @@ impl std::fmt::Display for RequestError {
 impl std::error::Error for RequestError {}
 
 impl Request {
+    /// The request a bio becomes as it enters the block layer: its range, its scheduler
+    /// flags, its owner. No bio here carries `REQ_FUA` (a flush's writes do, and the device
+    /// layer sets that itself). The caller has checked the range, as a bio's is.
+    pub fn of_bio(
+        id: RequestId,
+        op: Op,
+        offset_bytes: u64,
+        len_bytes: u64,
+        flags: BioFlags,
+        owner: Owner,
+        submit_ns: Nanos,
+    ) -> Request {
+        Request {
+            id,
+            op,
+            offset_bytes,
+            len_bytes,
+            sync: flags.sync,
+            noidle: flags.noidle,
+            meta: flags.meta,
+            fua: false,
+            owner,
+            submit_ns,
+        }
+    }
+
     /// Builds a request, checking the alignment rules above.
     #[allow(clippy::too_many_arguments)]
     pub fn new(

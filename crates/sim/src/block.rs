@@ -127,18 +127,8 @@ struct Throttled {
 impl Throttled {
     /// The bio as a request `id` entering the block layer at `submit_ns`.
     fn request(&self, id: RequestId, submit_ns: Nanos) -> Request {
-        Request {
-            id,
-            op: self.op,
-            offset_bytes: self.offset_bytes,
-            len_bytes: self.len_bytes,
-            sync: self.flags.sync,
-            noidle: self.flags.noidle,
-            meta: self.flags.meta,
-            fua: false,
-            owner: self.owner,
-            submit_ns,
-        }
+        let (op, off, len) = (self.op, self.offset_bytes, self.len_bytes);
+        Request::of_bio(id, op, off, len, self.flags, self.owner, submit_ns)
     }
 }
 

@@ -534,18 +534,9 @@ impl Stack {
             }
             VolumeKind::Ioband { share, device } => {
                 let child = self.child_node(io.node, v);
-                let request = Request {
-                    id: RequestId(u64::from(child)),
-                    op: io.op,
-                    offset_bytes: io.offset_bytes,
-                    len_bytes: io.len_bytes,
-                    sync: io.flags.sync,
-                    noidle: io.flags.noidle,
-                    meta: io.flags.meta,
-                    fua: false,
-                    owner: io.owner,
-                    submit_ns: now_ns,
-                };
+                let id = RequestId(u64::from(child));
+                let (op, off, len) = (io.op, io.offset_bytes, io.len_bytes);
+                let request = Request::of_bio(id, op, off, len, io.flags, io.owner, now_ns);
                 let bio = Bio { device: device as u32, request };
                 self.nodes.get_mut(child).bio = Some(bio);
                 // A process submitting its own bio (not the page cache's writeback, not a
