@@ -1064,7 +1064,9 @@ pub fn load_drive(path: &Path) -> Result<DiskSimDrive, DiskSimError> {
     }
     .ok_or_else(|| DiskSimError::MissingFile {
         dir: parv_path.clone(),
-        msg: "no disksim_disk block (a MEMS device or a simple disk is no drive model)".into(),
+        msg: "no disksim_disk block (elevator imports DiskSim's disk drives, not its simple \
+              disks, MEMS or SSD devices)"
+            .into(),
     })?;
     let disk = DiskSpec::from_block(disk_block)?;
     let model_block = req_block(disk_block, "Model")?;

@@ -175,6 +175,27 @@ fn missing_dir_is_error() {
     assert!(load_drive(Path::new("/nonexistent/disksim")).is_err());
 }
 
+/// A drive is found by its `.parv`: a directory names it only if it holds one, and the
+/// drive's own `NAME.trace` is its trace even beside others.
+#[test]
+fn a_drive_is_located_by_its_parv_file() {
+    let dir = std::env::temp_dir().join(format!("elevator-ds-locate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = locate_drive(&dir).unwrap_err().to_string();
+    assert!(e.contains("no .parv file"), "{e}");
+    std::fs::write(dir.join("b.parv"), "").unwrap();
+    let (d, parv) = locate_drive(&dir).unwrap();
+    assert_eq!((d, parv.clone()), (dir.clone(), dir.join("b.parv")));
+    std::fs::write(dir.join("a.parv"), "").unwrap();
+    let e = locate_drive(&dir).unwrap_err().to_string();
+    assert!(e.contains("2 .parv files (a.parv, b.parv)"), "{e}");
+    assert_eq!(locate_drive(&parv).unwrap(), (dir.clone(), parv.clone()));
+    std::fs::write(dir.join("b.trace"), "").unwrap();
+    let e = locate_drive(&dir.join("b.trace")).unwrap_err().to_string();
+    assert!(e.contains("not a .parv file"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 proptest! {
     #[test]
     fn parser_never_panics(s in "[ -~\\n{}\\[\\]=,#]{0,300}") {
