@@ -27,8 +27,8 @@ pub struct ValidateDiskArgs {
     #[arg(long, value_name = "DIR|NAME.parv")]
     pub drive: Option<PathBuf>,
     /// Every drive under DIR, as one table beside DiskSim 4.0's own demerits: each
-    /// subdirectory holding a .parv file, and each NAME.parv with a validation NAME.trace
-    /// (DiskSim 4.0's valid/ directory as it is).
+    /// subdirectory holding one .parv file, and each NAME.parv with a validation NAME.trace,
+    /// in DIR or a subdirectory of several (DiskSim 4.0's valid/ directory as it is).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["trace", "access_times", "plot"])]
     pub all: Option<PathBuf>,
     /// The validation trace (default: the .trace file in the drive directory).
@@ -244,26 +244,22 @@ fn run_one(dir: &Path, args: &ValidateDiskArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The drives under `dir`, by name: its subdirectories holding a `.parv` file, and its own
-/// `NAME.parv` files that have a `NAME.trace` in DiskSim's validation format beside them (the
-/// layout of DiskSim 4.0's `valid/`, where the other `.parv` files drive synthetic or ASCII
-/// workloads).
+/// The drives under `dir`, by name: its subdirectories holding one `.parv` file, and the
+/// `NAME.parv` files that have a `NAME.trace` in DiskSim's validation format beside them, in
+/// `dir` or in a subdirectory holding several (the layout of DiskSim 4.0's `valid/`, where the
+/// other `.parv` files drive synthetic or ASCII workloads).
 fn drive_paths(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut out = Vec::new();
-    for entry in rd {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+    for path in sorted_entries(dir)? {
         if path.is_dir() {
-            let files = std::fs::read_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let has_parv = files
-                .filter_map(|f| f.ok())
-                .any(|f| f.path().extension().is_some_and(|e| e == "parv"));
-            if has_parv {
-                out.push(path);
+            let parvs: Vec<PathBuf> =
+                sorted_entries(&path)?.into_iter().filter(|p| is_parv(p)).collect();
+            match parvs.len() {
+                0 => {}
+                1 => out.push(path),
+                _ => out.extend(parvs.into_iter().filter(|p| has_validation_trace(p))),
             }
-        } else if path.extension().is_some_and(|e| e == "parv")
-            && is_validation_trace(&path.with_extension("trace"))
-        {
+        } else if is_parv(&path) && has_validation_trace(&path) {
             out.push(path);
         }
     }
@@ -276,6 +272,26 @@ fn drive_paths(dir: &Path) -> Result<Vec<PathBuf>, String> {
         ));
     }
     Ok(out)
+}
+
+/// The entries of `dir`, by name.
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for entry in rd {
+        out.push(entry.map_err(|e| format!("{}: {e}", dir.display()))?.path());
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn is_parv(path: &Path) -> bool {
+    path.is_file() && path.extension().is_some_and(|e| e == "parv")
+}
+
+/// Whether `NAME.trace` beside `NAME.parv` is a validation trace.
+fn has_validation_trace(parv: &Path) -> bool {
+    is_validation_trace(&parv.with_extension("trace"))
 }
 
 /// The most bytes [`is_validation_trace`] reads of a file's start.

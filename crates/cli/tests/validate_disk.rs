@@ -226,5 +226,13 @@ fn a_drive_is_its_parv_file_and_all_reads_disksims_own_layout() {
     let names: Vec<&str> =
         v["drives"].as_array().unwrap().iter().map(|x| x["drive"].as_str().unwrap()).collect();
     assert_eq!(names, ["barracuda", "cheetah9LP"]);
-    std::fs::remove_dir_all(&flat).ok();
+    // The same layout one level down, as in DiskSim's source tree (valid/).
+    let top = flat.with_extension("top");
+    std::fs::create_dir_all(&top).unwrap();
+    std::fs::rename(&flat, top.join("valid")).unwrap();
+    let out = elevator(&["validate-disk", "--all", top.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\nbarracuda ") && text.contains("\ncheetah9LP "), "{text}");
+    std::fs::remove_dir_all(&top).ok();
 }
