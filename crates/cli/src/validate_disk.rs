@@ -274,11 +274,21 @@ fn drive_paths(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-/// The entries of `dir`, by name.
+/// The most entries `--all` reads of a directory (DiskSim's `valid/` has about a hundred).
+const MAX_DIR_ENTRIES: usize = 100_000;
+
+/// The entries of `dir`, by name; at most [`MAX_DIR_ENTRIES`].
 fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut out = Vec::new();
     for entry in rd {
+        if out.len() == MAX_DIR_ENTRIES {
+            return Err(format!(
+                "{}: more than {MAX_DIR_ENTRIES} entries (MAX_DIR_ENTRIES); point --all at the \
+                 drives' directory",
+                dir.display()
+            ));
+        }
         out.push(entry.map_err(|e| format!("{}: {e}", dir.display()))?.path());
     }
     out.sort();

@@ -965,14 +965,40 @@ pub struct DiskSimDrive {
     pub trace_path: Option<PathBuf>,
 }
 
-/// The files in `dir` ending in `.ext`, by name.
+/// The most directory entries [`files_with_ext`] looks at (a drive directory holds a few
+/// files; DiskSim's `valid/` about a hundred).
+pub const MAX_DRIVE_DIR_ENTRIES: usize = 100_000;
+
+/// The files in `dir` ending in `.ext`, by name, among its first [`MAX_DRIVE_DIR_ENTRIES`]
+/// entries (more is an error).
 fn files_with_ext(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, DiskSimError> {
+    files_with_ext_within(dir, ext, MAX_DRIVE_DIR_ENTRIES)
+}
+
+fn files_with_ext_within(
+    dir: &Path,
+    ext: &str,
+    max_entries: usize,
+) -> Result<Vec<PathBuf>, DiskSimError> {
     let rd = std::fs::read_dir(dir)
         .map_err(|e| DiskSimError::Io { path: dir.to_path_buf(), source: e })?;
-    let mut found: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().and_then(|e| e.to_str()) == Some(ext))
-        .collect();
+    let mut found = Vec::new();
+    for (i, entry) in rd.enumerate() {
+        if i == max_entries {
+            return Err(DiskSimError::MissingFile {
+                dir: dir.to_path_buf(),
+                msg: format!(
+                    "more than {max_entries} entries (MAX_DRIVE_DIR_ENTRIES): not a drive \
+                     directory"
+                ),
+            });
+        }
+        let Ok(entry) = entry else { continue };
+        let p = entry.path();
+        if p.is_file() && p.extension().and_then(|e| e.to_str()) == Some(ext) {
+            found.push(p);
+        }
+    }
     found.sort();
     Ok(found)
 }
@@ -1130,4 +1156,22 @@ pub fn load_drive(path: &Path) -> Result<DiskSimDrive, DiskSimError> {
         statdefs,
         trace_path,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_is_listed_up_to_the_limit() {
+        let dir = std::env::temp_dir().join(format!("elevator-ds-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["a.parv", "b.trace", "c.trace"] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        assert_eq!(files_with_ext_within(&dir, "trace", 3).unwrap().len(), 2);
+        let e = files_with_ext_within(&dir, "trace", 2).unwrap_err().to_string();
+        assert!(e.contains("more than 2 entries"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }
