@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Args, ValueEnum};
 use elevator_disksim::{
-    cdf_points, disksim_abort, disksim_rms_ms, hdd_params, histogram, load_drive, load_trace, mean,
-    median_p99, replay_trace_file, rms_between_cdfs, Buckets, ReplayFileError, TraceReplay,
+    cdf_points, disksim_abort, disksim_rms_ms, drives_under, hdd_params, histogram, load_drive,
+    load_trace, mean, median_p99, replay_trace_file, rms_between_cdfs, Buckets, ReplayFileError,
+    TraceReplay,
 };
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -244,86 +245,12 @@ fn run_one(dir: &Path, args: &ValidateDiskArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The drives under `dir`, by name: its subdirectories holding one `.parv` file, and the
-/// `NAME.parv` files that have a `NAME.trace` in DiskSim's validation format beside them, in
-/// `dir` or in a subdirectory holding several (the layout of DiskSim 4.0's `valid/`, where the
-/// other `.parv` files drive synthetic or ASCII workloads).
-fn drive_paths(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    for path in sorted_entries(dir)? {
-        if path.is_dir() {
-            let parvs: Vec<PathBuf> =
-                sorted_entries(&path)?.into_iter().filter(|p| is_parv(p)).collect();
-            match parvs.len() {
-                0 => {}
-                1 => out.push(path),
-                _ => out.extend(parvs.into_iter().filter(|p| has_validation_trace(p))),
-            }
-        } else if is_parv(&path) && has_validation_trace(&path) {
-            out.push(path);
-        }
-    }
-    out.sort_by_key(|p| p.file_stem().map(|s| s.to_os_string()));
-    if out.is_empty() {
-        return Err(format!(
-            "{}: no drives (subdirectories with a .parv, or NAME.parv beside a validation \
-             NAME.trace)",
-            dir.display()
-        ));
-    }
-    Ok(out)
-}
-
-/// The most entries `--all` reads of a directory (DiskSim's `valid/` has about a hundred).
-const MAX_DIR_ENTRIES: usize = 100_000;
-
-/// The entries of `dir`, by name; at most [`MAX_DIR_ENTRIES`].
-fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let rd = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut out = Vec::new();
-    for entry in rd {
-        if out.len() == MAX_DIR_ENTRIES {
-            return Err(format!(
-                "{}: more than {MAX_DIR_ENTRIES} entries (MAX_DIR_ENTRIES); point --all at the \
-                 drives' directory",
-                dir.display()
-            ));
-        }
-        out.push(entry.map_err(|e| format!("{}: {e}", dir.display()))?.path());
-    }
-    out.sort();
-    Ok(out)
-}
-
-fn is_parv(path: &Path) -> bool {
-    path.is_file() && path.extension().is_some_and(|e| e == "parv")
-}
-
-/// Whether `NAME.trace` beside `NAME.parv` is a validation trace.
-fn has_validation_trace(parv: &Path) -> bool {
-    is_validation_trace(&parv.with_extension("trace"))
-}
-
-/// The most bytes [`is_validation_trace`] reads of a file's start.
-const TRACE_SNIFF_BYTES: u64 = 256;
-
-/// Whether `path` is a file whose first line is a DiskSim validation record (`R` or `W`,
-/// then `Hit` or `Miss`), not some other trace format.
-fn is_validation_trace(path: &Path) -> bool {
-    use std::io::Read as _;
-    let Ok(f) = std::fs::File::open(path) else { return false };
-    let mut head = String::new();
-    if f.take(TRACE_SNIFF_BYTES).read_to_string(&mut head).is_err() {
-        return false;
-    }
-    let mut words = head.lines().next().unwrap_or("").split_whitespace();
-    matches!(words.next(), Some("R" | "W" | "r" | "w"))
-        && matches!(words.next(), Some(w) if w.eq_ignore_ascii_case("hit") || w.eq_ignore_ascii_case("miss"))
-}
-
 fn run_all(dir: &Path, format: Format) -> Result<(), String> {
-    let results =
-        drive_paths(dir)?.iter().map(|d| validate(d, None)).collect::<Result<Vec<_>, _>>()?;
+    let results = drives_under(dir)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|d| validate(d, None))
+        .collect::<Result<Vec<_>, _>>()?;
     match format {
         Format::Normal => {
             println!(

@@ -965,9 +965,36 @@ pub struct DiskSimDrive {
     pub trace_path: Option<PathBuf>,
 }
 
-/// The most directory entries [`files_with_ext`] looks at (a drive directory holds a few
-/// files; DiskSim's `valid/` about a hundred).
+/// The most entries a directory of drives is read to (a drive directory holds a few files;
+/// DiskSim's `valid/` about a hundred).
 pub const MAX_DRIVE_DIR_ENTRIES: usize = 100_000;
+
+/// The entries of `dir`, by name; more than `max_entries` is an error.
+fn entries_within(dir: &Path, max_entries: usize) -> Result<Vec<PathBuf>, DiskSimError> {
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| DiskSimError::Io { path: dir.to_path_buf(), source: e })?;
+    let mut found = Vec::new();
+    for (i, entry) in rd.enumerate() {
+        if i == max_entries {
+            return Err(DiskSimError::MissingFile {
+                dir: dir.to_path_buf(),
+                msg: format!(
+                    "more than {max_entries} entries (MAX_DRIVE_DIR_ENTRIES): not a directory \
+                     of DiskSim drives"
+                ),
+            });
+        }
+        let Ok(entry) = entry else { continue };
+        found.push(entry.path());
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Whether `path` is a file ending in `.ext`.
+fn has_ext(path: &Path, ext: &str) -> bool {
+    path.is_file() && path.extension().and_then(|e| e.to_str()) == Some(ext)
+}
 
 /// The files in `dir` ending in `.ext`, by name, among its first [`MAX_DRIVE_DIR_ENTRIES`]
 /// entries (more is an error).
@@ -980,27 +1007,50 @@ fn files_with_ext_within(
     ext: &str,
     max_entries: usize,
 ) -> Result<Vec<PathBuf>, DiskSimError> {
-    let rd = std::fs::read_dir(dir)
-        .map_err(|e| DiskSimError::Io { path: dir.to_path_buf(), source: e })?;
-    let mut found = Vec::new();
-    for (i, entry) in rd.enumerate() {
-        if i == max_entries {
-            return Err(DiskSimError::MissingFile {
-                dir: dir.to_path_buf(),
-                msg: format!(
-                    "more than {max_entries} entries (MAX_DRIVE_DIR_ENTRIES): not a drive \
-                     directory"
-                ),
-            });
-        }
-        let Ok(entry) = entry else { continue };
-        let p = entry.path();
-        if p.is_file() && p.extension().and_then(|e| e.to_str()) == Some(ext) {
-            found.push(p);
+    let mut found = entries_within(dir, max_entries)?;
+    found.retain(|p| has_ext(p, ext));
+    Ok(found)
+}
+
+/// A drive's own trace: `NAME.trace` beside `NAME.parv`, as DiskSim's `valid/` names them.
+fn own_trace(parv: &Path) -> PathBuf {
+    parv.with_extension("trace")
+}
+
+/// Whether `parv` has its own trace, in DiskSim's validation format.
+fn has_validation_trace(parv: &Path) -> bool {
+    crate::trace::is_validation_trace(&own_trace(parv))
+}
+
+/// The drives under `dir`, by name: its subdirectories holding one `.parv` file, and the
+/// `NAME.parv` files that have a `NAME.trace` in DiskSim's validation format beside them, in
+/// `dir` or in a subdirectory holding several (the layout of DiskSim 4.0's `valid/`, where the
+/// other `.parv` files drive synthetic or ASCII workloads). Each is a path [`load_drive`]
+/// takes.
+pub fn drives_under(dir: &Path) -> Result<Vec<PathBuf>, DiskSimError> {
+    let mut out = Vec::new();
+    for path in entries_within(dir, MAX_DRIVE_DIR_ENTRIES)? {
+        if path.is_dir() {
+            let parvs = files_with_ext(&path, "parv")?;
+            match parvs.len() {
+                0 => {}
+                1 => out.push(path),
+                _ => out.extend(parvs.into_iter().filter(|p| has_validation_trace(p))),
+            }
+        } else if has_ext(&path, "parv") && has_validation_trace(&path) {
+            out.push(path);
         }
     }
-    found.sort();
-    Ok(found)
+    out.sort_by_key(|p| p.file_stem().map(|s| s.to_os_string()));
+    if out.is_empty() {
+        return Err(DiskSimError::MissingFile {
+            dir: dir.to_path_buf(),
+            msg: "no drives (subdirectories with a .parv, or NAME.parv beside a validation \
+                  NAME.trace)"
+                .into(),
+        });
+    }
+    Ok(out)
 }
 
 /// At most this many names in an error listing a directory's candidates.
@@ -1024,7 +1074,7 @@ fn names(paths: &[PathBuf]) -> String {
 /// exactly one.
 pub fn locate_drive(path: &Path) -> Result<(PathBuf, PathBuf), DiskSimError> {
     if path.is_file() {
-        if path.extension().and_then(|e| e.to_str()) != Some("parv") {
+        if !has_ext(path, "parv") {
             return Err(DiskSimError::MissingFile {
                 dir: path.to_path_buf(),
                 msg: "not a .parv file or a drive directory".into(),
@@ -1055,7 +1105,7 @@ pub fn locate_drive(path: &Path) -> Result<(PathBuf, PathBuf), DiskSimError> {
 /// The validation trace of the drive `parv`: `NAME.trace` beside `NAME.parv` (DiskSim's
 /// `valid/` names them so), else the directory's only `.trace` file.
 fn drive_trace(dir: &Path, parv: &Path) -> Result<Option<PathBuf>, DiskSimError> {
-    let own = parv.with_extension("trace");
+    let own = own_trace(parv);
     if own.is_file() {
         return Ok(Some(own));
     }

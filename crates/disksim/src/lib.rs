@@ -22,8 +22,8 @@ pub(crate) const EXACT_POW10: [f64; 23] = [
 
 pub use bridge::hdd_params;
 pub use drive::{
-    load_drive, locate_drive, DiskModel, DiskSimDrive, DiskSpec, Layout, MechModel, Pbn, SeekCurve,
-    SparingScheme, Zone,
+    drives_under, load_drive, locate_drive, DiskModel, DiskSimDrive, DiskSpec, Layout, MechModel,
+    Pbn, SeekCurve, SparingScheme, Zone,
 };
 pub use error::DiskSimError;
 pub use params::{parse_file, parse_str, Block, Item, Node, ParamFile, Value};
@@ -37,4 +37,4 @@ pub use rms::{
     rms_between_cdfs, rms_demerit_ms, rms_from_cdf, CdfRow,
 };
 pub use statdefs::{Buckets, StatDef, StatDefs};
-pub use trace::{load_trace, parse_trace, parse_trace_file, TraceRecord};
+pub use trace::{is_validation_trace, load_trace, parse_trace, parse_trace_file, TraceRecord};

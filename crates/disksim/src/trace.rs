@@ -263,6 +263,23 @@ pub const MAX_TRACE_BYTES: u64 = 1 << 30;
 /// were a fifth of `validate-disk`'s.
 pub const TRACE_BLOCK_BYTES: usize = 16 << 10;
 
+/// The most bytes [`is_validation_trace`] reads of a file's start.
+const TRACE_SNIFF_BYTES: u64 = 256;
+
+/// Whether `path` is a file whose first line is a DiskSim validation record (`R` or `W`,
+/// then `Hit` or `Miss`), not some other trace format (DiskSim's ASCII traces).
+pub fn is_validation_trace(path: &Path) -> bool {
+    use std::io::Read as _;
+    let Ok(f) = std::fs::File::open(path) else { return false };
+    let mut head = String::new();
+    if f.take(TRACE_SNIFF_BYTES).read_to_string(&mut head).is_err() {
+        return false;
+    }
+    let mut words = head.lines().next().unwrap_or("").split_whitespace();
+    matches!(words.next(), Some("R" | "W" | "r" | "w"))
+        && matches!(words.next(), Some(w) if w.eq_ignore_ascii_case("hit") || w.eq_ignore_ascii_case("miss"))
+}
+
 /// Read and parse a trace file (at most [`MAX_TRACE_BYTES`]).
 pub fn load_trace(path: &Path) -> Result<Vec<TraceRecord>, DiskSimError> {
     let mut out = Vec::new();
