@@ -254,18 +254,15 @@ impl Request {
         if len_bytes == 0 && op != Op::Flush {
             return Err(RequestError::Empty);
         }
-        Ok(Request {
+        Ok(Request::of_bio(
             id,
             op,
             offset_bytes,
             len_bytes,
-            sync,
-            noidle: false,
-            meta: false,
-            fua: false,
+            BioFlags::sync_if(sync),
             owner,
             submit_ns,
-        })
+        ))
     }
 
     /// The flags the schedulers read, as one value.
