@@ -16,6 +16,16 @@ pub const MAX_CPUS: u64 = 4096;
 /// The longest CPU time one read() or write() may be charged.
 pub const MAX_SYSCALL_NS: Nanos = NS_PER_SEC;
 
+/// The series that ended: (major, minor) for 2.x, whose third number counts releases, or
+/// (major, 0) from 3.0, whose second does; its last release; what came next.
+pub const LAST_OF_SERIES: [((u32, u32), &str, u32, &str); 5] = [
+    ((2, 5), "2.5", 75, "2.6.0"),
+    ((2, 6), "2.6", 39, "3.0"),
+    ((3, 0), "3", 19, "4.0"),
+    ((4, 0), "4", 20, "5.0"),
+    ((5, 0), "5", 19, "6.0"),
+];
+
 /// A kernel version: what decides which mechanisms the machine has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Kernel {
@@ -28,21 +38,46 @@ impl Kernel {
     /// The default: 2.6.32, the long-term kernel of the seed experiments' era.
     pub const DEFAULT: Kernel = Kernel { major: 2, minor: 6, patch: 32 };
 
-    /// Parses `2.6.32`, `3.2`, `3.4.0`; 2.5 ..= 6.x.
+    /// Parses a release as `uname -r` prints it or as it is named: `2.6.32`, `3.2`,
+    /// `3.4.0`, a 2.6 stable release (`2.6.32.27`), a distribution's build
+    /// (`2.6.32-754.el6.x86_64`, `3.2.0-4-amd64`: the release before the first `-`, `+` or
+    /// `_`) or a git tag (`v3.5`, `3.5-rc1`: taken as the release). Only the mainline release
+    /// decides what the machine has: stable updates and a distribution's backports (RHEL 6's
+    /// 2.6.32 carries many) are not modelled. 2.5 ..= 6.x, releases that exist only: each
+    /// series' last is [`LAST_OF_SERIES`].
     pub fn parse(text: &str) -> Result<Kernel, String> {
-        let parts: Vec<&str> = text.trim().split('.').collect();
+        let t = text.trim();
+        let release = t.strip_prefix('v').unwrap_or(t);
+        let release = release.split(['-', '+', '_']).next().unwrap_or("");
+        let parts: Vec<&str> = release.split('.').collect();
         let num = |s: &str| s.parse::<u32>().ok();
         let k = match parts.as_slice() {
             [a, b] => num(a).zip(num(b)).map(|(major, minor)| Kernel { major, minor, patch: 0 }),
-            [a, b, c] => match (num(a), num(b), num(c)) {
-                (Some(major), Some(minor), Some(patch)) => Some(Kernel { major, minor, patch }),
-                _ => None,
-            },
+            // A 2.6 stable release's fourth number is its update.
+            [a, b, c] | [a, b, c, _] if parts.len() == 3 || (*a, *b) == ("2", "6") => {
+                match (num(a), num(b), num(c)) {
+                    (Some(major), Some(minor), Some(patch)) => Some(Kernel { major, minor, patch }),
+                    _ => None,
+                }
+            }
             _ => None,
         }
-        .ok_or_else(|| format!("kernel `{text}` is not a version like 2.6.32 or 3.2"))?;
+        .filter(|_| parts.len() < 4 || parts[3].parse::<u32>().is_ok())
+        .ok_or_else(|| {
+            format!("kernel `{text}` is not a version like 2.6.32, 3.2 or 3.2.0-4-amd64")
+        })?;
         if k < (Kernel { major: 2, minor: 5, patch: 0 }) || k.major > 6 {
             return Err(format!("kernel {text} is outside the modelled range 2.5 to 6.x"));
+        }
+        // 2.5 and 2.6 count releases in the third number, 3.0 on in the second.
+        let (series, n) =
+            if k.major == 2 { ((2, k.minor), k.patch) } else { ((k.major, 0), k.minor) };
+        if let Some(&(_, name, last, next)) = LAST_OF_SERIES.iter().find(|l| l.0 == series) {
+            if n > last {
+                return Err(format!(
+                    "kernel {text}: there is no such release ({name}.{last} was the last before {next})"
+                ));
+            }
         }
         Ok(k)
     }
@@ -325,6 +360,25 @@ mod tests {
         assert_eq!(Kernel::parse("2.6.29").unwrap().default_sysctl().dirty_ratio, 10);
         assert_eq!(Kernel::parse("2.5.65").unwrap().default_sysctl().dirty_ratio, 40);
         assert!(Kernel::parse("2.4.20").is_err());
+        // As `uname -r` prints it, a 2.6 stable release, a git tag.
+        let k = |t: &str| Kernel::parse(t).map(|k| (k.major, k.minor, k.patch));
+        assert_eq!(k("2.6.32-754.35.1.el6.x86_64"), Ok((2, 6, 32)));
+        assert_eq!(k("2.6.32.27-0.2-default"), Ok((2, 6, 32)));
+        assert_eq!(k("3.2.0-4-amd64"), Ok((3, 2, 0)));
+        assert_eq!(k("4.18.0-553.el8_10.x86_64"), Ok((4, 18, 0)));
+        assert_eq!(k("6.18.44-fc-v669"), Ok((6, 18, 44)));
+        assert_eq!(k("v3.5"), Ok((3, 5, 0)));
+        assert_eq!(k("3.5-rc1"), Ok((3, 5, 0)));
+        assert_eq!(k("5.10.0+"), Ok((5, 10, 0)));
+        // Releases that never were, and versions that are not.
+        for never in ["2.6.40", "2.6.99", "2.5.76", "3.20", "4.21.3", "5.20"] {
+            let e = Kernel::parse(never).unwrap_err();
+            assert!(e.contains("no such release"), "{never}: {e}");
+        }
+        assert!(Kernel::parse("2.6.39").is_ok() && Kernel::parse("5.19").is_ok());
+        for bad in ["3.2.0.1", "2.6.32.x", "", "-", "2.6.", "v"] {
+            assert!(Kernel::parse(bad).is_err(), "{bad}");
+        }
         assert!(Kernel::parse("7.0").is_err());
         assert!(Kernel::parse("three").is_err());
     }

@@ -6,6 +6,7 @@
 //! memory = "4GiB"                 # MemTotal
 //! reserved = "256MiB"             # kernel and processes: not for the page cache
 //! kernel = "2.6.32"               # decides IO-less throttling (3.2+), context readahead
+//!                                 # (`uname -r`'s form too: 3.2.0-4-amd64)
 //! hz = 1000                       # CONFIG_HZ
 //! cpus = 2
 //! syscall = "1us"                 # CPU time of a read()/write() besides copying
