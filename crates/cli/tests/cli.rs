@@ -129,7 +129,7 @@ fn errors_name_the_file_line_and_option() {
     let topo = temp_file("bad.toml", "[[device]]\nname = \"x\"\nmodel = \"tape\"\n");
     let out = elevator(&["run", "examples/randread-qd1.fio", "--topology", topo.to_str().unwrap()]);
     let err = refusal(&out);
-    assert!(err.contains("bad.toml:1") && err.contains("unknown model `tape`"), "{err}");
+    assert!(err.contains("bad.toml:3") && err.contains("unknown model `tape`"), "{err}");
 }
 
 #[test]

@@ -33,7 +33,8 @@ const JOB: &str = "[j]\nrw=read\nsize=1m\n";
 fn topology_counts_are_checked_before_allocation() {
     let d = dir("topo");
     std::fs::write(d.join("j.fio"), JOB).unwrap();
-    // (file, topology, what the error names beside `file:1`): a drive queue of a billion,
+    // (file, topology, what the error names beside `file:LINE`, the key's line): a drive
+    // queue of a billion,
     // an array of 100,000 members, a disk of four billion surfaces or of tracks of 2^63
     // sectors.
     let cases = [
@@ -61,7 +62,9 @@ fn topology_counts_are_checked_before_allocation() {
     for (file, topology, key) in cases {
         std::fs::write(d.join(file), topology).unwrap();
         let e = fails(&d, &["run", "j.fio", "--topology", file]);
-        assert!(e.contains(&format!("{file}:1")) && e.contains(key), "{e}");
+        let name = key.split(' ').next().unwrap();
+        let line = topology.lines().position(|l| l.contains(name)).unwrap() + 1;
+        assert!(e.contains(&format!("{file}:{line}:")) && e.contains(key), "{e}");
     }
 }
 
@@ -86,7 +89,7 @@ fn device_times_and_rates_are_bounded() {
     ] {
         std::fs::write(d.join("t.toml"), topology(model, kv)).unwrap();
         let err = fails(&d, &["run", "j.fio", "--topology", "t.toml", "--output-format", "terse"]);
-        assert!(err.contains("t.toml:1") && err.contains(key), "{kv}: {err}");
+        assert!(err.contains("t.toml:5") && err.contains(key), "{kv}: {err}");
     }
     for (model, kv) in [
         ("hdd", "head_switch_ms = 60000"),

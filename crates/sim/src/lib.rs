@@ -19,6 +19,7 @@ pub mod filesystem;
 pub mod frontend;
 pub mod intake;
 pub mod iolog_out;
+mod key_line;
 pub mod machine;
 pub mod offset_distribution;
 pub mod random_map;

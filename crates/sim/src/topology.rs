@@ -583,8 +583,15 @@ impl Topology {
         Topology::from_str(&text, &path.display().to_string())
     }
 
-    /// Parses topology text; `name` labels messages.
+    /// Parses topology text; `name` labels messages, which name the line of the key at fault
+    /// (or of its table).
     pub fn from_str(text: &str, name: &str) -> Result<Topology, String> {
+        Topology::from_str_at_tables(text, name)
+            .map_err(|e| crate::key_line::at_named_key(text, name, e))
+    }
+
+    /// [`Topology::from_str`] with errors about a table at its header line.
+    fn from_str_at_tables(text: &str, name: &str) -> Result<Topology, String> {
         let raw: RawTopology = toml::from_str(text).map_err(|e| toml_error(name, text, &e))?;
         let at = |span: std::ops::Range<usize>| format!("{name}:{}", line_of(text, span.start));
         if raw.device.is_empty() {
@@ -1817,7 +1824,7 @@ groups = { "1000" = 20 }
         let text = "[[device]]\nname = \"sda\"\nmodel = \"disksim\"\ndrive = \"nowhere\"\n";
         let e = Topology::from_str(text, "/tmp/t.toml").unwrap_err();
         assert!(
-            e.starts_with("/tmp/t.toml:1:") && e.contains("neither a directory nor a .parv file"),
+            e.starts_with("/tmp/t.toml:4:") && e.contains("neither a directory nor a .parv file"),
             "{e}"
         );
         let e =
@@ -1847,7 +1854,8 @@ groups = { "1000" = 20 }
     fn errors_name_file_and_line() {
         let bad = TWO_PARTS.replace("device = \"sdb\"", "device = \"sdx\"");
         let e = Topology::from_str(&bad, "t.toml").unwrap_err();
-        assert!(e.starts_with("t.toml:9:") && e.contains("no device `sdx`"), "{e}");
+        // At the line of the key the message names (`device = "sdx"`), not the table's.
+        assert!(e.starts_with("t.toml:11:") && e.contains("no device `sdx`"), "{e}");
         let bad = TWO_PARTS.replace("size = \"100MiB\"", "size = \"2GiB\"");
         assert!(Topology::from_str(&bad, "t.toml").unwrap_err().contains("ends past the end"));
         let bad = TWO_PARTS.replace("capacity_bytes", "capacity");
@@ -1904,6 +1912,7 @@ mod ssd_tests {
         let d = t.devices[0].model.build(0, 0);
         assert!(!d.rotational() && d.queue_depth() == 32, "{}", d.describe());
         let device = "\n[[device]]\nname = \"sda\"\nmodel = \"ssd\"\n";
+        // Each at the line of its key: the last line.
         for (extra, want) in [
             (
                 "preset = \"x\"\n",
@@ -1912,8 +1921,13 @@ mod ssd_tests {
             ("[device.params]\ntR_us = 3\n", "unknown field `tR_us`"),
             ("[device.params]\nover_provisioning = 0.001\n", "raise over_provisioning"),
         ] {
-            let e = Topology::from_str(&format!("{device}{extra}"), "s.toml").unwrap_err();
-            assert!(e.starts_with("s.toml:2: device `sda`: ") && e.contains(want), "{e}");
+            let text = format!("{device}{extra}");
+            let e = Topology::from_str(&text, "s.toml").unwrap_err();
+            let line = text.lines().count();
+            assert!(
+                e.starts_with(&format!("s.toml:{line}: device `sda`: ")) && e.contains(want),
+                "{e}"
+            );
         }
     }
 }
@@ -1965,7 +1979,8 @@ pid = 4242
     fn bad_volumes_are_explained() {
         let e = Topology::from_str(&TWO_DISKS.replace("chunk = \"64KiB\"\n", ""), "v.toml")
             .unwrap_err();
-        assert!(e.contains("v.toml:18") && e.contains("needs `chunk`"), "{e}");
+        // At the `target` line: `chunk` is not written.
+        assert!(e.contains("v.toml:20") && e.contains("needs `chunk`"), "{e}");
         let e =
             Topology::from_str(&TWO_DISKS.replace("\"sdb1\"]", "\"sdc9\"]"), "v.toml").unwrap_err();
         assert!(e.contains("volume `lv0`") && e.contains("`sdc9`"), "{e}");

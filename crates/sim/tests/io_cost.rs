@@ -143,27 +143,27 @@ fn bad_io_cost_lines_name_the_file_line_and_key() {
     for (cgroup, want) in [
         (
             "[[cgroup]]\npath = \"/\"\n\"io.cost.qos\" = \"8:0 enable=1 rpct=abc\"\n",
-            "t.toml:4: cgroup ``: io.cost.qos: `rpct=abc`: expected a percentage",
+            "t.toml:6: cgroup ``: io.cost.qos: `rpct=abc`: expected a percentage",
         ),
         (
             "[[cgroup]]\npath = \"/\"\n\"io.cost.model\" = \"8:0 rbps=1 speed=3\"\n",
-            "t.toml:4: cgroup ``: io.cost.model: `speed=3`: unknown key",
+            "t.toml:6: cgroup ``: io.cost.model: `speed=3`: unknown key",
         ),
         (
             "[[cgroup]]\npath = \"web\"\n\"io.cost.qos\" = \"8:0 enable=1\"\n",
-            "t.toml:4: cgroup `web`: io.cost.qos exists only on the root cgroup",
+            "t.toml:6: cgroup `web`: io.cost.qos exists only on the root cgroup",
         ),
         (
             "[[cgroup]]\npath = \"web\"\n\"io.weight\" = \"default 0\"\n",
-            "t.toml:4: cgroup `web`: io.weight: `default 0`: the weight must be 1 to 10000",
+            "t.toml:6: cgroup `web`: io.weight: `default 0`: the weight must be 1 to 10000",
         ),
         (
             "[[cgroup]]\npath = \"/\"\n\"io.weight\" = \"100\"\n",
-            "t.toml:4: cgroup ``: the root cgroup has no io.weight",
+            "t.toml:6: cgroup ``: the root cgroup has no io.weight",
         ),
         (
             "[[cgroup]]\npath = \"web\"\n\"io.weight\" = \"8:32 100\"\n",
-            "t.toml:4: cgroup `web`: io.weight: `8:32`: no such device",
+            "t.toml:6: cgroup `web`: io.weight: `8:32`: no such device",
         ),
     ] {
         let e = Topology::from_str(&format!("{dev}{cgroup}"), "t.toml").unwrap_err();

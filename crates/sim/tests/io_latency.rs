@@ -82,6 +82,6 @@ fn io_latency_and_io_max_stack_on_one_device() {
     let e = Topology::from_str(bad, "t.toml").unwrap_err();
     assert_eq!(
         e,
-        "t.toml:4: cgroup `web`: io.latency: `target=abc`: expected microseconds or `max`"
+        "t.toml:6: cgroup `web`: io.latency: `target=abc`: expected microseconds or `max`"
     );
 }

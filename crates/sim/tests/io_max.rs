@@ -72,7 +72,7 @@ fn bad_io_max_lines_name_file_line_cgroup_and_key() {
     };
     assert_eq!(
         e("\"8:0 rbps=abc\""),
-        "t.toml:5: cgroup `a`: io.max: `rbps=abc`: expected an integer or `max`"
+        "t.toml:7: cgroup `a`: io.max: `rbps=abc`: expected an integer or `max`"
     );
     assert!(e("\"8:16 riops=100\"").contains("`8:16`: no such device; devices are 8:0 (sda)"));
     assert!(e("\"8:0 bps=1\"").contains("`bps=1`: unknown key"));

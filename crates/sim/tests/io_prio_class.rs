@@ -70,5 +70,5 @@ fn bfq_serves_the_classes_in_order_too() {
 fn an_unknown_policy_names_file_line_cgroup_and_value() {
     let topo = "[[device]]\nname = \"sda\"\nmodel = \"ram\"\n[[cgroup]]\npath = \"a\"\n\"io.prio.class\" = \"rt\"\n";
     let e = Topology::from_str(topo, "t.toml").unwrap_err();
-    assert!(e.starts_with("t.toml:4: cgroup `a`: io.prio.class: `rt`"), "{e}");
+    assert!(e.starts_with("t.toml:6: cgroup `a`: io.prio.class: `rt`"), "{e}");
 }

@@ -68,13 +68,13 @@ fn bad_mclock_lines_name_the_file_line_and_key() {
     for (line, want) in [
         (
             "8:0 reservation_iops=abc",
-            "t.toml:4: cgroup `a`: mclock: `reservation_iops=abc`: expected an integer",
+            "t.toml:6: cgroup `a`: mclock: `reservation_iops=abc`: expected an integer",
         ),
-        ("8:0 speed=3", "t.toml:4: cgroup `a`: mclock: `speed=3`: unknown key"),
-        ("8:0 weight=0", "t.toml:4: cgroup `a`: mclock: weight 0 is outside 1..=10000"),
+        ("8:0 speed=3", "t.toml:6: cgroup `a`: mclock: `speed=3`: unknown key"),
+        ("8:0 weight=0", "t.toml:6: cgroup `a`: mclock: weight 0 is outside 1..=10000"),
         (
             "8:0 reservation_iops=10 limit_iops=5",
-            "t.toml:4: cgroup `a`: mclock: reservation_iops 10 is above limit_iops 5",
+            "t.toml:6: cgroup `a`: mclock: reservation_iops 10 is above limit_iops 5",
         ),
     ] {
         let e = Topology::from_str(
