@@ -159,6 +159,39 @@ fn scenarios_that_do_not_parse_are_errors_even_in_the_list() {
 }
 
 #[test]
+fn what_a_scenario_names_is_checked_at_its_line_before_anything_runs() {
+    let d = dir("scenario-names");
+    // The first table would run 30 simulated seconds; the typo is in the second.
+    std::fs::write(d.join("j.fio"), "[j]\nrw=randread\nruntime=30\ntime_based\n").unwrap();
+    let scenario = |second: &str| {
+        format!(
+            "name = \"x\"\nseed_mail = \"000\"\ntitle = \"t\"\n\n[[table]]\ntitle = \"first\"\njobfile = \"j.fio\"\ncolumns = [\"g0.agg_bw\"]\n[[table.variant]]\nlabel = \"a\"\nscheduler = \"none\"\n\n[[table]]\ntitle = \"second\"\njobfile = \"j.fio\"\ncolumns = [\"g0.agg_bw\"]\n[[table.variant]]\nlabel = \"b\"\n{second}\n"
+        )
+    };
+    for (second, line, want) in [
+        ("scheduler = \"cfqq\"", 19, "table `second`, b: unknown scheduler `cfqq`"),
+        (
+            "scheduler = \"cfq\"\niosched = { slice_idel = 0 }",
+            20,
+            "iosched slice_idel: scheduler `cfq` has no tunable `slice_idel`",
+        ),
+        (
+            "scheduler = \"cfq\"\ntopology = \"gone.toml\"",
+            20,
+            "second`, b: topology `gone.toml`: no such file",
+        ),
+    ] {
+        std::fs::write(d.join("x.toml"), scenario(second)).unwrap();
+        let e = fails(&d, &["reproduce", "x", "--scenarios", "."]);
+        assert!(e.contains(&format!("x.toml:{line}: ")) && e.contains(want), "{second}: {e}");
+    }
+    std::fs::write(d.join("x.toml"), scenario("scheduler = \"none\"").replace("j.fio", "k.fio"))
+        .unwrap();
+    let e = fails(&d, &["reproduce", "--list", "--scenarios", "."]);
+    assert!(e.contains("x.toml:7: table `first`: jobfile `k.fio`: no such file"), "{e}");
+}
+
+#[test]
 fn argument_errors_exit_1_in_one_line() {
     let d = dir("args");
     let e = fails(&d, &["run", "x.fio", "--seed", "99999999999999999999999"]);

@@ -13,6 +13,7 @@ pub mod metric;
 pub mod render;
 pub mod runner;
 pub mod scenario;
+mod scenario_lines;
 
 pub use runner::{run_experiment, ExperimentResult, RowResult, TableResult, VariantResult};
 pub use scenario::{find_experiment, list_experiments, scenarios_dir, Experiment};

@@ -7,7 +7,7 @@ use elevator_sim::{simulate, SimOptions, Topology};
 use serde::Serialize;
 
 use crate::metric::{latency_cdf, Metric, Scope};
-use crate::scenario::{Experiment, Table, Variant};
+use crate::scenario::{tunable_text, Experiment, Table, Variant};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct ExperimentResult {
@@ -65,14 +65,6 @@ impl ExperimentResult {
 /// How many simulations an experiment runs (for progress bars).
 pub fn run_count(e: &Experiment) -> usize {
     e.tables.iter().map(|t| Experiment::row_values(t).len() * t.variants.len()).sum()
-}
-
-fn tunable_text(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => s.clone(),
-        toml::Value::Boolean(b) => u8::from(*b).to_string(),
-        other => other.to_string(),
-    }
 }
 
 fn topology_for(e: &Experiment, t: &Table, v: Option<&Variant>) -> Result<Topology, String> {

@@ -154,7 +154,60 @@ impl Experiment {
                 }
             }
         }
+        e.check_names(&text, &shown)?;
         Ok(e)
+    }
+
+    /// Checks what the tables name before anything runs, so that a typo in the last table
+    /// fails at once, at its line, rather than after the tables before it have run: each
+    /// variant's scheduler and its tunables (as `--scheduler` and `--iosched` would be
+    /// checked), and that the job files and topology files exist.
+    fn check_names(&self, text: &str, shown: &str) -> Result<(), String> {
+        let at = |table: usize, variant: Option<usize>, key: &str| {
+            match crate::scenario_lines::key_line(text, table, variant, key) {
+                Some(line) => format!("{shown}:{line}"),
+                None => shown.to_string(),
+            }
+        };
+        let exists = |rel: &str, table: usize, variant: Option<usize>, key: &str| {
+            if self.dir.join(rel).is_file() {
+                return Ok(());
+            }
+            let t = &self.tables[table];
+            let place = match variant {
+                Some(v) => format!("table `{}`, {}", t.title, t.variants[v].label),
+                None => format!("table `{}`", t.title),
+            };
+            Err(format!("{}: {place}: {key} `{rel}`: no such file", at(table, variant, key)))
+        };
+        if let Some(rel) = &self.topology {
+            if !self.dir.join(rel).is_file() {
+                return Err(format!("{shown}: topology `{rel}`: no such file"));
+            }
+        }
+        for (ti, t) in self.tables.iter().enumerate() {
+            exists(&t.jobfile, ti, None, "jobfile")?;
+            if let Some(rel) = &t.topology {
+                exists(rel, ti, None, "topology")?;
+            }
+            for (vi, v) in t.variants.iter().enumerate() {
+                let title = &t.title;
+                let label = &v.label;
+                if let Some(rel) = &v.topology {
+                    exists(rel, ti, Some(vi), "topology")?;
+                }
+                let mut s = elevator_sched::by_name(&v.scheduler).map_err(|err| {
+                    format!("{}: table `{title}`, {label}: {err}", at(ti, Some(vi), "scheduler"))
+                })?;
+                for (key, value) in &v.iosched {
+                    s.set_tunable(key, &tunable_text(value)).map_err(|err| {
+                        let at = at(ti, Some(vi), "iosched");
+                        format!("{at}: table `{title}`, {label}: iosched {key}: {err}")
+                    })?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The values down a table's rows (one empty value if nothing varies).
@@ -175,6 +228,15 @@ pub const MAX_VALUES: usize = 256;
 pub const MAX_VARIANTS: usize = 64;
 /// Simulation runs one scenario asks for (values × variants, over its tables).
 pub const MAX_RUNS: usize = 4096;
+
+/// A tunable's value as sysfs would be written: booleans as 0 and 1.
+pub(crate) fn tunable_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Boolean(b) => u8::from(*b).to_string(),
+        other => other.to_string(),
+    }
+}
 
 fn read_scenario(path: &Path) -> Result<String, String> {
     elevator_sim::read_bounded(path, MAX_SCENARIO_BYTES)
