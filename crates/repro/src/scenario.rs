@@ -163,7 +163,7 @@ impl Experiment {
     /// variant's scheduler and its tunables (as `--scheduler` and `--iosched` would be
     /// checked), and that the job files and topology files exist.
     fn check_names(&self, text: &str, shown: &str) -> Result<(), String> {
-        let at = |table: usize, variant: Option<usize>, key: &str| {
+        let at = |table: Option<usize>, variant: Option<usize>, key: &str| {
             match crate::scenario_lines::key_line(text, table, variant, key) {
                 Some(line) => format!("{shown}:{line}"),
                 None => shown.to_string(),
@@ -178,11 +178,12 @@ impl Experiment {
                 Some(v) => format!("table `{}`, {}", t.title, t.variants[v].label),
                 None => format!("table `{}`", t.title),
             };
-            Err(format!("{}: {place}: {key} `{rel}`: no such file", at(table, variant, key)))
+            Err(format!("{}: {place}: {key} `{rel}`: no such file", at(Some(table), variant, key)))
         };
         if let Some(rel) = &self.topology {
             if !self.dir.join(rel).is_file() {
-                return Err(format!("{shown}: topology `{rel}`: no such file"));
+                let at = at(None, None, "topology");
+                return Err(format!("{at}: topology `{rel}`: no such file"));
             }
         }
         for (ti, t) in self.tables.iter().enumerate() {
@@ -197,11 +198,14 @@ impl Experiment {
                     exists(rel, ti, Some(vi), "topology")?;
                 }
                 let mut s = elevator_sched::by_name(&v.scheduler).map_err(|err| {
-                    format!("{}: table `{title}`, {label}: {err}", at(ti, Some(vi), "scheduler"))
+                    format!(
+                        "{}: table `{title}`, {label}: {err}",
+                        at(Some(ti), Some(vi), "scheduler")
+                    )
                 })?;
                 for (key, value) in &v.iosched {
                     s.set_tunable(key, &tunable_text(value)).map_err(|err| {
-                        let at = at(ti, Some(vi), "iosched");
+                        let at = at(Some(ti), Some(vi), "iosched");
                         format!("{at}: table `{title}`, {label}: iosched {key}: {err}")
                     })?;
                 }

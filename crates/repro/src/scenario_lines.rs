@@ -3,12 +3,13 @@
 //! that is not there) name its line as a parse error would.
 
 /// The 1-based line of `key` in table number `table` (its own keys when `variant` is `None`,
-/// else those of its variant number `variant`), as `key = ...` or as a `[table.KEY]` /
-/// `[table.variant.KEY]` sub-table header; `None` if it is not written there (a default) or
-/// the file writes its tables in a form this does not follow (inline arrays of tables).
+/// else those of its variant number `variant`; with `table` `None`, the file's own keys before
+/// its first table), as `key = ...` or as a `[table.KEY]` / `[table.variant.KEY]` sub-table
+/// header; `None` if it is not written there (a default) or the file writes its tables in a
+/// form this does not follow (inline arrays of tables).
 pub(crate) fn key_line(
     text: &str,
-    table: usize,
+    table: Option<usize>,
     variant: Option<usize>,
     key: &str,
 ) -> Option<usize> {
@@ -33,7 +34,7 @@ pub(crate) fn key_line(
                     in_sub_table = false;
                 }
                 header => {
-                    if t == Some(table) && v == variant && header == own_sub {
+                    if t.is_some() && t == table && v == variant && header == own_sub {
                         return Some(i + 1);
                     }
                     in_sub_table = true;
@@ -41,7 +42,7 @@ pub(crate) fn key_line(
             }
             continue;
         }
-        if t != Some(table) || v != variant || in_sub_table {
+        if t != table || v != variant || in_sub_table {
             continue;
         }
         let assigns = l.strip_prefix(key).is_some_and(|rest| {
@@ -63,19 +64,21 @@ mod tests {
 
     #[test]
     fn keys_are_found_in_their_table_and_variant() {
-        assert_eq!(key_line(TEXT, 0, None, "jobfile"), Some(6));
-        assert_eq!(key_line(TEXT, 0, Some(0), "scheduler"), Some(10));
-        assert_eq!(key_line(TEXT, 0, Some(1), "scheduler"), Some(14));
-        assert_eq!(key_line(TEXT, 0, Some(1), "iosched"), Some(15));
-        assert_eq!(key_line(TEXT, 1, Some(0), "scheduler"), Some(23));
+        assert_eq!(key_line(TEXT, None, None, "jobfile"), Some(2));
+        assert_eq!(key_line(TEXT, Some(0), None, "jobfile"), Some(6));
+        assert_eq!(key_line(TEXT, Some(0), Some(0), "scheduler"), Some(10));
+        assert_eq!(key_line(TEXT, Some(0), Some(1), "scheduler"), Some(14));
+        assert_eq!(key_line(TEXT, Some(0), Some(1), "iosched"), Some(15));
+        assert_eq!(key_line(TEXT, Some(1), Some(0), "scheduler"), Some(23));
     }
 
     #[test]
     fn keys_not_written_there_are_not_found() {
         // In a sub-table of the table, in another variant, a prefix of another key.
-        assert_eq!(key_line(TEXT, 1, None, "jobfile"), None);
-        assert_eq!(key_line(TEXT, 0, Some(0), "iosched"), None);
-        assert_eq!(key_line(TEXT, 0, Some(0), "schedule"), None);
-        assert_eq!(key_line(TEXT, 2, None, "title"), None);
+        assert_eq!(key_line(TEXT, Some(1), None, "jobfile"), None);
+        assert_eq!(key_line(TEXT, Some(0), Some(0), "iosched"), None);
+        assert_eq!(key_line(TEXT, Some(0), Some(0), "schedule"), None);
+        assert_eq!(key_line(TEXT, Some(2), None, "title"), None);
+        assert_eq!(key_line(TEXT, None, None, "scheduler"), None);
     }
 }
