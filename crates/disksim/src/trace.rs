@@ -196,7 +196,18 @@ fn any_line(line: &str, ln: usize, file: &str) -> Result<Option<TraceRecord>, Di
     let is_write = match op {
         "R" | "r" => false,
         "W" | "w" => true,
-        o => return Err(err(format!("field `R|W`: expected R or W, got `{o}`"))),
+        o => {
+            // DiskSim's other text trace, its ASCII input format (`valid/ascii.trace`): arrival
+            // time, device, block, size, flags.
+            let ascii = o.parse::<f64>().is_ok() && line.split_ascii_whitespace().count() == 5;
+            let hint = if ascii {
+                "; this line is a DiskSim ASCII input trace record (time device block size \
+                 flags), not a validation trace's (R|W Hit|Miss block size access think)"
+            } else {
+                ""
+            };
+            return Err(err(format!("field `R|W`: expected R or W, got `{o}`{hint}")));
+        }
     };
     let _buf = field("buffer")?;
     let sb = field("start_block")?;
@@ -418,6 +429,15 @@ mod tests {
         let e = load_trace(&path).unwrap_err().to_string();
         let _ = std::fs::remove_file(&path);
         assert!(e.contains("MAX_TRACE_BYTES") && e.contains("huge-"), "{e}");
+    }
+
+    #[test]
+    fn an_ascii_input_trace_is_named_for_what_it_is() {
+        // The first line of DiskSim 4.0's valid/ascii.trace.
+        let e = parse_trace("13.191135\t30\t0\t5\t1\n", "a.trace").unwrap_err().to_string();
+        assert!(e.contains("a.trace:1") && e.contains("ASCII input trace"), "{e}");
+        let e = parse_trace("X Hit 0 8 1.0 1.0\n", "b.trace").unwrap_err().to_string();
+        assert!(e.contains("got `X`") && !e.contains("ASCII"), "{e}");
     }
 
     /// `text` as a file in a scratch directory.
