@@ -83,6 +83,8 @@
 //! slipped sectors inside it is read in order. Whole-revolution waits for write data assume
 //! the bus is slower than the media, as in every validated drive.
 
+use std::cell::Cell;
+
 use elevator_core::{Nanos, Op};
 use serde::{Deserialize, Serialize};
 
@@ -495,6 +497,20 @@ pub(super) struct DsState {
     runs: Vec<Run>,
     /// A read's blocks by when they are in the buffer (scratch).
     avail: Vec<Run>,
+    /// The last track whose bounds the read-ahead limit looked up (see [`TrackBounds`]).
+    track_memo: Cell<Option<TrackBounds>>,
+}
+
+/// The blocks of one track, `[first, end)`, all on (`cylinder`, `head`): a stream reads on
+/// along a track, so the read-ahead limit asks for the same track's bounds read after read,
+/// and finding them walks the geometry (a thousand instructions on a drive with slips).
+/// The geometry never changes, so the answer stays true.
+#[derive(Clone, Copy, Debug)]
+struct TrackBounds {
+    cylinder: u64,
+    head: u64,
+    first: u64,
+    end: u64,
 }
 
 impl DsState {
@@ -526,6 +542,7 @@ impl DsState {
             stamp: 0,
             runs: Vec::new(),
             avail: Vec::new(),
+            track_memo: Cell::new(None),
         }
     }
 }
@@ -720,6 +737,24 @@ impl Hdd {
         }
     }
 
+    /// The first block and one past the last of the track holding `lbn`, which maps to `c`:
+    /// [`Hdd::track_end`] and [`Geometry::track_first_block_at`], remembered for the last track
+    /// asked about.
+    ///
+    /// [`Geometry::track_first_block_at`]: super::geometry::Geometry::track_first_block_at
+    fn track_bounds(&self, lbn: u64, c: &Chs) -> (u64, u64) {
+        let memo = &self.ds().track_memo;
+        if let Some(t) = memo.get() {
+            if t.cylinder == c.cylinder && t.head == c.head && t.first <= lbn && lbn < t.end {
+                return (t.first, t.end);
+            }
+        }
+        let end = self.track_end(lbn, c, false);
+        let first = self.geom.track_first_block_at(lbn, c);
+        memo.set(Some(TrackBounds { cylinder: c.cylinder, head: c.head, first, end }));
+        (first, end)
+    }
+
     /// The first block of the track holding `lbn` (DiskSim `dm_get_track_boundaries`). The
     /// physical sector of `lbn` is no measure of it: slipped and spare sectors are not blocks.
     fn track_start(&self, lbn: u64) -> u64 {
@@ -757,8 +792,7 @@ impl Hdd {
             }
             ReadAhead::NextTrack => {
                 let c = self.geom.map(end);
-                let track_end = self.track_end(end, &c, false);
-                let track_start = self.geom.track_first_block_at(end, &c);
+                let (track_start, track_end) = self.track_bounds(end, &c);
                 if seg_start < track_start {
                     let spt = self.geom.zones[self.geom.map(lbn).zone].sectors_per_track;
                     track_end + spt
@@ -1407,6 +1441,45 @@ mod tests {
             ..HddParams::default()
         };
         Hdd::new(p, &mut RandomStream::new(1, 0)).unwrap()
+    }
+
+    #[test]
+    fn remembered_track_bounds_are_the_walked_ones() {
+        // Spare sectors per cylinder with slips and a remapped defect: tracks of 17 to 20
+        // blocks, one block living on another track.
+        let mut d = drive(DiskSimController::default());
+        let mut zone = ZoneSpec::plain(0, 9, 20);
+        zone.spares = 3;
+        zone.slips = vec![5, 47, 48, 130];
+        zone.defects = vec![(200, 330)];
+        d.geom = crate::hdd::geometry::Geometry::with_layout(
+            &[zone],
+            2,
+            crate::hdd::geometry::Sparing::SectorsPerCylinder,
+            Default::default(),
+        )
+        .unwrap();
+        let total = d.geom.total_sectors;
+        // Along the disk, back again, and jumping: the memo answers within its track only.
+        let order = (0..total).chain((0..total).rev()).chain((0..total).map(|i| i * 37 % total));
+        let walked = |d: &Hdd, lbn: u64| {
+            let c = d.geom.map(lbn);
+            (d.geom.track_first_block_at(lbn, &c), d.track_end(lbn, &c, false))
+        };
+        for lbn in order {
+            assert_eq!(d.track_bounds(lbn, &d.geom.map(lbn)), walked(&d, lbn), "block {lbn}");
+        }
+        // Every block after every other block of its track: the remapped block sits on a
+        // track of other blocks without being in their run.
+        for a in 0..total {
+            for b in 0..total {
+                let (ca, cb) = (d.geom.map(a), d.geom.map(b));
+                if (ca.cylinder, ca.head) == (cb.cylinder, cb.head) {
+                    d.track_bounds(a, &ca);
+                    assert_eq!(d.track_bounds(b, &cb), walked(&d, b), "block {b} after {a}");
+                }
+            }
+        }
     }
 
     /// Reads `n` blocks from `lbn` at `now`; returns the access time in ms.
