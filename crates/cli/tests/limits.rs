@@ -185,6 +185,14 @@ fn what_a_scenario_names_is_checked_at_its_line_before_anything_runs() {
         let e = fails(&d, &["reproduce", "x", "--scenarios", "."]);
         assert!(e.contains(&format!("x.toml:{line}: ")) && e.contains(want), "{second}: {e}");
     }
+    // A job file that needs a `${VAR}` the second table does not give, row by row.
+    std::fs::write(d.join("v.fio"), "[j]\nrw=randread\nbs=${BS}\nruntime=1\n").unwrap();
+    let text = scenario("scheduler = \"none\"")
+        .replacen("jobfile = \"j.fio\"", "jobfile = \"v.fio\"\nvars = { BS = \"4k\" }", 1)
+        .replacen("jobfile = \"j.fio\"", "jobfile = \"v.fio\"\nvary = \"N\"\nvalues = [\"1\"]", 1);
+    std::fs::write(d.join("x.toml"), text).unwrap();
+    let e = fails(&d, &["reproduce", "x", "--scenarios", "."]);
+    assert!(e.contains("x.toml:16: table `second`, N = 1: ") && e.contains("BS"), "{e}");
     std::fs::write(d.join("x.toml"), scenario("scheduler = \"none\"").replace("j.fio", "k.fio"))
         .unwrap();
     let e = fails(&d, &["reproduce", "--list", "--scenarios", "."]);

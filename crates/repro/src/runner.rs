@@ -107,14 +107,7 @@ pub fn run_experiment(
                 v.iosched.iter().map(|(k, x)| (k.clone(), tunable_text(x))).collect();
             let mut rows = Vec::new();
             for (i, value) in Experiment::row_values(t).iter().enumerate() {
-                let mut vars: BTreeMap<String, String> =
-                    t.vars.iter().map(|(k, x)| (k.clone(), tunable_text(x))).collect();
-                if let Some(row) = t.row_vars.get(i) {
-                    vars.extend(row.iter().map(|(k, x)| (k.clone(), tunable_text(x))));
-                }
-                if let Some(name) = &t.vary {
-                    vars.insert(name.clone(), value.clone());
-                }
+                let vars = Experiment::row_vars(t, i, value);
                 let env = |name: &str| vars.get(name).cloned();
                 let path = e.dir.join(&t.jobfile);
                 let jobs = elevator_fio::parse_file(Path::new(&path), &env)

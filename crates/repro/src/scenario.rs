@@ -21,6 +21,7 @@
 //! published = ["1 13806KB/s 13806KB/s 13483KB/s 28672usec 1 23KB/s 212msec", ...]
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -161,7 +162,8 @@ impl Experiment {
     /// Checks what the tables name before anything runs, so that a typo in the last table
     /// fails at once, at its line, rather than after the tables before it have run: each
     /// variant's scheduler and its tunables (as `--scheduler` and `--iosched` would be
-    /// checked), and that the job files and topology files exist.
+    /// checked), that the topology files exist, and that each job file parses with each
+    /// row's variables.
     fn check_names(&self, text: &str, shown: &str) -> Result<(), String> {
         let at = |table: Option<usize>, variant: Option<usize>, key: &str| {
             match crate::scenario_lines::key_line(text, table, variant, key) {
@@ -188,6 +190,19 @@ impl Experiment {
         }
         for (ti, t) in self.tables.iter().enumerate() {
             exists(&t.jobfile, ti, None, "jobfile")?;
+            // The job file as each row will read it: an undefined `${VAR}` or a bad option.
+            for (i, value) in Experiment::row_values(t).iter().enumerate() {
+                let vars = Experiment::row_vars(t, i, value);
+                let env = |name: &str| vars.get(name).cloned();
+                elevator_fio::parse_file(&self.dir.join(&t.jobfile), &env).map_err(|err| {
+                    let row = match &t.vary {
+                        Some(name) => format!(", {name} = {value}"),
+                        None => String::new(),
+                    };
+                    let at = at(Some(ti), None, "jobfile");
+                    format!("{at}: table `{}`{row}: {err}", t.title)
+                })?;
+            }
             if let Some(rel) = &t.topology {
                 exists(rel, ti, None, "topology")?;
             }
@@ -212,6 +227,20 @@ impl Experiment {
             }
         }
         Ok(())
+    }
+
+    /// The `${VAR}`s of row `i` of `table`, whose value is `value`: the table's `vars`, then
+    /// the row's `row_vars`, then the varied one.
+    pub fn row_vars(table: &Table, i: usize, value: &str) -> BTreeMap<String, String> {
+        let mut vars: BTreeMap<String, String> =
+            table.vars.iter().map(|(k, x)| (k.clone(), tunable_text(x))).collect();
+        if let Some(row) = table.row_vars.get(i) {
+            vars.extend(row.iter().map(|(k, x)| (k.clone(), tunable_text(x))));
+        }
+        if let Some(name) = &table.vary {
+            vars.insert(name.clone(), value.to_string());
+        }
+        vars
     }
 
     /// The values down a table's rows (one empty value if nothing varies).
