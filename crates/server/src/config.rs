@@ -311,9 +311,23 @@ impl ServerConfig {
         Ok((qos, model))
     }
 
+    /// Parses and validates a config. A parse error is one line, `line N: message`, without
+    /// the excerpt of the file the toml crate's own message shows (an operator's mistyped
+    /// `--config` may name any file, and its text is not the server's to echo).
     pub fn from_toml_str(text: &str) -> Result<ServerConfig, crate::ServerError> {
-        let c: ServerConfig =
-            toml::from_str(text).map_err(|e| crate::ServerError::Config(e.to_string()))?;
+        let c: ServerConfig = toml::from_str(text).map_err(|e| {
+            let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+            crate::ServerError::Config(match e.span() {
+                Some(at) => {
+                    let line = text.as_bytes()[..at.start.min(text.len())]
+                        .iter()
+                        .filter(|&&b| b == b'\n')
+                        .count();
+                    format!("line {}: {message}", line + 1)
+                }
+                None => message,
+            })
+        })?;
         c.validate()?;
         Ok(c)
     }
@@ -621,6 +635,10 @@ mod tests {
         assert!(e("scheduler = \"cfqq\"\n[[export]]\nname=\"a\"\npath=\"/x\"")
             .contains("unknown scheduler"));
         assert!(e("bogus = 1").contains("bogus"));
+        // One line naming the line, and not the file's text.
+        let typo = e("[[export]]\nname = \"a\"\npath = \"/x\"\nschedulerr = \"cfq\"\n");
+        assert!(typo.contains("line 4: unknown field `schedulerr`"), "{typo}");
+        assert!(!typo.contains('\n') && !typo.contains("\"cfq\""), "{typo}");
         let ex = "[[export]]\nname=\"a\"\npath=\"/x\"\n";
         assert!(e(&format!("{ex}reservation_iops = 10"))
             .contains("export `a`: reservation_iops and limit_iops need controller = \"mclock\""));
