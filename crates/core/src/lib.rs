@@ -11,6 +11,7 @@
 pub mod hash;
 pub mod request;
 pub mod rng;
+pub mod text;
 pub mod units;
 
 pub use request::{BioFlags, Cgroup, IoPrio, IoPrioClass, Op, Owner, Request, RequestId};

@@ -1,5 +1,6 @@
 //! The TOML configuration.
 
+use elevator_core::text::{line_of, one_line};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -316,15 +317,9 @@ impl ServerConfig {
     /// `--config` may name any file, and its text is not the server's to echo).
     pub fn from_toml_str(text: &str) -> Result<ServerConfig, crate::ServerError> {
         let c: ServerConfig = toml::from_str(text).map_err(|e| {
-            let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+            let message = one_line(e.message());
             crate::ServerError::Config(match e.span() {
-                Some(at) => {
-                    let line = text.as_bytes()[..at.start.min(text.len())]
-                        .iter()
-                        .filter(|&&b| b == b'\n')
-                        .count();
-                    format!("line {}: {message}", line + 1)
-                }
+                Some(at) => format!("line {}: {message}", line_of(text, at.start)),
                 None => message,
             })
         })?;

@@ -41,6 +41,7 @@ use elevator_control::iocost::{
 use elevator_control::iolatency::parse_io_latency_keys;
 use elevator_control::prio_class::IoPrioClassPolicy;
 use elevator_control::throttle::IoMax;
+use elevator_core::text::{line_of, one_line};
 use elevator_core::{Nanos, RandomStream};
 use elevator_device::array::{Array, ControllerCache, FrontEnd, Layout};
 use elevator_device::hdd::{Hdd, HddParams};
@@ -1392,10 +1393,6 @@ fn size_value(v: &SizeValue) -> Result<u64, String> {
     }
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
-}
-
 /// A TOML error as `FILE:LINE: message`, without the excerpt of the file the toml crate
 /// shows (the file may be anything: `--topology /etc/shadow`).
 pub fn toml_error(name: &str, text: &str, e: &toml::de::Error) -> String {
@@ -1414,10 +1411,6 @@ pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<String> {
         return Err(std::io::Error::other(format!("larger than {max} bytes")));
     }
     Ok(text)
-}
-
-fn one_line(message: &str) -> String {
-    message.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
 /// The `io.max` and `io.latency` lines of the `[[cgroup]]` tables. A line names its device by

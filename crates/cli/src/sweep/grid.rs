@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use elevator_core::text::line_of;
 use elevator_sched::TunableError;
 use elevator_sim::Topology;
 use serde::{Deserialize, Serialize};
@@ -131,11 +132,6 @@ fn key_at(text: &str, line: usize) -> Option<String> {
         Some(t) => format!("{t}.{key}"),
         None => key,
     })
-}
-
-/// 1-based line of byte `offset` in `text`.
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
 
 struct Ctx<'a> {
