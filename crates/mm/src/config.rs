@@ -51,18 +51,16 @@ impl Kernel {
         let release = release.split(['-', '+', '_']).next().unwrap_or("");
         let parts: Vec<&str> = release.split('.').collect();
         let num = |s: &str| s.parse::<u32>().ok();
+        let version = |a: &str, b: &str, c: &str| {
+            Some(Kernel { major: num(a)?, minor: num(b)?, patch: num(c)? })
+        };
         let k = match parts.as_slice() {
-            [a, b] => num(a).zip(num(b)).map(|(major, minor)| Kernel { major, minor, patch: 0 }),
+            [a, b] => version(a, b, "0"),
+            [a, b, c] => version(a, b, c),
             // A 2.6 stable release's fourth number is its update.
-            [a, b, c] | [a, b, c, _] if parts.len() == 3 || (*a, *b) == ("2", "6") => {
-                match (num(a), num(b), num(c)) {
-                    (Some(major), Some(minor), Some(patch)) => Some(Kernel { major, minor, patch }),
-                    _ => None,
-                }
-            }
+            [a, b, c, d] if (*a, *b) == ("2", "6") && num(d).is_some() => version(a, b, c),
             _ => None,
         }
-        .filter(|_| parts.len() < 4 || parts[3].parse::<u32>().is_ok())
         .ok_or_else(|| {
             format!("kernel `{text}` is not a version like 2.6.32, 3.2 or 3.2.0-4-amd64")
         })?;
