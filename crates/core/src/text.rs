@@ -1,6 +1,8 @@
 //! Where an error about an input file points: the line of a byte offset, and a parser's
 //! message folded onto one line, so that every error elevator prints about a file is one
-//! line naming the file and line (topologies, scenarios, sweep grids, the server's config).
+//! line naming the file and line (topologies, scenarios, sweep grids, the server's config),
+//! and what a TOML line opens or assigns, for errors found after parsing that must still
+//! name the line of their table or key.
 
 /// The 1-based line of byte `offset` in `text` (an offset past the end: the last line).
 pub fn line_of(text: &str, offset: usize) -> usize {
@@ -12,9 +14,125 @@ pub fn one_line(message: &str) -> String {
     message.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
+/// The name of the table a TOML header line opens (`[[device]]` → `device`,
+/// `[table.variant.iosched]` → `table.variant.iosched`), if it is one; a comment after it is
+/// allowed.
+pub fn toml_header(line: &str) -> Option<&str> {
+    let l = line.trim();
+    let inner = l.strip_prefix("[[").and_then(|r| r.split("]]").next());
+    let inner = inner.or_else(|| l.strip_prefix('[').and_then(|r| r.split(']').next()))?;
+    let name = inner.trim();
+    (!name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.\"".contains(&b)))
+        .then_some(name)
+}
+
+/// A key a TOML line assigns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TomlKey {
+    /// As written, without quotes; a dotted key whole (`params.rpm`).
+    pub name: String,
+    /// Written in quotes (`"io.cost.qos"`: one name, not a dotted one).
+    pub quoted: bool,
+    /// Inside an inline table (`params = { rpm = 1 }`: `rpm`), not the line's own key.
+    pub inline: bool,
+}
+
+/// The keys a TOML line assigns, in order: its own (`key = ...`, `"io.cost.qos" = ...`,
+/// `params.rpm = ...`) and those of its inline tables (`params = { write_cache = false }`).
+/// Strings are skipped and a `#` outside one ends the line; a line that is not an
+/// assignment (a header, a continued array) gives none of its own.
+pub fn toml_keys(line: &str) -> Vec<TomlKey> {
+    let b = line.as_bytes();
+    let mut keys = Vec::new();
+    let mut i = 0;
+    // Whether a key may start here: at the line's start, after `{` or `,`.
+    let mut key_may_start = true;
+    let mut depth = 0usize;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c == b'#' {
+            break;
+        }
+        if key_may_start {
+            let start = i;
+            let quoted = c == b'"';
+            let name = if quoted {
+                let end = line[i + 1..].find('"').map(|e| i + 1 + e);
+                let Some(end) = end else { break };
+                i = end + 1;
+                &line[start + 1..end]
+            } else {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b"_-.".contains(&b[i])) {
+                    i += 1;
+                }
+                &line[start..i]
+            };
+            let after = line[i..].trim_start();
+            if !name.is_empty() && after.starts_with('=') && !after.starts_with("==") {
+                keys.push(TomlKey { name: name.to_string(), quoted, inline: depth > 0 });
+            }
+            key_may_start = false;
+            if i == start {
+                i += 1;
+            }
+            continue;
+        }
+        match c {
+            b'"' | b'\'' => match line[i + 1..].find(c as char) {
+                Some(e) => i += e + 2,
+                None => break,
+            },
+            b'{' => {
+                depth += 1;
+                key_may_start = true;
+                i += 1;
+            }
+            b',' => {
+                key_may_start = depth > 0;
+                i += 1;
+            }
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    keys
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn toml_lines_as_toml_writes_them() {
+        let names = |l: &str| toml_keys(l).into_iter().map(|k| k.name).collect::<Vec<_>>();
+        assert_eq!(names("a = 1"), ["a"]);
+        assert_eq!(
+            toml_keys("  \"io.cost.qos\" = \"8:0 x=1\""),
+            [TomlKey { name: "io.cost.qos".into(), quoted: true, inline: false }]
+        );
+        assert_eq!(names("params.rpm = 1"), ["params.rpm"]);
+        let inline = toml_keys("p = { a = \"x = 1, b = 2\", c = [1, 2] }");
+        assert_eq!(
+            inline.iter().map(|k| (k.name.as_str(), k.inline)).collect::<Vec<_>>(),
+            [("p", false), ("a", true), ("c", true)]
+        );
+        // Array items are not keys: `[1, b = 2]` is no TOML, and `x = [a, b]` names no `b`.
+        assert_eq!(names("x = [\"a\", \"b = 2\"], y = 1"), ["x"]);
+        assert_eq!(names("# a = 1"), Vec::<String>::new());
+        assert_eq!(names("a == 1"), Vec::<String>::new());
+        assert_eq!(names("\"unterminated = 1"), Vec::<String>::new());
+        assert_eq!(toml_header("[[device]]"), Some("device"));
+        assert_eq!(toml_header(" [device.params] # x"), Some("device.params"));
+        assert_eq!(toml_header("[1, 2]"), None);
+        assert_eq!(toml_header("a = 1"), None);
+    }
 
     #[test]
     fn lines_and_messages() {

@@ -9,6 +9,8 @@
 //! unknown field `tR_us`), and moves the error there. A message that names no key written in
 //! the table keeps the header's line.
 
+use elevator_core::text::{toml_header as header, toml_keys};
+
 /// `error` (`NAME:LINE: message`, LINE a table's header in `text`) at the line of the first key
 /// of that table the message names; otherwise `error` unchanged.
 pub(crate) fn at_named_key(text: &str, name: &str, error: String) -> String {
@@ -46,75 +48,15 @@ pub(crate) fn at_named_key(text: &str, name: &str, error: String) -> String {
     }
 }
 
-/// The name of the table a header line opens (`[[device]]` → `device`), if it is one.
-fn header(line: &str) -> Option<&str> {
-    let l = line.trim();
-    let inner = l.strip_prefix("[[").and_then(|r| r.split("]]").next());
-    let inner = inner.or_else(|| l.strip_prefix('[').and_then(|r| r.split(']').next()))?;
-    let name = inner.trim();
-    (!name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.\"".contains(&b)))
-        .then_some(name)
-}
-
-/// The keys a line assigns: `key = ...`, `"io.cost.qos" = ...`, and those of an inline table
-/// (`params = { write_cache = false }`); for a dotted key its last part too. Strings are
-/// skipped and a `#` outside one ends the line.
+/// The keys a line assigns, its inline tables' too, as an error may name them: a dotted key
+/// (`params.rpm = 1`) also by its last part; a quoted one (`"io.cost.qos"`) is one name.
 fn keys_on(line: &str) -> Vec<String> {
-    let b = line.as_bytes();
     let mut keys = Vec::new();
-    let mut i = 0;
-    // Whether a key may start here: at the line's start, after `{` or `,`.
-    let mut key_may_start = true;
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_whitespace() {
-            i += 1;
-            continue;
+    for k in toml_keys(line) {
+        if let Some((_, last)) = k.name.rsplit_once('.').filter(|_| !k.quoted) {
+            keys.push(last.to_string());
         }
-        if c == b'#' {
-            break;
-        }
-        if key_may_start {
-            let start = i;
-            let quoted = c == b'"';
-            let key = if quoted {
-                let end = line[i + 1..].find('"').map(|e| i + 1 + e);
-                let Some(end) = end else { break };
-                i = end + 1;
-                line[start + 1..end].to_string()
-            } else {
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b"_-.".contains(&b[i])) {
-                    i += 1;
-                }
-                line[start..i].to_string()
-            };
-            let after = line[i..].trim_start();
-            if !key.is_empty() && after.starts_with('=') && !after.starts_with("==") {
-                // A bare dotted key (`params.rpm = 1`) names its last part; a quoted one
-                // (`"io.cost.qos"`) is one name.
-                match key.rsplit_once('.') {
-                    Some((_, last)) if !quoted => keys.push(last.to_string()),
-                    _ => {}
-                }
-                keys.push(key);
-            }
-            key_may_start = false;
-            if i == start {
-                i += 1;
-            }
-            continue;
-        }
-        match c {
-            b'"' | b'\'' => match line[i + 1..].find(c as char) {
-                Some(e) => i += e + 2,
-                None => break,
-            },
-            b'{' | b',' => {
-                key_may_start = true;
-                i += 1;
-            }
-            _ => i += 1,
-        }
+        keys.push(k.name);
     }
     keys
 }
@@ -195,10 +137,5 @@ mod tests {
         assert_eq!(keys_on("params.rpm = 1"), ["rpm", "params.rpm"]);
         assert_eq!(keys_on("p = { a = \"x = 1, b = 2\", c = [1, 2] }"), ["p", "a", "c"]);
         assert_eq!(keys_on("# a = 1"), Vec::<String>::new());
-        assert_eq!(keys_on("a == 1"), Vec::<String>::new());
-        assert_eq!(keys_on("\"unterminated = 1"), Vec::<String>::new());
-        assert_eq!(header("[[device]]"), Some("device"));
-        assert_eq!(header(" [device.params] # x"), Some("device.params"));
-        assert_eq!(header("[1, 2]"), None);
     }
 }
