@@ -1,7 +1,6 @@
 //! Runs an experiment: every table × variant × row value is one simulation.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use elevator_sim::{simulate, SimOptions, Topology};
 use serde::Serialize;
@@ -107,18 +106,17 @@ pub fn run_experiment(
                 v.iosched.iter().map(|(k, x)| (k.clone(), tunable_text(x))).collect();
             let mut rows = Vec::new();
             for (i, value) in Experiment::row_values(t).iter().enumerate() {
-                let vars = Experiment::row_vars(t, i, value);
-                let env = |name: &str| vars.get(name).cloned();
-                let path = e.dir.join(&t.jobfile);
-                let jobs = elevator_fio::parse_file(Path::new(&path), &env)
-                    .map_err(|err| err.to_string())?;
+                // Parsed when the scenario loaded, with this row's `${VAR}`s.
+                let jobs = t.row_jobs.get(i).ok_or_else(|| {
+                    format!("{}: table `{}`: not loaded by Experiment::load", e.name, t.title)
+                })?;
                 let options = SimOptions {
                     seed: e.seed,
                     scheduler: Some(v.scheduler.clone()),
                     iosched: iosched.iter().map(|(k, x)| (k.clone(), x.clone())).collect(),
                     ..SimOptions::default()
                 };
-                let result = simulate(&jobs, topology, &options).map_err(|err| {
+                let result = simulate(jobs, topology, &options).map_err(|err| {
                     format!("{}: table `{}`, {}: {err}", e.name, t.title, v.label)
                 })?;
                 let values: Vec<_> = metrics.iter().map(|m| m.eval(&result)).collect();

@@ -24,6 +24,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use elevator_fio::JobFile;
 use serde::Deserialize;
 
 use crate::metric::Metric;
@@ -79,6 +80,10 @@ pub struct Table {
     /// Whose completion-latency CDF to keep per run (a scope: `job:monitor`, `g1`, `all`),
     /// for `--plot` and the JSON output.
     pub cdf: Option<String>,
+    /// The job file as each row reads it (with that row's `${VAR}`s), parsed once when the
+    /// scenario loads: the runs use what was checked.
+    #[serde(skip)]
+    pub row_jobs: Vec<JobFile>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -155,7 +160,10 @@ impl Experiment {
                 }
             }
         }
-        e.check_names(&text, &shown)?;
+        let row_jobs = e.check_names(&text, &shown)?;
+        for (t, jobs) in e.tables.iter_mut().zip(row_jobs) {
+            t.row_jobs = jobs;
+        }
         Ok(e)
     }
 
@@ -163,8 +171,8 @@ impl Experiment {
     /// fails at once, at its line, rather than after the tables before it have run: each
     /// variant's scheduler and its tunables (as `--scheduler` and `--iosched` would be
     /// checked), that the topology files exist, and that each job file parses with each
-    /// row's variables.
-    fn check_names(&self, text: &str, shown: &str) -> Result<(), String> {
+    /// row's variables; returns those parsed job files, per table and row.
+    fn check_names(&self, text: &str, shown: &str) -> Result<Vec<Vec<JobFile>>, String> {
         let at = |table: Option<usize>, variant: Option<usize>, key: &str| {
             match crate::scenario_lines::key_line(text, table, variant, key) {
                 Some(line) => format!("{shown}:{line}"),
@@ -188,21 +196,26 @@ impl Experiment {
                 return Err(format!("{at}: topology `{rel}`: no such file"));
             }
         }
+        let mut parsed = Vec::with_capacity(self.tables.len());
         for (ti, t) in self.tables.iter().enumerate() {
             exists(&t.jobfile, ti, None, "jobfile")?;
             // The job file as each row will read it: an undefined `${VAR}` or a bad option.
+            let mut rows = Vec::new();
             for (i, value) in Experiment::row_values(t).iter().enumerate() {
                 let vars = Experiment::row_vars(t, i, value);
                 let env = |name: &str| vars.get(name).cloned();
-                elevator_fio::parse_file(&self.dir.join(&t.jobfile), &env).map_err(|err| {
-                    let row = match &t.vary {
-                        Some(name) => format!(", {name} = {value}"),
-                        None => String::new(),
-                    };
-                    let at = at(Some(ti), None, "jobfile");
-                    format!("{at}: table `{}`{row}: {err}", t.title)
-                })?;
+                let jobs =
+                    elevator_fio::parse_file(&self.dir.join(&t.jobfile), &env).map_err(|err| {
+                        let row = match &t.vary {
+                            Some(name) => format!(", {name} = {value}"),
+                            None => String::new(),
+                        };
+                        let at = at(Some(ti), None, "jobfile");
+                        format!("{at}: table `{}`{row}: {err}", t.title)
+                    })?;
+                rows.push(jobs);
             }
+            parsed.push(rows);
             if let Some(rel) = &t.topology {
                 exists(rel, ti, None, "topology")?;
             }
@@ -226,7 +239,7 @@ impl Experiment {
                 }
             }
         }
-        Ok(())
+        Ok(parsed)
     }
 
     /// The `${VAR}`s of row `i` of `table`, whose value is `value`: the table's `vars`, then
