@@ -58,6 +58,14 @@ impl IoPrio {
 
     pub const DEFAULT: IoPrio = IoPrio { class: IoPrioClass::None, level: Self::NORM_LEVEL };
 
+    /// The priority of a task that set none, at nice `nice` (-20..=19): class none, level
+    /// `(nice + 20) / 5` (`task_nice_ioprio`; `IOPRIO_NORM` at nice 0, 0 at -20, 7 at 19),
+    /// which CFQ and BFQ give the task's queues.
+    pub fn of_nice(nice: i8) -> IoPrio {
+        let nice = i16::from(nice).clamp(-20, 19);
+        IoPrio { class: IoPrioClass::None, level: ((nice + 20) / 5) as u8 }
+    }
+
     /// The class a scheduler should act on: `None` behaves as best effort (CFQ's
     /// `cfq_init_prio_data`).
     pub fn effective_class(self) -> IoPrioClass {
@@ -298,6 +306,16 @@ impl Request {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nice_values_map_to_levels_as_task_nice_ioprio() {
+        let level = |n| IoPrio::of_nice(n).level;
+        assert_eq!(
+            [level(-20), level(-16), level(-15), level(0), level(1), level(15), level(19)],
+            [0, 0, 1, 4, 4, 7, 7]
+        );
+        assert_eq!(IoPrio::of_nice(0), IoPrio::DEFAULT);
+    }
 
     #[test]
     fn unaligned_requests_are_refused() {

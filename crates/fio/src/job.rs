@@ -445,6 +445,10 @@ pub struct JobSpec {
     pub cgroup_weight: Option<u32>,
     /// `prio=` level 0..=7.
     pub prio: Option<u8>,
+    /// `nice=` (-20..=19, default 0): fio calls `nice()` before the job starts. Without
+    /// `prio=`/`prioclass=` the kernel derives the process's I/O priority from it (class
+    /// none, level `(nice + 20) / 5`: `task_nice_ioprio`), which CFQ and BFQ weigh.
+    pub nice: i8,
     /// `prioclass=` 0 (none), 1 (RT), 2 (BE), 3 (IDLE); fio accepts 0..=3.
     pub prioclass: Option<u8>,
     /// `randrepeat=` (default true).
@@ -699,6 +703,7 @@ impl JobSpec {
             lfsr: false,
             cgroup_weight: None,
             prio: None,
+            nice: 0,
             prioclass: None,
             randrepeat: true,
             norandommap: false,

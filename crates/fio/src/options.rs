@@ -93,6 +93,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("ioscheduler", "ioscheduler"),
     ("cgroup_weight", "cgroup_weight"),
     ("prio", "prio"),
+    ("nice", "nice"),
     ("zonemode", "zonemode"),
     ("zonesize", "zonesize"),
     ("zonerange", "zonerange"),
@@ -300,7 +301,6 @@ const UNMODELLED: &[&str] = &[
     "mss",
     "namenode",
     "nfs_url",
-    "nice",
     "no_completion_thread",
     "nodelay",
     "nonvectored",
@@ -668,6 +668,14 @@ impl Builder {
             warnings.push((
                 "sync_file_range",
                 "a direct (O_DIRECT) job leaves no dirty pages for sync_file_range to write back; not simulated"
+                    .to_string(),
+            ));
+        }
+        let spins = self.spec.thinktime_spin_ns > 0 || self.spec.cpuload_percent > 0;
+        if self.spec.nice != 0 && spins {
+            warnings.push((
+                "nice",
+                "nice sets the job's I/O priority here (without prio=), not its share of the CPUs: spinning jobs share them equally"
                     .to_string(),
             ));
         }
@@ -1118,6 +1126,17 @@ impl Builder {
             }
             "cgroup_weight" => spec.cgroup_weight = Some(int_in(v, kb, 100, 1000)? as u32),
             "prio" => spec.prio = Some(int_in(v, kb, 0, 7)? as u8),
+            // fio's minval -20, maxval 19.
+            "nice" => {
+                let (negative, magnitude) = match v.trim().strip_prefix('-') {
+                    Some(m) => (true, m),
+                    None => (false, v),
+                };
+                let n = int_in(magnitude, kb, 0, if negative { 20 } else { 19 })
+                    .map_err(|_| format!("`{v}` is out of range (expected -20 to 19)"))?
+                    as i8;
+                spec.nice = if negative { -n } else { n };
+            }
             "prioclass" => spec.prioclass = Some(int_in(v, kb, 0, 3)? as u8),
             "randrepeat" => spec.randrepeat = parse_bool(v)?,
             "randseed" => spec.randseed = Some(parse_size(v, kb)?),
@@ -1942,11 +1961,30 @@ mod tests {
     }
 
     #[test]
+    fn nice_on_a_spinning_job_says_what_it_does_not_do() {
+        let mut b = builder();
+        b.apply("nice", Some("5")).unwrap();
+        b.apply("thinktime_spin", Some("10ms")).unwrap();
+        let (_, warnings) = b.finish_with_warnings().unwrap();
+        assert!(warnings.iter().any(|(o, m)| *o == "nice" && m.contains("CPUs")), "{warnings:?}");
+        let mut b = builder();
+        b.apply("nice", Some("5")).unwrap();
+        let (spec, warnings) = b.finish_with_warnings().unwrap();
+        assert!(warnings.is_empty() && spec.nice == 5, "{warnings:?}");
+    }
+
+    #[test]
     fn ranges_of_integers_follow_fio() {
         assert!(value_err("rwmixread", "150").contains("0 to 100"));
         assert_eq!(applied(&[("rwmixwrite", Some("30"))]).rwmixread_percent, 70);
         assert!(value_err("prio", "9").contains("0 to 7"));
         assert!(value_err("prioclass", "4").contains("0 to 3"));
+        assert_eq!(applied(&[("nice", Some("19"))]).nice, 19);
+        assert_eq!(applied(&[("nice", Some("-20"))]).nice, -20);
+        assert_eq!(applied(&[]).nice, 0);
+        assert!(value_err("nice", "20").contains("-20 to 19"));
+        assert!(value_err("nice", "-21").contains("-20 to 19"));
+        assert!(value_err("nice", "x").contains("-20 to 19"));
         assert!(value_err("cgroup_weight", "50").contains("100 to 1000"));
         assert!(value_err("cgroup_weight", "1001").contains("100 to 1000"));
         assert!(value_err("iodepth", "0").contains("1 to"));

@@ -657,15 +657,18 @@ impl Bfq {
         // bfq_bfqq_handle_idle_busy_switch: isochronous (soft real-time) when the backlog
         // comes no sooner than the rate limit allows, nothing is in flight, the queue is not
         // totally seeky and weighs the default.
+        let qu_default_weight = qu.prio_weight == 100.0;
         let soft_rt = may_raise
             && qu.seek_history != u32::MAX
             && now > qu.soft_rt_next_start_ns
             && qu.dispatched == 0
-            && qu.prio_weight == 100.0;
+            && qu_default_weight;
         // bfq_update_bfqq_wr_on_rq_arrival: interactive raising starts (or renews) a long
         // period; otherwise a soft real-time queue gets (or switches to) the short, much
         // stronger one, renewed at each isochronous backlog.
-        if may_raise && long_idle {
+        // Interactive raising, like soft real-time raising, is for queues of the default
+        // weight only (`entity.new_weight == 40`): a weight set by ioprio is the user's.
+        if may_raise && long_idle && qu_default_weight {
             self.queues[q].wr_factor = WR_COEFF;
             self.queues[q].wr_until_ns = Some(now + self.wr_duration_ns());
         } else if soft_rt {

@@ -364,7 +364,8 @@ pub(super) fn build_processes(
             Some(3) => IoPrio { class: IoPrioClass::Idle, level: 7 },
             _ => match spec.prio {
                 Some(level) => IoPrio { class: IoPrioClass::BestEffort, level },
-                None => IoPrio::DEFAULT,
+                // No ioprio set: the kernel's from the nice value (`task_nice_ioprio`).
+                None => IoPrio::of_nice(spec.nice),
             },
         };
         let cgroup = cgroup_id(groups, spec.cgroup.as_deref());
