@@ -34,7 +34,12 @@
 //!   (`bfq_asymmetric_scenario`: busy sync queues of different weights, several classes or
 //!   several groups busy) — so writes crowd out sync reads less.
 //! - **Preemption** (`bfq_bfqq_handle_idle_busy_switch`): a queue that becomes busy with a
-//!   higher weight than the one in service (a weight-raised one) expires it.
+//!   higher class, or a higher weight (a weight-raised one), than the one in service expires
+//!   it; queues of different groups compare their groups' weights
+//!   (`bfq_bfqq_higher_class_or_weight`). Not modelled: the kernel's other reasons to
+//!   preempt (a queue that lost its turn waiting for a request with budget left, one in
+//!   service that would not be idled for) and its condition that the root's next entity
+//!   change (`next_queue_may_preempt`).
 //! - **Idling**: when the queue in service runs dry with nothing in flight and its think time
 //!   is under `slice_idle`, the device waits `slice_idle` for its next request
 //!   (`bfq_arm_slice_timer`); with `strict_guarantees` it always waits.
@@ -1373,11 +1378,15 @@ impl Scheduler for Bfq {
             // bfq_bfqq_handle_idle_busy_switch: a queue of higher weight (weight-raised) that
             // becomes busy preempts the one in service.
             // So does a queue of a higher class (`bfq_bfqq_higher_class_or_weight`).
+            // Queues of different groups compare their groups' weights, a queue of the root
+            // group its own (`entity.parent->weight`).
             if let Some(s) = self.in_service.as_ref() {
                 let (new, cur) = (&self.queues[q], &self.queues[s.queue]);
-                if new.class < cur.class
-                    || (new.class == cur.class && new.entity.weight > cur.entity.weight)
-                {
+                let weight = |qu: &Queue| match qu.group {
+                    g if g == 0 || new.group == cur.group => qu.entity.weight,
+                    g => self.groups[g].entity.weight,
+                };
+                if new.class < cur.class || (new.class == cur.class && weight(new) > weight(cur)) {
                     self.expire(Expiry::Preempted, now_ns);
                 }
             }

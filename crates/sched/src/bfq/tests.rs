@@ -166,6 +166,47 @@ fn new_queues_are_weight_raised_unless_they_come_in_a_large_burst() {
 }
 
 #[test]
+fn only_queues_of_the_default_weight_are_raised() {
+    // As 6.x (`entity.new_weight == 40` in bfq_bfqq_handle_idle_busy_switch): a weight set
+    // by ioprio is the user's, and is not multiplied for a new or long-idle queue.
+    let mut b = Bfq::new();
+    let mut r = rq(1, 1, 0, Op::Read, 0, 8, 0);
+    r.owner.prio = IoPrio::of_nice(19);
+    b.insert(r, 0);
+    assert_eq!(b.queues[0].entity.weight, 25.0, "level 7 weighs (8 - 7) x 25, not raised");
+    let mut r = rq(2, 2, 0, Op::Read, 1_000_000, 8, 0);
+    r.owner.prio = IoPrio { class: IoPrioClass::BestEffort, level: 4 };
+    b.insert(r, 0);
+    assert_eq!(b.queues[1].entity.weight, 100.0 * WR_COEFF, "the default weight is raised");
+}
+
+#[test]
+fn a_raised_queue_of_another_group_does_not_preempt_a_group_of_equal_weight() {
+    // bfq_bfqq_higher_class_or_weight compares the groups' weights for queues of different
+    // groups: a new (raised) queue of group 2 does not expire group 1's queue in service,
+    // while in the same group it does. The queue in service has level 5 (weight 75, so not
+    // raised); the newcomer the default weight, raised 30 times.
+    for (other_group, preempts) in [(2, false), (1, true)] {
+        let mut b = Bfq::new();
+        b.set_group(&Cgroup { id: 1, parent: Some(0), path: "a".into(), weight: 100 });
+        b.set_group(&Cgroup { id: 2, parent: Some(0), path: "b".into(), weight: 100 });
+        let level5 = |mut r: Request| {
+            r.owner.prio = IoPrio { class: IoPrioClass::BestEffort, level: 5 };
+            r
+        };
+        b.insert(level5(rq(1, 10, 1, Op::Read, 0, 8, 0)), 0);
+        b.insert(level5(rq(2, 10, 1, Op::Read, 8, 8, 0)), 0);
+        let Dispatch::Request(first) = b.dispatch(0) else { panic!("a request") };
+        assert_eq!(first.owner.pid, 10);
+        let t = 1_000_000;
+        b.completed(&first, t);
+        b.insert(rq(4, 20, other_group, Op::Read, 50_000_000, 8, t), t);
+        // Preempted: the queue in service expired (the next choice is B-WF2Q+'s again).
+        assert_eq!(b.in_service.is_none(), preempts, "group {other_group}");
+    }
+}
+
+#[test]
 fn an_empty_sync_queue_idles_then_expires() {
     let mut b = Bfq::new();
     b.insert(rq(1, 1, 0, Op::Read, 0, 8, 0), 0);
