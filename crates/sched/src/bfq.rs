@@ -193,6 +193,14 @@ const TUNABLES: &[TunableSpec] = &[
         description: "How long the queue in service may keep the device idle for its next request.",
     },
     TunableSpec {
+        name: "slice_idle_us",
+        unit: "us",
+        default: 8_000,
+        min: 0,
+        max: 1_000_000,
+        description: "slice_idle in microseconds (one setting: writing either sets both).",
+    },
+    TunableSpec {
         name: "timeout_sync",
         unit: "ms",
         default: 125,
@@ -372,7 +380,7 @@ struct InService {
 
 #[derive(Debug)]
 pub struct Bfq {
-    tun: [u64; 9],
+    tun: [u64; TUNABLES.len()],
     queues: Vec<Queue>,
     by_key: BTreeMap<(u32, u32, bool), usize>,
     /// `bic->bfqq[0]` per I/O context: the async queue its last async request went to.
@@ -431,7 +439,7 @@ impl Default for Bfq {
 
 impl Bfq {
     pub fn new() -> Bfq {
-        let mut tun = [0; 9];
+        let mut tun = [0; TUNABLES.len()];
         for (t, s) in tun.iter_mut().zip(TUNABLES) {
             *t = s.default;
         }
@@ -474,6 +482,13 @@ impl Bfq {
         self.tun[TUNABLES.iter().position(|t| t.name == name).expect("a tunable")]
     }
 
+    /// `bfq_slice_idle`, kept in nanoseconds by the kernel and shown in milliseconds by
+    /// `slice_idle` and in microseconds by `slice_idle_us`; here the microseconds are the
+    /// setting.
+    fn slice_idle_ns(&self) -> Nanos {
+        self.t("slice_idle_us") * 1_000
+    }
+
     fn max_budget(&self) -> u64 {
         match self.t("max_budget") {
             0 => self.auto_max_budget,
@@ -492,7 +507,7 @@ impl Bfq {
         let qu = &self.queues[q];
         let paid = qu.last_idle_bklogged_ns
             + qu.service_from_backlogged.saturating_mul(1_000_000_000) / WR_MAX_SOFTRT_RATE;
-        let idle = now + self.t("slice_idle") * MS + 4 * MS;
+        let idle = now + self.slice_idle_ns() + 4 * MS;
         qu.soft_rt_next_start_ns.max(paid).max(idle)
     }
 
@@ -858,7 +873,7 @@ impl Bfq {
     fn short_ttime(&self, q: usize) -> bool {
         let qu = &self.queues[q];
         qu.ttime_samples < TTIME_VALID_SAMPLES
-            || qu.ttime_mean_ns <= (self.t("slice_idle") * MS / 2) as f64
+            || qu.ttime_mean_ns <= (self.slice_idle_ns() / 2) as f64
     }
 
     /// `wr_busy_queues`: busy queues weight-raised now.
@@ -1324,7 +1339,7 @@ impl Scheduler for Bfq {
         }
         let idle_queue =
             !self.queues[q].entity.active && self.in_service.as_ref().is_none_or(|s| s.queue != q);
-        let slice_idle_ns = self.t("slice_idle") * MS;
+        let slice_idle_ns = self.slice_idle_ns();
         let qu = &mut self.queues[q];
         if idle_queue {
             // An ioprio change takes effect when the queue next becomes active
@@ -1442,7 +1457,7 @@ impl Scheduler for Bfq {
                 }
                 None => {
                     let qu = &self.queues[q];
-                    let idle_ns = self.t("slice_idle") * MS;
+                    let idle_ns = self.slice_idle_ns();
                     // Never idle for the idle class (`bfq_better_to_idle`).
                     let may_idle = qu.sync()
                         && qu.class != CLASS_IDLE
@@ -1570,7 +1585,17 @@ impl Scheduler for Bfq {
             .iter()
             .position(|t| t.name == name)
             .ok_or_else(|| TunableError::unknown(self.name(), name, &self.tunables()))?;
-        self.tun[i] = TUNABLES[i].parse(self.name(), value)?;
+        let v = TUNABLES[i].parse(self.name(), value)?;
+        self.tun[i] = v;
+        // slice_idle and slice_idle_us are one setting (bfq_slice_idle_store and
+        // bfq_slice_idle_us_store both write bfq_slice_idle); the ms file shows it rounded
+        // down, as bfq_slice_idle_show divides by NSEC_PER_MSEC.
+        let at = |n: &str| TUNABLES.iter().position(|t| t.name == n).expect("a tunable");
+        match name {
+            "slice_idle" => self.tun[at("slice_idle_us")] = v * 1_000,
+            "slice_idle_us" => self.tun[at("slice_idle")] = v / 1_000,
+            _ => {}
+        }
         Ok(())
     }
 }

@@ -228,6 +228,7 @@ fn tunables_by_their_sysfs_names() {
     let names: Vec<String> = b.tunables().into_iter().map(|t| t.name).collect();
     for n in [
         "slice_idle",
+        "slice_idle_us",
         "timeout_sync",
         "max_budget",
         "back_seek_max",
@@ -240,7 +241,14 @@ fn tunables_by_their_sysfs_names() {
         assert!(names.iter().any(|x| x == n), "{n}");
     }
     assert_eq!(b.tunable("timeout_sync").unwrap(), "125");
+    // slice_idle and slice_idle_us are one setting, the ms file rounding down.
+    assert_eq!(b.tunable("slice_idle_us").unwrap(), "8000");
+    b.set_tunable("slice_idle_us", "2500").unwrap();
+    assert_eq!((b.tunable("slice_idle").unwrap(), b.slice_idle_ns()), ("2".into(), 2_500_000));
+    b.set_tunable("slice_idle", "3").unwrap();
+    assert_eq!(b.tunable("slice_idle_us").unwrap(), "3000");
     b.set_tunable("slice_idle", "0").unwrap();
+    assert_eq!(b.slice_idle_ns(), 0);
     assert!(b.set_tunable("low_latency", "2").is_err());
     assert!(b.set_tunable("quantum", "4").unwrap_err().to_string().contains("slice_idle"));
 }
