@@ -661,7 +661,16 @@ impl Cfq {
             self.sync_map.insert(key, q);
             q
         } else {
-            let key = (g, class, prio);
+            // The async queue's slot is the task's set ioprio, `IOPRIO_NORM` of best effort
+            // if it set none (`task_ioprio`, `task_ioprio_class` in cfq_get_queue), whatever
+            // its nice value; a queue created by a niced task still takes its level
+            // (`cfq_init_prio_data`).
+            let slot = if rq.owner.prio.class == IoPrioClass::None {
+                elevator_core::IoPrio::NORM_LEVEL
+            } else {
+                prio
+            };
+            let key = (g, class, slot);
             if let Some(&q) = self.async_map.get(&key) {
                 return q;
             }

@@ -51,6 +51,30 @@ fn prio_slice_scales_with_level() {
 }
 
 #[test]
+fn a_niced_task_s_queues_follow_task_nice_ioprio_but_its_async_slot_does_not() {
+    // cfq_init_prio_data: a task that set no ioprio gets its nice value's level for its
+    // queues; cfq_get_queue files its async requests in the best-effort IOPRIO_NORM slot
+    // (task_ioprio, task_ioprio_class) whoever shares it.
+    let mut s = Cfq::new();
+    let niced = |id, pid, sync| {
+        let mut r = rq(id, pid, 0, id * 1_000, sync, 0);
+        r.owner.prio = IoPrio::of_nice(19);
+        r
+    };
+    s.insert(niced(1, 1, true), 0);
+    s.insert(niced(2, 1, false), 0);
+    let mut plain = rq(3, 2, 0, 3_000, false, 0);
+    plain.owner.prio = IoPrio::DEFAULT;
+    s.insert(plain, 0);
+    let sync_q = s.sync_map[&(1, 0)];
+    assert_eq!((s.queues[sync_q].class, s.queues[sync_q].prio), (BE, 7));
+    assert_eq!(s.async_map.len(), 1, "one async queue: {:?}", s.async_map.keys());
+    let (&key, &aq) = s.async_map.iter().next().unwrap();
+    assert_eq!(key, (0, BE, 4));
+    assert_eq!(s.queues[aq].prio, 7, "the niced task created it");
+}
+
+#[test]
 fn slice_starts_at_first_completion_and_ends_to_next_queue() {
     let mut s = Cfq::new();
     s.set_tunable("low_latency", "0").unwrap();
