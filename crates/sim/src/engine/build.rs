@@ -189,6 +189,19 @@ pub fn cgroup_table(jobs: &[JobSpec]) -> Vec<Cgroup> {
     groups
 }
 
+/// The I/O priority a job's processes run at. fio 3.33 calls `ioprio_set` once `prio=` or
+/// `prioclass=` is given, with level 0 if only the class is (the option has no default) and
+/// best effort for class 0 or none (`ioprio_value`); otherwise the kernel derives the
+/// priority from the nice value (`task_nice_ioprio`).
+fn job_prio(spec: &JobSpec) -> IoPrio {
+    match (spec.prioclass, spec.prio) {
+        (None, None) => IoPrio::of_nice(spec.nice),
+        (Some(3), _) => IoPrio { class: IoPrioClass::Idle, level: 7 },
+        (Some(1), level) => IoPrio { class: IoPrioClass::RealTime, level: level.unwrap_or(0) },
+        (_, level) => IoPrio { class: IoPrioClass::BestEffort, level: level.unwrap_or(0) },
+    }
+}
+
 fn cgroup_id(groups: &[Cgroup], path: Option<&str>) -> u32 {
     let Some(path) = path else { return 0 };
     let trimmed: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -358,16 +371,7 @@ pub(super) fn build_processes(
                 spec.name
             )));
         }
-        let prio = match spec.prioclass {
-            Some(1) => IoPrio { class: IoPrioClass::RealTime, level: spec.prio.unwrap_or(4) },
-            Some(2) => IoPrio { class: IoPrioClass::BestEffort, level: spec.prio.unwrap_or(4) },
-            Some(3) => IoPrio { class: IoPrioClass::Idle, level: 7 },
-            _ => match spec.prio {
-                Some(level) => IoPrio { class: IoPrioClass::BestEffort, level },
-                // No ioprio set: the kernel's from the nice value (`task_nice_ioprio`).
-                None => IoPrio::of_nice(spec.nice),
-            },
-        };
+        let prio = job_prio(spec);
         let cgroup = cgroup_id(groups, spec.cgroup.as_deref());
         // cgroup v2 io.prio.class of the job's cgroup (blk-ioprio), before any scheduler.
         let prio = match topology
@@ -1049,5 +1053,38 @@ fn job_seed(seed: u64, spec: &JobSpec) -> u64 {
         Some(s) => s,
         None if spec.randrepeat => seed ^ fio_rand::DEFAULT_RANDSEED,
         None => seed.rotate_left(17) ^ 0x5eed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_priorities_are_what_fio_and_the_kernel_set() {
+        let spec = |prioclass: Option<u8>, prio: Option<u8>, nice: i8| {
+            let mut s = elevator_fio::parse_str(
+                "[j]\nrw=read\nsize=1m\n",
+                "j.fio",
+                std::path::Path::new("."),
+                &|_| None,
+            )
+            .unwrap()
+            .jobs
+            .remove(0);
+            (s.prioclass, s.prio, s.nice) = (prioclass, prio, nice);
+            job_prio(&s)
+        };
+        use IoPrioClass::{BestEffort, Idle, RealTime};
+        let p = |class, level| IoPrio { class, level };
+        assert_eq!(spec(None, None, 0), IoPrio::DEFAULT);
+        assert_eq!(spec(None, None, 19), p(IoPrioClass::None, 7));
+        assert_eq!(spec(None, Some(6), 19), p(BestEffort, 6));
+        // A class alone: level 0 (fio's prio has no default), class 0 is best effort.
+        assert_eq!(spec(Some(1), None, 0), p(RealTime, 0));
+        assert_eq!(spec(Some(2), None, 0), p(BestEffort, 0));
+        assert_eq!(spec(Some(0), None, 0), p(BestEffort, 0));
+        assert_eq!(spec(Some(0), Some(3), 0), p(BestEffort, 3));
+        assert_eq!(spec(Some(3), Some(2), 0), p(Idle, 7));
     }
 }
