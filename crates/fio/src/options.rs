@@ -1126,16 +1126,18 @@ impl Builder {
             }
             "cgroup_weight" => spec.cgroup_weight = Some(int_in(v, kb, 100, 1000)? as u32),
             "prio" => spec.prio = Some(int_in(v, kb, 0, 7)? as u8),
-            // fio's minval -20, maxval 19.
+            // fio's minval -20, maxval 19 (strtoll's sign).
             "nice" => {
-                let (negative, magnitude) = match v.trim().strip_prefix('-') {
+                let t = v.trim();
+                let (negative, magnitude) = match t.strip_prefix('-') {
                     Some(m) => (true, m),
-                    None => (false, v),
+                    None => (false, t.strip_prefix('+').unwrap_or(t)),
                 };
-                let n = int_in(magnitude, kb, 0, if negative { 20 } else { 19 })
-                    .map_err(|_| format!("`{v}` is out of range (expected -20 to 19)"))?
-                    as i8;
-                spec.nice = if negative { -n } else { n };
+                let n = parse_size(magnitude, kb)?;
+                if n > if negative { 20 } else { 19 } {
+                    return Err(format!("`{v}` is out of range (expected -20 to 19)"));
+                }
+                spec.nice = if negative { -(n as i8) } else { n as i8 };
             }
             "prioclass" => spec.prioclass = Some(int_in(v, kb, 0, 3)? as u8),
             "randrepeat" => spec.randrepeat = parse_bool(v)?,
@@ -1984,7 +1986,8 @@ mod tests {
         assert_eq!(applied(&[]).nice, 0);
         assert!(value_err("nice", "20").contains("-20 to 19"));
         assert!(value_err("nice", "-21").contains("-20 to 19"));
-        assert!(value_err("nice", "x").contains("-20 to 19"));
+        assert!(value_err("nice", "x").contains("number"), "{}", value_err("nice", "x"));
+        assert_eq!(applied(&[("nice", Some("+5"))]).nice, 5);
         assert!(value_err("cgroup_weight", "50").contains("100 to 1000"));
         assert!(value_err("cgroup_weight", "1001").contains("100 to 1000"));
         assert!(value_err("iodepth", "0").contains("1 to"));
