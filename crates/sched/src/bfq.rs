@@ -24,10 +24,13 @@
 //!   budgets (or doubles if requests are still in flight); between `max_budget / 32` and
 //!   `max_budget`. Async queues always get `max_budget`.
 //! - **Charging time** (`bfq_bfqq_charge_time`): a queue not weight-raised that expires by
-//!   timeout with a third of its budget left, or a seeky
-//!   one (`BFQQ_SEEK_THR`, 19 of the last 32 requests farther than 800 sectors), is charged
-//!   `budget × elapsed / timeout_sync` if that is more than it was served, so random I/O gets
-//!   its share of *time*, not of sectors it cannot move.
+//!   timeout with a third of its budget left, or a slow one (`bfq_bfqq_is_slow`: seeky,
+//!   `BFQQ_SEEK_THR`, 19 of the last 32 requests farther than 800 sectors; or, after more
+//!   than 20 ms in service, served less than half the largest budget), is charged the
+//!   largest budget × the time it held the device (its idling not counted, at most
+//!   `timeout_sync`) / `timeout_sync` if that is more than it was served, so random or slow
+//!   I/O gets its share of *time*, not of sectors it cannot move. A weight-raised sync
+//!   queue's next budget is twice the minimum, whatever ended the last.
 //! - **Async charge** (`bfq_serv_to_charge`): an async queue is charged
 //!   `bfq_async_charge_factor` (3) times the sectors it moves, against its budget and in the
 //!   virtual times, unless it is weight-raised or the scenario is asymmetric
@@ -1068,6 +1071,32 @@ impl Bfq {
         self.hw_tag_samples = 0;
     }
 
+    /// `bfq_bfqq_is_slow` for queue `q`, in service as `s`, expiring at `now` for `reason`:
+    /// whether it is slow, and for how many milliseconds it held the device since its budget
+    /// began (until its idling began, when it expires for having idled too long: the
+    /// kernel's `compensate`). A sync queue is slow if seeky; one served for more than 20 ms
+    /// also if it got less than half the largest budget. Under 1 ms the time counted is
+    /// `slice_idle` on a disk and `BFQ_MIN_TT` (2 ms) on flash.
+    fn is_slow(&self, q: usize, s: &InService, reason: Expiry, now: Nanos) -> (bool, u64) {
+        let qu = &self.queues[q];
+        if !qu.sync() {
+            return (false, 0);
+        }
+        let until = match (reason, s.idle_until_ns) {
+            (Expiry::TooIdle, Some(u)) => u.saturating_sub(self.slice_idle_ns()),
+            _ => now,
+        };
+        let delta_us = until.saturating_sub(s.start_ns) / 1_000;
+        let seeky = qu.seeky();
+        if delta_us < 1_000 {
+            let ms =
+                if self.rotational { self.slice_idle_ns() / MS } else { peak_rate::MIN_TT_NS / MS };
+            return (seeky, ms);
+        }
+        let slow = if delta_us > 20_000 { qu.served < self.max_budget() / 2 } else { seeky };
+        (slow, delta_us / 1_000)
+    }
+
     /// Expires the queue in service (`bfq_bfqq_expire`).
     fn expire(&mut self, reason: Expiry, now: Nanos) {
         self.expire_as(reason, true, now);
@@ -1086,7 +1115,6 @@ impl Bfq {
             }
         }
         let q = s.queue;
-        let elapsed = now.saturating_sub(s.start_ns);
         let timeout = self.t("timeout_sync") * MS;
         let served = self.queues[q].served;
         // Soft real-time: a queue that emptied computes when a new backlog would be
@@ -1102,17 +1130,18 @@ impl Bfq {
         if full && reason == Expiry::TooIdle && served <= 2 * budget / 10 {
             self.queues[q].io_bound = false;
         }
-        // bfq_bfqq_expire: a queue that is not weight-raised and is slow (seeky here) or timed
-        // out with a third of its budget left is charged the time it held the device.
+        // bfq_bfqq_expire: a queue that is not weight-raised and is slow, or timed out with a
+        // third of its budget left, is charged the time it held the device
+        // (bfq_bfqq_charge_time): the device's largest budget for the whole timeout, that
+        // share of it for less, so a queue moving few sectors pays in time.
         let raised = self.raised(q, now);
         let timed_out_early =
             reason == Expiry::BudgetTimeout && budget.saturating_sub(served) >= budget / 3;
-        let charged = if full
-            && self.queues[q].sync()
-            && !raised
-            && (self.queues[q].seeky() || timed_out_early)
-        {
-            served.max((budget as f64 * elapsed as f64 / timeout as f64) as u64)
+        let (slow, delta_ms) = self.is_slow(q, &s, reason, now);
+        let charged = if full && !raised && (slow || timed_out_early) {
+            let timeout_ms = timeout / MS;
+            let for_time = self.max_budget() * delta_ms.min(timeout_ms) / timeout_ms.max(1);
+            served.max(for_time)
         } else {
             served
         };
@@ -1126,6 +1155,9 @@ impl Bfq {
             budget
         } else if !self.queues[q].sync() {
             max_b
+        } else if raised {
+            // A weight-raised queue gets a constant, low budget, for a low latency.
+            2 * min_b
         } else {
             match reason {
                 Expiry::TooIdle if self.queues[q].dispatched > 0 => (budget * 2).min(max_b),

@@ -24,7 +24,7 @@ const RATE_MIN_INTERVAL_NS: Nanos = 300 * MS;
 /// `BFQ_RATE_REF_INTERVAL`.
 const RATE_REF_INTERVAL_NS: Nanos = 1_000 * MS;
 /// `BFQ_MIN_TT`: a dispatch this soon after a completion counts as back to back.
-const MIN_TT_NS: Nanos = 2 * MS;
+pub(super) const MIN_TT_NS: Nanos = 2 * MS;
 /// A dispatch after the device idled this long closes the interval.
 const IDLE_CLOSE_NS: Nanos = 100 * MS;
 /// `BFQQ_SEEK_THR`: farther than this from the last position is a seek.

@@ -145,6 +145,49 @@ fn budgets_follow_why_queues_expire() {
 }
 
 #[test]
+fn a_raised_queue_gets_twice_the_minimum_budget() {
+    // __bfq_bfqq_recalc_budget: a weight-raised sync queue's next budget is 2 x min_budget,
+    // whatever ended the last, for a low latency.
+    let mut b = Bfq::new();
+    let min = b.min_budget();
+    let first = b.max_budget();
+    for i in 0..first / 64 + 10 {
+        b.insert(rq(i, 7, 0, Op::Read, i * 64, 64, 0), 0);
+    }
+    assert!(b.raised(0, 0), "a new queue is raised");
+    let first = b.queues[0].entity.budget.max(first);
+    let mut now = 0;
+    let mut served = 0;
+    while served <= first {
+        let Dispatch::Request(r) = b.dispatch(now) else { panic!() };
+        served += r.sectors();
+        now += US;
+        b.completed(&r, now);
+    }
+    assert_eq!(b.queues[0].entity.budget, 2 * min, "after {served} sectors");
+}
+
+#[test]
+fn a_slow_queue_is_charged_the_time_it_held_the_device() {
+    // bfq_bfqq_charge_time: a sync queue that held the device for more than 20 ms and got
+    // less than half the largest budget is slow, and is charged the largest budget times
+    // the time it held the device over timeout_sync; its idling is not counted.
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    b.set_tunable("max_budget", "12500").unwrap();
+    b.insert(rq(1, 7, 0, Op::Read, 0, 8, 0), 0);
+    let Dispatch::Request(r) = b.dispatch(0) else { panic!() };
+    let done = 30 * MS;
+    b.completed(&r, done);
+    // It idles slice_idle for its next request, then expires.
+    let Dispatch::WaitUntil { until_ns } = b.dispatch(done) else { panic!("idling") };
+    assert_eq!(b.dispatch(until_ns), Dispatch::Empty);
+    let e = &b.queues[0].entity;
+    // 12500 x 30 / 125 sectors at weight 100, not the 8 it moved.
+    assert_eq!(e.finish - e.start, 3000.0 / 100.0, "{e:?}");
+}
+
+#[test]
 fn new_queues_are_weight_raised_unless_they_come_in_a_large_burst() {
     let mut b = Bfq::new();
     b.insert(rq(1, 1, 0, Op::Read, 0, 8, 0), 0);
