@@ -43,9 +43,16 @@
 //!   preempt (a queue that lost its turn waiting for a request with budget left, one in
 //!   service that would not be idled for) and its condition that the root's next entity
 //!   change (`next_queue_may_preempt`).
-//! - **Idling**: when the queue in service runs dry with nothing in flight and its think time
-//!   is under `slice_idle`, the device waits `slice_idle` for its next request
-//!   (`bfq_arm_slice_timer`); with `strict_guarantees` it always waits.
+//! - **Idling** (`bfq_better_to_idle`): when the sync queue in service runs dry, the device
+//!   is kept for it (waiting for its requests in flight, then for `slice_idle`,
+//!   `bfq_arm_slice_timer`) if idling pays in throughput (`idling_boosts_thr_without_issues`:
+//!   a disk without command queueing, or a sequential, I/O-bound queue with a short think
+//!   time on a disk or on flash that does not queue, while no queue is weight-raised) or is
+//!   needed for the service guarantees (`idling_needed_for_service_guarantees`: a raised
+//!   queue beside others not raised, an asymmetric scenario, or the only busy queue); else
+//!   it expires at once. A seeky queue, not raised, in a symmetric scenario waits only
+//!   `BFQ_MIN_TT` (2 ms), a raised one at least 20 ms. With `strict_guarantees` it always
+//!   waits.
 //! - **Weight raising** (`low_latency`): a sync queue that becomes active after being idle for
 //!   `bfq_wr_min_idle_time` (2 s), or is new, gets its weight multiplied by `wr_coeff` 30 for
 //!   `wr_duration` (`bfq_wr_duration`: 8 s scaled by a reference rate of 14,000 sectors/s
@@ -379,6 +386,8 @@ struct InService {
     start_ns: Nanos,
     fifo_checked: bool,
     idle_until_ns: Option<Nanos>,
+    /// When its idling began (`last_idling_start`), if it idled.
+    idle_from_ns: Nanos,
 }
 
 #[derive(Debug)]
@@ -803,6 +812,54 @@ impl Bfq {
         false
     }
 
+    /// `bfq_tot_busy_queues`: queues with requests, or in service.
+    fn busy_queues(&self) -> usize {
+        let slots = self.groups.iter().flat_map(|g| g.active.iter());
+        slots.filter(|s| matches!(s, Slot::Queue(_))).count()
+    }
+
+    /// `idling_needed_for_service_guarantees`: a weight-raised queue while others are not
+    /// raised or the drive holds 4 requests more than it sent, an asymmetric scenario, or
+    /// the only busy queue.
+    fn idling_needed_for_service_guarantees(&self, q: usize, now: Nanos) -> bool {
+        let busy = self.busy_queues();
+        let raised_needs = self.raised(q, now)
+            && (self.wr_busy_queues(now) < busy
+                || self.dispatched_from.len() >= self.queues[q].dispatched as usize + 4);
+        raised_needs || self.asymmetric() || busy == 1
+    }
+
+    /// `bfq_better_to_idle`: whether to keep the device idle for queue `q`, empty, in
+    /// service: always with `strict_guarantees`; never without `slice_idle`, for an async
+    /// queue or the idle class; otherwise when idling pays in throughput or is needed for
+    /// the service guarantees.
+    fn better_to_idle(&self, q: usize, now: Nanos) -> bool {
+        let qu = &self.queues[q];
+        if self.t("strict_guarantees") == 1 {
+            return true;
+        }
+        if self.slice_idle_ns() == 0 || !qu.sync() || qu.class == CLASS_IDLE {
+            return false;
+        }
+        self.idling_boosts_thr_without_issues(q, self.wr_busy_queues(now))
+            || self.idling_needed_for_service_guarantees(q, now)
+    }
+
+    /// `bfq_arm_slice_timer`'s idle time for queue `q`: `slice_idle`, but only `BFQ_MIN_TT`
+    /// (2 ms) for a seeky queue not weight-raised in a symmetric scenario, and at least
+    /// 20 ms for a weight-raised one.
+    fn idle_slice_ns(&self, q: usize, now: Nanos) -> Nanos {
+        let sl = self.slice_idle_ns();
+        let raised = self.raised(q, now);
+        if self.queues[q].seeky() && !raised && !self.asymmetric() {
+            sl.min(peak_rate::MIN_TT_NS)
+        } else if raised {
+            sl.max(20 * MS)
+        } else {
+            sl
+        }
+    }
+
     /// `bfq_lookup_next_entity` from the root down: in each tree the class to serve, then
     /// its B-WF2Q+ choice, until the choice is a queue.
     fn select_queue(&mut self, now: Nanos) -> Option<usize> {
@@ -1083,7 +1140,7 @@ impl Bfq {
             return (false, 0);
         }
         let until = match (reason, s.idle_until_ns) {
-            (Expiry::TooIdle, Some(u)) => u.saturating_sub(self.slice_idle_ns()),
+            (Expiry::TooIdle, Some(_)) => s.idle_from_ns,
             _ => now,
         };
         let delta_us = until.saturating_sub(s.start_ns) / 1_000;
@@ -1451,6 +1508,7 @@ impl Scheduler for Bfq {
                     start_ns: now_ns,
                     fifo_checked: false,
                     idle_until_ns: None,
+                    idle_from_ns: now_ns,
                 });
             }
             let s = self.in_service.as_ref().expect("in service");
@@ -1488,19 +1546,16 @@ impl Scheduler for Bfq {
                     return Dispatch::Request(rq);
                 }
                 None => {
-                    let qu = &self.queues[q];
-                    let idle_ns = self.slice_idle_ns();
-                    // Never idle for the idle class (`bfq_better_to_idle`).
-                    let may_idle = qu.sync()
-                        && qu.class != CLASS_IDLE
-                        && idle_ns > 0
-                        && (self.t("strict_guarantees") == 1
-                            || qu.ttime_samples == 0
-                            || qu.ttime_mean_ns <= idle_ns as f64);
-                    if !may_idle {
+                    // Once idling (`wait_request`) it idles until its timer; otherwise only
+                    // when better (`bfq_bfqq_must_idle`).
+                    let idling =
+                        self.in_service.as_ref().is_some_and(|s| s.idle_until_ns.is_some());
+                    if !idling && !self.better_to_idle(q, now_ns) {
                         self.expire(Expiry::NoMoreRequests, now_ns);
                         continue;
                     }
+                    let idle_ns = self.idle_slice_ns(q, now_ns);
+                    let qu = &self.queues[q];
                     // Wait for its requests in flight before idling (a completion calls
                     // back), or idle for its next request — injecting meanwhile.
                     let wait = if qu.dispatched > 0 {
@@ -1508,9 +1563,15 @@ impl Scheduler for Bfq {
                     } else {
                         let s = self.in_service.as_mut().expect("in service");
                         match s.idle_until_ns {
+                            // strict_guarantees without slice_idle: the timer fires at once.
+                            None if idle_ns == 0 => {
+                                self.expire(Expiry::TooIdle, now_ns);
+                                continue;
+                            }
                             None => {
                                 let until = now_ns + idle_ns;
                                 s.idle_until_ns = Some(until);
+                                s.idle_from_ns = now_ns;
                                 Dispatch::WaitUntil { until_ns: until }
                             }
                             Some(until) if now_ns < until => {

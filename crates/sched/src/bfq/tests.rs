@@ -251,7 +251,11 @@ fn a_raised_queue_of_another_group_does_not_preempt_a_group_of_equal_weight() {
 
 #[test]
 fn an_empty_sync_queue_idles_then_expires() {
+    // A sequential, I/O-bound queue on a disk: idling pays (idling_boosts_thr_without_issues;
+    // with low_latency both new queues would be raised alike, and a symmetric pair of
+    // raised queues is not idled for).
     let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
     b.insert(rq(1, 1, 0, Op::Read, 0, 8, 0), 0);
     let Dispatch::Request(r) = b.dispatch(0) else { panic!() };
     // Its request is in flight: nothing else goes, a completion will call back.
@@ -263,6 +267,27 @@ fn an_empty_sync_queue_idles_then_expires() {
     // Its next request within slice_idle is served at once.
     b.insert(rq(3, 1, 0, Op::Read, 8, 8, 200 * US), 200 * US);
     assert!(matches!(b.dispatch(200 * US), Dispatch::Request(r) if r.id == RequestId(3)));
+}
+
+#[test]
+fn idling_follows_bfq_better_to_idle() {
+    // Two raised new queues alike: a symmetric scenario, no idling (the first expires as
+    // soon as it runs dry); in different cgroups the scenario is asymmetric and BFQ idles,
+    // 20 ms at least for a raised queue (bfq_arm_slice_timer).
+    for (cgroup, idles) in [(0, false), (1, true)] {
+        let mut b = Bfq::new();
+        b.set_group(&Cgroup { id: 1, parent: Some(0), path: "a".into(), weight: 100 });
+        b.insert(rq(1, 1, 0, Op::Read, 0, 8, 0), 0);
+        let Dispatch::Request(r) = b.dispatch(0) else { panic!() };
+        b.insert(rq(2, 2, cgroup, Op::Read, 90_000_000, 8, 0), 0);
+        let next = b.dispatch(0);
+        assert_eq!(matches!(next, Dispatch::Request(_)), !idles, "cgroup {cgroup}: {next:?}");
+        if idles {
+            b.completed(&r, 100 * US);
+            let wait = b.dispatch(100 * US);
+            assert_eq!(wait, Dispatch::WaitUntil { until_ns: 100 * US + 20 * MS }, "raised");
+        }
+    }
 }
 
 #[test]
@@ -488,12 +513,15 @@ fn max_budget_zero_follows_the_peak_rate() {
 }
 
 /// A sequential reader (pid 1) thinking 1.05 ms between its requests beside a backlogged random
-/// reader (pid 2), on a device that answers every request in 100 µs with any number in
-/// flight. Returns the sectors each moved by `until` and how many requests were injected.
+/// reader (pid 2) of another cgroup (an asymmetric scenario, where BFQ idles for the thinker
+/// for its service guarantees), on a device that answers every request in 100 µs with any
+/// number in flight. Returns the sectors each moved by `until` and how many requests were
+/// injected.
 fn thinker_beside_backlog(rotational: bool, until: Nanos) -> ([u64; 2], usize) {
     let mut b = Bfq::new();
     b.set_tunable("low_latency", "0").unwrap();
     b.set_rotational(rotational);
+    b.set_group(&Cgroup { id: 1, parent: Some(0), path: "random".into(), weight: 100 });
     let (mut id, mut now) = (0u64, 0);
     let (mut a_pos, mut b_pos) = (0u64, 1u64);
     let mut random_pos = || {
@@ -501,7 +529,7 @@ fn thinker_beside_backlog(rotational: bool, until: Nanos) -> ([u64; 2], usize) {
         1_000_000 + (b_pos % 100_000_000) / 8 * 8
     };
     for _ in 0..4 {
-        b.insert(rq(id, 2, 0, Op::Read, random_pos(), 8, 0), 0);
+        b.insert(rq(id, 2, 1, Op::Read, random_pos(), 8, 0), 0);
         id += 1;
     }
     let mut a_next = Some(0);
@@ -535,7 +563,7 @@ fn thinker_beside_backlog(rotational: bool, until: Nanos) -> ([u64; 2], usize) {
             if r.owner.pid == 1 {
                 a_next = Some(now + 1_050 * US);
             } else {
-                b.insert(rq(id, 2, 0, Op::Read, random_pos(), 8, now), now);
+                b.insert(rq(id, 2, 1, Op::Read, random_pos(), 8, now), now);
                 id += 1;
             }
         }
@@ -613,7 +641,10 @@ fn a_queue_sends_its_metadata_read_first() {
 #[test]
 fn the_exit_of_the_process_idled_for_ends_its_turn() {
     for (exiting, want_now) in [(1, true), (3, false)] {
+        // Not raised: a sequential reader on a disk is idled for (see
+        // an_empty_sync_queue_idles_then_expires).
         let mut b = Bfq::new();
+        b.set_tunable("low_latency", "0").unwrap();
         b.insert(rq(1, 1, 0, Op::Read, 0, 8, 0), 0);
         b.insert(rq(2, 2, 0, Op::Read, 1 << 30, 8, 0), 0);
         let first = match b.dispatch(0) {
