@@ -22,7 +22,10 @@
 //!   expired: budget exhausted ×4, timeout (`timeout_sync`) ×2, nothing left to do
 //!   (`NO_MORE_REQUESTS`) the service it used, idle past `slice_idle` shrinks by 4 minimum
 //!   budgets (or doubles if requests are still in flight); between `max_budget / 32` and
-//!   `max_budget`. Async queues always get `max_budget`.
+//!   `max_budget`. Async queues always get `max_budget`. A sync queue's budget times out
+//!   after `timeout_sync`, 30 times that for an interactively raised queue
+//!   (`bfq_set_budget_timeout`: times `entity.weight / orig_weight`). Deviation: async
+//!   queues' budgets do not time out here.
 //! - **Charging time** (`bfq_bfqq_charge_time`): a queue not weight-raised that expires by
 //!   timeout with a third of its budget left, or a slow one (`bfq_bfqq_is_slow`: seeky,
 //!   `BFQQ_SEEK_THR`, 19 of the last 32 requests farther than 800 sectors; or, after more
@@ -384,6 +387,8 @@ struct Group {
 struct InService {
     queue: usize,
     start_ns: Nanos,
+    /// When its budget times out after `start_ns` (`budget_timeout`).
+    timeout_ns: Nanos,
     fifo_checked: bool,
     idle_until_ns: Option<Nanos>,
     /// When its idling began (`last_idling_start`), if it idled.
@@ -1503,9 +1508,19 @@ impl Scheduler for Bfq {
             if self.in_service.is_none() {
                 switched = true;
                 let Some(q) = self.select_queue(now_ns) else { return Dispatch::Empty };
+                // bfq_set_budget_timeout: timeout_sync, times the raising factor of an
+                // interactively raised queue (entity.weight / orig_weight; 1 for a soft
+                // real-time one).
+                let qu = &self.queues[q];
+                let coeff = if self.raised(q, now_ns) && qu.wr_factor == WR_COEFF {
+                    WR_COEFF as u64
+                } else {
+                    1
+                };
                 self.in_service = Some(InService {
                     queue: q,
                     start_ns: now_ns,
+                    timeout_ns: self.t("timeout_sync") * MS * coeff,
                     fifo_checked: false,
                     idle_until_ns: None,
                     idle_from_ns: now_ns,
@@ -1513,8 +1528,7 @@ impl Scheduler for Bfq {
             }
             let s = self.in_service.as_ref().expect("in service");
             let q = s.queue;
-            let timeout = self.t("timeout_sync") * MS;
-            if self.queues[q].sync() && now_ns >= s.start_ns + timeout {
+            if self.queues[q].sync() && now_ns >= s.start_ns + s.timeout_ns {
                 self.expire(Expiry::BudgetTimeout, now_ns);
                 continue;
             }

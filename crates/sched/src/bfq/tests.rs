@@ -168,6 +168,48 @@ fn a_raised_queue_gets_twice_the_minimum_budget() {
 }
 
 #[test]
+fn a_raised_queue_s_budget_times_out_thirty_times_later() {
+    // bfq_set_budget_timeout: timeout_sync x entity.weight / orig_weight for an
+    // interactively raised queue. Two sequential readers, each request taking 10 ms: without
+    // raising the first is timed out after 125 ms; raised, it keeps the device past it.
+    for (low_latency, switched) in [("0", true), ("1", false)] {
+        let mut b = Bfq::new();
+        b.set_tunable("low_latency", low_latency).unwrap();
+        let mut pos = [0u64, 50_000_000];
+        let mut id = 0;
+        for p in 0..2u32 {
+            for _ in 0..4 {
+                id += 1;
+                b.insert(rq(id, p + 1, 0, Op::Read, pos[p as usize], 8, 0), 0);
+                pos[p as usize] += 8;
+            }
+        }
+        let mut now = 0;
+        let mut pids = Vec::new();
+        while now < 300 * MS {
+            match b.dispatch(now) {
+                Dispatch::Request(r) => {
+                    now += 10 * MS;
+                    b.completed(&r, now);
+                    pids.push(r.owner.pid);
+                    let p = r.owner.pid as usize - 1;
+                    id += 1;
+                    b.insert(rq(id, r.owner.pid, 0, Op::Read, pos[p], 8, now), now);
+                    pos[p] += 8;
+                }
+                Dispatch::WaitUntil { until_ns } => now = until_ns,
+                Dispatch::Empty => panic!("backlogged"),
+            }
+        }
+        assert_eq!(
+            pids.iter().any(|&p| p != pids[0]),
+            switched,
+            "low_latency {low_latency}: {pids:?}"
+        );
+    }
+}
+
+#[test]
 fn a_slow_queue_is_charged_the_time_it_held_the_device() {
     // bfq_bfqq_charge_time: a sync queue that held the device for more than 20 ms and got
     // less than half the largest budget is slow, and is charged the largest budget times
