@@ -24,8 +24,7 @@
 //!   budgets (or doubles if requests are still in flight); between `max_budget / 32` and
 //!   `max_budget`. Async queues always get `max_budget`. A sync queue's budget times out
 //!   after `timeout_sync`, 30 times that for an interactively raised queue
-//!   (`bfq_set_budget_timeout`: times `entity.weight / orig_weight`). Deviation: async
-//!   queues' budgets do not time out here.
+//!   (`bfq_set_budget_timeout`: times `entity.weight / orig_weight`); an async queue's too.
 //! - **Charging time** (`bfq_bfqq_charge_time`): a queue not weight-raised that expires by
 //!   timeout with a third of its budget left, or a slow one (`bfq_bfqq_is_slow`: seeky,
 //!   `BFQQ_SEEK_THR`, 19 of the last 32 requests farther than 800 sectors; or, after more
@@ -1528,7 +1527,7 @@ impl Scheduler for Bfq {
             }
             let s = self.in_service.as_ref().expect("in service");
             let q = s.queue;
-            if self.queues[q].sync() && now_ns >= s.start_ns + s.timeout_ns {
+            if now_ns >= s.start_ns + s.timeout_ns {
                 self.expire(Expiry::BudgetTimeout, now_ns);
                 continue;
             }

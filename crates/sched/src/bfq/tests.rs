@@ -210,6 +210,43 @@ fn a_raised_queue_s_budget_times_out_thirty_times_later() {
 }
 
 #[test]
+fn an_async_queue_s_budget_times_out_too() {
+    // bfq_select_queue's budget timeout holds for every queue: slow async writes (10 ms
+    // each) give the device to a waiting reader after timeout_sync, long before the async
+    // queue's largest budget is spent.
+    let mut b = Bfq::new();
+    b.set_tunable("low_latency", "0").unwrap();
+    let mut id = 0;
+    for i in 0..64 {
+        id += 1;
+        let w = rq(id, 1, 0, Op::Write, i * 1_000_000, 8, 0);
+        let w = Request::new(w.id, Op::Write, w.offset_bytes, w.len_bytes, false, w.owner, 0);
+        b.insert(w.unwrap(), 0);
+    }
+    let mut now = 0;
+    let mut first_read = None;
+    while now < 300 * MS && first_read.is_none() {
+        match b.dispatch(now) {
+            Dispatch::Request(r) => {
+                if r.op == Op::Read {
+                    first_read = Some(now);
+                }
+                now += 10 * MS;
+                b.completed(&r, now);
+                if now == 10 * MS {
+                    id += 1;
+                    b.insert(rq(id, 2, 0, Op::Read, 90_000_000, 8, now), now);
+                }
+            }
+            Dispatch::WaitUntil { until_ns } => now = until_ns,
+            Dispatch::Empty => break,
+        }
+    }
+    let t = first_read.expect("the reader is served");
+    assert!((125 * MS..=140 * MS).contains(&t), "first read at {} ms", t / MS);
+}
+
+#[test]
 fn a_slow_queue_is_charged_the_time_it_held_the_device() {
     // bfq_bfqq_charge_time: a sync queue that held the device for more than 20 ms and got
     // less than half the largest budget is slow, and is charged the largest budget times
