@@ -389,9 +389,17 @@ struct InService {
     /// When its budget times out after `start_ns` (`budget_timeout`).
     timeout_ns: Nanos,
     fifo_checked: bool,
-    idle_until_ns: Option<Nanos>,
-    /// When its idling began (`last_idling_start`), if it idled.
-    idle_from_ns: Nanos,
+    /// The device idling for it (`wait_request`), if it is.
+    idle: Option<Idle>,
+}
+
+/// An idle period armed for the queue in service (`bfq_arm_slice_timer`).
+#[derive(Clone, Copy, Debug)]
+struct Idle {
+    /// When it began (`last_idling_start`).
+    from_ns: Nanos,
+    /// When its timer fires.
+    until_ns: Nanos,
 }
 
 #[derive(Debug)]
@@ -494,8 +502,13 @@ impl Bfq {
         }
     }
 
+    /// Where tunable `name` is in [`TUNABLES`] (and `tun`).
+    fn tunable_index(name: &str) -> Option<usize> {
+        TUNABLES.iter().position(|t| t.name == name)
+    }
+
     fn t(&self, name: &str) -> u64 {
-        self.tun[TUNABLES.iter().position(|t| t.name == name).expect("a tunable")]
+        self.tun[Self::tunable_index(name).expect("a tunable")]
     }
 
     /// `bfq_slice_idle`, kept in nanoseconds by the kernel and shown in milliseconds by
@@ -825,10 +838,10 @@ impl Bfq {
     /// `idling_needed_for_service_guarantees`: a weight-raised queue while others are not
     /// raised or the drive holds 4 requests more than it sent, an asymmetric scenario, or
     /// the only busy queue.
-    fn idling_needed_for_service_guarantees(&self, q: usize, now: Nanos) -> bool {
+    fn idling_needed_for_service_guarantees(&self, q: usize, wr_busy: usize, now: Nanos) -> bool {
         let busy = self.busy_queues();
         let raised_needs = self.raised(q, now)
-            && (self.wr_busy_queues(now) < busy
+            && (wr_busy < busy
                 || self.dispatched_from.len() >= self.queues[q].dispatched as usize + 4);
         raised_needs || self.asymmetric() || busy == 1
     }
@@ -845,8 +858,9 @@ impl Bfq {
         if self.slice_idle_ns() == 0 || !qu.sync() || qu.class == CLASS_IDLE {
             return false;
         }
-        self.idling_boosts_thr_without_issues(q, self.wr_busy_queues(now))
-            || self.idling_needed_for_service_guarantees(q, now)
+        let wr_busy = self.wr_busy_queues(now);
+        self.idling_boosts_thr_without_issues(q, wr_busy)
+            || self.idling_needed_for_service_guarantees(q, wr_busy, now)
     }
 
     /// `bfq_arm_slice_timer`'s idle time for queue `q`: `slice_idle`, but only `BFQ_MIN_TT`
@@ -1143,8 +1157,8 @@ impl Bfq {
         if !qu.sync() {
             return (false, 0);
         }
-        let until = match (reason, s.idle_until_ns) {
-            (Expiry::TooIdle, Some(_)) => s.idle_from_ns,
+        let until = match (reason, s.idle) {
+            (Expiry::TooIdle, Some(idle)) => idle.from_ns,
             _ => now,
         };
         let delta_us = until.saturating_sub(s.start_ns) / 1_000;
@@ -1176,7 +1190,7 @@ impl Bfq {
             }
         }
         let q = s.queue;
-        let timeout = self.t("timeout_sync") * MS;
+        let timeout_ms = self.t("timeout_sync");
         let served = self.queues[q].served;
         // Soft real-time: a queue that emptied computes when a new backlog would be
         // isochronous, or will when its requests in flight complete.
@@ -1200,7 +1214,6 @@ impl Bfq {
             reason == Expiry::BudgetTimeout && budget.saturating_sub(served) >= budget / 3;
         let (slow, delta_ms) = self.is_slow(q, &s, reason, now);
         let charged = if full && !raised && (slow || timed_out_early) {
-            let timeout_ms = timeout / MS;
             let for_time = self.max_budget() * delta_ms.min(timeout_ms) / timeout_ms.max(1);
             served.max(for_time)
         } else {
@@ -1521,8 +1534,7 @@ impl Scheduler for Bfq {
                     start_ns: now_ns,
                     timeout_ns: self.t("timeout_sync") * MS * coeff,
                     fifo_checked: false,
-                    idle_until_ns: None,
-                    idle_from_ns: now_ns,
+                    idle: None,
                 });
             }
             let s = self.in_service.as_ref().expect("in service");
@@ -1544,7 +1556,7 @@ impl Scheduler for Bfq {
                     }
                     let s = self.in_service.as_mut().expect("in service");
                     s.fifo_checked = fifo_checked;
-                    s.idle_until_ns = None;
+                    s.idle = None;
                     let rq = self.take_request(q, i, sectors, now_ns);
                     self.in_serv_last_pos = self.head_sector;
                     if self.wait_dispatch {
@@ -1561,8 +1573,7 @@ impl Scheduler for Bfq {
                 None => {
                     // Once idling (`wait_request`) it idles until its timer; otherwise only
                     // when better (`bfq_bfqq_must_idle`).
-                    let idling =
-                        self.in_service.as_ref().is_some_and(|s| s.idle_until_ns.is_some());
+                    let idling = self.in_service.as_ref().is_some_and(|s| s.idle.is_some());
                     if !idling && !self.better_to_idle(q, now_ns) {
                         self.expire(Expiry::NoMoreRequests, now_ns);
                         continue;
@@ -1575,20 +1586,19 @@ impl Scheduler for Bfq {
                         Dispatch::Empty
                     } else {
                         let s = self.in_service.as_mut().expect("in service");
-                        match s.idle_until_ns {
+                        match s.idle {
                             // strict_guarantees without slice_idle: the timer fires at once.
                             None if idle_ns == 0 => {
                                 self.expire(Expiry::TooIdle, now_ns);
                                 continue;
                             }
                             None => {
-                                let until = now_ns + idle_ns;
-                                s.idle_until_ns = Some(until);
-                                s.idle_from_ns = now_ns;
-                                Dispatch::WaitUntil { until_ns: until }
+                                let until_ns = now_ns + idle_ns;
+                                s.idle = Some(Idle { from_ns: now_ns, until_ns });
+                                Dispatch::WaitUntil { until_ns }
                             }
-                            Some(until) if now_ns < until => {
-                                Dispatch::WaitUntil { until_ns: until }
+                            Some(Idle { until_ns, .. }) if now_ns < until_ns => {
+                                Dispatch::WaitUntil { until_ns }
                             }
                             Some(_) => {
                                 self.expire(Expiry::TooIdle, now_ns);
@@ -1687,16 +1697,14 @@ impl Scheduler for Bfq {
     }
 
     fn set_tunable(&mut self, name: &str, value: &str) -> Result<(), TunableError> {
-        let i = TUNABLES
-            .iter()
-            .position(|t| t.name == name)
+        let i = Self::tunable_index(name)
             .ok_or_else(|| TunableError::unknown(self.name(), name, &self.tunables()))?;
         let v = TUNABLES[i].parse(self.name(), value)?;
         self.tun[i] = v;
         // slice_idle and slice_idle_us are one setting (bfq_slice_idle_store and
         // bfq_slice_idle_us_store both write bfq_slice_idle); the ms file shows it rounded
         // down, as bfq_slice_idle_show divides by NSEC_PER_MSEC.
-        let at = |n: &str| TUNABLES.iter().position(|t| t.name == n).expect("a tunable");
+        let at = |n: &str| Self::tunable_index(n).expect("a tunable");
         match name {
             "slice_idle" => self.tun[at("slice_idle_us")] = v * 1_000,
             "slice_idle_us" => self.tun[at("slice_idle")] = v / 1_000,

@@ -453,10 +453,9 @@ fn class_of(rq: &Request) -> (usize, u8) {
     match rq.owner.prio.class {
         IoPrioClass::RealTime => (RT, rq.owner.prio.level.min(7)),
         IoPrioClass::Idle => (IDLE, 7),
-        IoPrioClass::BestEffort => (BE, rq.owner.prio.level.min(7)),
         // No class set: best effort at the level the task's nice value gives
         // (`cfq_init_prio_data`'s `task_nice_ioprio`; 4 at nice 0).
-        IoPrioClass::None => (BE, rq.owner.prio.level.min(7)),
+        IoPrioClass::BestEffort | IoPrioClass::None => (BE, rq.owner.prio.level.min(7)),
     }
 }
 
