@@ -84,6 +84,18 @@ impl Kernel {
         *self >= Kernel { major, minor, patch }
     }
 
+    /// Cgroup writeback (4.2, Tejun Heo's series): a file's writeback is issued in the
+    /// cgroup that owns it, by that cgroup's own writeback domain on the device
+    /// (`struct bdi_writeback`: its own flusher work, bandwidth and share of the dirty
+    /// threshold), so `io.max`, `io.latency`, `io.cost` and BFQ's groups see buffered writes
+    /// as their cgroup's. It needs cgroup v2 with the memory and io controllers and a file
+    /// system that supports it (ext2 and ext4 from 4.2, btrfs 4.3, xfs 5.3; the block
+    /// device's own inode): elevator's cgroups are v2's, and every file is taken to support
+    /// it. Before, the flushers wrote everything in the root cgroup.
+    pub fn cgroup_writeback(&self) -> bool {
+        self.at_least(4, 2, 0)
+    }
+
     /// IO-less dirty throttling (3.2): writers sleep, only flushers write back.
     pub fn io_less_throttling(&self) -> bool {
         self.at_least(3, 2, 0)
@@ -132,6 +144,15 @@ impl Kernel {
     /// against the machine's threshold alone and wrote back whatever was dirty.
     pub fn per_bdi_dirty_thresholds(&self) -> bool {
         self.at_least(2, 6, 24)
+    }
+
+    /// A device's flusher also writes back in the background while the device's own dirty
+    /// pages exceed its share of the background threshold (3.2, `over_bground_thresh`'s
+    /// `bdi_dirty_limit(bdi, background_thresh)`; 3.0's looked at the machine's alone): a
+    /// device, or from 4.2 a cgroup's writeback domain, that writes back little is not left
+    /// holding dirty pages while the machine stays under the threshold.
+    pub fn per_bdi_background_threshold(&self) -> bool {
+        self.at_least(3, 2, 0)
     }
 
     /// Context readahead (2.6.31).

@@ -116,7 +116,8 @@ pub struct FilePages {
     /// walking clean ones).
     dirty_starts: BTreeSet<u64>,
     pub counts: Counts,
-    /// The backing device (counters are kept per device too).
+    /// The accounting domain its counters are also kept in: its backing device's, or a
+    /// cgroup's writeback domain on it (the page cache's user decides which).
     pub bdi: u32,
     /// When the file went from clean to dirty (`inode->dirtied_when`).
     pub dirtied_when: Option<Nanos>,
@@ -169,6 +170,29 @@ impl Pages {
 
     pub fn bdi_counts(&self, bdi: u32) -> Counts {
         self.per_bdi.get(bdi as usize).copied().unwrap_or_default()
+    }
+
+    /// Moves file `f`'s pages, as counted, to accounting domain `bdi` (an inode attached to
+    /// another writeback domain).
+    pub fn move_file(&mut self, f: FileId, bdi: u32) {
+        if self.per_bdi.len() <= bdi as usize {
+            self.per_bdi.resize(bdi as usize + 1, Counts::default());
+        }
+        let file = &mut self.files[f as usize];
+        let c = file.counts;
+        let from = &mut self.per_bdi[file.bdi as usize];
+        from.cached -= c.cached;
+        from.active -= c.active;
+        from.dirty -= c.dirty;
+        from.writeback -= c.writeback;
+        from.reading -= c.reading;
+        let to = &mut self.per_bdi[bdi as usize];
+        to.cached += c.cached;
+        to.active += c.active;
+        to.dirty += c.dirty;
+        to.writeback += c.writeback;
+        to.reading += c.reading;
+        file.bdi = bdi;
     }
 
     /// A fresh LRU generation (the head of the lists).

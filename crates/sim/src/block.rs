@@ -51,6 +51,8 @@ use crate::blktrace::{Act, BlockEvent, Recorder};
 use crate::slab::Slab;
 
 const NONE: u32 = u32::MAX;
+/// The submitter of a page cache's bios (writeback, readahead): no process of the run.
+pub const PAGE_CACHE_PROCESS: u32 = u32::MAX;
 
 /// `q->unplug_delay`: a plugged queue runs by itself after 3 ms.
 pub const UNPLUG_DELAY_NS: Nanos = 3_000_000;
@@ -185,6 +187,9 @@ pub struct BlockQueue {
     ctl_below: BTreeMap<u64, elevator_control::Bio>,
     next_throttled: u64,
     released: Vec<elevator_control::Bio>,
+    /// Tags of page-cache bios ([`PAGE_CACHE_PROCESS`]) the controller let go since the
+    /// engine last looked ([`BlockQueue::take_page_cache_released`]).
+    page_cache_released: Vec<u32>,
     /// The event sink (`--write-blktrace`), if the run traces.
     trace: Option<Box<Recorder>>,
     /// The scheduler's decisions (`--trace-decisions`), if the run records them.
@@ -272,6 +277,7 @@ impl BlockQueue {
             throttled: BTreeMap::new(),
             ctl_below: BTreeMap::new(),
             next_throttled: 0,
+            page_cache_released: Vec::new(),
             released: Vec::new(),
             trace: None,
             decisions: None,
@@ -469,7 +475,11 @@ impl BlockQueue {
         let mut held = Vec::with_capacity(out.len());
         for b in out.drain(..) {
             let id = b.request.id.0;
-            held.push(self.throttled.remove(&id).expect("the controller holds only ours"));
+            let h = self.throttled.remove(&id).expect("the controller holds only ours");
+            if h.process == PAGE_CACHE_PROCESS {
+                self.page_cache_released.push(h.tag);
+            }
+            held.push(h);
             self.ctl_below.insert(id, b);
         }
         self.released = out;
@@ -490,7 +500,7 @@ impl BlockQueue {
         flags: BioFlags,
         owner: Owner,
         now_ns: Nanos,
-    ) {
+    ) -> bool {
         let mut h = Throttled {
             ctl: NO_CTL,
             process,
@@ -514,9 +524,21 @@ impl BlockQueue {
             for h in self.throttle_release(now_ns) {
                 self.plug_bio_at(h, now_ns);
             }
-            return;
+            let held = self.throttled.contains_key(&id);
+            if !held && process == PAGE_CACHE_PROCESS {
+                // Let go at once: it was never held, as far as the page cache knows.
+                self.page_cache_released.retain(|&t| t != tag);
+            }
+            return held;
         }
         self.plug_bio_at(h, now_ns);
+        false
+    }
+
+    /// Tags of the page-cache bios the controller let go since the last call: they take
+    /// request slots now ([`elevator_mm::Vm::io_released`]).
+    pub fn take_page_cache_released(&mut self, into: &mut Vec<u32>) {
+        into.append(&mut self.page_cache_released);
     }
 
     /// Splits and plugs a bio issued at `h.issue_ns` (earlier than `now_ns` if blk-throttle

@@ -16,15 +16,15 @@ use crate::dirty::{
 pub enum Balance {
     /// 2.6.3x: pages written back so far and the chunk to write; the next nap (jiffies);
     /// `left` pages of this round's writeback still to issue (it waits for request slots).
-    Legacy { bdi: u32, pages_written: u64, write_chunk: u64, pause: u64, left: u64 },
+    Legacy { wb: u32, pages_written: u64, write_chunk: u64, pause: u64, left: u64 },
     /// IO-less: asleep; `again` if it must look again on waking (its rate was zero).
-    IoLess { bdi: u32, pages_dirtied: u64, start_jiffies: u64, again: bool },
+    IoLess { wb: u32, pages_dirtied: u64, start_jiffies: u64, again: bool },
 }
 
 impl Vm {
     /// Pages the task may dirty before its next check.
-    pub(super) fn ratelimit(&self, task: TaskId, bdi: u32) -> u64 {
-        let exceeded = self.bdis[bdi as usize].dirty_exceeded;
+    pub(super) fn ratelimit(&self, task: TaskId, wb: u32) -> u64 {
+        let exceeded = self.wbs[wb as usize].dirty_exceeded;
         if self.cfg.kernel.io_less_throttling() {
             let r = self.tasks[task as usize].nr_dirtied_pause.max(1);
             if exceeded {
@@ -40,8 +40,8 @@ impl Vm {
     }
 
     /// The device's dirty pages: dirty plus under writeback.
-    fn bdi_dirty(&self, bdi: u32) -> (u64, u64) {
-        let c = self.pages.bdi_counts(bdi);
+    fn bdi_dirty(&self, wb: u32) -> (u64, u64) {
+        let c = self.pages.bdi_counts(wb);
         (c.dirty, c.writeback)
     }
 
@@ -50,21 +50,21 @@ impl Vm {
     pub(super) fn balance_start(
         &mut self,
         task: TaskId,
-        bdi: u32,
+        wb: u32,
         now: Nanos,
         out: &mut Output,
     ) -> bool {
         let t = &mut self.tasks[task as usize];
         let b = if self.cfg.kernel.io_less_throttling() {
             let pages_dirtied = t.nr_dirtied;
-            Balance::IoLess { bdi, pages_dirtied, start_jiffies: self.jiffies(now), again: true }
+            Balance::IoLess { wb, pages_dirtied, start_jiffies: self.jiffies(now), again: true }
         } else {
             let ratelimit = legacy_ratelimit_pages(self.cfg.memory_bytes / 4096, self.cfg.cpus);
             t.nr_dirtied = 0;
             let cpu = self.task_cpu(task);
             let write_chunk = legacy_write_chunk(self.cpu_dirtied[cpu], ratelimit);
             self.cpu_dirtied[cpu] = 0;
-            Balance::Legacy { bdi, pages_written: 0, write_chunk, pause: 1, left: 0 }
+            Balance::Legacy { wb, pages_written: 0, write_chunk, pause: 1, left: 0 }
         };
         self.balance_step(task, b, now, out)
     }
@@ -84,27 +84,27 @@ impl Vm {
 
     fn balance_step(&mut self, task: TaskId, b: Balance, now: Nanos, out: &mut Output) -> bool {
         match b {
-            Balance::Legacy { bdi, pages_written, write_chunk, pause, left } => {
-                self.legacy_step(task, bdi, pages_written, write_chunk, pause, left, now, out)
+            Balance::Legacy { wb, pages_written, write_chunk, pause, left } => {
+                self.legacy_step(task, wb, pages_written, write_chunk, pause, left, now, out)
             }
-            Balance::IoLess { bdi, pages_dirtied, start_jiffies, again } => {
+            Balance::IoLess { wb, pages_dirtied, start_jiffies, again } => {
                 if !again {
-                    self.finish_balance(bdi, false, now, out);
+                    self.finish_balance(wb, false, now, out);
                     return true;
                 }
-                self.io_less_step(task, bdi, pages_dirtied, start_jiffies, now, out)
+                self.io_less_step(task, wb, pages_dirtied, start_jiffies, now, out)
             }
         }
     }
 
     /// Ends a `balance_dirty_pages`: clears `dirty_exceeded` once under the device's
     /// threshold and starts background writeback if the machine is over its threshold.
-    fn finish_balance(&mut self, bdi: u32, still_exceeded: bool, now: Nanos, out: &mut Output) {
+    fn finish_balance(&mut self, wb: u32, still_exceeded: bool, now: Nanos, out: &mut Output) {
         if !still_exceeded {
-            self.bdis[bdi as usize].dirty_exceeded = false;
+            self.wbs[wb as usize].dirty_exceeded = false;
         }
         if self.pages.total.dirty > self.limits().background {
-            self.start_background(bdi, now, out);
+            self.start_background(wb, now, out);
         }
     }
 
@@ -113,7 +113,7 @@ impl Vm {
     fn legacy_step(
         &mut self,
         task: TaskId,
-        bdi: u32,
+        wb: u32,
         mut pages_written: u64,
         write_chunk: u64,
         pause: u64,
@@ -124,54 +124,54 @@ impl Vm {
         // Writeback of this round still to issue: it waited for a request slot, which it
         // was granted (reserved for it until it ran).
         if left > 0 {
-            let b = &mut self.bdis[bdi as usize];
+            let b = &mut self.bdis[self.wbs[wb as usize].bdi as usize];
             b.reserved = b.reserved.saturating_sub(1);
             self.batch_allowance = super::NR_BATCHING;
-            let sent = self.writeback_bdi(bdi, left, Some(task), now, out);
+            let sent = self.writeback_wb(wb, left, Some(task), now, out);
             self.batch_allowance = 0;
             pages_written += sent;
             left -= sent;
-            if left > 0 && self.pool_full(bdi) {
+            if left > 0 && self.pool_full_wb(wb) {
                 return self.wait_slot(
                     task,
-                    Balance::Legacy { bdi, pages_written, write_chunk, pause, left },
+                    Balance::Legacy { wb, pages_written, write_chunk, pause, left },
                 );
             }
         }
         let l = self.limits();
         let (nr_dirty, nr_wb) = (self.pages.total.dirty, self.pages.total.writeback);
         let per_bdi = self.cfg.kernel.per_bdi_dirty_thresholds();
-        let (bdi_dirty, bdi_wb) = self.legacy_dirty(bdi);
-        let thresh = self.legacy_thresh(task, bdi, l);
+        let (bdi_dirty, bdi_wb) = self.legacy_dirty(wb);
+        let thresh = self.legacy_thresh(task, wb, l);
         if bdi_dirty + bdi_wb <= thresh {
-            self.finish_balance(bdi, false, now, out);
+            self.finish_balance(wb, false, now, out);
             return true;
         }
         // Throttle only when background writeback cannot catch up (with the per-device
         // thresholds, which ramp up).
         if per_bdi && nr_dirty + nr_wb < (l.background + l.dirty) / 2 {
-            self.finish_balance(bdi, bdi_dirty + bdi_wb >= thresh, now, out);
+            self.finish_balance(wb, bdi_dirty + bdi_wb >= thresh, now, out);
             return true;
         }
-        self.bdis[bdi as usize].dirty_exceeded = true;
+        self.wbs[wb as usize].dirty_exceeded = true;
         // Before 2.6.24 the writer wrote back whatever was dirty (`if (ps.nr_dirty)`).
         let writes_back = if per_bdi { bdi_dirty > thresh } else { bdi_dirty > 0 };
         if writes_back {
             // The writer writes back up to a chunk itself, as the writer.
-            let sent = self.writeback_bdi(bdi, write_chunk, Some(task), now, out);
+            let sent = self.writeback_wb(wb, write_chunk, Some(task), now, out);
             pages_written += sent;
-            if sent < write_chunk && self.pool_full(bdi) && self.pages.bdi_counts(bdi).dirty > 0 {
+            if sent < write_chunk && self.pool_full_wb(wb) && self.pages.bdi_counts(wb).dirty > 0 {
                 left = write_chunk - sent;
                 return self.wait_slot(
                     task,
-                    Balance::Legacy { bdi, pages_written, write_chunk, pause, left },
+                    Balance::Legacy { wb, pages_written, write_chunk, pause, left },
                 );
             }
         }
-        let (bdi_dirty, bdi_wb) = self.legacy_dirty(bdi);
-        let thresh = self.legacy_thresh(task, bdi, l);
+        let (bdi_dirty, bdi_wb) = self.legacy_dirty(wb);
+        let thresh = self.legacy_thresh(task, wb, l);
         if bdi_dirty + bdi_wb <= thresh || pages_written >= write_chunk {
-            self.finish_balance(bdi, bdi_dirty + bdi_wb >= thresh, now, out);
+            self.finish_balance(wb, bdi_dirty + bdi_wb >= thresh, now, out);
             return true;
         }
         // Nap, 1, 2, 4 ... jiffies, at most 100 ms.
@@ -180,7 +180,7 @@ impl Vm {
         self.stats.throttle_ns += nap;
         let next = (pause * 2).min(self.cfg.hz / 10);
         self.tasks[task as usize].busy = Some(Busy::Balance(Balance::Legacy {
-            bdi,
+            wb,
             pages_written,
             write_chunk,
             pause: next,
@@ -192,23 +192,23 @@ impl Vm {
 
     /// What the throttled writer's threshold is compared with: its device's dirty and
     /// writeback pages, or before 2.6.24 the machine's.
-    fn legacy_dirty(&self, bdi: u32) -> (u64, u64) {
+    fn legacy_dirty(&self, wb: u32) -> (u64, u64) {
         if self.cfg.kernel.per_bdi_dirty_thresholds() {
-            self.bdi_dirty(bdi)
+            self.bdi_dirty(wb)
         } else {
             (self.pages.total.dirty, self.pages.total.writeback)
         }
     }
 
     /// The task's device threshold, 2.6.3x; before 2.6.24 the machine's `dirty_thresh`.
-    fn legacy_thresh(&mut self, task: TaskId, bdi: u32, l: Limits) -> u64 {
+    fn legacy_thresh(&mut self, task: TaskId, wb: u32, l: Limits) -> u64 {
         if !self.cfg.kernel.per_bdi_dirty_thresholds() {
             return l.dirty;
         }
-        let bdi_share = self.completions.fraction(&mut self.bdis[bdi as usize].completions);
-        let bdi_share = if bdi_share.0 == 0 && self.bdis.len() == 1 { (1, 1) } else { bdi_share };
+        let bdi_share = self.completions.fraction(&mut self.wbs[wb as usize].completions);
+        let bdi_share = if bdi_share.0 == 0 && self.wbs.len() == 1 { (1, 1) } else { bdi_share };
         let task_share = self.dirties.fraction(&mut self.tasks[task as usize].dirties);
-        let (bd, bw) = self.bdi_dirty(bdi);
+        let (bd, bw) = self.bdi_dirty(wb);
         legacy_bdi_thresh(
             l.dirty,
             bdi_share,
@@ -218,16 +218,13 @@ impl Vm {
         )
     }
 
-    fn pool_full(&self, bdi: u32) -> bool {
-        self.bdis[bdi as usize].pool_full()
-    }
-
     /// The writer sleeps in `get_request_wait` until a request slot is granted to it.
     fn wait_slot(&mut self, task: TaskId, b: Balance) -> bool {
-        let bdi = match b {
-            Balance::Legacy { bdi, .. } | Balance::IoLess { bdi, .. } => bdi,
+        let wb = match b {
+            Balance::Legacy { wb, .. } | Balance::IoLess { wb, .. } => wb,
         };
         self.tasks[task as usize].busy = Some(Busy::Balance(b));
+        let bdi = self.wbs[wb as usize].bdi;
         self.bdis[bdi as usize].slot_waiters.push_back(super::SlotWaiter::Task(task));
         false
     }
@@ -255,7 +252,7 @@ impl Vm {
     fn io_less_step(
         &mut self,
         task: TaskId,
-        bdi: u32,
+        wb: u32,
         pages_dirtied: u64,
         start_jiffies: u64,
         now: Nanos,
@@ -270,23 +267,23 @@ impl Vm {
             t.dirty_paused_when = now_j;
             t.nr_dirtied = 0;
             t.nr_dirtied_pause = dirty_poll_interval(nr_dirty, l.dirty);
-            self.finish_balance(bdi, false, now, out);
+            self.finish_balance(wb, false, now, out);
             return true;
         }
-        self.start_background(bdi, now, out);
-        let share = self.completions.fraction(&mut self.bdis[bdi as usize].completions);
-        let share = if share.0 == 0 && self.bdis.len() == 1 { (1, 1) } else { share };
+        self.start_background(wb, now, out);
+        let share = self.completions.fraction(&mut self.wbs[wb as usize].completions);
+        let share = if share.0 == 0 && self.wbs.len() == 1 { (1, 1) } else { share };
         let bdi_thresh = l.dirty * share.0 / share.1.max(1);
-        let (bd, bw) = self.bdi_dirty(bdi);
+        let (bd, bw) = self.bdi_dirty(wb);
         let bdi_dirty = bd + bw;
         let exceeded = bdi_dirty > bdi_thresh && nr_dirty > l.dirty;
         if exceeded {
-            self.bdis[bdi as usize].dirty_exceeded = true;
+            self.wbs[wb as usize].dirty_exceeded = true;
         }
         self.update_global_limit(now_j, l.dirty, nr_dirty);
         let limit = l.dirty.max(self.global_dirty_limit);
-        let (dirtied, written) = (self.bdis[bdi as usize].dirtied, self.bdis[bdi as usize].written);
-        self.bdis[bdi as usize].bw.update(
+        let (dirtied, written) = (self.wbs[wb as usize].dirtied, self.wbs[wb as usize].written);
+        self.wbs[wb as usize].bw.update(
             hz,
             now_j,
             dirtied,
@@ -294,7 +291,7 @@ impl Vm {
             Some((l, limit, nr_dirty, bdi_thresh, bdi_dirty)),
             start_jiffies,
         );
-        let bwst = self.bdis[bdi as usize].bw;
+        let bwst = self.wbs[wb as usize].bw;
         let pos = pos_ratio(l, limit, nr_dirty, bdi_thresh, bdi_dirty, bwst.avg_write_bandwidth);
         let task_ratelimit = (bwst.dirty_ratelimit * pos) >> RATELIMIT_CALC_SHIFT;
         let max_pause = bwst.max_pause(hz, bdi_dirty);
@@ -317,7 +314,7 @@ impl Vm {
                 } else if t.nr_dirtied_pause <= pages_dirtied {
                     t.nr_dirtied_pause += pages_dirtied;
                 }
-                self.finish_balance(bdi, exceeded, now, out);
+                self.finish_balance(wb, exceeded, now, out);
                 return true;
             }
             if p > max_pause as i64 {
@@ -337,7 +334,7 @@ impl Vm {
         self.stats.throttle_pauses += 1;
         self.stats.throttle_ns += nap;
         self.tasks[task as usize].busy = Some(Busy::Balance(Balance::IoLess {
-            bdi,
+            wb,
             pages_dirtied,
             start_jiffies,
             again: task_ratelimit == 0,

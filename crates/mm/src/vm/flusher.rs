@@ -7,6 +7,10 @@
 //! `writeback_chunk_size`), each from where its last writeback stopped (`range_cyclic`).
 //! The writes are async and issued as the flusher thread; the flusher waits when the
 //! device's request pool is full (`get_request_wait`) and goes on as requests complete.
+//!
+//! A flusher serves one writeback domain ([`super::Wb`]): the device's, or from 4.2 a
+//! cgroup's on the device (cgroup writeback: each `bdi_writeback` has its own work items,
+//! run by the `bdi_wq` workers side by side), whose writes go down in that cgroup.
 
 use elevator_core::{Nanos, NS_PER_MS};
 
@@ -28,7 +32,7 @@ pub(super) struct Flusher {
 }
 
 impl Flusher {
-    pub(super) fn new(_bdi: u32) -> Flusher {
+    pub(super) fn new() -> Flusher {
         Flusher { background: false, kupdate_before: None, last_old_flush_ns: 0, armed: None }
     }
 }
@@ -38,57 +42,73 @@ impl Vm {
         u64::from(self.cfg.sysctl.dirty_writeback_centisecs) * 10 * NS_PER_MS
     }
 
-    /// Dirty data appeared on `bdi`: make sure its flusher wakes within a period.
-    pub(super) fn flusher_arm(&mut self, bdi: u32, now: Nanos) {
+    /// Dirty data appeared in writeback domain `wb`: make sure its flusher wakes within a period.
+    pub(super) fn flusher_arm(&mut self, wb: u32, now: Nanos) {
         let interval = self.writeback_interval_ns();
-        if interval == 0 || self.bdis[bdi as usize].flusher.armed.is_some() {
+        if interval == 0 || self.wbs[wb as usize].flusher.armed.is_some() {
             return;
         }
-        self.bdis[bdi as usize].flusher.armed = Some(now + interval);
-        self.add_timer(now + interval, Timer::Flusher(bdi));
+        self.wbs[wb as usize].flusher.armed = Some(now + interval);
+        self.add_timer(now + interval, Timer::Flusher(wb));
     }
 
-    /// Writeback in progress on `bdi` (`writeback_in_progress`).
-    fn writeback_in_progress(&self, bdi: u32) -> bool {
-        let f = &self.bdis[bdi as usize].flusher;
+    /// Writeback in progress in `wb` (`writeback_in_progress`).
+    fn writeback_in_progress(&self, wb: u32) -> bool {
+        let f = &self.wbs[wb as usize].flusher;
         f.background || f.kupdate_before.is_some()
     }
 
     /// `bdi_start_background_writeback`.
-    pub(super) fn start_background(&mut self, bdi: u32, now: Nanos, out: &mut Output) {
-        if self.writeback_in_progress(bdi) {
+    pub(super) fn start_background(&mut self, wb: u32, now: Nanos, out: &mut Output) {
+        if self.writeback_in_progress(wb) {
             return;
         }
-        self.bdis[bdi as usize].flusher.background = true;
-        self.flusher_run(bdi, now, out);
+        self.wbs[wb as usize].flusher.background = true;
+        self.flusher_run(wb, now, out);
     }
 
     /// The periodic wake-up (`wb_check_old_data_flush`, `wb_check_background_flush`).
-    pub(super) fn flusher_wake(&mut self, bdi: u32, now: Nanos, out: &mut Output) {
-        self.bdis[bdi as usize].flusher.armed = None;
+    pub(super) fn flusher_wake(&mut self, wb: u32, now: Nanos, out: &mut Output) {
+        self.wbs[wb as usize].flusher.armed = None;
         let interval = self.writeback_interval_ns();
         let expire = u64::from(self.cfg.sysctl.dirty_expire_centisecs) * 10 * NS_PER_MS;
-        let f = &mut self.bdis[bdi as usize].flusher;
+        let f = &mut self.wbs[wb as usize].flusher;
         if now >= f.last_old_flush_ns + interval {
             f.last_old_flush_ns = now;
-            if self.pages.bdi_counts(bdi).dirty > 0 {
+            if self.pages.bdi_counts(wb).dirty > 0 {
                 // Nothing can have been dirty longer than the machine has been up.
                 f.kupdate_before = now.checked_sub(expire);
             }
         }
-        if self.pages.total.dirty >= self.limits().background {
-            self.bdis[bdi as usize].flusher.background = true;
+        if self.over_bg_thresh(wb) {
+            self.wbs[wb as usize].flusher.background = true;
         }
-        self.flusher_run(bdi, now, out);
-        if self.pages.bdi_counts(bdi).dirty > 0 || self.writeback_in_progress(bdi) {
-            self.flusher_arm(bdi, now);
+        self.flusher_run(wb, now, out);
+        if self.pages.bdi_counts(wb).dirty > 0 || self.writeback_in_progress(wb) {
+            self.flusher_arm(wb, now);
         }
     }
 
+    /// `over_bground_thresh` (`wb_over_bg_thresh` from 4.2): the machine's dirty pages are
+    /// over the background threshold, or (from 3.2) `wb`'s own over its share of it (its
+    /// share of recent writeout, as its dirty threshold's).
+    fn over_bg_thresh(&mut self, wb: u32) -> bool {
+        let background = self.limits().background;
+        if self.pages.total.dirty >= background {
+            return true;
+        }
+        if !self.cfg.kernel.per_bdi_background_threshold() {
+            return false;
+        }
+        let share = self.completions.fraction(&mut self.wbs[wb as usize].completions);
+        let share = if share.0 == 0 && self.wbs.len() == 1 { (1, 1) } else { share };
+        self.pages.bdi_counts(wb).dirty > background * share.0 / share.1.max(1)
+    }
+
     /// The chunk one pass writes.
-    fn writeback_chunk(&self, bdi: u32) -> u64 {
+    fn writeback_chunk(&self, wb: u32) -> u64 {
         if self.cfg.kernel.io_less_throttling() {
-            let bw = self.bdis[bdi as usize].bw.avg_write_bandwidth;
+            let bw = self.wbs[wb as usize].bw.avg_write_bandwidth;
             let pages = (bw / 2).min(self.global_dirty_limit / 8);
             (pages + WRITEBACK_CHUNK_PAGES) / WRITEBACK_CHUNK_PAGES * WRITEBACK_CHUNK_PAGES
         } else {
@@ -96,69 +116,68 @@ impl Vm {
         }
     }
 
-    /// `wb_writeback` for the work queued on `bdi`, as far as the request pool allows.
-    pub(super) fn flusher_run(&mut self, bdi: u32, now: Nanos, out: &mut Output) {
+    /// `wb_writeback` for the work queued on `wb`, as far as the request pool allows.
+    pub(super) fn flusher_run(&mut self, wb: u32, now: Nanos, out: &mut Output) {
         loop {
-            let over_bg = self.pages.total.dirty >= self.limits().background
-                && self.pages.bdi_counts(bdi).dirty > 0;
-            let f = &mut self.bdis[bdi as usize].flusher;
+            let over_bg = self.pages.bdi_counts(wb).dirty > 0 && self.over_bg_thresh(wb);
+            let f = &mut self.wbs[wb as usize].flusher;
             if f.background && !over_bg {
                 f.background = false;
             }
             let before = f.kupdate_before;
             if let Some(b) = before {
-                if !self.has_old_dirty(bdi, b) {
-                    self.bdis[bdi as usize].flusher.kupdate_before = None;
+                if !self.has_old_dirty(wb, b) {
+                    self.wbs[wb as usize].flusher.kupdate_before = None;
                 }
             }
-            let f = self.bdis[bdi as usize].flusher;
+            let f = self.wbs[wb as usize].flusher;
             if !f.background && f.kupdate_before.is_none() {
                 return;
             }
-            if self.bdis[bdi as usize].pool_full() {
+            if self.pool_full_wb(wb) {
                 // Queue for a slot behind whoever waits already.
-                let b = &mut self.bdis[bdi as usize];
-                if !b.slot_waiters.contains(&super::SlotWaiter::Flusher) {
-                    b.slot_waiters.push_back(super::SlotWaiter::Flusher);
+                let b = &mut self.bdis[self.wbs[wb as usize].bdi as usize];
+                if !b.slot_waiters.contains(&super::SlotWaiter::Flusher(wb)) {
+                    b.slot_waiters.push_back(super::SlotWaiter::Flusher(wb));
                 }
                 return;
             }
-            let chunk = self.writeback_chunk(bdi);
+            let chunk = self.writeback_chunk(wb);
             let filter = if f.background { None } else { f.kupdate_before };
-            let sent = self.writeback_queue(bdi, chunk, None, filter, now, out);
+            let sent = self.writeback_queue(wb, chunk, None, filter, now, out);
             if sent == 0 {
                 return;
             }
         }
     }
 
-    /// A dirty inode on `bdi` dirtied before `before`.
-    fn has_old_dirty(&self, bdi: u32, before: Nanos) -> bool {
-        self.bdis[bdi as usize].queue.iter().any(|&f| {
+    /// A dirty inode of `wb` dirtied before `before`.
+    fn has_old_dirty(&self, wb: u32, before: Nanos) -> bool {
+        self.wbs[wb as usize].queue.iter().any(|&f| {
             self.pages.file(f).dirtied_when.is_some_and(|w| w <= before)
                 && self.pages.file(f).counts.dirty > 0
         })
     }
 
     /// `writeback_inodes_wb` as a throttled writer (2.6.3x): up to `max_pages`.
-    pub(super) fn writeback_bdi(
+    pub(super) fn writeback_wb(
         &mut self,
-        bdi: u32,
+        wb: u32,
         max_pages: u64,
         issuer: Option<TaskId>,
         now: Nanos,
         out: &mut Output,
     ) -> u64 {
-        self.writeback_queue(bdi, max_pages, issuer, None, now, out)
+        self.writeback_queue(wb, max_pages, issuer, None, now, out)
     }
 
-    /// Writes back up to `max_pages` from the dirty inodes of `bdi`, in queue order, each
+    /// Writes back up to `max_pages` from the dirty inodes of `wb`, in queue order, each
     /// from its `writeback_index` round to where it started; an inode that still has dirty
     /// pages when the quota runs out goes to the back (`requeue_io`). `before` limits it to
     /// inodes dirtied before that time.
     fn writeback_queue(
         &mut self,
-        bdi: u32,
+        wb: u32,
         max_pages: u64,
         issuer: Option<TaskId>,
         before: Option<Nanos>,
@@ -166,17 +185,17 @@ impl Vm {
         out: &mut Output,
     ) -> u64 {
         let mut sent = 0;
-        let mut visits = self.bdis[bdi as usize].queue.len();
+        let mut visits = self.wbs[wb as usize].queue.len();
         while sent < max_pages && visits > 0 {
             visits -= 1;
-            let Some(file) = self.bdis[bdi as usize].queue.pop_front() else { break };
+            let Some(file) = self.wbs[wb as usize].queue.pop_front() else { break };
             let fp = self.pages.file(file);
             if fp.counts.dirty == 0 {
                 self.files[file as usize].queued = false;
                 continue;
             }
             if before.is_some_and(|b| fp.dirtied_when.is_some_and(|w| w > b)) {
-                self.bdis[bdi as usize].queue.push_back(file);
+                self.wbs[wb as usize].queue.push_back(file);
                 continue;
             }
             let last = self.file_pages(file);
@@ -189,7 +208,7 @@ impl Vm {
             let quota = max_pages - sent;
             let (_, mut done, mut stopped) =
                 self.writeback_pages(file, start, last, quota, false, issuer, out);
-            if done < quota && start > 0 && !self.pool_full_async(bdi) {
+            if done < quota && start > 0 && !self.pool_full_wb(wb) {
                 let (_, b, at) =
                     self.writeback_pages(file, 0, start, quota - done, false, issuer, out);
                 if b > 0 {
@@ -202,11 +221,11 @@ impl Vm {
             self.pages.file_mut(file).writeback_index = if stopped >= last { 0 } else { stopped };
             let still_dirty = self.pages.next_dirty_run(file, 0, last, 1).is_some();
             if still_dirty || self.pages.file(file).counts.dirty > 0 {
-                self.bdis[bdi as usize].queue.push_back(file);
+                self.wbs[wb as usize].queue.push_back(file);
             } else {
                 self.files[file as usize].queued = false;
             }
-            if done == 0 && self.pool_full_async(bdi) {
+            if done == 0 && self.pool_full_wb(wb) {
                 break;
             }
         }
@@ -214,7 +233,8 @@ impl Vm {
         sent
     }
 
-    fn pool_full_async(&self, bdi: u32) -> bool {
-        self.bdis[bdi as usize].pool_full()
+    /// The request pool of `wb`'s device is full.
+    pub(super) fn pool_full_wb(&self, wb: u32) -> bool {
+        self.bdis[self.wbs[wb as usize].bdi as usize].pool_full()
     }
 }

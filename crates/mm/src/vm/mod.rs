@@ -357,6 +357,11 @@ struct Task {
 #[derive(Clone, Copy, Debug)]
 struct FileMeta {
     spec: FileSpec,
+    /// The writeback domain its dirty pages are accounted to and written back by (the
+    /// device's root one until a task of another cgroup first dirties it, from 4.2).
+    wb: u32,
+    /// Its writeback domain was chosen, at its first dirtying (`inode->i_wb`).
+    wb_attached: bool,
     /// On its device's writeback queue (`b_io`).
     queued: bool,
     /// The ext3 journal of its file system.
@@ -371,22 +376,13 @@ struct FileMeta {
     exists: bool,
 }
 
-/// A backing device as the cache sees it.
+/// A backing device as the cache sees it: its request pool and who waits for it.
 struct Bdi {
     spec: BdiSpec,
     /// Async write requests in flight (writeback waits at `nr_requests`).
     async_requests: u32,
-    /// Dirty files in writeback order (`b_dirty`/`b_io`/`b_more_io` in one queue).
-    queue: VecDeque<FileId>,
-    /// Pages dirtied and written back so far (`BDI_DIRTIED`, `BDI_WRITTEN`).
-    dirtied: u64,
-    written: u64,
-    bw: BdiBandwidth,
-    completions: PropLocal,
-    dirty_exceeded: bool,
-    flusher: flusher::Flusher,
     /// Who waits for an async request slot, in order (`get_request_wait` is FIFO):
-    /// throttled writers (2.6.3x) and the flusher.
+    /// throttled writers (2.6.3x) and the flushers.
     slot_waiters: VecDeque<SlotWaiter>,
     /// Slots granted to woken writers that have not run yet.
     reserved: u32,
@@ -399,13 +395,50 @@ struct Bdi {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SlotWaiter {
     Task(TaskId),
-    Flusher,
+    /// The flusher of a writeback domain ([`Wb`]).
+    Flusher(u32),
 }
 
 impl Bdi {
     /// The async request pool is full (`get_request_wait` would sleep).
     fn pool_full(&self) -> bool {
         self.async_requests + self.reserved >= self.spec.nr_requests
+    }
+}
+
+/// A writeback domain (`struct bdi_writeback`): the dirty inodes of one device that one
+/// flusher writes back, with the bandwidth and writeout share that set its writers' dirty
+/// threshold. Each device has its root domain, at the device's own index; from 4.2 a cgroup
+/// that dirties files on it gets one of its own (cgroup writeback, [`Vm::wb_for`]).
+struct Wb {
+    /// The device.
+    bdi: u32,
+    /// The cgroup its writeback is issued in (0: the root).
+    cgroup: u32,
+    /// Dirty files in writeback order (`b_dirty`/`b_io`/`b_more_io` in one queue).
+    queue: VecDeque<FileId>,
+    /// Pages dirtied and written back so far (`WB_DIRTIED`, `WB_WRITTEN`).
+    dirtied: u64,
+    written: u64,
+    bw: BdiBandwidth,
+    completions: PropLocal,
+    dirty_exceeded: bool,
+    flusher: flusher::Flusher,
+}
+
+impl Wb {
+    fn new(bdi: u32, cgroup: u32) -> Wb {
+        Wb {
+            bdi,
+            cgroup,
+            queue: VecDeque::new(),
+            dirtied: 0,
+            written: 0,
+            bw: BdiBandwidth::new(0),
+            completions: PropLocal::default(),
+            dirty_exceeded: false,
+            flusher: flusher::Flusher::new(),
+        }
     }
 }
 
@@ -421,6 +454,9 @@ enum IoKind {
 struct IoRec {
     kind: IoKind,
     bdi: u32,
+    /// Held by the block layer's group control before it took requests
+    /// ([`Vm::io_held`]): its request slots are not counted.
+    held: bool,
     waiters: Vec<TaskId>,
     /// Journals whose commit waits for it.
     journals: Vec<journal::JournalId>,
@@ -431,7 +467,7 @@ struct IoRec {
 enum Timer {
     /// A throttled task's pause ends.
     Task(TaskId),
-    /// A flusher's periodic wake-up.
+    /// A writeback domain's flusher's periodic wake-up.
     Flusher(u32),
     /// A journal's commit interval ran out.
     Journal(journal::JournalId),
@@ -447,6 +483,10 @@ pub struct Vm {
     dirty_order: Vec<DirtyOrder>,
     tasks: Vec<Task>,
     bdis: Vec<Bdi>,
+    /// Writeback domains: the devices' root ones first, at their devices' indexes.
+    wbs: Vec<Wb>,
+    /// The cgroup writeback domains by (device, cgroup).
+    wb_of: BTreeMap<(u32, u32), u32>,
     journals: Vec<journal::Journal>,
     /// ext3 inode-table and directory blocks (device byte offsets) by the files that use
     /// them: a block none uses is made in memory when a file is created, not read.
@@ -488,19 +528,12 @@ impl Vm {
         // min_free_kbytes = sqrt(16 * lowmem KiB), 128 KiB ..= 64 MiB.
         let kib = cfg.memory_bytes / 1024;
         let min_free_kib = ((16 * kib) as f64).sqrt() as u64;
+        let wbs = (0..bdis.len() as u32).map(|b| Wb::new(b, 0)).collect();
         let bdis = bdis
             .iter()
-            .enumerate()
-            .map(|(i, &spec)| Bdi {
+            .map(|&spec| Bdi {
                 spec,
                 async_requests: 0,
-                queue: VecDeque::new(),
-                dirtied: 0,
-                written: 0,
-                bw: BdiBandwidth::new(0),
-                completions: PropLocal::default(),
-                dirty_exceeded: false,
-                flusher: flusher::Flusher::new(i as u32),
                 slot_waiters: VecDeque::new(),
                 reserved: 0,
                 read_congested: false,
@@ -514,6 +547,8 @@ impl Vm {
             dirty_order: Vec::new(),
             tasks: Vec::new(),
             bdis,
+            wbs,
+            wb_of: BTreeMap::new(),
             journals: Vec::new(),
             meta_users: BTreeMap::new(),
             open_files: Vec::new(),
@@ -571,6 +606,8 @@ impl Vm {
         let journal = self.journal_at(spec.bdi, spec.base_bytes);
         self.files.push(FileMeta {
             spec,
+            wb: spec.bdi,
+            wb_attached: false,
             queued: false,
             journal,
             meta_tid: None,
@@ -671,7 +708,7 @@ impl Vm {
     }
 
     fn new_io(&mut self, kind: IoKind, bdi: u32) -> IoTag {
-        let rec = IoRec { kind, bdi, waiters: Vec::new(), journals: Vec::new() };
+        let rec = IoRec { kind, bdi, held: false, waiters: Vec::new(), journals: Vec::new() };
         match self.free_ios.pop() {
             Some(t) => {
                 self.ios[t as usize] = Some(rec);
@@ -689,9 +726,48 @@ impl Vm {
         self.timers.insert((at, self.timer_seq), t);
     }
 
-    /// The owner of the flusher thread of `bdi`: a kernel thread in the root cgroup.
-    fn flusher_owner(bdi: u32) -> Owner {
-        Owner::kernel_thread(FLUSHER_PID_BASE + bdi)
+    /// The writeback domain of cgroup `cgroup` on device `bdi`, made on first use
+    /// (`wb_get_create`): the device's root one for the root cgroup.
+    fn wb_for(&mut self, bdi: u32, cgroup: u32) -> u32 {
+        if cgroup == 0 {
+            return bdi;
+        }
+        if let Some(&wb) = self.wb_of.get(&(bdi, cgroup)) {
+            return wb;
+        }
+        let wb = self.wbs.len() as u32;
+        self.wbs.push(Wb::new(bdi, cgroup));
+        self.wb_of.insert((bdi, cgroup), wb);
+        wb
+    }
+
+    /// `inode_attach_wb`, at a file's first dirtying by `task`: with cgroup writeback
+    /// ([`crate::Kernel::cgroup_writeback`]) the file joins the writeback domain of the
+    /// task's cgroup on its device, which writes it back from then on. Deviation: the kernel
+    /// takes the cgroup its first dirtied page is charged to (whoever read it in, if it was
+    /// cached), and later moves an inode that another cgroup mostly writes to that cgroup's
+    /// domain (`inode_switch_wbs`); here the first writer's cgroup keeps it.
+    pub(super) fn attach_wb(&mut self, file: FileId, task: TaskId) {
+        let meta = &self.files[file as usize];
+        if meta.wb_attached || meta.metadata || !self.cfg.kernel.cgroup_writeback() {
+            return;
+        }
+        let (bdi, cgroup) = (meta.spec.bdi, self.tasks[task as usize].owner.cgroup);
+        let wb = self.wb_for(bdi, cgroup);
+        let meta = &mut self.files[file as usize];
+        meta.wb_attached = true;
+        if meta.wb != wb {
+            debug_assert!(!meta.queued, "a file is attached before it is first dirty");
+            meta.wb = wb;
+            self.pages.move_file(file, wb);
+        }
+    }
+
+    /// The owner of the flusher of writeback domain `wb`: the device's flusher thread, in
+    /// the domain's cgroup.
+    fn flusher_owner(&self, wb: u32) -> Owner {
+        let w = &self.wbs[wb as usize];
+        Owner { cgroup: w.cgroup, ..Owner::kernel_thread(FLUSHER_PID_BASE + w.bdi) }
     }
 
     /// When the Vm next wants [`Vm::timer`] called.
@@ -765,7 +841,8 @@ impl Vm {
                 self.stats.pages_read += end - start;
             }
             IoKind::Write { file, start, end, requests, sync } => {
-                self.write_done(tag, rec.bdi, file, start, end, requests, sync, now, out);
+                let held = rec.held;
+                self.write_done(tag, rec.bdi, file, start, end, requests, sync, held, now, out);
             }
             IoKind::Flush => {}
         }
@@ -775,6 +852,35 @@ impl Vm {
         for j in rec.journals {
             self.journal_io_done(j, now, out);
         }
+    }
+
+    /// The block layer holds I/O `tag` before it becomes requests: blk-throttle (`io.max`)
+    /// queues bios of a cgroup over its limit and issues them later, and a writeback bio
+    /// held there takes no request from the pool (`blk_throtl_bio` runs before
+    /// `get_request`). Its slots go to whoever waits for one until [`Vm::io_released`].
+    pub fn io_held(&mut self, tag: IoTag, now: Nanos, out: &mut Output) {
+        let Some(rec) = self.ios.get_mut(tag as usize).and_then(Option::as_mut) else { return };
+        let IoKind::Write { requests, sync: false, .. } = rec.kind else { return };
+        if rec.held {
+            return;
+        }
+        rec.held = true;
+        let bdi = rec.bdi;
+        let b = &mut self.bdis[bdi as usize];
+        b.async_requests -= requests.min(b.async_requests);
+        self.grant_slots(bdi, now, out);
+    }
+
+    /// The block layer let held I/O `tag` go: it takes its requests now (past a full pool,
+    /// as the bio waits for them in the block layer, not in the page cache).
+    pub fn io_released(&mut self, tag: IoTag) {
+        let Some(rec) = self.ios.get_mut(tag as usize).and_then(Option::as_mut) else { return };
+        let IoKind::Write { requests, .. } = rec.kind else { return };
+        if !rec.held {
+            return;
+        }
+        rec.held = false;
+        self.bdis[rec.bdi as usize].async_requests += requests;
     }
 
     /// A task that waited for an I/O may go on: it becomes runnable.

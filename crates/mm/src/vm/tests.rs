@@ -992,3 +992,120 @@ fn before_2_6_24_a_writer_is_throttled_against_the_machine_s_limit_alone() {
         assert_eq!(by_writer > 0, throttled, "{kernel}: {by_writer} writes by the writer");
     }
 }
+
+/// A writer in a cgroup (`Owner::cgroup`).
+fn task_in(h: &mut Harness, pid: u32, cgroup: u32) -> TaskId {
+    h.vm.add_task(Owner { cgroup, ..Owner::process(pid) })
+}
+
+/// From 4.2 (cgroup writeback) a file's writeback is issued in the cgroup of the task that
+/// first dirtied it, and stays there when another cgroup writes to it; before, the flusher
+/// writes everything in the root cgroup.
+#[test]
+fn from_4_2_writeback_goes_down_in_the_cgroup_that_first_dirtied_the_file() {
+    for (kernel, cgwb) in [("4.1", false), ("4.2", true), ("6.1", true)] {
+        let mut h = Harness::new(machine(kernel, 1024));
+        let f = h.vm.add_file(FileSpec::new(0, 1 << 30, 8 << 20, 0));
+        let g = h.vm.add_file(FileSpec::new(0, 2 << 30, 8 << 20, 0));
+        let (a, b) = (task_in(&mut h, 1, 7), task_in(&mut h, 2, 9));
+        stream_write(&mut h, a, f, 1, 4096);
+        stream_write(&mut h, b, g, 1, 4096);
+        // b writes into a's file too (its second MiB): a's cgroup keeps it.
+        let mut done = 0;
+        while done < 256 {
+            let offset = (1 << 20) + done * 4096;
+            let call =
+                Syscall::Write { file: f, offset, len: 4096, count: 256 - done, sync: false };
+            done += h.call(b, call).0;
+        }
+        // The periodic flusher writes all of it after dirty_expire_centisecs.
+        h.run_until(h.now + 40 * NS_PER_SEC);
+        let cgroups = |file_base: u64, len: u64| -> Vec<u32> {
+            let mut c: Vec<u32> = h
+                .ios
+                .iter()
+                .filter(|io| io.op == Op::Write && io.offset_bytes >= file_base)
+                .filter(|io| io.offset_bytes < file_base + len)
+                .map(|io| io.owner.cgroup)
+                .collect();
+            c.dedup();
+            c
+        };
+        let (fb, gb) = (h.vm.file_spec(f).base_bytes, h.vm.file_spec(g).base_bytes);
+        let (fc, gc) = (cgroups(fb, 8 << 20), cgroups(gb, 8 << 20));
+        if cgwb {
+            assert_eq!((fc, gc), (vec![7], vec![9]), "{kernel}");
+        } else {
+            assert_eq!((fc, gc), (vec![0], vec![0]), "{kernel}");
+        }
+        assert!(h.ios.iter().all(|io| io.owner.pid == FLUSHER_PID_BASE), "{kernel}");
+        assert_eq!(h.vm.pages().total.dirty, 0, "{kernel}: all of it written");
+    }
+}
+
+/// Writeback that the block layer holds (blk-throttle, `io.max`) takes no request slots:
+/// a flusher stopped by a pool full of held writes goes on once they are said to be held,
+/// and the writes count again when they are let go.
+#[test]
+fn writes_the_block_layer_holds_leave_their_request_slots_to_others() {
+    let mut h = Harness::new(machine("6.1", 4096));
+    let f = file(&mut h, 256, false);
+    let t = task_in(&mut h, 1, 7);
+    stream_write(&mut h, t, f, 256, 1 << 20);
+    let requests = |ios: &[BlockIo]| -> u32 {
+        ios.iter().map(|io| io.len_bytes.div_ceil(512 << 10) as u32).sum()
+    };
+    // Background writeback: the flusher fills the pool (128 requests of 512 KiB) and waits.
+    let wb = h.vm.files[f as usize].wb;
+    assert_ne!(wb, 0, "the file is written back by its cgroup's domain");
+    let mut out = Output::default();
+    h.vm.start_background(wb, h.now, &mut out);
+    let first = out.ios;
+    assert_eq!(requests(&first), 128, "the flusher stops at a full pool");
+    assert_eq!(h.vm.bdis[0].async_requests, 128);
+    // The block layer holds them all: their slots go to the waiting flusher.
+    let mut more = Output::default();
+    for io in &first {
+        h.vm.io_held(io.tag, 0, &mut more);
+    }
+    let again = requests(&more.ios);
+    assert!(again >= 128, "held writes freed their slots: {again} more requests");
+    assert_eq!(h.vm.bdis[0].async_requests, again);
+    // Let go, they count again.
+    for io in &first {
+        h.vm.io_released(io.tag);
+    }
+    assert_eq!(h.vm.bdis[0].async_requests, again + 128);
+    // Each completion frees its slots once: what the flusher sends meanwhile is all that
+    // is left in the pool.
+    let mut later = Vec::new();
+    for io in first.iter().chain(&more.ios) {
+        let mut o = Output::default();
+        h.vm.io_done(io.tag, h.now, &mut o);
+        later.extend(o.ios);
+    }
+    assert_eq!(h.vm.bdis[0].async_requests, requests(&later));
+}
+
+/// From 3.2 a device whose own dirty pages pass its share of the background threshold is
+/// written back while the machine is under the threshold (`over_bground_thresh`); 3.0
+/// waits for the machine's.
+#[test]
+fn from_3_2_a_device_over_its_share_of_the_background_threshold_is_written_back() {
+    for (kernel, expected) in [("3.0", false), ("3.2", true)] {
+        let mut h = Harness::new(machine(kernel, 1024));
+        h.vm = Vm::new(machine(kernel, 1024), &[BDI, BDI]);
+        let f = h.vm.add_file(FileSpec::new(0, 1 << 30, 64 << 20, 0));
+        let g = h.vm.add_file(FileSpec::new(1, 1 << 30, 64 << 20, 0));
+        let t = h.vm.add_task(Owner::process(1));
+        // Device 0 has written back much (its share of writeout is nearly all).
+        h.call(t, Syscall::Write { file: f, offset: 0, len: 1 << 20, count: 32, sync: false });
+        h.call(t, Syscall::Fsync { file: f, data_only: false });
+        // Device 1 gets 24 MiB dirty: over its share, under the machine's threshold.
+        h.call(t, Syscall::Write { file: g, offset: 0, len: 1 << 20, count: 24, sync: false });
+        assert!(h.vm.pages().total.dirty < h.vm.limits().background, "{kernel}");
+        h.run_until(h.now + 6 * NS_PER_SEC);
+        let written = h.ios.iter().any(|io| io.bdi == 1 && io.op == Op::Write);
+        assert_eq!(written, expected, "{kernel}");
+    }
+}

@@ -44,9 +44,9 @@ impl Vm {
             };
         }
         if crossed {
-            let bdi = self.files[file as usize].spec.bdi;
+            let wb = self.files[file as usize].wb;
             self.tasks[task as usize].cpu_ns = 0;
-            if !self.balance_start(task, bdi, t_k, out) {
+            if !self.balance_start(task, wb, t_k, out) {
                 return SyscallResult::Blocked { count: k - 1 };
             }
         }
@@ -144,7 +144,10 @@ impl Vm {
         let cpu = self.task_cpu(task);
         let done_so_far =
             if legacy { self.cpu_dirtied[cpu] } else { self.tasks[task as usize].nr_dirtied };
-        let budget = self.ratelimit(task, spec.bdi).saturating_sub(done_so_far).max(1);
+        // The file's writeback domain is settled at its first dirtying, before the check.
+        self.attach_wb(file, task);
+        let wb = self.files[file as usize].wb;
+        let budget = self.ratelimit(task, wb).saturating_sub(done_so_far).max(1);
         let pages_per_write = len.div_ceil(PAGE_BYTES).max(1);
         let new_dirty = |vm: &Vm, k: u64| -> u64 {
             if legacy {
@@ -243,8 +246,8 @@ impl Vm {
         let newly = self.pages.file(file).counts.dirty - before;
         if newly > 0 {
             self.mark_file_dirty(file, now);
-            let bdi = self.files[file as usize].spec.bdi;
-            self.bdis[bdi as usize].dirtied += newly;
+            let wb = self.files[file as usize].wb;
+            self.wbs[wb as usize].dirtied += newly;
             self.stats.peak_dirty_pages = self.stats.peak_dirty_pages.max(self.pages.total.dirty);
         }
         newly
@@ -304,9 +307,9 @@ impl Vm {
         let meta = &mut self.files[file as usize];
         if !meta.queued {
             meta.queued = true;
-            let bdi = meta.spec.bdi;
-            self.bdis[bdi as usize].queue.push_back(file);
-            self.flusher_arm(bdi, now);
+            let wb = meta.wb;
+            self.wbs[wb as usize].queue.push_back(file);
+            self.flusher_arm(wb, now);
         }
     }
 
@@ -327,7 +330,7 @@ impl Vm {
     ) -> (Vec<IoTag>, u64, u64) {
         let owner = match issuer {
             Some(t) => self.tasks[t as usize].owner,
-            None => Self::flusher_owner(self.files[file as usize].spec.bdi),
+            None => self.flusher_owner(self.files[file as usize].wb),
         };
         self.writeback_as(file, a, b, max_pages, sync, owner, true, out)
     }
@@ -583,6 +586,7 @@ impl Vm {
         end: u64,
         requests: u32,
         sync: bool,
+        held: bool,
         now: Nanos,
         out: &mut Output,
     ) {
@@ -604,30 +608,35 @@ impl Vm {
         }
         let pages = end - start;
         self.stats.pages_written += pages;
-        let b = &mut self.bdis[bdi as usize];
-        b.written += pages;
-        if !sync {
+        let wb = self.files[file as usize].wb;
+        self.wbs[wb as usize].written += pages;
+        if !sync && !held {
+            let b = &mut self.bdis[bdi as usize];
             b.async_requests -= requests.min(b.async_requests);
         }
-        self.completions.inc(&mut self.bdis[bdi as usize].completions, pages);
+        self.completions.inc(&mut self.wbs[wb as usize].completions, pages);
         if self.pages.file(file).counts.dirty > 0 && !self.files[file as usize].queued {
             self.mark_file_dirty(file, now);
         }
-        // Room in the request pool: the slots go to the waiters in order (a woken writer's
-        // slot is kept for it until it runs).
         if !sync {
-            while !self.bdis[bdi as usize].pool_full() {
-                let Some(w) = self.bdis[bdi as usize].slot_waiters.pop_front() else { break };
-                match w {
-                    super::SlotWaiter::Task(t) => {
-                        self.bdis[bdi as usize].reserved += 1;
-                        out.runnable.push(t);
-                    }
-                    super::SlotWaiter::Flusher => {
-                        self.batch_allowance = super::NR_BATCHING;
-                        self.flusher_run(bdi, now, out);
-                        self.batch_allowance = 0;
-                    }
+            self.grant_slots(bdi, now, out);
+        }
+    }
+
+    /// Room in `bdi`'s request pool: the slots go to the waiters in order (a woken writer's
+    /// slot is kept for it until it runs).
+    pub(super) fn grant_slots(&mut self, bdi: u32, now: Nanos, out: &mut Output) {
+        while !self.bdis[bdi as usize].pool_full() {
+            let Some(w) = self.bdis[bdi as usize].slot_waiters.pop_front() else { break };
+            match w {
+                super::SlotWaiter::Task(t) => {
+                    self.bdis[bdi as usize].reserved += 1;
+                    out.runnable.push(t);
+                }
+                super::SlotWaiter::Flusher(wb) => {
+                    self.batch_allowance = super::NR_BATCHING;
+                    self.flusher_run(wb, now, out);
+                    self.batch_allowance = 0;
                 }
             }
         }

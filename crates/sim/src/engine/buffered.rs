@@ -163,8 +163,8 @@ impl Engine {
                     if lazy {
                         q.begin_lazy();
                     }
-                    q.plug_bio(
-                        u32::MAX,
+                    let held = q.plug_bio(
+                        crate::block::PAGE_CACHE_PROCESS,
                         NO_NODE,
                         io.tag,
                         io.op,
@@ -178,6 +178,9 @@ impl Engine {
                         q.unplug_lazy(u32::MAX, now);
                     } else {
                         q.unplug(u32::MAX, now);
+                    }
+                    if held && io.tag & super::target::TARGET_TAG == 0 {
+                        self.page_cache_held.push(io.tag);
                     }
                     self.touched[d] = true;
                 }
@@ -250,8 +253,26 @@ impl Engine {
         }
     }
 
+    /// Tells the page cache which of its bios the devices' group controls let go (they
+    /// take request slots now): before anything else of an event, so a bio is never
+    /// reported after its completion. The target's cache is not told (its bios keep their
+    /// slots while held), nor are bios held below a volume.
+    pub(super) fn note_page_cache_releases(&mut self) {
+        let mut released = std::mem::take(&mut self.page_cache_released);
+        for q in &mut self.queues {
+            q.take_page_cache_released(&mut released);
+        }
+        for tag in released.drain(..) {
+            if tag & super::target::TARGET_TAG == 0 {
+                self.vm.io_released(tag);
+            }
+        }
+        self.page_cache_released = released;
+    }
+
     /// Block I/O of the page cache completed.
     pub(super) fn vm_io_done(&mut self, tag: u32) {
+        self.note_page_cache_releases();
         let mut out = std::mem::take(&mut self.vm_out);
         self.vm.io_done(tag, self.now_ns, &mut out);
         self.apply_vm(&mut out);
@@ -264,6 +285,18 @@ impl Engine {
         let now = self.now_ns;
         let mut ios = std::mem::take(&mut out.ios);
         self.submit_page_cache_ios(&mut ios);
+        // Bios the group control held free their request slots: what that lets the page
+        // cache issue (a flusher, a writer waiting for a slot) goes out the same way.
+        while !self.page_cache_held.is_empty() {
+            let mut more = Output::default();
+            for tag in std::mem::take(&mut self.page_cache_held) {
+                self.vm.io_held(tag, now, &mut more);
+            }
+            self.submit_page_cache_ios(&mut more.ios);
+            out.wakes.append(&mut more.wakes);
+            out.runnable.append(&mut more.runnable);
+            out.unplug.append(&mut more.unplug);
+        }
         out.ios = ios;
         self.run_waited_queues(&mut out.unplug);
         for w in out.wakes.drain(..) {

@@ -220,6 +220,10 @@ struct Engine {
     /// The machine's page cache, and which process each of its tasks is.
     vm: Vm,
     vm_out: Output,
+    /// Page-cache bios the device's group control held at submission (scratch, see
+    /// [`Engine::apply_vm`]) and let go since (see [`Engine::note_page_cache_releases`]).
+    page_cache_held: Vec<u32>,
+    page_cache_released: Vec<u32>,
     task_proc: Vec<u32>,
     armed_vm_ns: Option<Nanos>,
     /// How many devices come before the volumes in the page cache's device numbering.
@@ -323,6 +327,8 @@ pub fn simulate(
         touched: vec![false; topology.devices.len()],
         vm,
         vm_out: Output::default(),
+        page_cache_held: Vec::new(),
+        page_cache_released: Vec::new(),
         task_proc,
         armed_vm_ns: None,
         bdi_volumes_base: topology.devices.len() as u32,
@@ -566,6 +572,7 @@ impl Engine {
                 continue;
             }
             self.now_ns = at_ns;
+            self.note_page_cache_releases();
             match event {
                 Event::Start(p) => {
                     if !self.procs[p as usize].terminated {
