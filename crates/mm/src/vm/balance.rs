@@ -225,7 +225,7 @@ impl Vm {
         };
         self.tasks[task as usize].busy = Some(Busy::Balance(b));
         let bdi = self.wbs[wb as usize].bdi;
-        self.bdis[bdi as usize].slot_waiters.push_back(super::SlotWaiter::Task(task));
+        self.bdis[bdi as usize].slot_waiters.push_back(super::SlotWaiter::Task(task, wb));
         false
     }
 

@@ -233,8 +233,26 @@ impl Vm {
         sent
     }
 
-    /// The request pool of `wb`'s device is full.
+    /// The request pool `wb`'s writeback draws on is full: its device's, or its cgroup's
+    /// own on that device ([`Vm::set_cgroup_pools`]).
     pub(super) fn pool_full_wb(&self, wb: u32) -> bool {
-        self.bdis[self.wbs[wb as usize].bdi as usize].pool_full()
+        let w = &self.wbs[wb as usize];
+        let b = &self.bdis[w.bdi as usize];
+        if b.cgroup_pools {
+            w.async_requests + b.reserved >= b.spec.nr_requests
+        } else {
+            b.pool_full()
+        }
+    }
+
+    /// Requests in flight in the pool `wb`'s writeback draws on.
+    pub(super) fn pool_requests_wb(&self, wb: u32) -> u32 {
+        let w = &self.wbs[wb as usize];
+        let b = &self.bdis[w.bdi as usize];
+        if b.cgroup_pools {
+            w.async_requests
+        } else {
+            b.async_requests
+        }
     }
 }

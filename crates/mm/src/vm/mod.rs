@@ -389,12 +389,15 @@ struct Bdi {
     /// The device's sync (read) requests are congested (`bdi_read_congested`), as the
     /// driver's block layer last said ([`Vm::set_read_congested`]).
     read_congested: bool,
+    /// Each cgroup draws on a request pool of its own ([`Vm::set_cgroup_pools`]).
+    cgroup_pools: bool,
 }
 
 /// A waiter for a request slot of a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SlotWaiter {
-    Task(TaskId),
+    /// A task, for a request of writeback domain `.1`'s pool.
+    Task(TaskId, u32),
     /// The flusher of a writeback domain ([`Wb`]).
     Flusher(u32),
 }
@@ -420,6 +423,8 @@ struct Wb {
     /// Pages dirtied and written back so far (`WB_DIRTIED`, `WB_WRITTEN`).
     dirtied: u64,
     written: u64,
+    /// Its async write requests in flight (a share of its device's).
+    async_requests: u32,
     bw: BdiBandwidth,
     completions: PropLocal,
     dirty_exceeded: bool,
@@ -434,6 +439,7 @@ impl Wb {
             queue: VecDeque::new(),
             dirtied: 0,
             written: 0,
+            async_requests: 0,
             bw: BdiBandwidth::new(0),
             completions: PropLocal::default(),
             dirty_exceeded: false,
@@ -537,6 +543,7 @@ impl Vm {
                 slot_waiters: VecDeque::new(),
                 reserved: 0,
                 read_congested: false,
+                cgroup_pools: false,
             })
             .collect();
         Vm {
@@ -597,6 +604,18 @@ impl Vm {
     pub fn set_read_congested(&mut self, bdi: u32, congested: bool) {
         if let Some(b) = self.bdis.get_mut(bdi as usize) {
             b.read_congested = congested;
+        }
+    }
+
+    /// The block layer gives each cgroup its own pool of `nr_requests` on device `bdi`, as
+    /// the driver's block layer does while the scheduler schedules groups (blk-cgroup's
+    /// per-group request lists, 3.6 to 4.x; the IO controller patches'; for BFQ on blk-mq,
+    /// whose 5.16+ `bfq_limit_depth` caps each cgroup at its weight's share of the tags, the
+    /// same approximation): a cgroup's writeback then waits only for its own slots. Each
+    /// writeback domain counts its requests against the pool of its cgroup.
+    pub fn set_cgroup_pools(&mut self, bdi: u32, on: bool) {
+        if let Some(b) = self.bdis.get_mut(bdi as usize) {
+            b.cgroup_pools = on;
         }
     }
 
@@ -860,14 +879,13 @@ impl Vm {
     /// `get_request`). Its slots go to whoever waits for one until [`Vm::io_released`].
     pub fn io_held(&mut self, tag: IoTag, now: Nanos, out: &mut Output) {
         let Some(rec) = self.ios.get_mut(tag as usize).and_then(Option::as_mut) else { return };
-        let IoKind::Write { requests, sync: false, .. } = rec.kind else { return };
+        let IoKind::Write { file, requests, sync: false, .. } = rec.kind else { return };
         if rec.held {
             return;
         }
         rec.held = true;
         let bdi = rec.bdi;
-        let b = &mut self.bdis[bdi as usize];
-        b.async_requests -= requests.min(b.async_requests);
+        self.count_async(bdi, file, requests, false);
         self.grant_slots(bdi, now, out);
     }
 
@@ -875,12 +893,28 @@ impl Vm {
     /// as the bio waits for them in the block layer, not in the page cache).
     pub fn io_released(&mut self, tag: IoTag) {
         let Some(rec) = self.ios.get_mut(tag as usize).and_then(Option::as_mut) else { return };
-        let IoKind::Write { requests, .. } = rec.kind else { return };
+        let IoKind::Write { file, requests, .. } = rec.kind else { return };
         if !rec.held {
             return;
         }
         rec.held = false;
-        self.bdis[rec.bdi as usize].async_requests += requests;
+        let bdi = rec.bdi;
+        self.count_async(bdi, file, requests, true);
+    }
+
+    /// Counts `requests` async requests of `file`'s writeback in (`add`) or out of flight,
+    /// on its device and its writeback domain.
+    pub(super) fn count_async(&mut self, bdi: u32, file: FileId, requests: u32, add: bool) {
+        let wb = self.files[file as usize].wb as usize;
+        let (b, w) =
+            (&mut self.bdis[bdi as usize].async_requests, &mut self.wbs[wb].async_requests);
+        if add {
+            *b += requests;
+            *w += requests;
+        } else {
+            *b -= requests.min(*b);
+            *w -= requests.min(*w);
+        }
     }
 
     /// A task that waited for an I/O may go on: it becomes runnable.

@@ -1109,3 +1109,34 @@ fn from_3_2_a_device_over_its_share_of_the_background_threshold_is_written_back(
         assert_eq!(written, expected, "{kernel}");
     }
 }
+
+/// With a request pool per cgroup (a scheduler that schedules groups), a cgroup's
+/// writeback that filled its own pool does not hold up another cgroup's flusher; with one
+/// pool per device it does.
+#[test]
+fn with_a_pool_per_cgroup_one_cgroup_s_writeback_leaves_the_others_room() {
+    for per_cgroup in [false, true] {
+        let mut h = Harness::new(machine("6.1", 4096));
+        h.vm.set_cgroup_pools(0, per_cgroup);
+        let f = h.vm.add_file(FileSpec::new(0, 1 << 30, 256 << 20, 0));
+        let g = h.vm.add_file(FileSpec::new(0, 2 << 30, 256 << 20, 0));
+        let (a, b) = (task_in(&mut h, 1, 7), task_in(&mut h, 2, 9));
+        stream_write(&mut h, a, f, 128, 1 << 20);
+        stream_write(&mut h, b, g, 128, 1 << 20);
+        // Nothing completes: the first flusher fills the pool it draws on.
+        let (wa, wb) = (h.vm.files[f as usize].wb, h.vm.files[g as usize].wb);
+        let mut out = Output::default();
+        h.vm.start_background(wa, h.now, &mut out);
+        let first: usize = out.ios.len();
+        assert_eq!(h.vm.wbs[wa as usize].async_requests, 128);
+        let mut out = Output::default();
+        h.vm.start_background(wb, h.now, &mut out);
+        let second = out.ios.len();
+        assert!(first > 0);
+        if per_cgroup {
+            assert_eq!(second, first, "cgroup 9's flusher has a pool of its own");
+        } else {
+            assert_eq!(second, 0, "one pool: cgroup 9's flusher waits");
+        }
+    }
+}

@@ -359,11 +359,12 @@ impl Vm {
         // The dirty list orders the writeback of a whole file; a range (a ranged fsync,
         // fadvise) is written in offset order and leaves its list entries to go stale.
         let listed = self.cfg.kernel.dirty_list_writeback() && a == 0 && b >= self.file_pages(file);
+        let wb = self.files[file as usize].wb;
         while sent < max_pages {
-            if pooled && !sync && self.bdis[bdi].pool_full() {
+            if pooled && !sync && self.pool_full_wb(wb) {
                 // A batcher goes on, up to its allowance and 1.5 x nr_requests.
-                let b = &self.bdis[bdi];
-                if self.batch_allowance == 0 || b.async_requests >= b.spec.nr_requests * 3 / 2 {
+                let nr_requests = self.bdis[bdi].spec.nr_requests;
+                if self.batch_allowance == 0 || self.pool_requests_wb(wb) >= nr_requests * 3 / 2 {
                     break;
                 }
                 self.batch_allowance -= 1;
@@ -382,7 +383,7 @@ impl Vm {
                 })
             });
             if !sync {
-                self.bdis[bdi].async_requests += requests;
+                self.count_async(spec.bdi, file, requests, true);
             }
             out.ios.push(BlockIo {
                 tag,
@@ -541,11 +542,13 @@ impl Vm {
                             .overlapping(file, from, b)
                             .iter()
                             .any(|(_, e)| e.state == PageState::Dirty);
-                        if left && self.bdis[bdi as usize].pool_full() {
+                        let wb = self.files[file as usize].wb;
+                        if left && self.pool_full_wb(wb) {
                             let stage = RangeStage::Write { from, reserved: true };
                             self.tasks[task as usize].busy =
                                 Some(Busy::RangeSync { stage, pending: 0, file, a, b, flags });
-                            self.bdis[bdi as usize].slot_waiters.push_back(SlotWaiter::Task(task));
+                            let waiter = SlotWaiter::Task(task, wb);
+                            self.bdis[bdi as usize].slot_waiters.push_back(waiter);
                             return;
                         }
                     }
@@ -611,8 +614,7 @@ impl Vm {
         let wb = self.files[file as usize].wb;
         self.wbs[wb as usize].written += pages;
         if !sync && !held {
-            let b = &mut self.bdis[bdi as usize];
-            b.async_requests -= requests.min(b.async_requests);
+            self.count_async(bdi, file, requests, false);
         }
         self.completions.inc(&mut self.wbs[wb as usize].completions, pages);
         if self.pages.file(file).counts.dirty > 0 && !self.files[file as usize].queued {
@@ -625,11 +627,22 @@ impl Vm {
 
     /// Room in `bdi`'s request pool: the slots go to the waiters in order (a woken writer's
     /// slot is kept for it until it runs).
+    /// With a pool per cgroup a waiter whose pool is still full keeps its place and the
+    /// next ones are looked at.
     pub(super) fn grant_slots(&mut self, bdi: u32, now: Nanos, out: &mut Output) {
-        while !self.bdis[bdi as usize].pool_full() {
-            let Some(w) = self.bdis[bdi as usize].slot_waiters.pop_front() else { break };
+        let mut i = 0;
+        while let Some(&w) = self.bdis[bdi as usize].slot_waiters.get(i) {
+            let (SlotWaiter::Task(_, wb) | SlotWaiter::Flusher(wb)) = w;
+            if self.pool_full_wb(wb) {
+                if !self.bdis[bdi as usize].cgroup_pools {
+                    break;
+                }
+                i += 1;
+                continue;
+            }
+            self.bdis[bdi as usize].slot_waiters.remove(i);
             match w {
-                super::SlotWaiter::Task(t) => {
+                super::SlotWaiter::Task(t, _) => {
                     self.bdis[bdi as usize].reserved += 1;
                     out.runnable.push(t);
                 }

@@ -339,6 +339,10 @@ pub fn simulate(
         sched_setups: setups,
         congestion_bdis: congestion_bdis(topology),
     };
+    // The page cache's writeback draws on the request pools the block layer keeps.
+    for (d, q) in engine.queues.iter().enumerate() {
+        engine.vm.set_cgroup_pools(d as u32, q.scheduler.groups_active());
+    }
     engine.start_phase(0);
     if engine.procs.iter().any(|p| p.ss.is_some()) {
         engine.push(STEADYSTATE_TICK_NS, Event::SteadyState);
@@ -509,6 +513,7 @@ impl Engine {
         }
         match self.sched_setups[d].build(&name, &[]) {
             Ok(scheduler) => {
+                self.vm.set_cgroup_pools(d as u32, scheduler.groups_active());
                 self.queues[d].switch_scheduler(scheduler);
                 self.touched[d] = true;
                 self.kick_touched();
