@@ -14,6 +14,7 @@ pub mod blktrace;
 pub mod block;
 pub mod cpu;
 pub mod engine;
+pub mod era;
 pub mod files;
 pub mod filesystem;
 pub mod frontend;

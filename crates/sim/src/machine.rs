@@ -32,6 +32,9 @@ use crate::units::{parse_duration_ns, parse_rate_bytes_per_sec, parse_size_bytes
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MachineSpec {
     pub vm: VmConfig,
+    /// The topology named the kernel (`kernel = ...`): its schedulers are that release's
+    /// ([`crate::era`]).
+    pub kernel_named: bool,
     pub context_readahead: bool,
     pub barriers: bool,
 }
@@ -40,7 +43,12 @@ impl MachineSpec {
     /// A 4 GiB, two-CPU machine running 2.6.32 with its defaults.
     pub fn default_machine() -> MachineSpec {
         let vm = VmConfig::default_for(Kernel::DEFAULT);
-        MachineSpec { vm, context_readahead: vm.kernel.context_readahead(), barriers: true }
+        MachineSpec {
+            vm,
+            kernel_named: false,
+            context_readahead: vm.kernel.context_readahead(),
+            barriers: true,
+        }
     }
 }
 
@@ -143,6 +151,7 @@ impl RawMachine {
         vm.validate().map_err(|e| format!("[machine] {e}"))?;
         Ok(MachineSpec {
             vm,
+            kernel_named: self.kernel.is_some(),
             context_readahead: self.context_readahead.unwrap_or(kernel.context_readahead()),
             barriers: self.barrier.unwrap_or(true),
         })

@@ -254,6 +254,7 @@ pub fn simulate(
     let groups = cgroup_table(&jobs.jobs);
     let mut queues = Vec::new();
     let mut setups = Vec::new();
+    let mut era_warnings = Vec::new();
     for (i, spec) in topology.devices.iter().enumerate() {
         let device = spec.model.build(options.seed, 1_000_000 + i as u32);
         let setup = SchedulerSetup {
@@ -265,6 +266,7 @@ pub fn simulate(
                 .collect(),
             rotational: device.rotational(),
             tunables: options.iosched.clone(),
+            era: topology.machine.kernel_named.then_some(topology.machine.vm.kernel),
         };
         let name = options.scheduler.clone().unwrap_or_else(|| spec.scheduler.clone());
         let own = if options.scheduler.is_none() { &spec.iosched[..] } else { &[] };
@@ -272,6 +274,11 @@ pub fn simulate(
             SetupError::Own(e) => SimError(format!("device `{}`: {e}", spec.name)),
             SetupError::Cli(e) => SimError(e),
         })?;
+        if let Some(why) =
+            setup.era.and_then(|k| crate::era::scheduler_missing(scheduler.name(), k))
+        {
+            era_warnings.push(format!("device `{}`: {why}", spec.name));
+        }
         let rotational = setup.rotational;
         setups.push(setup);
         let qd = device.queue_depth();
@@ -288,6 +295,7 @@ pub fn simulate(
     let build::Built { mut procs, vm, task_proc, warnings: build_warnings } =
         build_processes(jobs, topology, &groups, options.seed)?;
     let mut setup_warnings = setup_warnings;
+    setup_warnings.extend(era_warnings);
     setup_warnings.extend(build_warnings);
     check_ioschedulers(&mut procs, topology, &setups, options, &mut setup_warnings)?;
     if options.blktrace {
@@ -1229,6 +1237,8 @@ struct SchedulerSetup {
     rotational: bool,
     /// `--iosched`, set on whatever scheduler the device runs.
     tunables: Vec<(String, String)>,
+    /// The kernel the topology named, whose release's tunables come first ([`crate::era`]).
+    era: Option<elevator_mm::Kernel>,
 }
 
 /// Why a scheduler could not be built: its name or a tunable of the device's own (topology),
@@ -1246,6 +1256,11 @@ impl SchedulerSetup {
         own: &[(String, String)],
     ) -> Result<Box<dyn elevator_sched::Scheduler>, SetupError> {
         let mut scheduler = elevator_sched::by_name(name).map_err(SetupError::Own)?;
+        if let Some(kernel) = self.era {
+            for (k, v) in crate::era::scheduler_defaults(scheduler.name(), kernel) {
+                scheduler.set_tunable(k, v).map_err(|e| SetupError::Own(e.to_string()))?;
+            }
+        }
         for (k, v) in own {
             scheduler.set_tunable(k, v).map_err(|e| SetupError::Own(e.to_string()))?;
         }

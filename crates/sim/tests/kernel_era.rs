@@ -1,0 +1,55 @@
+//! A topology that names its machine's kernel runs CFQ as that release shipped it: the same
+//! run as with the release's switches set by hand, and not the one elevator's defaults
+//! (2.6.38's rules) give.
+
+use std::path::Path;
+
+use elevator_sim::{simulate, SimOptions, Topology};
+
+const JOB: &str = "
+[global]
+direct=1
+runtime=5
+time_based
+filename=sda
+size=8G
+
+[seq]
+rw=read
+bs=64k
+
+[rand]
+rw=randread
+bs=4k
+ioengine=libaio
+iodepth=4
+";
+
+/// I/Os done by each job.
+fn run(machine: &str, iosched: &str) -> Vec<u64> {
+    let topo = format!(
+        "{machine}[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n\
+         scheduler = \"cfq\"\n{iosched}"
+    );
+    let t = Topology::from_str(&topo, "t.toml").unwrap();
+    let jobs = elevator_fio::parse_str(JOB, "j.fio", Path::new("."), &|_| None).unwrap();
+    let r = simulate(&jobs, &t, &SimOptions::default()).unwrap();
+    r.processes.iter().map(|p| p.stats[0].total_ios).collect()
+}
+
+#[test]
+fn a_named_kernel_runs_its_release_s_cfq() {
+    for (kernel, by_hand) in [
+        ("2.6.29", "workload_trees = 0\ngroup_scheduling = 0\nrules_2_6_29 = 1\nqueue_merging = 0\nlow_latency = 0\n"),
+        ("2.6.32", "workload_trees = 0\ngroup_scheduling = 0\nrules_2_6_32 = 1\n"),
+        ("3.2", "quantum = 8\nrules_3_2 = 1\n"),
+    ] {
+        let named = run(&format!("[machine]\nkernel = \"{kernel}\"\n"), "");
+        let set = run("", &format!("[device.iosched]\n{by_hand}"));
+        assert_eq!(named, set, "{kernel}");
+        // The topology's own tunables still win over the release's.
+        let own = run(&format!("[machine]\nkernel = \"{kernel}\"\n"), "[device.iosched]\nslice_idle = 0\n");
+        assert_ne!(own, named, "{kernel}: slice_idle = 0 is the topology's");
+    }
+    assert_ne!(run("", ""), run("[machine]\nkernel = \"2.6.32\"\n", ""), "2.6.38's rules differ");
+}
