@@ -1140,3 +1140,21 @@ fn with_a_pool_per_cgroup_one_cgroup_s_writeback_leaves_the_others_room() {
         }
     }
 }
+
+/// With cgroup writeback a task's own writeback of a file (fsync) goes down in the cgroup of
+/// the file's writeback domain, not the task's (`wbc_init_bio`); before 4.2, in the task's.
+#[test]
+fn fsync_writes_go_down_in_the_cgroup_that_owns_the_file_from_4_2() {
+    for (kernel, expected) in [("4.1", 9), ("6.1", 7)] {
+        let mut h = Harness::new(machine(kernel, 1024));
+        let f = h.vm.add_file(FileSpec::new(0, 1 << 30, 8 << 20, 0));
+        let (a, b) = (task_in(&mut h, 1, 7), task_in(&mut h, 2, 9));
+        stream_write(&mut h, a, f, 1, 4096);
+        h.call(b, Syscall::Fsync { file: f, data_only: false });
+        let writes: Vec<u32> =
+            h.ios.iter().filter(|io| io.op == Op::Write).map(|io| io.owner.cgroup).collect();
+        assert!(!writes.is_empty(), "{kernel}");
+        assert!(writes.iter().all(|&c| c == expected), "{kernel}: {writes:?}");
+        assert!(h.ios.iter().filter(|io| io.op == Op::Write).all(|io| io.owner.pid == 2));
+    }
+}

@@ -1,6 +1,6 @@
 //! `write()` into the page cache (`generic_perform_write`), writeback I/O, `fsync`.
 
-use elevator_core::{Nanos, Op};
+use elevator_core::{Nanos, Op, Owner};
 
 use super::{
     page_range, BlockIo, Busy, IoKind, Output, RangeStage, SlotWaiter, SyncRangeFlags,
@@ -328,9 +328,15 @@ impl Vm {
         issuer: Option<TaskId>,
         out: &mut Output,
     ) -> (Vec<IoTag>, u64, u64) {
+        let wb = self.files[file as usize].wb;
         let owner = match issuer {
+            // With cgroup writeback every writeback bio of a file, fsync's too, goes down in
+            // the cgroup of the file's writeback domain (`wbc_init_bio`).
+            Some(t) if self.cfg.kernel.cgroup_writeback() => {
+                Owner { cgroup: self.wbs[wb as usize].cgroup, ..self.tasks[t as usize].owner }
+            }
             Some(t) => self.tasks[t as usize].owner,
-            None => self.flusher_owner(self.files[file as usize].wb),
+            None => self.flusher_owner(wb),
         };
         self.writeback_as(file, a, b, max_pages, sync, owner, true, out)
     }
