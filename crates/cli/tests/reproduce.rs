@@ -357,16 +357,18 @@ fn modern_controllers_isolate_and_bfq_starts_applications_fast() {
         assert!(cost[i] > 3.0 * plain[i], "io.cost row {i}: {cost:?} vs {plain:?} KB/s");
     }
     // A buffered writer's writeback reaches the controllers through cgroup writeback (6.1):
-    // BFQ's groups and io.max on the writer give the random reader back many times what it
-    // gets under plain mq-deadline; on 4.1 io.max does not touch the writer.
+    // BFQ's groups and io.max on the writer give the random reader back several times what
+    // it gets under plain mq-deadline (where writeback throttling already helps it); on 4.1
+    // io.max does not touch the writer.
     let t = "A buffered writer beside a random reader";
-    let reader = |variant| column(&v, t, variant, 2)[0];
-    let plain = reader("mq-deadline, no control, Linux 6.1");
-    let bfq = reader("BFQ groups, Linux 6.1");
-    let capped = reader("io.max wbps=20971520 on the writer, mq-deadline, Linux 6.1");
-    let old = reader("io.max wbps=20971520 on the writer, mq-deadline, Linux 4.1");
-    assert!(bfq > 5.0 * plain && capped > 10.0 * plain, "{plain} {bfq} {capped} KB/s");
-    assert_eq!(old, plain, "4.1: io.max does not reach buffered writes");
+    let cell = |variant, c| column(&v, t, variant, c)[0];
+    let plain = cell("mq-deadline, no control, Linux 6.1", 2);
+    let bfq = cell("BFQ groups, Linux 6.1", 2);
+    let capped = "io.max wbps=20971520 on the writer, mq-deadline, Linux 6.1";
+    let old = "io.max wbps=20971520 on the writer, mq-deadline, Linux 4.1";
+    assert!(bfq > 2.0 * plain && cell(capped, 2) > 3.0 * plain, "{plain} {bfq} KB/s");
+    assert!(cell(old, 0) > 2.0 * cell(capped, 0), "4.1: io.max does not reach buffered writes");
+    assert!(cell(old, 2) <= plain, "4.1 has no writeback throttling either");
     let idle = column(&v, "Application start-up (8 MiB cold) on an idle disk", "BFQ", 0)[0];
     let t = "Application start-up (8 MiB cold) beside";
     let bfq = column(&v, t, "BFQ", 0);

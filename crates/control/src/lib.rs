@@ -17,6 +17,7 @@ pub mod mclock;
 pub mod prio_class;
 pub mod stack;
 pub mod throttle;
+pub mod wbt;
 
 use elevator_core::{Nanos, Owner, Request};
 
@@ -74,4 +75,8 @@ pub trait Controller: Send {
     fn held(&self) -> usize;
 
     fn counters(&self) -> Vec<GroupCounters>;
+
+    /// A task was throttled in `balance_dirty_pages` for this device at `at_ns` (the
+    /// writeback domain's `dirty_sleep`): writeback throttling reads it. Others ignore it.
+    fn note_dirty_sleep(&mut self, _at_ns: Nanos) {}
 }

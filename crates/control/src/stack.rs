@@ -1,5 +1,6 @@
 //! Controllers stacked on one device, as the kernel layers them: blk-throttle (`io.max`) in
-//! `submit_bio`, then the rq-qos policies in turn (`io.latency`, `io.cost`). A bio enters the
+//! `submit_bio`, then the rq-qos policies in turn (`io.latency`, `io.cost`, writeback
+//! throttling). A bio enters the
 //! first layer; what one layer releases is submitted to the next at the same instant; what
 //! the last releases goes down. Every layer hears of every dispatch and completion (each saw
 //! every bio).
@@ -8,7 +9,7 @@ use elevator_core::Nanos;
 
 use crate::{Bio, Controller, GroupCounters};
 
-/// Layers one stack holds (there are three kinds of cgroup v2 controller to stack).
+/// Layers one stack holds (three kinds of cgroup v2 controller, mClock and wbt to stack).
 pub const STACK_LAYERS_MAX: usize = 8;
 
 pub struct Stack {
@@ -82,6 +83,12 @@ impl Controller for Stack {
             }
         }
         out
+    }
+
+    fn note_dirty_sleep(&mut self, at_ns: Nanos) {
+        for l in &mut self.layers {
+            l.note_dirty_sleep(at_ns);
+        }
     }
 }
 

@@ -535,6 +535,14 @@ impl BlockQueue {
         false
     }
 
+    /// A writer was throttled in `balance_dirty_pages` for this device at `at_ns`: the
+    /// device's policies hear of it (writeback throttling's `wb_recent_wait`).
+    pub fn note_dirty_sleep(&mut self, at_ns: Nanos) {
+        if let Some(c) = self.control.as_mut() {
+            c.note_dirty_sleep(at_ns);
+        }
+    }
+
     /// Tags of the page-cache bios the controller let go since the last call: they take
     /// request slots now ([`elevator_mm::Vm::io_released`]).
     pub fn take_page_cache_released(&mut self, into: &mut Vec<u32>) {

@@ -43,6 +43,18 @@ pub fn scheduler_defaults(scheduler: &str, kernel: Kernel) -> Vec<(&'static str,
     t
 }
 
+/// Whether writeback throttling (blk-wbt) is on by default on a device of a named kernel:
+/// from 4.10 on blk-mq devices (`CONFIG_BLK_WBT_MQ`, on by default; NVMe), from 5.0 on every
+/// device (SCSI and SATA went blk-mq only); off under BFQ and CFQ, which turn it off
+/// (`wbt_disable_default`), and where `io.cost` is enabled.
+pub fn wbt_by_default(kernel: Kernel, blk_mq: bool, scheduler: &str, io_cost: bool) -> bool {
+    let era = kernel >= k(5, 0, 0) || (blk_mq && kernel >= k(4, 10, 0));
+    era && !matches!(scheduler, "bfq" | "cfq") && !io_cost
+}
+
+/// The first release with writeback throttling.
+pub const WBT_FIRST: Kernel = k(4, 10, 0);
+
 /// Why `scheduler` is not what `kernel` had, if it is not.
 pub fn scheduler_missing(scheduler: &str, kernel: Kernel) -> Option<String> {
     let (from, until) = match scheduler {
@@ -91,6 +103,18 @@ mod tests {
                 cfq.set_tunable(key, value).unwrap();
             }
         }
+    }
+
+    #[test]
+    fn writeback_throttling_is_on_by_default_from_5_0_and_4_10_on_blk_mq() {
+        let on = |r, mq, s, cost| wbt_by_default(Kernel::parse(r).unwrap(), mq, s, cost);
+        assert!(on("6.1", false, "mq-deadline", false));
+        assert!(on("5.0", false, "none", false));
+        assert!(!on("4.19", false, "mq-deadline", false), "SATA on the legacy queue");
+        assert!(on("4.19", true, "none", false), "NVMe is blk-mq");
+        assert!(!on("4.9", true, "none", false));
+        assert!(!on("6.1", false, "bfq", false));
+        assert!(!on("6.1", false, "mq-deadline", true), "io.cost turns it off");
     }
 
     #[test]

@@ -106,6 +106,7 @@ pub fn fit(
             nr_requests: 65_536,
             max_sectors_kb: 1 << 20,
             read_ahead_kb: 0,
+            wbt_lat_usec: Some(0),
         });
     }
     for spec in &mut jobs.jobs {

@@ -10,6 +10,7 @@
 //! scheduler = "mq-deadline"     # as /sys/block/sda/queue/scheduler
 //! nr_requests = 128             # /sys/block/sda/queue/nr_requests
 //! max_sectors_kb = 512          # /sys/block/sda/queue/max_sectors_kb
+//! wbt_lat_usec = 75000          # writeback throttling's read latency target; 0 turns it off
 //! [device.params]               # override any parameter of the model
 //! queue_depth = 31
 //! [device.iosched]              # /sys/block/sda/queue/iosched/*
@@ -155,6 +156,8 @@ pub struct DeviceSpec {
     pub max_sectors_kb: u32,
     /// `/sys/block/<dev>/queue/read_ahead_kb`.
     pub read_ahead_kb: u32,
+    /// `/sys/block/<dev>/queue/wbt_lat_usec` as set (0: off); `None` for the kernel's default.
+    pub wbt_lat_usec: Option<u64>,
 }
 
 /// A named byte range of a device.
@@ -506,6 +509,7 @@ struct RawDevice {
     nr_requests: Option<u32>,
     max_sectors_kb: Option<u32>,
     read_ahead_kb: Option<u32>,
+    wbt_lat_usec: Option<u64>,
     params: Option<toml::Table>,
     iosched: Option<toml::Table>,
     /// Arrays: the members' count, model and chunk size, and the array's queue depth.
@@ -562,6 +566,7 @@ impl Topology {
                 nr_requests: DEFAULT_NR_REQUESTS,
                 max_sectors_kb: DEFAULT_MAX_SECTORS_KB,
                 read_ahead_kb: DEFAULT_READ_AHEAD_KB,
+                wbt_lat_usec: None,
             }],
             partitions: Vec::new(),
             volumes: Vec::new(),
@@ -646,6 +651,15 @@ impl Topology {
             }
             let read_ahead_kb = check_read_ahead(d.read_ahead_kb)
                 .map_err(|e| format!("{loc}: device `{}`: {e}", d.name))?;
+            if let Some(usec) = d.wbt_lat_usec {
+                let max = elevator_control::wbt::WBT_LAT_MAX_NS / 1000;
+                if usec > max {
+                    return Err(format!(
+                        "{loc}: device `{}`: wbt_lat_usec = {usec} is above {max} (a minute; 0 turns writeback throttling off)",
+                        d.name
+                    ));
+                }
+            }
             devices.push(DeviceSpec {
                 name: d.name.clone(),
                 model,
@@ -654,6 +668,7 @@ impl Topology {
                 nr_requests,
                 max_sectors_kb,
                 read_ahead_kb,
+                wbt_lat_usec: d.wbt_lat_usec,
             });
         }
         let mut partitions: Vec<Partition> = Vec::new();

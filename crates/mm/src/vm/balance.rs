@@ -333,6 +333,8 @@ impl Vm {
         let nap = self.jiffies_to_ns(pause);
         self.stats.throttle_pauses += 1;
         self.stats.throttle_ns += nap;
+        let bdi = self.wbs[wb as usize].bdi;
+        self.bdis[bdi as usize].dirty_sleep_ns = Some(now);
         self.tasks[task as usize].busy = Some(Busy::Balance(Balance::IoLess {
             wb,
             pages_dirtied,

@@ -391,6 +391,8 @@ struct Bdi {
     read_congested: bool,
     /// Each cgroup draws on a request pool of its own ([`Vm::set_cgroup_pools`]).
     cgroup_pools: bool,
+    /// When a writer last paused in `balance_dirty_pages` for this device (IO-less).
+    dirty_sleep_ns: Option<Nanos>,
 }
 
 /// A waiter for a request slot of a device.
@@ -544,6 +546,7 @@ impl Vm {
                 reserved: 0,
                 read_congested: false,
                 cgroup_pools: false,
+                dirty_sleep_ns: None,
             })
             .collect();
         Vm {
@@ -617,6 +620,13 @@ impl Vm {
         if let Some(b) = self.bdis.get_mut(bdi as usize) {
             b.cgroup_pools = on;
         }
+    }
+
+    /// When a writer last paused in `balance_dirty_pages` on device `bdi` (IO-less
+    /// throttling; `wb->dirty_sleep`): writeback throttling lets writeback go faster for a
+    /// second after it (`wb_recent_wait`).
+    pub fn dirty_sleep_ns(&self, bdi: u32) -> Option<Nanos> {
+        self.bdis.get(bdi as usize).and_then(|b| b.dirty_sleep_ns)
     }
 
     /// Registers a file.

@@ -160,6 +160,11 @@ impl Engine {
                         _ => false,
                     };
                     let q = &mut self.queues[d];
+                    if io.tag & super::target::TARGET_TAG == 0 {
+                        if let Some(at) = self.vm.dirty_sleep_ns(io.bdi) {
+                            q.note_dirty_sleep(at);
+                        }
+                    }
                     if lazy {
                         q.begin_lazy();
                     }

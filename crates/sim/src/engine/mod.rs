@@ -11,6 +11,7 @@ mod buffered;
 mod build;
 mod target;
 
+use crate::topology::DeviceModel;
 use elevator_control::iocost::{
     AutopClass, IoCost, IoCostGroup, CGROUP_WEIGHT_DFL, CGROUP_WEIGHT_MAX,
 };
@@ -19,6 +20,7 @@ use elevator_control::mclock::{Mclock, MclockGroup, MCLOCK_DEPTH_DEFAULT};
 use elevator_control::throttle::{
     Throttle, ThrottleGroup, THROTL_SLICE_HD_NS, THROTL_SLICE_SSD_NS,
 };
+use elevator_control::wbt::Wbt;
 use elevator_control::Controller;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -287,7 +289,14 @@ pub fn simulate(
         queue.set_queue_plugging(
             topology.machine.vm.kernel.queue_plugging() && (rotational || qd <= 1),
         );
-        if let Some(c) = cgroup_control(topology, i, &groups, rotational, qd)? {
+        let wc = device_write_cache(&spec.model);
+        let io = DeviceIo {
+            rotational,
+            queue_depth: qd,
+            write_cache: wc,
+            scheduler: queue.scheduler.name(),
+        };
+        if let Some(c) = cgroup_control(topology, i, &groups, io)? {
             queue.set_control(c);
         }
         queues.push(queue);
@@ -1286,6 +1295,61 @@ fn bfq_group_weight(topology: &Topology, d: usize, g: &Cgroup) -> u32 {
     set.or(from_job).unwrap_or(elevator_sched::bfq::BFQ_DEFAULT_GRP_WEIGHT)
 }
 
+/// What the block layer's policies need to know of a device.
+#[derive(Clone, Copy)]
+struct DeviceIo<'a> {
+    rotational: bool,
+    queue_depth: u32,
+    /// It reports a volatile write cache (`QUEUE_FLAG_WC`).
+    write_cache: bool,
+    scheduler: &'a str,
+}
+
+/// Whether a device model reports a volatile write cache: a disk with its write cache on,
+/// an array whose members' caches are on (a controller's battery-backed cache is not
+/// volatile).
+fn device_write_cache(model: &DeviceModel) -> bool {
+    match model {
+        DeviceModel::Hdd { params, .. } => params.write_cache,
+        DeviceModel::Array { member, cache, .. } => cache.is_none() && device_write_cache(member),
+        DeviceModel::Ram(_) | DeviceModel::Ssd { .. } => false,
+    }
+}
+
+/// Writeback throttling's read latency target on device `d`, if it throttles: the
+/// device's `wbt_lat_usec` when set (0: off), else the kernel's default for a device of its
+/// kind where a named kernel has it on ([`crate::era::wbt_by_default`]).
+fn wbt_target_ns(
+    topology: &Topology,
+    d: usize,
+    io: DeviceIo,
+    io_cost: bool,
+) -> Result<Option<Nanos>, String> {
+    let m = &topology.machine;
+    let kernel = m.vm.kernel;
+    match topology.devices[d].wbt_lat_usec {
+        Some(0) => Ok(None),
+        Some(usec) => {
+            if m.kernel_named && kernel < crate::era::WBT_FIRST {
+                return Err(format!(
+                    "wbt_lat_usec: Linux {}.{}.{} has no writeback throttling (it came with 4.10)",
+                    kernel.major, kernel.minor, kernel.patch
+                ));
+            }
+            Ok(Some(usec * 1000))
+        }
+        None => {
+            let blk_mq = matches!(
+                topology.devices[d].model,
+                DeviceModel::Ssd { ref params, .. } if params.interface == elevator_device::ssd::Interface::Nvme
+            );
+            let on =
+                m.kernel_named && crate::era::wbt_by_default(kernel, blk_mq, io.scheduler, io_cost);
+            Ok(on.then(|| Wbt::default_latency_ns(io.rotational)))
+        }
+    }
+}
+
 /// The cgroup v2 controllers of device `d`, layered as the kernel layers them: blk-throttle
 /// for `io.max` (in `submit_bio`), then the rq-qos policies blk-iolatency for `io.latency` and
 /// blk-iocost for `io.cost` (when the root's `io.cost.qos` enables it on the device), for the
@@ -1294,9 +1358,9 @@ fn cgroup_control(
     topology: &Topology,
     d: usize,
     groups: &[elevator_core::Cgroup],
-    rotational: bool,
-    queue_depth: u32,
+    io: DeviceIo,
 ) -> Result<Option<Box<dyn Controller>>, SimError> {
+    let DeviceIo { rotational, queue_depth, .. } = io;
     let id_of = |path: &str| groups.iter().position(|g| g.path == path).map(|i| i as u32);
     let name = &topology.devices[d].name;
     let fail = |e: String| SimError(format!("device `{name}`: {e}"));
@@ -1347,9 +1411,11 @@ fn cgroup_control(
     if !targets.is_empty() {
         layers.push(Box::new(IoLatency::new(targets, queue_depth, rotational).map_err(fail)?));
     }
+    let mut io_cost = false;
     if let Some(files) = topology.io_cost.iter().find(|c| c.device == d) {
         let class = AutopClass::of_device(rotational, queue_depth);
         let (qos, model) = files.settings(class).map_err(fail)?;
+        io_cost = qos.enable;
         if qos.enable {
             let weight_of = |g: &elevator_core::Cgroup| {
                 let set = topology.io_weight.iter().find(|w| w.path == g.path);
@@ -1375,6 +1441,9 @@ fn cgroup_control(
                 .map_err(fail)?;
             layers.push(Box::new(c));
         }
+    }
+    if let Some(target_ns) = wbt_target_ns(topology, d, io, io_cost).map_err(fail)? {
+        layers.push(Box::new(Wbt::new(target_ns, queue_depth, io.write_cache).map_err(fail)?));
     }
     Ok(match layers.len() {
         0 => None,
