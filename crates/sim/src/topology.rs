@@ -773,6 +773,24 @@ impl Topology {
             Some(m) => m.get_ref().build().map_err(|e| format!("{}: {e}", at(m.span())))?,
             None => MachineSpec::default_machine(),
         };
+        // Writeback throttling came with 4.10: a named older kernel cannot have it set.
+        for spanned in &raw.device {
+            let d = spanned.get_ref();
+            let k = machine.vm.kernel;
+            if d.wbt_lat_usec.is_some_and(|u| u > 0)
+                && machine.kernel_named
+                && k < crate::era::WBT_FIRST
+            {
+                return Err(format!(
+                    "{}: device `{}`: wbt_lat_usec: Linux {}.{}.{} has no writeback throttling (it came with 4.10); remove it or set 0",
+                    at(spanned.span()),
+                    d.name,
+                    k.major,
+                    k.minor,
+                    k.patch
+                ));
+            }
+        }
         let (io_max, io_latency) = build_cgroup_files(&raw.cgroup, &devices, &at)?;
         let (io_weight, io_cost) = build_iocost_files(&raw.cgroup, &devices, &at)?;
         let io_bfq_weight = build_bfq_weights(&raw.cgroup, &devices, &at)?;
