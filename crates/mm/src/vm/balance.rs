@@ -1,7 +1,9 @@
 //! `balance_dirty_pages`: a writer past its ratelimit is throttled, in the 2.6.3x form (it
 //! writes back itself and naps; before 2.6.24 against the machine's threshold rather than
 //! its device's and its own) or the IO-less form of 3.2+ (it sleeps in proportion to what it
-//! dirtied). See [`crate::dirty`] for the arithmetic.
+//! dirtied). See [`crate::dirty`] for the arithmetic. A writer is throttled against the
+//! writeback domain of the file it writes ([`super::Wb`]: its device's, or from 4.2 its
+//! cgroup's on the device).
 
 use elevator_core::Nanos;
 
@@ -39,8 +41,9 @@ impl Vm {
         }
     }
 
-    /// The device's dirty pages: dirty plus under writeback.
-    fn bdi_dirty(&self, wb: u32) -> (u64, u64) {
+    /// The writeback domain's dirty pages (its device's, before cgroup writeback): dirty
+    /// plus under writeback.
+    fn wb_dirty(&self, wb: u32) -> (u64, u64) {
         let c = self.pages.bdi_counts(wb);
         (c.dirty, c.writeback)
     }
@@ -97,8 +100,9 @@ impl Vm {
         }
     }
 
-    /// Ends a `balance_dirty_pages`: clears `dirty_exceeded` once under the device's
-    /// threshold and starts background writeback if the machine is over its threshold.
+    /// Ends a `balance_dirty_pages`: clears `dirty_exceeded` once under the writeback
+    /// domain's threshold and starts its background writeback if the machine is over its
+    /// threshold.
     fn finish_balance(&mut self, wb: u32, still_exceeded: bool, now: Nanos, out: &mut Output) {
         if !still_exceeded {
             self.wbs[wb as usize].dirty_exceeded = false;
@@ -194,7 +198,7 @@ impl Vm {
     /// writeback pages, or before 2.6.24 the machine's.
     fn legacy_dirty(&self, wb: u32) -> (u64, u64) {
         if self.cfg.kernel.per_bdi_dirty_thresholds() {
-            self.bdi_dirty(wb)
+            self.wb_dirty(wb)
         } else {
             (self.pages.total.dirty, self.pages.total.writeback)
         }
@@ -208,7 +212,7 @@ impl Vm {
         let bdi_share = self.completions.fraction(&mut self.wbs[wb as usize].completions);
         let bdi_share = if bdi_share.0 == 0 && self.wbs.len() == 1 { (1, 1) } else { bdi_share };
         let task_share = self.dirties.fraction(&mut self.tasks[task as usize].dirties);
-        let (bd, bw) = self.bdi_dirty(wb);
+        let (bd, bw) = self.wb_dirty(wb);
         legacy_bdi_thresh(
             l.dirty,
             bdi_share,
@@ -274,7 +278,7 @@ impl Vm {
         let share = self.completions.fraction(&mut self.wbs[wb as usize].completions);
         let share = if share.0 == 0 && self.wbs.len() == 1 { (1, 1) } else { share };
         let bdi_thresh = l.dirty * share.0 / share.1.max(1);
-        let (bd, bw) = self.bdi_dirty(wb);
+        let (bd, bw) = self.wb_dirty(wb);
         let bdi_dirty = bd + bw;
         let exceeded = bdi_dirty > bdi_thresh && nr_dirty > l.dirty;
         if exceeded {
