@@ -79,4 +79,8 @@ pub trait Controller: Send {
     /// A task was throttled in `balance_dirty_pages` for this device at `at_ns` (the
     /// writeback domain's `dirty_sleep`): writeback throttling reads it. Others ignore it.
     fn note_dirty_sleep(&mut self, _at_ns: Nanos) {}
+
+    /// The device's I/O scheduler is now `name` (`elevator_switch`): writeback throttling
+    /// turns itself off under BFQ and CFQ and on again after, unless set by hand.
+    fn scheduler_switched(&mut self, _name: &str) {}
 }

@@ -90,6 +90,12 @@ impl Controller for Stack {
             l.note_dirty_sleep(at_ns);
         }
     }
+
+    fn scheduler_switched(&mut self, name: &str) {
+        for l in &mut self.layers {
+            l.scheduler_switched(name);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -68,6 +68,10 @@ enum Status {
 
 /// blk-wbt on one device. See the module docs.
 pub struct Wbt {
+    /// Throttling (`rwb_enabled`): off by default under BFQ and CFQ
+    /// (`WBT_STATE_OFF_DEFAULT`), always on when `wbt_lat_usec` was set (`_ON_MANUAL`).
+    enabled: bool,
+    manual: bool,
     min_lat_ns: Nanos,
     queue_depth: u32,
     /// The device caches writes (`QUEUE_FLAG_WC`).
@@ -113,6 +117,8 @@ impl Wbt {
             ));
         }
         let mut w = Wbt {
+            enabled: true,
+            manual: false,
             min_lat_ns,
             queue_depth: queue_depth.max(1),
             write_cache,
@@ -140,6 +146,17 @@ impl Wbt {
         w.calc_max_depth();
         w.calc_limits();
         Ok(w)
+    }
+
+    /// The target was set by hand (`wbt_lat_usec`): a scheduler does not turn it off.
+    pub fn set_manual(&mut self) {
+        self.manual = true;
+        self.enabled = true;
+    }
+
+    /// Whether it throttles now.
+    pub fn enabled(&self) -> bool {
+        self.enabled
     }
 
     /// The default read latency target of a device (`wbt_default_latency_nsec`).
@@ -327,7 +344,7 @@ impl Controller for Wbt {
     fn submit(&mut self, bio: Bio, now_ns: Nanos) {
         self.counters.ios += 1;
         self.counters.bytes += bio.request.len_bytes;
-        if !Self::tracked_write(&bio) {
+        if !self.enabled || !Self::tracked_write(&bio) {
             self.ready.push(bio);
             return;
         }
@@ -414,6 +431,20 @@ impl Controller for Wbt {
         vec![self.counters.clone()]
     }
 
+    fn scheduler_switched(&mut self, name: &str) {
+        if self.manual {
+            return;
+        }
+        self.enabled = !matches!(name, "bfq" | "cfq");
+        if !self.enabled {
+            // Whoever waits goes (`wbt_disable_default` leaves none throttled).
+            self.woken = true;
+            for bio in self.waiting.drain(..) {
+                self.ready.push(bio);
+            }
+        }
+    }
+
     fn note_dirty_sleep(&mut self, at_ns: Nanos) {
         self.dirty_sleep_ns = Some(self.dirty_sleep_ns.map_or(at_ns, |t| t.max(at_ns)));
     }
@@ -497,6 +528,39 @@ mod tests {
         let ids: Vec<u64> = out.iter().map(|b| b.request.id.0).collect();
         assert_eq!(ids.len(), 13, "3 in flight + 13 = max_depth 16: {ids:?}");
         assert_eq!(&ids[..3], &[8, 9, 20], "in arrival order");
+    }
+
+    #[test]
+    fn bfq_and_cfq_turn_it_off_unless_set_by_hand() {
+        let mut w = Wbt::new(WBT_LAT_ROTATIONAL_NS, 31, true).unwrap();
+        let mut out = Vec::new();
+        for id in 0..6 {
+            w.submit(writeback(id), 0);
+        }
+        w.release(0, &mut out);
+        assert_eq!((out.len(), w.held()), (4, 2));
+        // Switching to BFQ lets the waiters go and throttles nothing after.
+        w.scheduler_switched("bfq");
+        for id in 10..30 {
+            w.submit(writeback(id), 0);
+        }
+        out.clear();
+        w.release(0, &mut out);
+        assert_eq!((out.len(), w.held()), (22, 0));
+        // Back under mq-deadline it throttles again (the writes sent under BFQ are not
+        // counted: the kernel did not track them either).
+        w.scheduler_switched("mq-deadline");
+        for id in 40..50 {
+            w.submit(writeback(id), 0);
+        }
+        out.clear();
+        w.release(0, &mut out);
+        assert!(w.held() > 0, "{} held", w.held());
+        // Set by hand, it stays on under CFQ.
+        let mut m = Wbt::new(WBT_LAT_ROTATIONAL_NS, 31, true).unwrap();
+        m.set_manual();
+        m.scheduler_switched("cfq");
+        assert!(m.enabled());
     }
 
     #[test]

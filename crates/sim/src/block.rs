@@ -341,6 +341,9 @@ impl BlockQueue {
     fn finish_switch(&mut self) {
         let Some(next) = self.next_scheduler.take() else { return };
         self.scheduler = next;
+        if let Some(c) = self.control.as_mut() {
+            c.scheduler_switched(self.scheduler.name());
+        }
         self.sched_timer_ns = None;
         self.wanted_timer_ns = None;
         let waiting: Vec<(u32, Pending)> = std::mem::take(&mut self.waiting)

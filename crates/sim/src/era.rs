@@ -48,8 +48,18 @@ pub fn scheduler_defaults(scheduler: &str, kernel: Kernel) -> Vec<(&'static str,
 /// device (SCSI and SATA went blk-mq only); off under BFQ and CFQ, which turn it off
 /// (`wbt_disable_default`), and where `io.cost` is enabled.
 pub fn wbt_by_default(kernel: Kernel, blk_mq: bool, scheduler: &str, io_cost: bool) -> bool {
-    let era = kernel >= k(5, 0, 0) || (blk_mq && kernel >= k(4, 10, 0));
-    era && !matches!(scheduler, "bfq" | "cfq") && !io_cost
+    wbt_set_up(kernel, blk_mq, io_cost) && !wbt_off_under(scheduler)
+}
+
+/// Whether a named kernel sets writeback throttling up on a device: from 4.10 on blk-mq
+/// devices, from 5.0 on all, unless io.cost is enabled there.
+pub fn wbt_set_up(kernel: Kernel, blk_mq: bool, io_cost: bool) -> bool {
+    (kernel >= k(5, 0, 0) || (blk_mq && kernel >= k(4, 10, 0))) && !io_cost
+}
+
+/// Schedulers that turn writeback throttling off while they run (`wbt_disable_default`).
+pub fn wbt_off_under(scheduler: &str) -> bool {
+    matches!(scheduler, "bfq" | "cfq")
 }
 
 /// The first release with writeback throttling.

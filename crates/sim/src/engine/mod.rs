@@ -1316,15 +1316,34 @@ fn device_write_cache(model: &DeviceModel) -> bool {
     }
 }
 
-/// Writeback throttling's read latency target on device `d`, if it throttles: the
-/// device's `wbt_lat_usec` when set (0: off), else the kernel's default for a device of its
-/// kind where a named kernel has it on ([`crate::era::wbt_by_default`]).
+/// Writeback throttling on device `d`, if it is set up: the device's `wbt_lat_usec` when set
+/// (0: none; set by hand, no scheduler turns it off), else the kernel's default target where
+/// a named kernel sets it up ([`crate::era::wbt_set_up`]), off for now under BFQ and CFQ.
+fn wbt_of(
+    topology: &Topology,
+    d: usize,
+    io: DeviceIo,
+    io_cost: bool,
+) -> Result<Option<Wbt>, String> {
+    let Some((target_ns, manual)) = wbt_target_ns(topology, d, io, io_cost)? else {
+        return Ok(None);
+    };
+    let mut w = Wbt::new(target_ns, io.queue_depth, io.write_cache)?;
+    if manual {
+        w.set_manual();
+    } else {
+        w.scheduler_switched(io.scheduler);
+    }
+    Ok(Some(w))
+}
+
+/// [`wbt_of`]'s target, and whether it was set by hand.
 fn wbt_target_ns(
     topology: &Topology,
     d: usize,
     io: DeviceIo,
     io_cost: bool,
-) -> Result<Option<Nanos>, String> {
+) -> Result<Option<(Nanos, bool)>, String> {
     let m = &topology.machine;
     let kernel = m.vm.kernel;
     match topology.devices[d].wbt_lat_usec {
@@ -1336,16 +1355,15 @@ fn wbt_target_ns(
                     kernel.major, kernel.minor, kernel.patch
                 ));
             }
-            Ok(Some(usec * 1000))
+            Ok(Some((usec * 1000, true)))
         }
         None => {
             let blk_mq = matches!(
                 topology.devices[d].model,
                 DeviceModel::Ssd { ref params, .. } if params.interface == elevator_device::ssd::Interface::Nvme
             );
-            let on =
-                m.kernel_named && crate::era::wbt_by_default(kernel, blk_mq, io.scheduler, io_cost);
-            Ok(on.then(|| Wbt::default_latency_ns(io.rotational)))
+            let on = m.kernel_named && crate::era::wbt_set_up(kernel, blk_mq, io_cost);
+            Ok(on.then(|| (Wbt::default_latency_ns(io.rotational), false)))
         }
     }
 }
@@ -1442,8 +1460,8 @@ fn cgroup_control(
             layers.push(Box::new(c));
         }
     }
-    if let Some(target_ns) = wbt_target_ns(topology, d, io, io_cost).map_err(fail)? {
-        layers.push(Box::new(Wbt::new(target_ns, queue_depth, io.write_cache).map_err(fail)?));
+    if let Some(w) = wbt_of(topology, d, io, io_cost).map_err(fail)? {
+        layers.push(Box::new(w));
     }
     Ok(match layers.len() {
         0 => None,
