@@ -530,31 +530,27 @@ mod tests {
         assert_eq!(&ids[..3], &[8, 9, 20], "in arrival order");
     }
 
+    /// Submits background writeback `ids` at 0 and returns how many go down at once.
+    fn send(w: &mut Wbt, ids: std::ops::Range<u64>) -> usize {
+        let mut out = Vec::new();
+        for id in ids {
+            w.submit(writeback(id), 0);
+        }
+        w.release(0, &mut out);
+        out.len()
+    }
+
     #[test]
     fn bfq_and_cfq_turn_it_off_unless_set_by_hand() {
         let mut w = Wbt::new(WBT_LAT_ROTATIONAL_NS, 31, true).unwrap();
-        let mut out = Vec::new();
-        for id in 0..6 {
-            w.submit(writeback(id), 0);
-        }
-        w.release(0, &mut out);
-        assert_eq!((out.len(), w.held()), (4, 2));
+        assert_eq!((send(&mut w, 0..6), w.held()), (4, 2));
         // Switching to BFQ lets the waiters go and throttles nothing after.
         w.scheduler_switched("bfq");
-        for id in 10..30 {
-            w.submit(writeback(id), 0);
-        }
-        out.clear();
-        w.release(0, &mut out);
-        assert_eq!((out.len(), w.held()), (22, 0));
+        assert_eq!((send(&mut w, 10..30), w.held()), (22, 0));
         // Back under mq-deadline it throttles again (the writes sent under BFQ are not
         // counted: the kernel did not track them either).
         w.scheduler_switched("mq-deadline");
-        for id in 40..50 {
-            w.submit(writeback(id), 0);
-        }
-        out.clear();
-        w.release(0, &mut out);
+        send(&mut w, 40..50);
         assert!(w.held() > 0, "{} held", w.held());
         // Set by hand, it stays on under CFQ.
         let mut m = Wbt::new(WBT_LAT_ROTATIONAL_NS, 31, true).unwrap();
