@@ -2,8 +2,9 @@
 //! Linux 6.x), the core of it: proportional share of the device by *service* (sectors), with
 //! per-process queues served one at a time for a budget.
 //!
-//! - **Queues**: one per process (I/O context) and group for sync I/O, one per group for async
-//!   I/O. The queue in service dispatches its requests in sector order from where the head is
+//! - **Queues**: one per process (I/O context) and group for sync I/O, one per group and I/O
+//!   priority for async I/O (`bfq_async_queue_prio`: per real-time and best-effort level, one
+//!   for the idle class; a task without a class shares best effort's `IOPRIO_BE_NORM` one). The queue in service dispatches its requests in sector order from where the head is
 //!   (C-LOOK), taking a request up to `back_seek_max` KiB behind at `back_seek_penalty` times
 //!   its distance (`bfq_choose_req`), and the oldest one once per budget if it waited past
 //!   `fifo_expire_sync`/`_async` (`bfq_check_fifo`).
@@ -559,7 +560,7 @@ impl Bfq {
     fn queue_for(&mut self, rq: &Request, now: Nanos) -> usize {
         let group = self.group_of_cgroup.get(&rq.owner.cgroup).copied().unwrap_or(0);
         let sync = rq.sync;
-        let key = (group as u32, if sync { rq.owner.io_context } else { u32::MAX }, sync);
+        let key = (group as u32, if sync { rq.owner.io_context } else { async_slot(rq) }, sync);
         if let Some(&q) = self.by_key.get(&key) {
             if let Some(t) = self.cooperator(q, rq, now) {
                 self.queues[t].coop.push((key, q));
@@ -986,7 +987,8 @@ impl Bfq {
                 <= qu.entity.budget.saturating_sub(qu.served)
         };
         let (group, pid) = (self.queues[q].key.0, self.queues[q].key.1);
-        if let Some(&a) = self.by_key.get(&(group, u32::MAX, false)) {
+        // `bic_to_bfqq(bic, false)`: the async queue the process's writes last went to.
+        if let Some(&a) = self.async_of.get(&pid).filter(|&&a| self.queues[a].key.0 == group) {
             if let Some(i) = self.closest_request(a) {
                 if self.queues[a].requests[i].owner.io_context == pid && fits(self, a, i) {
                     return Some((a, i, "idling: injected the same process's async write"));
@@ -1415,6 +1417,18 @@ fn switch_decision(last: Option<Expiry>, fifo: bool) -> &'static str {
 
 /// A request's ioprio class tree and queue weight: `bfq_ioprio_to_weight`'s
 /// `(8 − level) × 10`, scaled so that the default level 4 weighs BFQ's default 100.
+/// Which of its group's async queues `rq` goes to (`bfq_async_queue_prio`): real-time levels
+/// 0-7, best-effort levels 8-15 (a task without a class: `IOPRIO_BE_NORM`, 12), idle 16.
+fn async_slot(rq: &Request) -> u32 {
+    let level = u32::from(rq.owner.prio.level.min(7));
+    match rq.owner.prio.class {
+        IoPrioClass::RealTime => level,
+        IoPrioClass::BestEffort => 8 + level,
+        IoPrioClass::None => 8 + u32::from(elevator_core::IoPrio::NORM_LEVEL),
+        IoPrioClass::Idle => 16,
+    }
+}
+
 fn class_and_weight(rq: &Request) -> (usize, f64) {
     let class = match rq.owner.prio.effective_class() {
         IoPrioClass::RealTime => CLASS_RT,

@@ -746,3 +746,52 @@ fn the_exit_of_the_process_idled_for_ends_its_turn() {
         b.check_invariants().unwrap();
     }
 }
+
+/// `bfq_async_queue_prio`: async writes of best-effort level 0 and level 7 go to two queues
+/// of their group, weighed 200 and 25, so the first gets most of the disk; a task without a
+/// class shares the level-4 queue.
+#[test]
+fn async_writes_of_different_priorities_get_queues_of_their_own() {
+    let mut b = Bfq::new();
+    let prios = [
+        IoPrio { class: elevator_core::IoPrioClass::BestEffort, level: 0 },
+        IoPrio { class: elevator_core::IoPrioClass::BestEffort, level: 7 },
+    ];
+    let write = |id, i: usize, sector, now| {
+        let mut owner = Owner::process(10 + i as u32);
+        owner.prio = prios[i];
+        Request::new(RequestId(id), Op::Write, sector * 512, 256 * 512, false, owner, now).unwrap()
+    };
+    let mut pos = [0u64, 50_000_000];
+    let mut id = 0;
+    for (i, p) in pos.iter_mut().enumerate() {
+        for _ in 0..4 {
+            b.insert(write(id, i, *p, 0), 0);
+            id += 1;
+            *p += 256;
+        }
+    }
+    assert!(b.by_key.contains_key(&(0, 8, false)) && b.by_key.contains_key(&(0, 15, false)));
+    let mut served = [0u64; 2];
+    let mut now = 0;
+    while now < 10_000_000_000 {
+        match b.dispatch(now) {
+            Dispatch::Request(r) => {
+                now += r.sectors() * 100;
+                b.completed(&r, now);
+                let i = (r.owner.pid - 10) as usize;
+                served[i] += r.sectors();
+                b.insert(write(id, i, pos[i], now), now);
+                id += 1;
+                pos[i] += 256;
+            }
+            Dispatch::WaitUntil { until_ns } => now = until_ns,
+            Dispatch::Empty => panic!("backlogged writers"),
+        }
+    }
+    assert!(served[0] > 4 * served[1], "level 0 against level 7: {served:?}");
+    let mut none = Owner::process(30);
+    none.prio = IoPrio::DEFAULT;
+    let r = Request::new(RequestId(id), Op::Write, 0, 4096, false, none, now).unwrap();
+    assert_eq!(async_slot(&r), 12, "IOPRIO_BE_NORM");
+}
