@@ -533,44 +533,55 @@ fn cooperating_processes_share_one_queue() {
     assert!(!tail.windows(2).all(|w| w[1] == w[0] + 8), "without merging each queue takes turns");
 }
 
+/// Two submitters `0` and `1`, each keeping four requests of `sectors` queued (made by
+/// `make(id, which, sector, now)`, `which`'s issued from its own region on), on a device that
+/// moves a sector in 100 ns, for `until`; returns the sectors each moved.
+fn serve_two(
+    b: &mut Bfq,
+    sectors: u64,
+    until: Nanos,
+    make: impl Fn(u64, usize, u64, Nanos) -> Request,
+) -> [u64; 2] {
+    let mut pos = [0u64, 50_000_000];
+    let mut id = 0;
+    for (i, p) in pos.iter_mut().enumerate() {
+        for _ in 0..4 {
+            b.insert(make(id, i, *p, 0), 0);
+            id += 1;
+            *p += sectors;
+        }
+    }
+    let mut moved = [0u64; 2];
+    let mut now = 0;
+    while now < until {
+        match b.dispatch(now) {
+            Dispatch::Request(r) => {
+                now += r.sectors() * 100;
+                b.completed(&r, now);
+                let i = (r.owner.pid - 10) as usize;
+                moved[i] += r.sectors();
+                b.insert(make(id, i, pos[i], now), now);
+                id += 1;
+                pos[i] += sectors;
+            }
+            Dispatch::WaitUntil { until_ns } => now = until_ns,
+            Dispatch::Empty => panic!("backlogged, nothing to dispatch"),
+        }
+    }
+    moved
+}
+
 #[test]
 fn async_writes_are_charged_three_times_their_sectors() {
     // A sync reader and an async writer, equal weights, both backlogged: charged alike, the
     // reader moves `ASYNC_CHARGE_FACTOR` times the writer's sectors (`bfq_serv_to_charge`).
     let mut b = Bfq::new();
     b.set_tunable("low_latency", "0").unwrap();
-    let req = |id: u64, pid: u32, op: Op, sector: u64, now: Nanos| {
-        let owner = Owner::process(pid);
-        let sync = op == Op::Read;
+    let moved = serve_two(&mut b, 128, 20_000_000_000, |id, i, sector, now| {
+        let (op, sync) = if i == 0 { (Op::Read, true) } else { (Op::Write, false) };
+        let owner = Owner::process(10 + i as u32);
         Request::new(RequestId(id), op, sector * 512, 128 * 512, sync, owner, now).unwrap()
-    };
-    let mut pos = [0u64, 50_000_000];
-    let ops = [Op::Read, Op::Write];
-    let mut id = 0;
-    for i in 0..2 {
-        for _ in 0..4 {
-            b.insert(req(id, 10 + i as u32, ops[i], pos[i], 0), 0);
-            id += 1;
-            pos[i] += 128;
-        }
-    }
-    let mut moved = [0u64; 2];
-    let mut now = 0;
-    while now < 20_000_000_000 {
-        match b.dispatch(now) {
-            Dispatch::Request(r) => {
-                now += r.sectors() * 100;
-                b.completed(&r, now);
-                let i = usize::from(r.op == Op::Write);
-                moved[i] += r.sectors();
-                b.insert(req(id, 10 + i as u32, ops[i], pos[i], now), now);
-                id += 1;
-                pos[i] += 128;
-            }
-            Dispatch::WaitUntil { until_ns } => now = until_ns,
-            Dispatch::Empty => panic!("backlogged, nothing to dispatch"),
-        }
-    }
+    });
     let ratio = moved[0] as f64 / moved[1] as f64;
     assert!((ratio - ASYNC_CHARGE_FACTOR as f64).abs() < 0.3, "reader/writer {ratio:.2} {moved:?}");
 }
@@ -757,41 +768,15 @@ fn async_writes_of_different_priorities_get_queues_of_their_own() {
         IoPrio { class: elevator_core::IoPrioClass::BestEffort, level: 0 },
         IoPrio { class: elevator_core::IoPrioClass::BestEffort, level: 7 },
     ];
-    let write = |id, i: usize, sector, now| {
+    let served = serve_two(&mut b, 256, 10_000_000_000, |id, i, sector, now| {
         let mut owner = Owner::process(10 + i as u32);
         owner.prio = prios[i];
         Request::new(RequestId(id), Op::Write, sector * 512, 256 * 512, false, owner, now).unwrap()
-    };
-    let mut pos = [0u64, 50_000_000];
-    let mut id = 0;
-    for (i, p) in pos.iter_mut().enumerate() {
-        for _ in 0..4 {
-            b.insert(write(id, i, *p, 0), 0);
-            id += 1;
-            *p += 256;
-        }
-    }
+    });
     assert!(b.by_key.contains_key(&(0, 8, false)) && b.by_key.contains_key(&(0, 15, false)));
-    let mut served = [0u64; 2];
-    let mut now = 0;
-    while now < 10_000_000_000 {
-        match b.dispatch(now) {
-            Dispatch::Request(r) => {
-                now += r.sectors() * 100;
-                b.completed(&r, now);
-                let i = (r.owner.pid - 10) as usize;
-                served[i] += r.sectors();
-                b.insert(write(id, i, pos[i], now), now);
-                id += 1;
-                pos[i] += 256;
-            }
-            Dispatch::WaitUntil { until_ns } => now = until_ns,
-            Dispatch::Empty => panic!("backlogged writers"),
-        }
-    }
     assert!(served[0] > 4 * served[1], "level 0 against level 7: {served:?}");
     let mut none = Owner::process(30);
     none.prio = IoPrio::DEFAULT;
-    let r = Request::new(RequestId(id), Op::Write, 0, 4096, false, none, now).unwrap();
+    let r = Request::new(RequestId(1 << 40), Op::Write, 0, 4096, false, none, 0).unwrap();
     assert_eq!(async_slot(&r), 12, "IOPRIO_BE_NORM");
 }
