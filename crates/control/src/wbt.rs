@@ -32,7 +32,7 @@
 //! swap are not told apart (elevator issues neither as writeback); the waiters of a woken
 //! queue retry in arrival order at the next release rather than racing.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use elevator_core::{Nanos, Op, NS_PER_SEC};
 
@@ -101,7 +101,7 @@ pub struct Wbt {
     sync_issue: Option<(u64, Nanos)>,
     dirty_sleep_ns: Option<Nanos>,
     /// Tracked request ids in flight (a request is tracked once).
-    tracked: BTreeMap<u64, ()>,
+    tracked: BTreeSet<u64>,
     counters: GroupCounters,
 }
 
@@ -140,7 +140,7 @@ impl Wbt {
             reads_issued: BTreeMap::new(),
             sync_issue: None,
             dirty_sleep_ns: None,
-            tracked: BTreeMap::new(),
+            tracked: BTreeSet::new(),
             counters: GroupCounters { name: "wbt".to_string(), ..GroupCounters::default() },
         };
         w.calc_max_depth();
@@ -330,7 +330,7 @@ impl Wbt {
             }
             let bio = self.waiting.pop_front().expect("a waiter");
             self.inflight += 1;
-            self.tracked.insert(bio.request.id.0, ());
+            self.tracked.insert(bio.request.id.0);
             self.ready.push(bio);
         }
     }
@@ -350,7 +350,7 @@ impl Controller for Wbt {
         }
         if self.waiting.is_empty() && self.inflight < self.limit(&bio, now_ns) {
             self.inflight += 1;
-            self.tracked.insert(bio.request.id.0, ());
+            self.tracked.insert(bio.request.id.0);
             self.ready.push(bio);
         } else {
             self.counters.held += 1;
@@ -397,7 +397,7 @@ impl Controller for Wbt {
                 if self.window_end.is_some() {
                     self.writes += 1;
                 }
-                if self.tracked.remove(&id).is_some() {
+                if self.tracked.remove(&id) {
                     self.inflight -= 1;
                     // `wbt_rqw_done`: wake only well below the normal limit.
                     let limit = if self.write_cache && !self.recent_wait(now_ns) {

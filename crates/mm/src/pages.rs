@@ -84,6 +84,23 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Adds every count of `c` (`add`) or takes it away.
+    fn apply_counts(&mut self, c: &Counts, add: bool) {
+        for (x, y) in [
+            (&mut self.cached, c.cached),
+            (&mut self.active, c.active),
+            (&mut self.dirty, c.dirty),
+            (&mut self.writeback, c.writeback),
+            (&mut self.reading, c.reading),
+        ] {
+            if add {
+                *x += y;
+            } else {
+                *x -= y;
+            }
+        }
+    }
+
     fn apply(&mut self, e: &Extent, len: u64, add: bool) {
         let f = |x: &mut u64, on: bool| {
             if on {
@@ -150,10 +167,15 @@ impl Pages {
     /// Registers a file on backing device `bdi`.
     pub fn add_file(&mut self, bdi: u32) -> FileId {
         self.files.push(FilePages { bdi, ..FilePages::default() });
+        self.ensure_domain(bdi);
+        (self.files.len() - 1) as FileId
+    }
+
+    /// Makes room for the counters of accounting domain `bdi`.
+    fn ensure_domain(&mut self, bdi: u32) {
         if self.per_bdi.len() <= bdi as usize {
             self.per_bdi.resize(bdi as usize + 1, Counts::default());
         }
-        (self.files.len() - 1) as FileId
     }
 
     pub fn file(&self, f: FileId) -> &FilePages {
@@ -175,23 +197,11 @@ impl Pages {
     /// Moves file `f`'s pages, as counted, to accounting domain `bdi` (an inode attached to
     /// another writeback domain).
     pub fn move_file(&mut self, f: FileId, bdi: u32) {
-        if self.per_bdi.len() <= bdi as usize {
-            self.per_bdi.resize(bdi as usize + 1, Counts::default());
-        }
+        self.ensure_domain(bdi);
         let file = &mut self.files[f as usize];
         let c = file.counts;
-        let from = &mut self.per_bdi[file.bdi as usize];
-        from.cached -= c.cached;
-        from.active -= c.active;
-        from.dirty -= c.dirty;
-        from.writeback -= c.writeback;
-        from.reading -= c.reading;
-        let to = &mut self.per_bdi[bdi as usize];
-        to.cached += c.cached;
-        to.active += c.active;
-        to.dirty += c.dirty;
-        to.writeback += c.writeback;
-        to.reading += c.reading;
+        self.per_bdi[file.bdi as usize].apply_counts(&c, false);
+        self.per_bdi[bdi as usize].apply_counts(&c, true);
         file.bdi = bdi;
     }
 

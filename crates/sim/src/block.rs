@@ -527,12 +527,9 @@ impl BlockQueue {
             for h in self.throttle_release(now_ns) {
                 self.plug_bio_at(h, now_ns);
             }
-            let held = self.throttled.contains_key(&id);
-            if !held && process == PAGE_CACHE_PROCESS {
-                // Let go at once: it was never held, as far as the page cache knows.
-                self.page_cache_released.retain(|&t| t != tag);
-            }
-            return held;
+            // Let go at once, it is reported released all the same: the page cache ignores
+            // a release of what it never heard was held.
+            return self.throttled.contains_key(&id);
         }
         self.plug_bio_at(h, now_ns);
         false

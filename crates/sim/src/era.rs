@@ -43,16 +43,10 @@ pub fn scheduler_defaults(scheduler: &str, kernel: Kernel) -> Vec<(&'static str,
     t
 }
 
-/// Whether writeback throttling (blk-wbt) is on by default on a device of a named kernel:
-/// from 4.10 on blk-mq devices (`CONFIG_BLK_WBT_MQ`, on by default; NVMe), from 5.0 on every
-/// device (SCSI and SATA went blk-mq only); off under BFQ and CFQ, which turn it off
-/// (`wbt_disable_default`), and where `io.cost` is enabled.
-pub fn wbt_by_default(kernel: Kernel, blk_mq: bool, scheduler: &str, io_cost: bool) -> bool {
-    wbt_set_up(kernel, blk_mq, io_cost) && !wbt_off_under(scheduler)
-}
-
-/// Whether a named kernel sets writeback throttling up on a device: from 4.10 on blk-mq
-/// devices, from 5.0 on all, unless io.cost is enabled there.
+/// Whether a named kernel sets writeback throttling (blk-wbt) up on a device: from 4.10 on
+/// blk-mq devices (`CONFIG_BLK_WBT_MQ`, on by default; NVMe), from 5.0 on every device (SCSI
+/// and SATA went blk-mq only), unless io.cost is enabled there. BFQ and CFQ turn it off while
+/// they run ([`wbt_off_under`]).
 pub fn wbt_set_up(kernel: Kernel, blk_mq: bool, io_cost: bool) -> bool {
     (kernel >= k(5, 0, 0) || (blk_mq && kernel >= k(4, 10, 0))) && !io_cost
 }
@@ -65,6 +59,12 @@ pub fn wbt_off_under(scheduler: &str) -> bool {
 /// The first release with writeback throttling.
 pub const WBT_FIRST: Kernel = k(4, 10, 0);
 
+/// Why `wbt_lat_usec` cannot be set on `kernel`, if it cannot: a release before 4.10.
+pub fn wbt_missing(kernel: Kernel) -> Option<String> {
+    (kernel < WBT_FIRST)
+        .then(|| format!("Linux {kernel} has no writeback throttling (it came with 4.10)"))
+}
+
 /// Why `scheduler` is not what `kernel` had, if it is not.
 pub fn scheduler_missing(scheduler: &str, kernel: Kernel) -> Option<String> {
     let (from, until) = match scheduler {
@@ -73,16 +73,12 @@ pub fn scheduler_missing(scheduler: &str, kernel: Kernel) -> Option<String> {
         "bfq" | "kyber" => (Some(k(4, 12, 0)), None),
         _ => (None, None),
     };
-    let v = |k: Kernel| format!("{}.{}.{}", k.major, k.minor, k.patch);
-    let release = format!("{}.{}.{}", kernel.major, kernel.minor, kernel.patch);
     match (from, until) {
         (Some(f), _) if kernel < f => Some(format!(
-            "scheduler `{scheduler}` came with Linux {}, not in {release}; simulated all the same",
-            v(f)
+            "scheduler `{scheduler}` came with Linux {f}, not in {kernel}; simulated all the same"
         )),
         (_, Some(u)) if kernel >= u => Some(format!(
-            "scheduler `{scheduler}` was removed in Linux {}, not in {release}; simulated all the same",
-            v(u)
+            "scheduler `{scheduler}` was removed in Linux {u}, not in {kernel}; simulated all the same"
         )),
         _ => None,
     }
@@ -117,7 +113,8 @@ mod tests {
 
     #[test]
     fn writeback_throttling_is_on_by_default_from_5_0_and_4_10_on_blk_mq() {
-        let on = |r, mq, s, cost| wbt_by_default(Kernel::parse(r).unwrap(), mq, s, cost);
+        let on =
+            |r, mq, s, cost| wbt_set_up(Kernel::parse(r).unwrap(), mq, cost) && !wbt_off_under(s);
         assert!(on("6.1", false, "mq-deadline", false));
         assert!(on("5.0", false, "none", false));
         assert!(!on("4.19", false, "mq-deadline", false), "SATA on the legacy queue");

@@ -776,18 +776,14 @@ impl Topology {
         // Writeback throttling came with 4.10: a named older kernel cannot have it set.
         for spanned in &raw.device {
             let d = spanned.get_ref();
-            let k = machine.vm.kernel;
-            if d.wbt_lat_usec.is_some_and(|u| u > 0)
-                && machine.kernel_named
-                && k < crate::era::WBT_FIRST
-            {
+            if d.wbt_lat_usec.is_none_or(|u| u == 0) || !machine.kernel_named {
+                continue;
+            }
+            if let Some(why) = crate::era::wbt_missing(machine.vm.kernel) {
                 return Err(format!(
-                    "{}: device `{}`: wbt_lat_usec: Linux {}.{}.{} has no writeback throttling (it came with 4.10); remove it or set 0",
+                    "{}: device `{}`: wbt_lat_usec: {why}; remove it or set 0",
                     at(spanned.span()),
-                    d.name,
-                    k.major,
-                    k.minor,
-                    k.patch
+                    d.name
                 ));
             }
         }

@@ -41,6 +41,18 @@ impl Vm {
         }
     }
 
+    /// The writeback domain's share of the machine's recent writeout, which its dirty and
+    /// background thresholds are of (`bdi_writeout_fraction`, `wb_calc_thresh`): all of it
+    /// for a machine's only domain before its first completion.
+    pub(super) fn writeout_share(&mut self, wb: u32) -> (u64, u64) {
+        let share = self.completions.fraction(&mut self.wbs[wb as usize].completions);
+        if share.0 == 0 && self.wbs.len() == 1 {
+            (1, 1)
+        } else {
+            share
+        }
+    }
+
     /// The writeback domain's dirty pages (its device's, before cgroup writeback): dirty
     /// plus under writeback.
     fn wb_dirty(&self, wb: u32) -> (u64, u64) {
@@ -209,8 +221,7 @@ impl Vm {
         if !self.cfg.kernel.per_bdi_dirty_thresholds() {
             return l.dirty;
         }
-        let bdi_share = self.completions.fraction(&mut self.wbs[wb as usize].completions);
-        let bdi_share = if bdi_share.0 == 0 && self.wbs.len() == 1 { (1, 1) } else { bdi_share };
+        let bdi_share = self.writeout_share(wb);
         let task_share = self.dirties.fraction(&mut self.tasks[task as usize].dirties);
         let (bd, bw) = self.wb_dirty(wb);
         legacy_bdi_thresh(
@@ -275,8 +286,7 @@ impl Vm {
             return true;
         }
         self.start_background(wb, now, out);
-        let share = self.completions.fraction(&mut self.wbs[wb as usize].completions);
-        let share = if share.0 == 0 && self.wbs.len() == 1 { (1, 1) } else { share };
+        let share = self.writeout_share(wb);
         let bdi_thresh = l.dirty * share.0 / share.1.max(1);
         let (bd, bw) = self.wb_dirty(wb);
         let bdi_dirty = bd + bw;

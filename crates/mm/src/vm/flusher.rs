@@ -100,8 +100,7 @@ impl Vm {
         if !self.cfg.kernel.per_bdi_background_threshold() {
             return false;
         }
-        let share = self.completions.fraction(&mut self.wbs[wb as usize].completions);
-        let share = if share.0 == 0 && self.wbs.len() == 1 { (1, 1) } else { share };
+        let share = self.writeout_share(wb);
         self.pages.bdi_counts(wb).dirty > background * share.0 / share.1.max(1)
     }
 
@@ -236,13 +235,8 @@ impl Vm {
     /// The request pool `wb`'s writeback draws on is full: its device's, or its cgroup's
     /// own on that device ([`Vm::set_cgroup_pools`]).
     pub(super) fn pool_full_wb(&self, wb: u32) -> bool {
-        let w = &self.wbs[wb as usize];
-        let b = &self.bdis[w.bdi as usize];
-        if b.cgroup_pools {
-            w.async_requests + b.reserved >= b.spec.nr_requests
-        } else {
-            b.pool_full()
-        }
+        let b = &self.bdis[self.wbs[wb as usize].bdi as usize];
+        self.pool_requests_wb(wb) + b.reserved >= b.spec.nr_requests
     }
 
     /// Requests in flight in the pool `wb`'s writeback draws on.

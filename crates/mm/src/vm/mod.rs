@@ -404,13 +404,6 @@ enum SlotWaiter {
     Flusher(u32),
 }
 
-impl Bdi {
-    /// The async request pool is full (`get_request_wait` would sleep).
-    fn pool_full(&self) -> bool {
-        self.async_requests + self.reserved >= self.spec.nr_requests
-    }
-}
-
 /// A writeback domain (`struct bdi_writeback`): the dirty inodes of one device that one
 /// flusher writes back, with the bandwidth and writeout share that set its writers' dirty
 /// threshold. Each device has its root domain, at the device's own index; from 4.2 a cgroup
@@ -895,12 +888,13 @@ impl Vm {
         }
         rec.held = true;
         let bdi = rec.bdi;
-        self.count_async(bdi, file, requests, false);
+        self.count_async(file, requests, false);
         self.grant_slots(bdi, now, out);
     }
 
     /// The block layer let held I/O `tag` go: it takes its requests now (past a full pool,
-    /// as the bio waits for them in the block layer, not in the page cache).
+    /// as the bio waits for them in the block layer, not in the page cache). Said of an I/O
+    /// not held (let go at once, or done), it changes nothing.
     pub fn io_released(&mut self, tag: IoTag) {
         let Some(rec) = self.ios.get_mut(tag as usize).and_then(Option::as_mut) else { return };
         let IoKind::Write { file, requests, .. } = rec.kind else { return };
@@ -908,16 +902,15 @@ impl Vm {
             return;
         }
         rec.held = false;
-        let bdi = rec.bdi;
-        self.count_async(bdi, file, requests, true);
+        self.count_async(file, requests, true);
     }
 
     /// Counts `requests` async requests of `file`'s writeback in (`add`) or out of flight,
     /// on its device and its writeback domain.
-    pub(super) fn count_async(&mut self, bdi: u32, file: FileId, requests: u32, add: bool) {
-        let wb = self.files[file as usize].wb as usize;
-        let (b, w) =
-            (&mut self.bdis[bdi as usize].async_requests, &mut self.wbs[wb].async_requests);
+    pub(super) fn count_async(&mut self, file: FileId, requests: u32, add: bool) {
+        let meta = &self.files[file as usize];
+        let (bdi, wb) = (meta.spec.bdi as usize, meta.wb as usize);
+        let (b, w) = (&mut self.bdis[bdi].async_requests, &mut self.wbs[wb].async_requests);
         if add {
             *b += requests;
             *w += requests;

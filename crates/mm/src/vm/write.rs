@@ -389,7 +389,7 @@ impl Vm {
                 })
             });
             if !sync {
-                self.count_async(spec.bdi, file, requests, true);
+                self.count_async(file, requests, true);
             }
             out.ios.push(BlockIo {
                 tag,
@@ -620,7 +620,7 @@ impl Vm {
         let wb = self.files[file as usize].wb;
         self.wbs[wb as usize].written += pages;
         if !sync && !held {
-            self.count_async(bdi, file, requests, false);
+            self.count_async(file, requests, false);
         }
         self.completions.inc(&mut self.wbs[wb as usize].completions, pages);
         if self.pages.file(file).counts.dirty > 0 && !self.files[file as usize].queued {

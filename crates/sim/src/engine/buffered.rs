@@ -160,7 +160,9 @@ impl Engine {
                         _ => false,
                     };
                     let q = &mut self.queues[d];
-                    if io.tag & super::target::TARGET_TAG == 0 {
+                    // The initiator's page cache, not the iSCSI target's.
+                    let initiator = io.tag & super::target::TARGET_TAG == 0;
+                    if initiator {
                         if let Some(at) = self.vm.dirty_sleep_ns(io.bdi) {
                             q.note_dirty_sleep(at);
                         }
@@ -184,7 +186,7 @@ impl Engine {
                     } else {
                         q.unplug(u32::MAX, now);
                     }
-                    if held && io.tag & super::target::TARGET_TAG == 0 {
+                    if held && initiator {
                         self.page_cache_held.push(io.tag);
                     }
                     self.touched[d] = true;

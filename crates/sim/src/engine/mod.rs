@@ -1349,11 +1349,8 @@ fn wbt_target_ns(
     match topology.devices[d].wbt_lat_usec {
         Some(0) => Ok(None),
         Some(usec) => {
-            if m.kernel_named && kernel < crate::era::WBT_FIRST {
-                return Err(format!(
-                    "wbt_lat_usec: Linux {}.{}.{} has no writeback throttling (it came with 4.10)",
-                    kernel.major, kernel.minor, kernel.patch
-                ));
+            if let Some(why) = m.kernel_named.then(|| crate::era::wbt_missing(kernel)).flatten() {
+                return Err(format!("wbt_lat_usec: {why}"));
             }
             Ok(Some((usec * 1000, true)))
         }
