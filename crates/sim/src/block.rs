@@ -14,7 +14,10 @@
 //!   pool sleeps until one completes, in FIFO order — unless the scheduler says its request
 //!   must have one (`elv_may_queue` → `ELV_MQUEUE_MUST`: AS for the process it anticipates,
 //!   CFQ once a slice for the queue it idles for), which may take up to half as many again
-//!   as `nr_requests` and go past the sleepers.
+//!   as `nr_requests` and go past the sleepers. A task sleeps on one bio: woken, it places
+//!   its bios as a batcher ([`NR_BATCHING`] requests, up to 1.5 × `nr_requests`) and, if
+//!   some are left, sleeps again behind those who fell asleep meanwhile, so a journal
+//!   thread's thousand commit writes hold a reader up one batch, not all of them.
 //! - **Dispatch**: the scheduler is pulled while the device has a free queue slot.
 //! - **Queue plugging** (kernels before 2.6.39, [`BlockQueue::set_queue_plugging`]): a
 //!   page-cache request (readahead, background writeback) entering an empty scheduler queue
@@ -103,6 +106,23 @@ struct Entry {
     tail: u32,
 }
 
+/// `BLK_BATCH_REQ` (`q->nr_batching`): requests a task woken with a free request slot may
+/// allocate before it sleeps again, past a full pool up to 1.5 × `nr_requests`
+/// (`ioc_set_batching`, `ioc_batching`). `BLK_BATCH_TIME`'s 20 ms does not bind here: a
+/// woken submitter places its bios at the instant it wakes.
+pub const NR_BATCHING: u32 = 32;
+
+/// A task asleep in `get_request_wait`, and the bios it will place once woken. The task is
+/// the bios' issuing thread (`Owner::pid`): page-cache I/O of every task (readahead, the
+/// flushers', the journal thread's) comes from the engine's one [`PAGE_CACHE_PROCESS`].
+#[derive(Debug)]
+struct Sleeper {
+    /// The engine's submitter, told when the task has placed all its bios.
+    process: u32,
+    pid: u32,
+    bios: VecDeque<Pending>,
+}
+
 /// A request built from a plug entry, waiting for a free request slot.
 #[derive(Clone, Copy, Debug)]
 struct Pending {
@@ -169,8 +189,10 @@ pub struct BlockQueue {
     in_device: u32,
     next_seq: u64,
     plug: Vec<Pending>,
-    /// Submitters sleeping for a request slot, per pool, async and sync.
-    waiting: Vec<[VecDeque<(u32, Pending)>; 2]>,
+    /// Submitters sleeping for a request slot, per pool, async and sync, in the order they
+    /// fell asleep (`rl->wait[is_sync]`, an exclusive wait queue), each with the bios it has
+    /// yet to place: a task sleeps on one bio and submits the rest after it wakes.
+    waiting: Vec<[VecDeque<Sleeper>; 2]>,
     completions: Vec<Completion>,
     busy_since_ns: Option<Nanos>,
     pub counters: DiskCounters,
@@ -346,14 +368,15 @@ impl BlockQueue {
         }
         self.sched_timer_ns = None;
         self.wanted_timer_ns = None;
-        let waiting: Vec<(u32, Pending)> = std::mem::take(&mut self.waiting)
+        let waiting: Vec<Sleeper> = std::mem::take(&mut self.waiting)
             .into_iter()
             .flat_map(|[a, s]| s.into_iter().chain(a))
             .collect();
         self.allocated.clear();
-        for (process, pending) in waiting {
-            let (pool, class) = self.pool(&pending.rq);
-            self.waiting[pool][class].push_back((process, pending));
+        for sleeper in waiting {
+            for pending in sleeper.bios {
+                self.sleep(sleeper.process, pending);
+            }
         }
     }
 
@@ -664,10 +687,10 @@ impl BlockQueue {
             // Behind anyone already asleep for this pool, and behind its own earlier pieces
             // (unless the scheduler says it must have a slot).
             let behind_sleepers = !self.waiting[pool][class].is_empty();
-            if blocked || !self.place(pending, now_ns, behind_sleepers) {
+            if blocked || !self.place(pending, now_ns, behind_sleepers, false) {
                 blocked = true;
                 self.trace(Act::SleepRq, &pending.rq, now_ns);
-                self.waiting[pool][class].push_back((process, pending));
+                self.sleep(process, pending);
             }
         }
         self.plug = plug;
@@ -675,9 +698,28 @@ impl BlockQueue {
         !blocked
     }
 
+    /// The task issuing `pending` (through `process`) sleeps for a request slot for it, after
+    /// its bios already asleep: at the tail of the pool's sleepers unless it is among them.
+    fn sleep(&mut self, process: u32, pending: Pending) {
+        let (pool, class) = self.pool(&pending.rq);
+        let pid = pending.rq.owner.pid;
+        let sleepers = &mut self.waiting[pool][class];
+        match sleepers.iter_mut().find(|s| s.process == process && s.pid == pid) {
+            Some(s) => s.bios.push_back(pending),
+            None => sleepers.push_back(Sleeper { process, pid, bios: VecDeque::from([pending]) }),
+        }
+    }
+
     /// Merges or inserts a request; false if no request slot is free. With `behind_sleepers`
-    /// (others sleep for this pool) it goes only where the scheduler says it must.
-    fn place(&mut self, pending: Pending, now_ns: Nanos, behind_sleepers: bool) -> bool {
+    /// (others sleep for this pool) it goes only where the scheduler says it must; a
+    /// `batcher` (a submitter just woken) may take up to half as many again as `nr_requests`.
+    fn place(
+        &mut self,
+        pending: Pending,
+        now_ns: Nanos,
+        behind_sleepers: bool,
+        batcher: bool,
+    ) -> bool {
         if self.next_scheduler.is_some() {
             // Frozen for a scheduler switch (blk_queue_enter waits).
             return false;
@@ -702,7 +744,11 @@ impl BlockQueue {
         // past the sleepers), up to half as many again as nr_requests (get_request).
         let must = self.scheduler.must_queue(&rq.owner, rq.sync, now_ns);
         let allocated = self.allocated[pool][class];
-        let room = if must { self.nr_requests + self.nr_requests / 2 } else { self.nr_requests };
+        let room = if must || batcher {
+            self.nr_requests + self.nr_requests / 2
+        } else {
+            self.nr_requests
+        };
         if allocated >= room || (behind_sleepers && !must) {
             return false;
         }
@@ -877,18 +923,39 @@ impl BlockQueue {
                 self.counters.busy_ns += now_ns - since;
             }
         }
-        // Wake sleepers of each pool in FIFO order while slots are free.
+        // Wake sleepers of each pool in FIFO order while slots are free (`__freed_request`
+        // wakes one exclusive waiter per request freed below `nr_requests`). A woken
+        // submitter is a batcher: it places its bios, taking up to NR_BATCHING requests, and
+        // sleeps again at the tail if some are left.
         for pool in 0..self.waiting.len() {
             for class in [1, 0] {
-                while let Some(&(process, pending)) = self.waiting[pool][class].front() {
-                    if !self.place(pending, now_ns, false) {
-                        break;
+                let mut turns = self.waiting[pool][class].len();
+                while turns > 0 && self.allocated[pool][class] < self.nr_requests {
+                    turns -= 1;
+                    let Some(mut sleeper) = self.waiting[pool][class].pop_front() else { break };
+                    let mut batch = NR_BATCHING;
+                    while let Some(&pending) = sleeper.bios.front() {
+                        let before = self.allocated[pool][class];
+                        if !self.place(pending, now_ns, false, batch > 0) {
+                            break;
+                        }
+                        sleeper.bios.pop_front();
+                        if self.allocated[pool][class] > before {
+                            batch = batch.saturating_sub(1);
+                        }
                     }
-                    self.waiting[pool][class].pop_front();
-                    let still =
-                        self.waiting.iter().flatten().any(|w| w.iter().any(|&(p, _)| p == process));
-                    if !still {
-                        unblocked.push(process);
+                    let process = sleeper.process;
+                    if sleeper.bios.is_empty() {
+                        let still = self
+                            .waiting
+                            .iter()
+                            .flatten()
+                            .any(|w| w.iter().any(|s| s.process == process));
+                        if !still {
+                            unblocked.push(process);
+                        }
+                    } else {
+                        self.waiting[pool][class].push_back(sleeper);
                     }
                 }
             }

@@ -221,3 +221,57 @@ fn the_anticipated_process_gets_a_slot_past_a_full_pool() {
     assert!(run("anticipatory"), "AS lets the process it anticipates past the full pool");
     assert!(!run("mq-deadline"), "deadline puts it to sleep behind the others");
 }
+
+/// `get_request_wait`: a task that sleeps for a request slot has one bio asleep; woken, it is
+/// a batcher for `NR_BATCHING` requests and sleeps again at the tail of the wait queue. A
+/// journal thread with thousands of commit writes therefore keeps a reader who fell asleep
+/// after it waiting one batch, not for all of them. Both come through the page cache, the
+/// engine's one submitter: the block layer tells the tasks apart by the bios' owners.
+#[test]
+fn a_woken_submitter_takes_one_batch_then_sleeps_behind_later_sleepers() {
+    let device =
+        RamDevice::new(RamParams { queue_depth: 1, latency_ns: 1_000_000, ..RamParams::default() });
+    let sched = elevator_sched::by_name("none").unwrap();
+    let mut q = BlockQueue::new(sched, Box::new(device), 4, 512);
+    let page_cache = elevator_sim::block::PAGE_CACHE_PROCESS;
+    let bio = |q: &mut BlockQueue, pid: u32, op: Op, offset: u64| {
+        q.plug_bio(
+            page_cache,
+            elevator_sim::stack::NO_NODE,
+            7,
+            op,
+            offset,
+            4096,
+            BioFlags::SYNC,
+            Owner::process(pid),
+            0,
+        );
+    };
+    // The journal thread (pid 1) writes 200 blocks far apart (nothing merges): 4 get the
+    // pool's requests, the rest sleep with it.
+    for i in 0..200u64 {
+        bio(&mut q, 1, Op::Write, i << 20);
+    }
+    assert!(!q.unplug(page_cache, 0));
+    // The reader (pid 2) needs one request, and sleeps behind the journal thread.
+    bio(&mut q, 2, Op::Read, 900 << 20);
+    assert!(!q.unplug(page_cache, 0));
+    q.kick(0);
+    let (mut done, mut unblocked) = (Vec::new(), Vec::new());
+    let mut writes_before_read = None;
+    let mut now = 0;
+    while done.len() < 201 {
+        now += 1_000_000;
+        q.complete(now, &mut done, &mut unblocked);
+        q.kick(now);
+        if writes_before_read.is_none() {
+            if let Some(i) = done.iter().position(|b| b.op == Op::Read) {
+                writes_before_read = Some(i);
+            }
+        }
+        assert!(now < 1_000_000_000, "every bio completes");
+    }
+    let n = writes_before_read.expect("the read completes");
+    // One batch: the 4 the pool held, and at most 1.5 x 4 requests of the woken writer.
+    assert!(n <= 12, "the reader waited for {n} of the journal thread's writes");
+}
