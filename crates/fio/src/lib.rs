@@ -30,5 +30,6 @@ pub use expr::{Keywords, MAX_EXPR_BYTES, MAX_EXPR_DEPTH};
 pub use ini::{MAX_INCLUDES, MAX_INCLUDE_DEPTH, MAX_JOB_TEXT_BYTES, MAX_SECTIONS};
 pub use job::*;
 pub use parser::{
-    parse_file, parse_file_with, parse_str, parse_str_with, MAX_FILES, MAX_PROCESSES,
+    parse_file, parse_file_with, parse_str, parse_str_with, MAX_FILES, MAX_IOS_IN_FLIGHT,
+    MAX_PROCESSES,
 };

@@ -436,6 +436,11 @@ const ENGINES: &[(&str, Option<EngineClass>)] = &[
 /// The most `loops=` a job may run: a million passes.
 pub const MAX_LOOPS: u64 = 1_000_000;
 
+/// The deepest `iodepth=` (and `iodepth_batch*=`, `iodepth_low=`): Linux's default
+/// `fs.aio-max-nr`, past which libaio's `io_setup` fails (io_uring stops at 32768 entries,
+/// `IORING_MAX_ENTRIES`). A process keeps a slot per I/O it may have in flight.
+pub const MAX_IODEPTH: u64 = 65_536;
+
 /// The largest `zonesize=`, `zonerange=` or `zoneskip=`: 1 PiB, past any device, and small
 /// enough that a zone's start plus its range and skip cannot overflow.
 pub const MAX_ZONE_BYTES: u64 = 1 << 50;
@@ -957,21 +962,21 @@ impl Builder {
             "direct" => spec.direct = parse_bool(v)?,
             "buffered" => spec.direct = !parse_bool(v)?,
             "ioengine" => spec.ioengine = parse_engine(v)?,
-            "iodepth" => spec.iodepth = int_in(v, kb, 1, u32::MAX.into())? as u32,
-            "iodepth_batch" => spec.iodepth_batch = int_in(v, kb, 0, u32::MAX.into())? as u32,
-            "iodepth_low" => spec.iodepth_low = int_in(v, kb, 0, u32::MAX.into())? as u32,
+            "iodepth" => spec.iodepth = int_in(v, kb, 1, MAX_IODEPTH)? as u32,
+            "iodepth_batch" => spec.iodepth_batch = int_in(v, kb, 0, MAX_IODEPTH)? as u32,
+            "iodepth_low" => spec.iodepth_low = int_in(v, kb, 0, MAX_IODEPTH)? as u32,
             "percentile_list" => {
                 let (list, precision) = parse_percentile_list(v)?;
                 spec.percentile_list = list;
                 spec.percentile_precision = precision;
             }
             "iodepth_batch_complete_min" => {
-                spec.iodepth_batch_complete_min = int_in(v, kb, 0, u32::MAX.into())? as u32;
+                spec.iodepth_batch_complete_min = int_in(v, kb, 0, MAX_IODEPTH)? as u32;
             }
             // How many completions one reap may take beyond the minimum: each completion is
             // seen when it happens here, so the cap changes nothing; checked and dropped.
             "iodepth_batch_complete_max" => {
-                int_in(v, kb, 0, u32::MAX.into())?;
+                int_in(v, kb, 0, MAX_IODEPTH)?;
             }
             "percentage_random" => {
                 for (d, part) in split_ddir(v)?.into_iter().enumerate() {
@@ -1991,6 +1996,8 @@ mod tests {
         assert!(value_err("cgroup_weight", "50").contains("100 to 1000"));
         assert!(value_err("cgroup_weight", "1001").contains("100 to 1000"));
         assert!(value_err("iodepth", "0").contains("1 to"));
+        assert!(value_err("iodepth", "2147483648").contains("1 to 65536"));
+        assert!(value_err("iodepth_batch", "65537").contains("0 to 65536"));
         assert!(value_err("iodepth", "-1").contains("not a number"));
         assert_eq!(applied(&[("numjobs", Some("$ncpus"))]).numjobs, 2);
         assert!(value_err("numjobs", "$cpus").contains("`$cpus` is not defined"));

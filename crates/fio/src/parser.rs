@@ -69,6 +69,11 @@ pub const MAX_PROCESSES: u64 = 4096;
 /// keeps that under a GiB.
 pub const MAX_FILES: u64 = 1 << 20;
 
+/// I/Os one job file may keep in flight at once: `iodepth` (1 for a synchronous engine)
+/// times `numjobs`, summed over its jobs. A process keeps a slot for each I/O it may have in
+/// flight (16 bytes), so this keeps them to 16 MiB.
+pub const MAX_IOS_IN_FLIGHT: u64 = 1 << 20;
+
 /// Which kind of section the option lines currently belong to.
 enum Current {
     None,
@@ -179,6 +184,25 @@ fn build(items: Vec<Item>, file_name: &str, keywords: &Keywords) -> Result<JobFi
             message: format!(
                 "the jobs add up to {files} files (nrfiles times numjobs, summed over the \
                  sections); at most {MAX_FILES} (MAX_FILES)"
+            ),
+        });
+    }
+    let in_flight: u64 = out
+        .jobs
+        .iter()
+        .map(|j| {
+            let depth = if j.ioengine.is_async() { j.iodepth.max(1) } else { 1 };
+            u64::from(j.numjobs) * u64::from(depth)
+        })
+        .sum();
+    if in_flight > MAX_IOS_IN_FLIGHT {
+        return Err(ParseError {
+            location: SourceLocation { file: file_name.into(), line: 0 },
+            option: Some("iodepth".into()),
+            message: format!(
+                "the jobs may keep {in_flight} I/Os in flight (iodepth of the async engines \
+                 times numjobs, summed over the sections); at most {MAX_IOS_IN_FLIGHT} \
+                 (MAX_IOS_IN_FLIGHT)"
             ),
         });
     }

@@ -121,3 +121,16 @@ fn a_blktrace_timestamp_of_2_64_minus_1_is_refused() {
     let e = IoLog::load(&p).unwrap_err();
     assert!(e.contains("record 2") && e.contains("one simulated day"), "{e}");
 }
+
+#[test]
+fn iodepth_is_bounded_per_job_and_over_the_file() {
+    // One job: past Linux's default fs.aio-max-nr.
+    let e = parse("[j]\nrw=read\nioengine=libaio\niodepth=2147483648\n").unwrap_err().to_string();
+    assert!(e.contains("t.fio:4") && e.contains("iodepth") && e.contains("65536"), "{e}");
+    // The file: iodepth times numjobs, summed; a synchronous engine keeps one I/O in flight.
+    let e = parse("[j]\nrw=read\nioengine=libaio\niodepth=65536\nnumjobs=17\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1114112 I/Os") && e.contains(&format!("at most {MAX_IOS_IN_FLIGHT}")));
+    assert!(parse("[j]\nrw=read\nioengine=psync\niodepth=65536\nnumjobs=17\n").is_ok());
+}
