@@ -10,14 +10,15 @@
 //!   apart as the 2.6 kernels' `request_list` does (`rl->count[is_sync]`, the era of CFQ, AS and
 //!   dm-ioband), so a flood of async writes cannot take a reader's request slots; while the
 //!   scheduler schedules control groups each group has pools of its own (the IO controller
-//!   patches' and blk-cgroup's per-group request lists). A submitter who finds no slot in its
-//!   pool sleeps until one completes, in FIFO order — unless the scheduler says its request
-//!   must have one (`elv_may_queue` → `ELV_MQUEUE_MUST`: AS for the process it anticipates,
-//!   CFQ once a slice for the queue it idles for), which may take up to half as many again
-//!   as `nr_requests` and go past the sleepers. A task sleeps on one bio: woken, it places
-//!   its bios as a batcher ([`NR_BATCHING`] requests, up to 1.5 × `nr_requests`) and, if
-//!   some are left, sleeps again behind those who fell asleep meanwhile, so a journal
-//!   thread's thousand commit writes hold a reader up one batch, not all of them.
+//!   patches' and blk-cgroup's per-group request lists). As `get_request` has it, the
+//!   request that fills a pool marks it full and makes its task a "batcher"; a full pool
+//!   takes only batchers' requests ([`NR_BATCHING`] each, within [`BATCH_TIME_NS`]) and those
+//!   the scheduler says must have one (`elv_may_queue` → `ELV_MQUEUE_MUST`: AS for the
+//!   process it anticipates, CFQ once a slice for the queue it idles for), up to half as many
+//!   again as `nr_requests`. Anyone else sleeps, in FIFO order, until a completion takes the
+//!   pool below `nr_requests`. A task sleeps on one bio: woken, it is a batcher, places its
+//!   bios and, if some are left, sleeps again behind those who fell asleep meanwhile, so a
+//!   journal thread's thousand commit writes hold a reader up a batch, not all of them.
 //! - **Dispatch**: the scheduler is pulled while the device has a free queue slot.
 //! - **Queue plugging** (kernels before 2.6.39, [`BlockQueue::set_queue_plugging`]): a
 //!   page-cache request (readahead, background writeback) entering an empty scheduler queue
@@ -106,11 +107,14 @@ struct Entry {
     tail: u32,
 }
 
-/// `BLK_BATCH_REQ` (`q->nr_batching`): requests a task woken with a free request slot may
-/// allocate before it sleeps again, past a full pool up to 1.5 × `nr_requests`
-/// (`ioc_set_batching`, `ioc_batching`). `BLK_BATCH_TIME`'s 20 ms does not bind here: a
-/// woken submitter places its bios at the instant it wakes.
+/// `BLK_BATCH_REQ` (`q->nr_batching`): requests a "batcher" may allocate past a full pool, up
+/// to 1.5 × `nr_requests` (`ioc_set_batching`, `ioc_batching`). A task becomes one when it
+/// takes the request that fills the pool, and when it wakes with a free one.
 pub const NR_BATCHING: u32 = 32;
+
+/// `BLK_BATCH_TIME`: a batcher stays one this long after it became one (or until its
+/// [`NR_BATCHING`] requests are spent; a batcher that has spent none stays one).
+pub const BATCH_TIME_NS: Nanos = 20_000_000;
 
 /// A task asleep in `get_request_wait`, and the bios it will place once woken. The task is
 /// the bios' issuing thread (`Owner::pid`): page-cache I/O of every task (readahead, the
@@ -193,6 +197,13 @@ pub struct BlockQueue {
     /// fell asleep (`rl->wait[is_sync]`, an exclusive wait queue), each with the bios it has
     /// yet to place: a task sleeps on one bio and submits the rest after it wakes.
     waiting: Vec<[VecDeque<Sleeper>; 2]>,
+    /// Per pool, async and sync: the pool filled up and has not had a request freed below
+    /// `nr_requests` since (`blk_queue_full`); only batchers and `ELV_MQUEUE_MUST` allocate.
+    full: Vec<[bool; 2]>,
+    /// Batchers: task (`Owner::pid`) → requests left to it and when it became one
+    /// (`ioc->nr_batch_requests`, `ioc->last_waited`; the kernel keeps them per I/O context
+    /// for every queue, elevator per queue).
+    batchers: BTreeMap<u32, (u32, Nanos)>,
     completions: Vec<Completion>,
     busy_since_ns: Option<Nanos>,
     pub counters: DiskCounters,
@@ -289,6 +300,8 @@ impl BlockQueue {
             next_seq: 0,
             plug: Vec::new(),
             waiting: Vec::new(),
+            full: Vec::new(),
+            batchers: BTreeMap::new(),
             completions: Vec::new(),
             busy_since_ns: None,
             counters: DiskCounters::default(),
@@ -373,6 +386,7 @@ impl BlockQueue {
             .flat_map(|[a, s]| s.into_iter().chain(a))
             .collect();
         self.allocated.clear();
+        self.full.clear();
         for sleeper in waiting {
             for pending in sleeper.bios {
                 self.sleep(sleeper.process, pending);
@@ -683,11 +697,8 @@ impl BlockQueue {
         }
         let mut blocked = false;
         for pending in plug.iter().copied() {
-            let (pool, class) = self.pool(&pending.rq);
-            // Behind anyone already asleep for this pool, and behind its own earlier pieces
-            // (unless the scheduler says it must have a slot).
-            let behind_sleepers = !self.waiting[pool][class].is_empty();
-            if blocked || !self.place(pending, now_ns, behind_sleepers, false) {
+            // Behind its own earlier pieces once one had to sleep.
+            if blocked || !self.place(pending, now_ns) {
                 blocked = true;
                 self.trace(Act::SleepRq, &pending.rq, now_ns);
                 self.sleep(process, pending);
@@ -696,6 +707,19 @@ impl BlockQueue {
         self.plug = plug;
         self.plug.clear();
         !blocked
+    }
+
+    /// `ioc_set_batching`: task `pid` may take [`NR_BATCHING`] requests past a full pool.
+    fn set_batching(&mut self, pid: u32, now_ns: Nanos) {
+        self.batchers.insert(pid, (NR_BATCHING, now_ns));
+    }
+
+    /// `ioc_batching`: a batcher that has spent none of its requests, or has some left within
+    /// [`BATCH_TIME_NS`] of becoming one.
+    fn batching(&self, pid: u32, now_ns: Nanos) -> bool {
+        self.batchers.get(&pid).is_some_and(|&(left, since)| {
+            left == NR_BATCHING || (left > 0 && now_ns < since + BATCH_TIME_NS)
+        })
     }
 
     /// The task issuing `pending` (through `process`) sleeps for a request slot for it, after
@@ -710,23 +734,16 @@ impl BlockQueue {
         }
     }
 
-    /// Merges or inserts a request; false if no request slot is free. With `behind_sleepers`
-    /// (others sleep for this pool) it goes only where the scheduler says it must; a
-    /// `batcher` (a submitter just woken) may take up to half as many again as `nr_requests`.
-    fn place(
-        &mut self,
-        pending: Pending,
-        now_ns: Nanos,
-        behind_sleepers: bool,
-        batcher: bool,
-    ) -> bool {
+    /// Merges or inserts a request (`__make_request`: `elv_merge`, else `get_request`); false
+    /// if the task gets no request slot and must sleep.
+    fn place(&mut self, pending: Pending, now_ns: Nanos) -> bool {
         if self.next_scheduler.is_some() {
             // Frozen for a scheduler switch (blk_queue_enter waits).
             return false;
         }
         let mut rq = pending.rq;
         rq.submit_ns = now_ns;
-        if rq.op != Op::Flush && !behind_sleepers {
+        if rq.op != Op::Flush {
             if let Some(merged) = self.scheduler.try_merge(&rq, self.max_len_bytes, now_ns) {
                 let into = (merged.into.0 & 0xffff_ffff) as u32;
                 let tail = self.entries.get(into).tail;
@@ -740,17 +757,28 @@ impl BlockQueue {
             }
         }
         let (pool, class) = self.pool(&rq);
-        // elv_may_queue: the request a scheduler waits for gets a slot past a full pool (or
-        // past the sleepers), up to half as many again as nr_requests (get_request).
+        // get_request: the request that fills the pool marks it full and makes its task a
+        // batcher; a full pool takes only batchers' requests and those the scheduler says
+        // must have one (elv_may_queue's ELV_MQUEUE_MUST), up to half as many again as
+        // nr_requests.
         let must = self.scheduler.must_queue(&rq.owner, rq.sync, now_ns);
+        let pid = rq.owner.pid;
         let allocated = self.allocated[pool][class];
-        let room = if must || batcher {
-            self.nr_requests + self.nr_requests / 2
-        } else {
-            self.nr_requests
-        };
-        if allocated >= room || (behind_sleepers && !must) {
+        if allocated + 1 >= self.nr_requests {
+            if !self.full[pool][class] {
+                self.set_batching(pid, now_ns);
+                self.full[pool][class] = true;
+            } else if !must && !self.batching(pid, now_ns) {
+                return false;
+            }
+        }
+        if allocated >= self.nr_requests + self.nr_requests / 2 {
             return false;
+        }
+        if self.batching(pid, now_ns) {
+            if let Some((left, _)) = self.batchers.get_mut(&pid) {
+                *left -= 1;
+            }
         }
         self.allocated[pool][class] += 1;
         if pool == 0 && class == 1 {
@@ -890,6 +918,10 @@ impl BlockQueue {
             self.scheduler.completed(&entry.rq, c.done_ns);
             let (pool, class) = self.pool(&entry.rq);
             self.allocated[pool][class] -= 1;
+            if self.allocated[pool][class] < self.nr_requests {
+                // __freed_request: blk_clear_queue_full (and wake a sleeper, below).
+                self.full[pool][class] = false;
+            }
             if pool == 0 && class == 1 {
                 self.update_congestion(now_ns);
             }
@@ -924,25 +956,21 @@ impl BlockQueue {
             }
         }
         // Wake sleepers of each pool in FIFO order while slots are free (`__freed_request`
-        // wakes one exclusive waiter per request freed below `nr_requests`). A woken
-        // submitter is a batcher: it places its bios, taking up to NR_BATCHING requests, and
-        // sleeps again at the tail if some are left.
+        // wakes one exclusive waiter per request freed below `nr_requests`). A woken task is a
+        // batcher (get_request_wait's ioc_set_batching): it places its bios, up to
+        // NR_BATCHING requests, and sleeps again at the tail if some are left.
         for pool in 0..self.waiting.len() {
             for class in [1, 0] {
                 let mut turns = self.waiting[pool][class].len();
                 while turns > 0 && self.allocated[pool][class] < self.nr_requests {
                     turns -= 1;
                     let Some(mut sleeper) = self.waiting[pool][class].pop_front() else { break };
-                    let mut batch = NR_BATCHING;
+                    self.set_batching(sleeper.pid, now_ns);
                     while let Some(&pending) = sleeper.bios.front() {
-                        let before = self.allocated[pool][class];
-                        if !self.place(pending, now_ns, false, batch > 0) {
+                        if !self.place(pending, now_ns) {
                             break;
                         }
                         sleeper.bios.pop_front();
-                        if self.allocated[pool][class] > before {
-                            batch = batch.saturating_sub(1);
-                        }
                     }
                     let process = sleeper.process;
                     if sleeper.bios.is_empty() {
@@ -976,6 +1004,7 @@ impl BlockQueue {
         let pool = if self.scheduler.groups_active() { rq.owner.cgroup as usize } else { 0 };
         if pool >= self.allocated.len() {
             self.allocated.resize(pool + 1, [0; 2]);
+            self.full.resize(pool + 1, [false; 2]);
             self.waiting.resize_with(pool + 1, Default::default);
         }
         (pool, usize::from(rq.sync))

@@ -208,11 +208,16 @@ fn the_anticipated_process_gets_a_slot_past_a_full_pool() {
             now += 100_000;
         }
         assert_eq!(done.len(), 20, "{scheduler}: the reads are done");
-        // Process 2 queues eight reads far away: four get the pool's slots, four sleep.
-        for i in 0..8u64 {
+        // Process 2 queues four reads far away and fills the pool; process 3's four find it
+        // full and sleep.
+        for i in 0..4u64 {
             bio(&mut q, 2, (1000 + i) << 20, now);
         }
-        assert!(!q.unplug(2, now));
+        assert!(q.unplug(2, now));
+        for i in 0..4u64 {
+            bio(&mut q, 3, (2000 + i) << 20, now);
+        }
+        assert!(!q.unplug(3, now));
         q.kick(now);
         // Process 1's next read.
         bio(&mut q, 1, 20 * 4096, now + 10_000);
@@ -274,4 +279,47 @@ fn a_woken_submitter_takes_one_batch_then_sleeps_behind_later_sleepers() {
     let n = writes_before_read.expect("the read completes");
     // One batch: the 4 the pool held, and at most 1.5 x 4 requests of the woken writer.
     assert!(n <= 12, "the reader waited for {n} of the journal thread's writes");
+}
+
+/// `get_request`: the request that fills the pool marks it full and makes its task a batcher,
+/// which may go on past `nr_requests` (up to 1.5 ×) for `BLK_BATCH_TIME` (20 ms) or
+/// `NR_BATCHING` requests; anyone else sleeps until the pool drops below `nr_requests`.
+#[test]
+fn the_task_that_fills_the_pool_batches_for_20_ms() {
+    let device = RamDevice::new(RamParams {
+        queue_depth: 1,
+        latency_ns: 1_000_000_000,
+        ..RamParams::default()
+    });
+    let sched = elevator_sched::by_name("none").unwrap();
+    let mut q = BlockQueue::new(sched, Box::new(device), 8, 512);
+    let mut n = 0u64;
+    let mut read = |q: &mut BlockQueue, pid: u32, now: Nanos| -> bool {
+        n += 1;
+        q.plug_bio(
+            pid,
+            elevator_sim::stack::NO_NODE,
+            elevator_sim::stack::NO_TAG,
+            Op::Read,
+            n << 20,
+            4096,
+            BioFlags::SYNC,
+            Owner::process(pid),
+            now,
+        );
+        q.unplug(pid, now)
+    };
+    // Process 1 takes seven requests, then the eighth, which fills the pool, and a ninth as
+    // the batcher it became.
+    for _ in 0..9 {
+        assert!(read(&mut q, 1, 0));
+    }
+    assert_eq!(q.allocated(), 9);
+    // 10 ms on, it is still a batcher; process 2 is not, and sleeps.
+    assert!(read(&mut q, 1, 10_000_000));
+    assert!(!read(&mut q, 2, 10_000_000));
+    assert_eq!(q.allocated(), 10);
+    // 30 ms on, process 1's batch time is over: it sleeps too.
+    assert!(!read(&mut q, 1, 30_000_000));
+    assert_eq!(q.allocated(), 10);
 }
