@@ -635,6 +635,16 @@ pub enum ExitWhat {
 }
 
 impl JobSpec {
+    /// I/Os one process of the job may have in flight: `iodepth` for an async engine, one
+    /// for a synchronous one (fio ignores `iodepth` there).
+    pub fn max_in_flight(&self) -> u32 {
+        if self.ioengine.is_async() {
+            self.iodepth.max(1)
+        } else {
+            1
+        }
+    }
+
     /// A job with fio's defaults: `rw=read`, `bs=4k`, `ioengine=psync`, `iodepth=1`,
     /// `rwmixread=50`, `randrepeat=1`, `thinktime_blocks=1`, `nrfiles=1`,
     /// `file_service_type=roundrobin`, buffered I/O, no limits.

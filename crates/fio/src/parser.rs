@@ -187,14 +187,8 @@ fn build(items: Vec<Item>, file_name: &str, keywords: &Keywords) -> Result<JobFi
             ),
         });
     }
-    let in_flight: u64 = out
-        .jobs
-        .iter()
-        .map(|j| {
-            let depth = if j.ioengine.is_async() { j.iodepth.max(1) } else { 1 };
-            u64::from(j.numjobs) * u64::from(depth)
-        })
-        .sum();
+    let in_flight: u64 =
+        out.jobs.iter().map(|j| u64::from(j.numjobs) * u64::from(j.max_in_flight())).sum();
     if in_flight > MAX_IOS_IN_FLIGHT {
         return Err(ParseError {
             location: SourceLocation { file: file_name.into(), line: 0 },

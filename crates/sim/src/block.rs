@@ -116,6 +116,11 @@ pub const NR_BATCHING: u32 = 32;
 /// [`NR_BATCHING`] requests are spent; a batcher that has spent none stays one).
 pub const BATCH_TIME_NS: Nanos = 20_000_000;
 
+/// `ioc_batching`'s test on a batcher's requests `left`, granted at `since_ns`.
+fn still_batching(left: u32, since_ns: Nanos, now_ns: Nanos) -> bool {
+    left == NR_BATCHING || (left > 0 && now_ns < since_ns + BATCH_TIME_NS)
+}
+
 /// A task asleep in `get_request_wait`, and the bios it will place once woken. The task is
 /// the bios' issuing thread (`Owner::pid`): page-cache I/O of every task (readahead, the
 /// flushers', the journal thread's) comes from the engine's one [`PAGE_CACHE_PROCESS`].
@@ -717,9 +722,16 @@ impl BlockQueue {
     /// `ioc_batching`: a batcher that has spent none of its requests, or has some left within
     /// [`BATCH_TIME_NS`] of becoming one.
     fn batching(&self, pid: u32, now_ns: Nanos) -> bool {
-        self.batchers.get(&pid).is_some_and(|&(left, since)| {
-            left == NR_BATCHING || (left > 0 && now_ns < since + BATCH_TIME_NS)
-        })
+        self.batchers.get(&pid).is_some_and(|&(left, since)| still_batching(left, since, now_ns))
+    }
+
+    /// An allocation by a batcher spends one of its requests (`ioc->nr_batch_requests--`).
+    fn spend_batch(&mut self, pid: u32, now_ns: Nanos) {
+        if let Some((left, since)) = self.batchers.get_mut(&pid) {
+            if still_batching(*left, *since, now_ns) {
+                *left -= 1;
+            }
+        }
     }
 
     /// The task issuing `pending` (through `process`) sleeps for a request slot for it, after
@@ -775,11 +787,7 @@ impl BlockQueue {
         if allocated >= self.nr_requests + self.nr_requests / 2 {
             return false;
         }
-        if self.batching(pid, now_ns) {
-            if let Some((left, _)) = self.batchers.get_mut(&pid) {
-                *left -= 1;
-            }
-        }
+        self.spend_batch(pid, now_ns);
         self.allocated[pool][class] += 1;
         if pool == 0 && class == 1 {
             self.update_congestion(now_ns);

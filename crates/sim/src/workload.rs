@@ -735,7 +735,7 @@ impl Process {
         limits: ByteLimits,
         rng: RandomStream,
     ) -> Process {
-        let max_in_flight = if spec.ioengine.is_async() { spec.iodepth.max(1) } else { 1 };
+        let max_in_flight = spec.max_in_flight();
         let passes = if spec.time_based || spec.iolog.is_some() { 1 } else { spec.loops.max(1) };
         Process {
             name: spec.name.clone(),
