@@ -4,8 +4,9 @@
 //! in 6.10), `async_depth` defaulting to `nr_requests`. The code below is written from a reading
 //! of that file, merge logic from `block/elevator.c`, `blk-merge.c` and `blk-mq-sched.c`; kernel
 //! function names are given so the two can be compared side by side. Kernels before 5.14 run the
-//! same algorithm with one level and `next_rq` pointers (which avoid the phantom first write
-//! batch described below).
+//! same algorithm with one level, and kernels before 6.5 (and the legacy single-queue
+//! `deadline` of 2.6) with `next_rq` pointers: the `next_rq_pointers` switch, which a
+//! topology's `[machine] kernel` sets (see "Where a batch goes on" below).
 //!
 //! # The algorithm
 //!
@@ -41,6 +42,20 @@
 //!    of the disk, the batch starts from the FIFO head (the oldest request); otherwise it
 //!    continues the sweep from `latest_pos`.
 //!
+//! **Where a batch goes on** changed in 6.5 (Bart Van Assche's "Track the dispatch position",
+//! 2023). Before, dispatching a request pointed `next_rq` of its direction at the request after
+//! it in the sort tree *at that moment* and cleared the other direction's (`deadline_move_request`
+//! of 2.6.29 and of mq-deadline 4.x); a request queued later never became `next_rq`, and a new
+//! batch found no pointer after the other direction's batch, or after the top of the disk, and
+//! started from the FIFO head. Since 6.5 the next request is looked up from `latest_pos` at
+//! each dispatch, so one just queued above the last position goes next. The two differ where a
+//! sequential reader keeps a request queued just above the last one dispatched (readahead split
+//! by `max_sectors_kb`, two windows in flight) while another reader waits higher up: the old rule
+//! serves the other reader next (the pointer was set when it was the next one up), the new one
+//! serves the sequential reader for as long as `read_expire` allows. `next_rq_pointers` = 1
+//! runs the old rule, with this file's per-priority levels (one level holds everything unless
+//! I/O priorities are set).
+//!
 //! Deadlines are therefore *soft*: an expired request waits for the batch in progress to end,
 //! and, if writes are due, for one write batch, before a read batch starts with it. With one
 //! level, `writes_starved >= 1` and a device taking `T` per request, the oldest queued read is
@@ -74,6 +89,7 @@
 //! | `async_depth` | requests | 256 | tag-allocation limit for async I/O and writes (accepted, not acted on; see below) |
 //! | `fifo_batch` | requests | 16 | requests per batch: longer batches mean more sequential I/O and looser deadlines |
 //! | `prio_aging_expire` | ms | 10000 | after this long, BE/IDLE requests are served even while higher levels have work |
+//! | `next_rq_pointers` | bool | 0 | not in sysfs: the `next_rq` rule of kernels before 6.5 (above) |
 //!
 //! Values are range-checked and refused outside the range (the kernel silently clamps).
 //!
@@ -112,7 +128,8 @@
 //!
 //! Two kernel behaviours that look like bugs are kept on purpose: the scheduler starts life with
 //! `last_dir = write` and `batching = 0`, so the very first dispatch continues a phantom write
-//! batch (up to `fifo_batch` writes go before any read); and a front merge can happen through the
+//! batch (up to `fifo_batch` writes go before any read; not under `next_rq_pointers`, where no
+//! pointer is set yet); and a front merge can happen through the
 //! `last_merge` cache even with `front_merges = 0`, because that cache tries both ends.
 //!
 //! # Cost
@@ -211,6 +228,14 @@ pub const TUNABLES: &[TunableSpec] = &[
         max: INT_MAX,
         description: "After this long a BE or IDLE request is served even while higher priority levels have work.",
     },
+    TunableSpec {
+        name: "next_rq_pointers",
+        unit: "bool",
+        default: 0,
+        min: 0,
+        max: 1,
+        description: "Not in sysfs: 1 runs the rule of Linux before 6.5 (and of the legacy deadline): a batch goes on with the request that followed the last one dispatched when it went (next_rq), never one queued since; a topology's [machine] kernel sets it.",
+    },
 ];
 
 /// Current tunable values, in sysfs units.
@@ -223,6 +248,7 @@ struct Tunables {
     async_depth: u64,
     fifo_batch: u64,
     prio_aging_expire_ms: u64,
+    next_rq_pointers: bool,
 }
 
 impl Default for Tunables {
@@ -235,6 +261,7 @@ impl Default for Tunables {
             async_depth: TUNABLES[4].default,
             fifo_batch: TUNABLES[5].default,
             prio_aging_expire_ms: TUNABLES[6].default,
+            next_rq_pointers: TUNABLES[7].default != 0,
         }
     }
 }
@@ -254,6 +281,7 @@ impl Tunables {
             "async_depth" => self.async_depth,
             "fifo_batch" => self.fifo_batch,
             "prio_aging_expire" => self.prio_aging_expire_ms,
+            "next_rq_pointers" => self.next_rq_pointers as u64,
             _ => return None,
         })
     }
@@ -308,6 +336,9 @@ struct PerPrio {
     fifo_tail: [u32; 2],
     /// Start sector of the request most recently dispatched in each direction.
     latest_pos: [u64; 2],
+    /// Under `next_rq_pointers`: the request that followed the last one dispatched, in its
+    /// direction (`next_rq`; `NIL` for none, and for the other direction).
+    next_rq: [u32; 2],
     inserted: u64,
     dispatched: u64,
     merged: u64,
@@ -316,7 +347,12 @@ struct PerPrio {
 
 impl PerPrio {
     fn new() -> PerPrio {
-        PerPrio { fifo_head: [NIL; 2], fifo_tail: [NIL; 2], ..PerPrio::default() }
+        PerPrio {
+            fifo_head: [NIL; 2],
+            fifo_tail: [NIL; 2],
+            next_rq: [NIL; 2],
+            ..PerPrio::default()
+        }
     }
 
     /// Requests inserted and not completed (`dd_queued`): queued here or on the device.
@@ -551,7 +587,11 @@ impl Deadline {
     fn remove(&mut self, idx: u32) -> Request {
         self.fifo_unlink(idx);
         let n = &self.slab[idx as usize];
-        let (hashed, rq) = (n.hashed, n.rq);
+        let (hashed, rq, p, d) = (n.hashed, n.rq, n.prio as usize, n.dir as usize);
+        // deadline_del_rq_rb: a pointer to the request moves on to the one after it.
+        if self.per_prio[p].next_rq[d] == idx {
+            self.per_prio[p].next_rq[d] = self.latter(idx);
+        }
         self.sort_del(idx);
         if hashed {
             self.hash_del(idx);
@@ -607,9 +647,25 @@ impl Deadline {
         }
     }
 
-    /// `deadline_from_pos`: the first request of (`p`, `dir`) starting at or above `latest_pos`.
+    /// `deadline_latter_request`: the request after `idx` in its sort tree, or `NIL`.
+    fn latter(&self, idx: u32) -> u32 {
+        let next = self.links[idx as usize].sort_next;
+        if next != NIL {
+            return next;
+        }
+        let n = &self.slab[idx as usize];
+        let sort = &self.per_prio[n.prio as usize].sort[n.dir as usize];
+        let after = (std::ops::Bound::Excluded(n.rq.sector()), std::ops::Bound::Unbounded);
+        sort.range(after).next().map_or(NIL, |(_, &(oldest, _))| oldest)
+    }
+
+    /// The request a batch of (`p`, `dir`) goes on with: `deadline_from_pos`, the first
+    /// starting at or above `latest_pos`, or under `next_rq_pointers` the `next_rq` pointer.
     fn next_request(&self, p: usize, dir: usize) -> Option<u32> {
         let pp = &self.per_prio[p];
+        if self.tun.next_rq_pointers {
+            return (pp.next_rq[dir] != NIL).then_some(pp.next_rq[dir]);
+        }
         pp.sort[dir].range(pp.latest_pos[dir]..).next().map(|(_, &(oldest, _))| oldest)
     }
 
@@ -683,6 +739,10 @@ impl Deadline {
             _ => return None,
         }
         self.batching += 1;
+        // deadline_move_request: the pointers are set before the request leaves the tree.
+        let latter = self.latter(idx);
+        self.per_prio[p].next_rq = [NIL; 2];
+        self.per_prio[p].next_rq[dir] = latter;
         let rq = self.remove(idx);
         let pp = &mut self.per_prio[p];
         pp.latest_pos[dir] = rq.sector();
@@ -879,6 +939,7 @@ impl Scheduler for Deadline {
             "async_depth" => t.async_depth = v,
             "fifo_batch" => t.fifo_batch = v,
             "prio_aging_expire" => t.prio_aging_expire_ms = v,
+            "next_rq_pointers" => t.next_rq_pointers = v != 0,
             _ => unreachable!("every entry of TUNABLES is handled"),
         }
         Ok(())
@@ -966,6 +1027,60 @@ mod tests {
             s.insert(read(20 + i, 5000 + 8 * i), 1);
         }
         assert_eq!(ids(&mut s, 2), vec![20, 21, 22, 23, 10, 11, 12, 13]);
+    }
+
+    /// The case that tells the two rules apart: a sequential reader's request queued just
+    /// above the one dispatched, after a second reader's request higher up was already queued.
+    fn reader_behind_a_stream(pointers: bool) -> Vec<u64> {
+        let mut s = primed();
+        s.set_tunable("next_rq_pointers", if pointers { "1" } else { "0" }).unwrap();
+        s.insert(read(1, 100), 1);
+        s.insert(read(9, 1_000_000), 1);
+        assert_eq!(next(&mut s, 1).id, RequestId(1));
+        // The stream's next window comes while request 1 is on the device.
+        s.insert(read(2, 108), 2);
+        s.insert(read(3, 116), 2);
+        ids(&mut s, 3)
+    }
+
+    #[test]
+    fn a_batch_goes_on_from_the_last_position_since_6_5() {
+        // deadline_from_pos: 2 and 3 start above latest_pos = 100 and below 9.
+        assert_eq!(reader_behind_a_stream(false), vec![2, 3, 9]);
+    }
+
+    #[test]
+    fn before_6_5_a_batch_goes_on_with_the_request_that_was_next_at_dispatch() {
+        // deadline_move_request pointed next_rq at 9 when 1 went; 2 and 3 came later. After
+        // 9 nothing is above, so the next batch starts at the FIFO head: 2.
+        assert_eq!(reader_behind_a_stream(true), vec![9, 2, 3]);
+    }
+
+    #[test]
+    fn a_batch_from_the_fifo_head_points_at_the_request_after_it() {
+        let mut s = primed();
+        s.set_tunable("next_rq_pointers", "1").unwrap();
+        s.set_tunable("fifo_batch", "1").unwrap();
+        s.insert(read(1, 100), 1);
+        s.insert(read(5, 500), 1);
+        s.insert(read(6, 600), 1);
+        s.insert(read(2, 200), 2);
+        // No pointer yet: the batch starts at the FIFO head, 1, and points at 2 (queued last).
+        assert_eq!(next(&mut s, 3).id, RequestId(1));
+        assert_eq!(s.per_prio[BE].next_rq, [s.per_prio[BE].sort[READ][&200].0, NIL]);
+        // Everything expired: the FIFO head, 5, goes, and the pointer moves to 6.
+        assert_eq!(next(&mut s, 10_000 * NS_PER_MS).id, RequestId(5));
+        assert_eq!(s.per_prio[BE].next_rq, [s.per_prio[BE].sort[READ][&600].0, NIL]);
+    }
+
+    #[test]
+    fn no_phantom_write_batch_with_pointers() {
+        let mut s = Deadline::new();
+        s.set_tunable("next_rq_pointers", "1").unwrap();
+        s.insert(read(1, 0), 0);
+        s.insert(write(2, 8), 0);
+        s.insert(write(3, 16), 0);
+        assert_eq!(ids(&mut s, 0), vec![1, 2, 3]);
     }
 
     #[test]
@@ -1316,11 +1431,12 @@ mod tests {
                 "front_merges",
                 "async_depth",
                 "fifo_batch",
-                "prio_aging_expire"
+                "prio_aging_expire",
+                "next_rq_pointers"
             ]
         );
         let defaults: Vec<String> = s.tunables().into_iter().map(|t| t.value).collect();
-        assert_eq!(defaults, ["500", "5000", "2", "1", "256", "16", "10000"]);
+        assert_eq!(defaults, ["500", "5000", "2", "1", "256", "16", "10000", "0"]);
         assert_eq!(s.tunable("read_expire").unwrap(), "500");
         s.set_tunable("read_expire", "250").unwrap();
         assert_eq!(s.tunable("read_expire").unwrap(), "250");

@@ -83,7 +83,7 @@ fn action() -> impl Strategy<Value = Action> {
         4 => Just(Action::Dispatch),
         3 => any::<usize>().prop_map(Action::Complete),
         2 => (0u64..20 * NS_PER_MS).prop_map(Action::Advance),
-        1 => (0usize..6, 0u64..40).prop_map(|(which, v)| Action::Tune(which, v)),
+        1 => (0usize..7, 0u64..40).prop_map(|(which, v)| Action::Tune(which, v)),
     ]
 }
 
@@ -216,6 +216,7 @@ impl Harness {
                     2 => ("front_merges", v % 2),
                     3 => ("read_expire", *v),
                     4 => ("write_expire", v * 3),
+                    5 => ("next_rq_pointers", v % 2),
                     _ => ("prio_aging_expire", v * 2),
                 };
                 self.s.set_tunable(name, &value.to_string()).unwrap();
@@ -289,6 +290,8 @@ struct Params {
     read_expire_ms: u64,
     write_expire_ms: u64,
     service_ns: Nanos,
+    /// The `next_rq` rule of kernels before 6.5.
+    next_rq_pointers: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -313,6 +316,7 @@ fn run_fixed_device(p: Params, arrivals: &[Arrival]) -> BTreeMap<u64, ReadLife> 
         ("writes_starved", p.writes_starved),
         ("read_expire", p.read_expire_ms),
         ("write_expire", p.write_expire_ms),
+        ("next_rq_pointers", p.next_rq_pointers),
     ] {
         s.set_tunable(name, &v.to_string()).unwrap();
     }
@@ -383,14 +387,15 @@ fn latest_dispatch(p: Params, r: &ReadLife) -> Option<Nanos> {
 }
 
 fn arrivals() -> impl Strategy<Value = (Params, Vec<Arrival>)> {
-    (0u64..=16, 1u64..=4, 1u64..=20, 1u64..=60, 100u64..=2000).prop_flat_map(
-        |(fifo_batch, writes_starved, read_expire_ms, write_expire_ms, service_us)| {
+    (0u64..=16, 1u64..=4, 1u64..=20, 1u64..=60, 100u64..=2000, 0u64..=1).prop_flat_map(
+        |(fifo_batch, writes_starved, read_expire_ms, write_expire_ms, service_us, pointers)| {
             let p = Params {
                 fifo_batch,
                 writes_starved,
                 read_expire_ms,
                 write_expire_ms,
                 service_ns: service_us * NS_PER_US,
+                next_rq_pointers: pointers,
             };
             // Gaps average ~1.2 service times per arrival, some bursts, some lulls, so the
             // queue fills up and reads expire while both directions keep arriving.
@@ -444,6 +449,7 @@ fn the_bound_takes_two_batches() {
         read_expire_ms: 8,
         write_expire_ms: 1000,
         service_ns: t,
+        next_rq_pointers: 0,
     };
     let mut list = Vec::new();
     // Timeline (T = 1 ms): the fresh scheduler's phantom write batch sends writes at 0..3 ms,

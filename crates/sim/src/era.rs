@@ -1,7 +1,8 @@
 //! What a named kernel's I/O schedulers are. A topology that names its machine's kernel
 //! (`[machine] kernel`) gets CFQ as that release shipped it: the rules switches that stand
 //! for the release (`rules_2_6_29`, `workload_trees` 0, `rules_2_6_32`, `rules_3_2`), its
-//! `quantum`, no blkio groups before 2.6.33 and no `low_latency` before 2.6.32. They are set
+//! `quantum`, no blkio groups before 2.6.33 and no `low_latency` before 2.6.32; and deadline
+//! with the `next_rq` pointers it had before 6.5 (`next_rq_pointers`). They are set
 //! before the topology's own tunables and `--iosched`, which win. A topology that names no
 //! kernel runs each scheduler with its own defaults (CFQ: 2.6.38's rules, `quantum` 4).
 //!
@@ -17,6 +18,11 @@ const fn k(major: u32, minor: u32, patch: u32) -> Kernel {
 
 /// The tunables `scheduler` had on `kernel`, where they differ from elevator's defaults.
 pub fn scheduler_defaults(scheduler: &str, kernel: Kernel) -> Vec<(&'static str, &'static str)> {
+    if scheduler == "mq-deadline" {
+        // A batch went on with the `next_rq` pointer until 6.5 ("Track the dispatch
+        // position"), in the legacy deadline too.
+        return if kernel < k(6, 5, 0) { vec![("next_rq_pointers", "1")] } else { Vec::new() };
+    }
     if scheduler != "cfq" {
         return Vec::new();
     }
@@ -90,6 +96,18 @@ mod tests {
 
     fn at(release: &str) -> Vec<(&'static str, &'static str)> {
         scheduler_defaults("cfq", Kernel::parse(release).unwrap())
+    }
+
+    #[test]
+    fn deadline_has_next_rq_pointers_before_6_5() {
+        let deadline = |r| scheduler_defaults("mq-deadline", Kernel::parse(r).unwrap());
+        assert_eq!(deadline("2.6.29"), [("next_rq_pointers", "1")]);
+        assert_eq!(deadline("6.4"), [("next_rq_pointers", "1")]);
+        assert!(deadline("6.5").is_empty());
+        let mut s = elevator_sched::by_name("deadline").unwrap();
+        for (k, v) in deadline("2.6.29") {
+            s.set_tunable(k, v).unwrap();
+        }
     }
 
     #[test]

@@ -584,7 +584,7 @@ fifo_batch = [1, 16]
             (
                 "tunable",
                 "job = \"job.fio\"\nscheduler = [\"mq-deadline\"]\nseeds = [1]\n[vars]\nN = [\"1\"]\n[tunables.mq-deadline]\nread_expyre = [100]\n",
-                "D/grid.toml:7: tunables.mq-deadline.read_expyre: scheduler `mq-deadline` has no tunable `read_expyre`; its tunables are: read_expire, write_expire, writes_starved, front_merges, async_depth, fifo_batch, prio_aging_expire",
+                "D/grid.toml:7: tunables.mq-deadline.read_expyre: scheduler `mq-deadline` has no tunable `read_expyre`; its tunables are: read_expire, write_expire, writes_starved, front_merges, async_depth, fifo_batch, prio_aging_expire, next_rq_pointers",
             ),
             (
                 "range",
