@@ -1,6 +1,6 @@
-//! A topology that names its machine's kernel runs CFQ as that release shipped it: the same
-//! run as with the release's switches set by hand, and not the one elevator's defaults
-//! (2.6.38's rules) give.
+//! A topology that names its machine's kernel runs CFQ (and mq-deadline) as that release
+//! shipped it: the same run as with the release's switches set by hand, and not the one
+//! elevator's defaults (CFQ: 2.6.38's rules; mq-deadline: 6.5's) give.
 
 use std::path::Path;
 
@@ -52,4 +52,53 @@ fn a_named_kernel_runs_its_release_s_cfq() {
         assert_ne!(own, named, "{kernel}: slice_idle = 0 is the topology's");
     }
     assert_ne!(run("", ""), run("[machine]\nkernel = \"2.6.32\"\n", ""), "2.6.38's rules differ");
+}
+
+/// Two forward readers (a 64 KiB hole after each read, so that their requests do not merge),
+/// two reads in flight each, on a disk that takes one command at a time: a reader's next
+/// request comes in just above the head, after the other reader's was already waiting higher
+/// up.
+const TWO_STREAMS: &str = "
+[global]
+direct=1
+runtime=2
+time_based
+filename=sda
+rw=read:64k
+bs=64k
+ioengine=libaio
+iodepth=2
+
+[low]
+offset=0
+size=4G
+
+[high]
+offset=100G
+size=4G
+";
+
+/// mq-deadline on a kernel before 6.5 goes on with its batches through `next_rq` pointers.
+#[test]
+fn a_named_kernel_before_6_5_runs_deadline_with_next_rq_pointers() {
+    let run = |machine: &str, iosched: &str| -> Vec<u64> {
+        let topo = format!(
+            "{machine}[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n\
+             scheduler = \"mq-deadline\"\nparams = {{ queue_depth = 1 }}\n{iosched}"
+        );
+        let t = Topology::from_str(&topo, "t.toml").unwrap();
+        let jobs =
+            elevator_fio::parse_str(TWO_STREAMS, "j.fio", Path::new("."), &|_| None).unwrap();
+        let r = simulate(&jobs, &t, &SimOptions::default()).unwrap();
+        r.processes.iter().map(|p| p.stats[0].total_ios).collect()
+    };
+    let named = run("[machine]\nkernel = \"2.6.29\"\n", "");
+    assert_eq!(named, run("", "[device.iosched]\nnext_rq_pointers = 1\n"));
+    assert_eq!(run("[machine]\nkernel = \"6.5\"\n", ""), run("", ""));
+    // Since 6.5 a reader's new request goes next while it is above the head: the readers take
+    // turns of many reads. Before, the pointer set at the dispatch sends the other reader's:
+    // turns of one read, a seek each.
+    let since_6_5 = run("", "");
+    let total = |v: &[u64]| v.iter().sum::<u64>();
+    assert!(total(&named) * 2 < total(&since_6_5), "{named:?} against {since_6_5:?}");
 }
