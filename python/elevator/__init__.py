@@ -280,10 +280,14 @@ class Reproduction(dict):
         return _data_frame(rows, columns)
 
 
-def reproduce(name: str, scenarios: Optional[PathOrText] = None) -> Reproduction:
+def reproduce(name: str, scenarios: Optional[PathOrText] = None, table: Optional[str] = None,
+              variant: Optional[str] = None) -> Reproduction:
     """``elevator reproduce NAME --output-format json``: a reference experiment from
-    ``scenarios/`` (``./scenarios``, else the source tree's, unless ``scenarios`` says)."""
-    text = _elevator.reproduce(name, scenarios=None if scenarios is None else os.fspath(scenarios))
+    ``scenarios/`` (``./scenarios``, else the source tree's, unless ``scenarios`` says);
+    ``table`` and ``variant`` keep the tables and variants whose titles and labels hold that
+    text, ignoring case (``--table``, ``--variant``)."""
+    text = _elevator.reproduce(name, scenarios=None if scenarios is None else os.fspath(scenarios),
+                               table=table, variant=variant)
     return Reproduction(_json.loads(text))
 
 

@@ -263,6 +263,17 @@ def test_reproduce(cli, tmp_path):
         elevator.reproduce("huge", scenarios=tmp_path)
     assert str(e.value) == cli.error("reproduce", "huge", "--scenarios", tmp_path)
 
+    # A part of it: the variants whose label holds "dl", as --variant runs them.
+    part = elevator.reproduce("tiny", scenarios=tmp_path, variant="dl")
+    out = cli.run("reproduce", "tiny", "--scenarios", tmp_path, "--output-format", "json",
+                  "--variant", "dl")
+    assert part == json.loads(out.stdout)
+    assert set(part.to_pandas()["variant"]) == {"DL"}
+    with pytest.raises(elevator.ElevatorError) as e:
+        elevator.reproduce("tiny", scenarios=tmp_path, table="no such table")
+    assert str(e.value) == cli.error("reproduce", "tiny", "--scenarios", tmp_path, "--table",
+                                     "no such table")
+
 
 def test_the_source_trees_experiments_are_listed():
     names = [name for name, _, _ in elevator.experiments()]

@@ -31,6 +31,12 @@ pub struct ReproduceArgs {
     /// Directory of scenario files (default: ./scenarios, else the one in the source tree).
     #[arg(long)]
     pub scenarios: Option<PathBuf>,
+    /// Run only the tables whose title contains TEXT (ignoring case).
+    #[arg(long, value_name = "TEXT")]
+    pub table: Option<String>,
+    /// Run only the variants whose label contains TEXT (ignoring case), e.g. `CFQ, 3.2`.
+    #[arg(long, value_name = "TEXT")]
+    pub variant: Option<String>,
     #[arg(long, value_enum, default_value_t = ReproduceFormat::Normal)]
     pub output_format: ReproduceFormat,
     #[arg(long)]
@@ -53,7 +59,8 @@ pub fn run(args: &ReproduceArgs) -> Result<(), String> {
         }
         return Ok(());
     }
-    let experiment = find_experiment(&dir, args.name.as_deref().unwrap_or_default())?;
+    let mut experiment = find_experiment(&dir, args.name.as_deref().unwrap_or_default())?;
+    experiment.select(args.table.as_deref(), args.variant.as_deref())?;
     let report_to = ReportTo::new(
         args.report.as_deref(),
         args.output_format == ReproduceFormat::Json,

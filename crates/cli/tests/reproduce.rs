@@ -44,6 +44,40 @@ fn list_names_the_experiments() {
     );
 }
 
+/// `--table` and `--variant` run a part of an experiment: the tables and variants whose
+/// titles and labels hold the text, ignoring case; a text nothing holds is a one-line error
+/// that lists what there is.
+#[test]
+fn table_and_variant_run_a_part_of_an_experiment() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_elevator"))
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .args(["reproduce", "iscsi", "--output-format", "json"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--table", "ONE I/O CONTEXT PER LUN", "--variant", "deadline"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tables = v["tables"].as_array().unwrap();
+    assert!(!tables.is_empty());
+    for t in tables {
+        assert!(t["title"].as_str().unwrap().contains("one I/O context per LUN"), "{t}");
+        for var in t["variants"].as_array().unwrap() {
+            assert!(var["label"].as_str().unwrap().contains("deadline"), "{var}");
+        }
+    }
+    let out = run(&["--table", "no such table"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("no table of `iscsi` has `no such table`")
+            && err.contains("Two remote streams"),
+        "{err}"
+    );
+}
+
 #[test]
 fn anticipatory_beats_deadline_where_seed_003_says() {
     let v = reproduce("as-vs-deadline");

@@ -192,13 +192,21 @@ fn compare(
     .map_err(ElevatorError::new_err)
 }
 
-/// `elevator reproduce NAME --output-format json [--scenarios DIR]`: the JSON text.
+/// `elevator reproduce NAME --output-format json [--scenarios DIR] [--table T] [--variant V]`:
+/// the JSON text.
 #[pyfunction]
-#[pyo3(signature = (name, *, scenarios=None))]
-fn reproduce(py: Python<'_>, name: String, scenarios: Option<PathBuf>) -> PyResult<String> {
+#[pyo3(signature = (name, *, scenarios=None, table=None, variant=None))]
+fn reproduce(
+    py: Python<'_>,
+    name: String,
+    scenarios: Option<PathBuf>,
+    table: Option<String>,
+    variant: Option<String>,
+) -> PyResult<String> {
     py.detach(|| -> Result<String, String> {
         let dir = elevator_repro::scenarios_dir(scenarios.as_deref());
-        let experiment = elevator_repro::find_experiment(&dir, &name)?;
+        let mut experiment = elevator_repro::find_experiment(&dir, &name)?;
+        experiment.select(table.as_deref(), variant.as_deref())?;
         elevator_repro::run_experiment(&experiment, &mut |_, _, _| {})?.to_json()
     })
     .map_err(ElevatorError::new_err)

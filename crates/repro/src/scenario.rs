@@ -256,6 +256,44 @@ impl Experiment {
         vars
     }
 
+    /// Keeps the tables whose title contains `table` and, in them, the variants whose label
+    /// contains `variant` (either ignoring case; `None` keeps all), so that one table or one
+    /// scheduler of an experiment can be rerun alone (`elevator reproduce --table
+    /// --variant`). A selection that keeps nothing is an error naming what there is.
+    pub fn select(&mut self, table: Option<&str>, variant: Option<&str>) -> Result<(), String> {
+        let has = |text: &str, part: Option<&str>| {
+            part.is_none_or(|p| text.to_lowercase().contains(&p.to_lowercase()))
+        };
+        let titles: Vec<String> = self.tables.iter().map(|t| t.title.clone()).collect();
+        self.tables.retain(|t| has(&t.title, table));
+        if self.tables.is_empty() {
+            return Err(format!(
+                "no table of `{}` has `{}` in its title; its tables: {}",
+                self.name,
+                table.unwrap_or_default(),
+                titles.join("; ")
+            ));
+        }
+        let mut labels: Vec<String> = Vec::new();
+        for t in &mut self.tables {
+            for v in &t.variants {
+                if !labels.contains(&v.label) {
+                    labels.push(v.label.clone());
+                }
+            }
+            t.variants.retain(|v| has(&v.label, variant));
+        }
+        self.tables.retain(|t| !t.variants.is_empty());
+        if self.tables.is_empty() {
+            return Err(format!(
+                "no variant of the tables chosen has `{}` in its label; their variants: {}",
+                variant.unwrap_or_default(),
+                labels.join("; ")
+            ));
+        }
+        Ok(())
+    }
+
     /// The values down a table's rows (one empty value if nothing varies).
     pub fn row_values(table: &Table) -> Vec<String> {
         if table.vary.is_some() {
@@ -338,5 +376,86 @@ pub fn list_experiments(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
         out.push((e.name.clone(), path));
     }
     out.sort();
+    // Two files of one name would leave which one runs to the order of the directory.
+    if let Some(w) = out.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(format!(
+            "{} and {} are both experiment `{}`: give one of them another `name`",
+            w[0].1.display(),
+            w[1].1.display(),
+            w[0].0
+        ));
+    }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scenario directory with `files` (name, text) and a job file.
+    fn dir_with(tag: &str, files: &[(&str, &str)]) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("elevator-scenario-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("j.fio"), "[r]\nrw=read\nsize=1m\n").unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        dir
+    }
+
+    const TWO_TABLES: &str = r#"
+name = "x"
+seed_mail = "000"
+title = "t"
+[[table]]
+title = "Readers alone"
+jobfile = "j.fio"
+columns = ["all.agg_bw"]
+[[table.variant]]
+label = "CFQ"
+scheduler = "cfq"
+[[table.variant]]
+label = "deadline"
+scheduler = "mq-deadline"
+[[table]]
+title = "Readers beside writers"
+jobfile = "j.fio"
+columns = ["all.agg_bw"]
+[[table.variant]]
+label = "noop"
+scheduler = "none"
+"#;
+
+    #[test]
+    fn select_keeps_the_tables_and_variants_named() {
+        let dir = dir_with("select", &[("x.toml", TWO_TABLES)]);
+        let e = find_experiment(&dir, "x").unwrap();
+        let titles = |e: &Experiment| e.tables.iter().map(|t| t.title.clone()).collect::<Vec<_>>();
+        let mut one = e.clone();
+        one.select(Some("BESIDE"), None).unwrap();
+        assert_eq!(titles(&one), ["Readers beside writers"]);
+        // A variant filter drops the tables left with none.
+        let mut cfq = e.clone();
+        cfq.select(None, Some("cfq")).unwrap();
+        assert_eq!(titles(&cfq), ["Readers alone"]);
+        assert_eq!(cfq.tables[0].variants.len(), 1);
+        let err = e.clone().select(Some("zz"), None).unwrap_err();
+        assert!(err.contains("Readers alone; Readers beside writers"), "{err}");
+        let err = e.clone().select(Some("alone"), Some("noop")).unwrap_err();
+        assert!(err.contains("their variants: CFQ; deadline"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn two_files_of_one_name_are_an_error() {
+        let dir = dir_with("twins", &[("a.toml", TWO_TABLES), ("b.toml", TWO_TABLES)]);
+        let err = find_experiment(&dir, "x").unwrap_err();
+        assert!(
+            err.contains("a.toml and") && err.contains("b.toml are both experiment `x`"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
