@@ -25,7 +25,8 @@ pub struct ReproduceArgs {
     /// The experiment to run (see --list).
     #[arg(required_unless_present = "list")]
     pub name: Option<String>,
-    /// List the experiments and exit.
+    /// List the experiments and exit; with NAME, that experiment's tables and their variants
+    /// (what --table and --variant choose from).
     #[arg(long)]
     pub list: bool,
     /// Directory of scenario files (default: ./scenarios, else the one in the source tree).
@@ -52,6 +53,19 @@ pub struct ReproduceArgs {
 
 pub fn run(args: &ReproduceArgs) -> Result<(), String> {
     let dir = scenarios_dir(args.scenarios.as_deref());
+    if let (true, Some(name)) = (args.list, args.name.as_deref()) {
+        let mut experiment = find_experiment(&dir, name)?;
+        experiment.select(args.table.as_deref(), args.variant.as_deref())?;
+        println!("{} — seed {}: {}", experiment.name, experiment.seed_mail, experiment.title);
+        for t in &experiment.tables {
+            let rows = Experiment::row_values(t).len();
+            println!("\n{}  ({} row{})", t.title, rows, if rows == 1 { "" } else { "s" });
+            for v in &t.variants {
+                println!("  {}  [{}]", v.label, v.scheduler);
+            }
+        }
+        return Ok(());
+    }
     if args.list {
         for (name, path) in &list_experiments(&dir)? {
             let e = Experiment::load(path)?;

@@ -68,6 +68,13 @@ fn table_and_variant_run_a_part_of_an_experiment() {
             assert!(var["label"].as_str().unwrap().contains("deadline"), "{var}");
         }
     }
+    // NAME --list: the tables and variants to choose from, as selected.
+    let out = run(&["--list", "--variant", "CFQ, readahead"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.starts_with("iscsi — seed 002"), "{text}");
+    assert!(text.contains("\nTwo remote streams through both page caches: the target's readahead, CFQ  (1 row)\n  CFQ, readahead 128 KiB  [cfq]\n  CFQ, readahead 4 MiB  [cfq]\n"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("  ")).count(), 2, "{text}");
     let out = run(&["--table", "no such table"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.lines().count() == 1, "{err}");
