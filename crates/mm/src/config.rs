@@ -101,6 +101,13 @@ impl Kernel {
         self.at_least(3, 2, 0)
     }
 
+    /// Request lists counted by sync and async (2.6.30, Jens Axboe's "change the request
+    /// allocation/congestion logic to be sync/async based"); before, by direction: reads
+    /// apart from every write, a sync write among the async ones (`rl->count[rw]`).
+    pub fn request_lists_by_sync(&self) -> bool {
+        self.at_least(2, 6, 30)
+    }
+
     /// Queue plugging (before 2.6.39): a request entering an empty queue plugs it, and the
     /// device sees nothing until the queue is run — by a task waiting for one of its pages
     /// (`sync_page`), by a fourth request (`unplug_thresh`), by a completion, by the

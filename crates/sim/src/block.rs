@@ -8,7 +8,9 @@
 //! - **Merge** into a queued request through the scheduler (`bio_merge`), else **allocate** a
 //!   request: at most `nr_requests` sync and `nr_requests` async requests may exist, counted
 //!   apart as the 2.6 kernels' `request_list` does (`rl->count[is_sync]`, the era of CFQ, AS and
-//!   dm-ioband), so a flood of async writes cannot take a reader's request slots; while the
+//!   dm-ioband), so a flood of async writes cannot take a reader's request slots (before
+//!   2.6.30, [`BlockQueue::set_request_lists_by_direction`], reads and writes instead:
+//!   `rl->count[rw]`, a sync write drawing on the writes' list); while the
 //!   scheduler schedules control groups each group has pools of its own (the IO controller
 //!   patches' and blk-cgroup's per-group request lists). As `get_request` has it, the
 //!   request that fills a pool marks it full and makes its task a "batcher"; a full pool
@@ -176,8 +178,9 @@ pub struct DiskCounters {
     pub ticks_ns: [u64; 2],
     /// Time with at least one request in the device.
     pub busy_ns: u64,
-    /// Time with the sync requests congested ([`congestion_on`] reached, [`congestion_off`]
-    /// not yet crossed back), by the single-queue block layer's rule whatever the kernel;
+    /// Time with the sync requests (the reads, before 2.6.30) congested ([`congestion_on`]
+    /// reached, [`congestion_off`] not yet crossed back), by the single-queue block layer's
+    /// rule whatever the kernel;
     /// only 2.6.23 to 4.x readahead acts on it.
     pub read_congested_ns: u64,
 }
@@ -192,9 +195,12 @@ pub struct BlockQueue {
     bios: Slab<Bio>,
     pieces: Slab<Piece>,
     entries: Slab<Entry>,
-    /// Requests allocated per pool, async and sync (`[sync as usize]`): in the scheduler or the
-    /// device. One pool, or one per cgroup id while the scheduler schedules groups.
+    /// Requests allocated per pool, async and sync (`[sync as usize]`; writes and reads under
+    /// [`Self::lists_by_direction`]): in the scheduler or the device. One pool, or one per
+    /// cgroup id while the scheduler schedules groups.
     allocated: Vec<[u32; 2]>,
+    /// The kernel counts requests by direction, not by sync and async (before 2.6.30).
+    lists_by_direction: bool,
     in_device: u32,
     next_seq: u64,
     plug: Vec<Pending>,
@@ -246,8 +252,8 @@ pub struct BlockQueue {
     /// The scheduler an `ioscheduler=` switch put in, waiting for the queue to empty (the
     /// kernel freezes the queue: no new request enters until those in it completed).
     next_scheduler: Option<Box<dyn Scheduler>>,
-    /// Since when the sync requests have been congested (`blk_set_queue_congested(q,
-    /// BLK_RW_SYNC)`), while they are: the root pool's sync requests reached
+    /// Since when the sync requests (the reads, before 2.6.30) have been congested
+    /// (`blk_set_queue_congested(q, BLK_RW_SYNC)`), while they are: the root pool's reached
     /// [`congestion_on`] and have not yet fallen below [`congestion_off`].
     congested_since_ns: Option<Nanos>,
     /// The congestion changed since the engine last asked ([`Self::take_congestion_change`]).
@@ -301,6 +307,7 @@ impl BlockQueue {
             pieces: Slab::new(),
             entries: Slab::new(),
             allocated: Vec::new(),
+            lists_by_direction: false,
             in_device: 0,
             next_seq: 0,
             plug: Vec::new(),
@@ -397,6 +404,12 @@ impl BlockQueue {
                 self.sleep(sleeper.process, pending);
             }
         }
+    }
+
+    /// Counts requests by direction (reads, writes) instead of sync and async, as kernels
+    /// before 2.6.30 did: the reads' list is then the one whose congestion readers see.
+    pub fn set_request_lists_by_direction(&mut self, on: bool) {
+        self.lists_by_direction = on;
     }
 
     /// Turns 2.6.x queue plugging on: the kernel predates on-stack plugging (2.6.39) and
@@ -1007,7 +1020,8 @@ impl BlockQueue {
         self.allocated.iter().map(|a| a[0] + a[1]).sum()
     }
 
-    /// The request pool and class (async 0, sync 1) a request draws from; makes sure it exists.
+    /// The request pool and class (async 0, sync 1; before 2.6.30 writes 0, reads 1) a request
+    /// draws from; makes sure it exists.
     fn pool(&mut self, rq: &Request) -> (usize, usize) {
         let pool = if self.scheduler.groups_active() { rq.owner.cgroup as usize } else { 0 };
         if pool >= self.allocated.len() {
@@ -1015,7 +1029,8 @@ impl BlockQueue {
             self.full.resize(pool + 1, [false; 2]);
             self.waiting.resize_with(pool + 1, Default::default);
         }
-        (pool, usize::from(rq.sync))
+        let class = if self.lists_by_direction { rq.op.is_read() } else { rq.sync };
+        (pool, usize::from(class))
     }
 
     /// True when nothing is queued, in flight or waiting.

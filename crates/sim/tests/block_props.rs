@@ -172,6 +172,49 @@ fn request_pools_are_per_class_and_per_group() {
     assert!(run("cfq", true, 1), "with CFQ groups, another group's flood uses its own pool");
 }
 
+/// Before 2.6.30 the request lists were by direction (`rl->count[rw]`): sync writes (direct
+/// I/O, fsync's writeback) fill the writes' list and leave a reader its own, and a read
+/// draws on the reads' list whatever its flags.
+#[test]
+fn before_2_6_30_request_lists_are_by_direction() {
+    let run = |by_direction: bool, op: Op, sync: bool| -> bool {
+        let device = RamDevice::new(RamParams { queue_depth: 1, ..RamParams::default() });
+        let sched = elevator_sched::by_name("mq-deadline").unwrap();
+        let mut q = BlockQueue::new(sched, Box::new(device), 4, 512);
+        q.set_request_lists_by_direction(by_direction);
+        for i in 0..8u64 {
+            q.plug_bio(
+                1,
+                elevator_sim::stack::NO_NODE,
+                elevator_sim::stack::NO_TAG,
+                op,
+                i << 20,
+                4096,
+                BioFlags::sync_if(sync),
+                Owner::process(1),
+                0,
+            );
+        }
+        q.unplug(1, 0);
+        q.plug_bio(
+            2,
+            elevator_sim::stack::NO_NODE,
+            elevator_sim::stack::NO_TAG,
+            Op::Read,
+            900 << 20,
+            4096,
+            BioFlags::SYNC,
+            Owner::process(2),
+            0,
+        );
+        q.unplug(2, 0) // true: the reader got a request without sleeping
+    };
+    assert!(run(true, Op::Write, true), "sync writes fill the writes' list");
+    assert!(!run(false, Op::Write, true), "from 2.6.30 they fill the sync list");
+    assert!(!run(true, Op::Read, false), "async reads fill the reads' list");
+    assert!(run(false, Op::Read, false), "from 2.6.30 they fill the async list");
+}
+
 /// `elv_may_queue`: the process the anticipatory scheduler waits on gets a request slot even
 /// when the pool is full and others sleep for it (up to half again `nr_requests`), so the
 /// request AS is waiting for does not sit behind a full pool of others'. Deadline has no

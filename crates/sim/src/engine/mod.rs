@@ -289,6 +289,7 @@ pub fn simulate(
         queue.set_queue_plugging(
             topology.machine.vm.kernel.queue_plugging() && (rotational || qd <= 1),
         );
+        queue.set_request_lists_by_direction(!topology.machine.vm.kernel.request_lists_by_sync());
         let wc = device_write_cache(&spec.model);
         let io = DeviceIo {
             rotational,
