@@ -66,6 +66,11 @@ fn table_and_variant_run_a_part_of_an_experiment() {
         assert!(t["title"].as_str().unwrap().contains("one I/O context per LUN"), "{t}");
         for var in t["variants"].as_array().unwrap() {
             assert!(var["label"].as_str().unwrap().contains("deadline"), "{var}");
+            // The tunables shown are those that ran: the 2.6.29 target's deadline has
+            // next_rq pointers, the topology that names no kernel runs 6.5's rule.
+            let on_2_6_29 = t["title"].as_str().unwrap().contains("page caches");
+            let shown = var["iosched"]["next_rq_pointers"].as_str();
+            assert_eq!(shown, on_2_6_29.then_some("1"), "{t}");
         }
     }
     // NAME --list: the tables and variants to choose from, as selected.

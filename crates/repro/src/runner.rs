@@ -30,6 +30,8 @@ pub struct TableResult {
 pub struct VariantResult {
     pub label: String,
     pub scheduler: String,
+    /// The tunables the variant ran with: those the kernel its topology names sets
+    /// (`elevator_sim::era`), then the scenario's own, which win.
     pub iosched: BTreeMap<String, String>,
     pub rows: Vec<RowResult>,
 }
@@ -71,6 +73,28 @@ fn topology_for(e: &Experiment, t: &Table, v: Option<&Variant>) -> Result<Topolo
         Some(rel) => Topology::from_file(&e.dir.join(rel)),
         None => Ok(Topology::builtin()),
     }
+}
+
+/// The scenario's tunables `own` for `scheduler` on `topology`, over those the kernel the
+/// topology names sets for it, so that a table says what ran (a deadline row on 2.6.32 ran
+/// with `next_rq_pointers=1` though the scenario does not say so).
+fn with_era_tunables(
+    topology: &Topology,
+    scheduler: &str,
+    own: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let machine = &topology.machine;
+    let Ok(s) = elevator_sched::by_name(scheduler) else { return own };
+    if !machine.kernel_named {
+        return own;
+    }
+    let mut all: BTreeMap<String, String> =
+        elevator_sim::era::scheduler_defaults(s.name(), machine.vm.kernel)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    all.extend(own);
+    all
 }
 
 /// Runs every table; `progress(done, total, what)` is called after each simulation.
@@ -134,7 +158,7 @@ pub fn run_experiment(
             variants.push(VariantResult {
                 label: v.label.clone(),
                 scheduler: v.scheduler.clone(),
-                iosched,
+                iosched: with_era_tunables(topology, &v.scheduler, iosched),
                 rows,
             });
         }
