@@ -28,11 +28,16 @@ fn run(controller: &str, exports: &[Export]) -> Option<Vec<f64>> {
     run_with(controller, exports, &|_| {})
 }
 
+/// One run at a time: each saturates the machine's cores (a server and fio at iodepth 32),
+/// and a limit test beside another's saturating neighbour could not reach its limit.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn run_with(
     controller: &str,
     exports: &[Export],
     tweak: &dyn Fn(&mut ServerConfig),
 ) -> Option<Vec<f64>> {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if !Path::new("/usr/bin/fio").exists() {
         eprintln!("SKIP: fio is not installed");
         return None;
@@ -163,23 +168,38 @@ fn an_mclock_limit_holds_on_an_idle_server() {
 
 #[test]
 fn io_max_riops_holds_beside_an_unlimited_neighbour() {
-    let Some(iops) = run(
-        "io.max",
-        &[
-            Export {
-                name: "capped",
-                weight: 100,
-                reservation_iops: 0,
-                limit_iops: 0,
-                io_max: Some("riops=2000"),
-            },
-            Export { name: "free", weight: 100, reservation_iops: 0, limit_iops: 0, io_max: None },
-        ],
-    ) else {
-        return;
-    };
-    assert!((iops[0] - 2000.0).abs() <= 40.0, "capped export ran {:.0} IOPS", iops[0]);
-    assert!(iops[1] > iops[0], "the unlimited export ran {:.0} IOPS", iops[1]);
+    // Over the limit fails at once; a machine too busy to reach it gets three runs, as above.
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let Some(iops) = run(
+            "io.max",
+            &[
+                Export {
+                    name: "capped",
+                    weight: 100,
+                    reservation_iops: 0,
+                    limit_iops: 0,
+                    io_max: Some("riops=2000"),
+                },
+                Export {
+                    name: "free",
+                    weight: 100,
+                    reservation_iops: 0,
+                    limit_iops: 0,
+                    io_max: None,
+                },
+            ],
+        ) else {
+            return;
+        };
+        assert!(iops[0] <= 2040.0, "capped export ran {:.0} IOPS, over its limit", iops[0]);
+        assert!(iops[1] > iops[0], "the unlimited export ran {:.0} IOPS", iops[1]);
+        if iops[0] >= 1960.0 {
+            return;
+        }
+        runs.push(iops[0].round());
+    }
+    panic!("the capped export stayed under its limit of 2000 IOPS in every run: {runs:?}");
 }
 
 #[test]
