@@ -129,43 +129,52 @@ proptest! {
     }
 }
 
+/// On a queue of 4 requests, 8 bios of `op` from `flooder` (sync or not), then a sync read
+/// from another process: whether the reader got a request without sleeping.
+fn reader_gets_a_request_after(q: &mut BlockQueue, op: Op, sync: bool, flooder: Owner) -> bool {
+    for i in 0..8u64 {
+        q.plug_bio(
+            1,
+            elevator_sim::stack::NO_NODE,
+            elevator_sim::stack::NO_TAG,
+            op,
+            i << 20,
+            4096,
+            BioFlags::sync_if(sync),
+            flooder,
+            0,
+        );
+    }
+    q.unplug(1, 0);
+    q.plug_bio(
+        2,
+        elevator_sim::stack::NO_NODE,
+        elevator_sim::stack::NO_TAG,
+        Op::Read,
+        900 << 20,
+        4096,
+        BioFlags::SYNC,
+        Owner::process(2),
+        0,
+    );
+    q.unplug(2, 0)
+}
+
+/// A queue of 4 requests on a device that takes one command at a time.
+fn small_queue(scheduler: &str) -> BlockQueue {
+    let device = RamDevice::new(RamParams { queue_depth: 1, ..RamParams::default() });
+    BlockQueue::new(elevator_sched::by_name(scheduler).unwrap(), Box::new(device), 4, 512)
+}
+
 /// Async and sync requests draw from separate `nr_requests` pools (the 2.6 request list), and
 /// under a group scheduler each cgroup has its own: a flood of one kind or group does not put
 /// another's submitter to sleep.
 #[test]
 fn request_pools_are_per_class_and_per_group() {
     let run = |scheduler: &str, flood_sync: bool, flood_cgroup: u32| -> bool {
-        let device = RamDevice::new(RamParams { queue_depth: 1, ..RamParams::default() });
-        let sched = elevator_sched::by_name(scheduler).unwrap();
-        let mut q = BlockQueue::new(sched, Box::new(device), 4, 512);
         let mut flooder = Owner::process(1);
         flooder.cgroup = flood_cgroup;
-        for i in 0..8u64 {
-            q.plug_bio(
-                1,
-                elevator_sim::stack::NO_NODE,
-                elevator_sim::stack::NO_TAG,
-                Op::Write,
-                i << 20,
-                4096,
-                BioFlags::sync_if(flood_sync),
-                flooder,
-                0,
-            );
-        }
-        q.unplug(1, 0);
-        q.plug_bio(
-            2,
-            elevator_sim::stack::NO_NODE,
-            elevator_sim::stack::NO_TAG,
-            Op::Read,
-            900 << 20,
-            4096,
-            BioFlags::SYNC,
-            Owner::process(2),
-            0,
-        );
-        q.unplug(2, 0) // true: the reader got a request without sleeping
+        reader_gets_a_request_after(&mut small_queue(scheduler), Op::Write, flood_sync, flooder)
     };
     assert!(run("mq-deadline", false, 0), "async writes leave the sync pool alone");
     assert!(!run("mq-deadline", true, 0), "sync writes fill the sync pool the reader needs");
@@ -178,36 +187,9 @@ fn request_pools_are_per_class_and_per_group() {
 #[test]
 fn before_2_6_30_request_lists_are_by_direction() {
     let run = |by_direction: bool, op: Op, sync: bool| -> bool {
-        let device = RamDevice::new(RamParams { queue_depth: 1, ..RamParams::default() });
-        let sched = elevator_sched::by_name("mq-deadline").unwrap();
-        let mut q = BlockQueue::new(sched, Box::new(device), 4, 512);
+        let mut q = small_queue("mq-deadline");
         q.set_request_lists_by_direction(by_direction);
-        for i in 0..8u64 {
-            q.plug_bio(
-                1,
-                elevator_sim::stack::NO_NODE,
-                elevator_sim::stack::NO_TAG,
-                op,
-                i << 20,
-                4096,
-                BioFlags::sync_if(sync),
-                Owner::process(1),
-                0,
-            );
-        }
-        q.unplug(1, 0);
-        q.plug_bio(
-            2,
-            elevator_sim::stack::NO_NODE,
-            elevator_sim::stack::NO_TAG,
-            Op::Read,
-            900 << 20,
-            4096,
-            BioFlags::SYNC,
-            Owner::process(2),
-            0,
-        );
-        q.unplug(2, 0) // true: the reader got a request without sleeping
+        reader_gets_a_request_after(&mut q, op, sync, Owner::process(1))
     };
     assert!(run(true, Op::Write, true), "sync writes fill the writes' list");
     assert!(!run(false, Op::Write, true), "from 2.6.30 they fill the sync list");
