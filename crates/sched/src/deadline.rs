@@ -336,8 +336,8 @@ struct PerPrio {
     fifo_tail: [u32; 2],
     /// Start sector of the request most recently dispatched in each direction.
     latest_pos: [u64; 2],
-    /// Under `next_rq_pointers`: the request that followed the last one dispatched, in its
-    /// direction (`next_rq`; `NIL` for none, and for the other direction).
+    /// Under `next_rq_pointers` (else `NIL`): the request that followed the last one
+    /// dispatched, in its direction (`next_rq`; `NIL` for none, and for the other direction).
     next_rq: [u32; 2],
     inserted: u64,
     dispatched: u64,
@@ -587,11 +587,10 @@ impl Deadline {
     fn remove(&mut self, idx: u32) -> Request {
         self.fifo_unlink(idx);
         let n = &self.slab[idx as usize];
-        let (hashed, rq, p, d) = (n.hashed, n.rq, n.prio as usize, n.dir as usize);
-        // deadline_del_rq_rb: a pointer to the request moves on to the one after it.
-        if self.per_prio[p].next_rq[d] == idx {
-            self.per_prio[p].next_rq[d] = self.latter(idx);
-        }
+        let (hashed, rq) = (n.hashed, n.rq);
+        // deadline_del_rq_rb moves a pointer to the request on to the one after it; here a
+        // request leaves only when dispatched, and `start` has pointed past it first.
+        debug_assert!(self.per_prio[n.prio as usize].next_rq[n.dir as usize] != idx);
         self.sort_del(idx);
         if hashed {
             self.hash_del(idx);
@@ -739,10 +738,13 @@ impl Deadline {
             _ => return None,
         }
         self.batching += 1;
-        // deadline_move_request: the pointers are set before the request leaves the tree.
-        let latter = self.latter(idx);
-        self.per_prio[p].next_rq = [NIL; 2];
-        self.per_prio[p].next_rq[dir] = latter;
+        if self.tun.next_rq_pointers {
+            // deadline_move_request: the pointers are set before the request leaves the tree
+            // (not kept at all under 6.5's rule, which has none).
+            let latter = self.latter(idx);
+            self.per_prio[p].next_rq = [NIL; 2];
+            self.per_prio[p].next_rq[dir] = latter;
+        }
         let rq = self.remove(idx);
         let pp = &mut self.per_prio[p];
         pp.latest_pos[dir] = rq.sector();
@@ -939,7 +941,14 @@ impl Scheduler for Deadline {
             "async_depth" => t.async_depth = v,
             "fifo_batch" => t.fifo_batch = v,
             "prio_aging_expire" => t.prio_aging_expire_ms = v,
-            "next_rq_pointers" => t.next_rq_pointers = v != 0,
+            "next_rq_pointers" => {
+                // Either way the rule starts with no pointer: a pointer left from before a
+                // switch off could name a request dispatched since.
+                t.next_rq_pointers = v != 0;
+                for pp in &mut self.per_prio {
+                    pp.next_rq = [NIL; 2];
+                }
+            }
             _ => unreachable!("every entry of TUNABLES is handled"),
         }
         Ok(())
