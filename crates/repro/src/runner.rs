@@ -84,12 +84,12 @@ fn with_era_tunables(
     own: BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
     let machine = &topology.machine;
-    let Ok(s) = elevator_sched::by_name(scheduler) else { return own };
-    if !machine.kernel_named {
+    let Some(name) = elevator_sched::canonical_name(scheduler).filter(|_| machine.kernel_named)
+    else {
         return own;
-    }
+    };
     let mut all: BTreeMap<String, String> =
-        elevator_sim::era::scheduler_defaults(s.name(), machine.vm.kernel)
+        elevator_sim::era::scheduler_defaults(name, machine.vm.kernel)
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();

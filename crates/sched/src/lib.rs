@@ -200,6 +200,12 @@ pub const SCHEDULERS: &[(&str, &[&str], &str)] = &[
     ),
 ];
 
+/// A scheduler's own name for its name or one of its aliases (`deadline` → `mq-deadline`);
+/// `None` for a name no scheduler has.
+pub fn canonical_name(name: &str) -> Option<&'static str> {
+    SCHEDULERS.iter().find(|(n, aliases, _)| *n == name || aliases.contains(&name)).map(|s| s.0)
+}
+
 /// Builds a scheduler by its name or alias, with its default tunables.
 pub fn by_name(name: &str) -> Result<Box<dyn Scheduler>, String> {
     match name {
@@ -213,5 +219,20 @@ pub fn by_name(name: &str) -> Result<Box<dyn Scheduler>, String> {
             let known: Vec<&str> = SCHEDULERS.iter().map(|(n, _, _)| *n).collect();
             Err(format!("unknown scheduler `{name}`; known schedulers: {}", known.join(", ")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_name_is_the_name_the_scheduler_gives_itself() {
+        for (name, aliases, _) in SCHEDULERS {
+            for n in std::iter::once(name).chain(aliases.iter()) {
+                assert_eq!(canonical_name(n), Some(by_name(n).unwrap().name()), "{n}");
+            }
+        }
+        assert_eq!(canonical_name("cfq-v2"), None);
     }
 }

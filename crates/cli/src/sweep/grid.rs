@@ -413,11 +413,7 @@ pub fn plan_text(text: &str, name: &str, dir: &Path) -> Result<Vec<RunSpec>, Str
 /// A scheduler's own name for one of its aliases (`deadline` → `mq-deadline`), so that both
 /// spellings give one run and one id.
 fn canonical_scheduler(name: &str) -> String {
-    elevator_sched::SCHEDULERS
-        .iter()
-        .find(|(n, aliases, _)| *n == name || aliases.contains(&name))
-        .map_or(name, |(n, _, _)| n)
-        .to_string()
+    elevator_sched::canonical_name(name).unwrap_or(name).to_string()
 }
 
 /// The product of axis lengths; `None` past `u64`.
