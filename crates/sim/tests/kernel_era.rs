@@ -25,14 +25,20 @@ ioengine=libaio
 iodepth=4
 ";
 
-/// I/Os done by each job.
+/// I/Os done by each job under CFQ.
 fn run(machine: &str, iosched: &str) -> Vec<u64> {
+    run_job(JOB, "scheduler = \"cfq\"\n", machine, iosched)
+}
+
+/// I/Os done by each job of `job` on one 7200 rpm disk with `device`'s lines (its
+/// scheduler, ...), under `machine`'s table and `iosched`'s.
+fn run_job(job: &str, device: &str, machine: &str, iosched: &str) -> Vec<u64> {
     let topo = format!(
         "{machine}[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n\
-         scheduler = \"cfq\"\n{iosched}"
+         {device}{iosched}"
     );
     let t = Topology::from_str(&topo, "t.toml").unwrap();
-    let jobs = elevator_fio::parse_str(JOB, "j.fio", Path::new("."), &|_| None).unwrap();
+    let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
     let r = simulate(&jobs, &t, &SimOptions::default()).unwrap();
     r.processes.iter().map(|p| p.stats[0].total_ios).collect()
 }
@@ -81,17 +87,8 @@ size=4G
 /// mq-deadline on a kernel before 6.5 goes on with its batches through `next_rq` pointers.
 #[test]
 fn a_named_kernel_before_6_5_runs_deadline_with_next_rq_pointers() {
-    let run = |machine: &str, iosched: &str| -> Vec<u64> {
-        let topo = format!(
-            "{machine}[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n\
-             scheduler = \"mq-deadline\"\nparams = {{ queue_depth = 1 }}\n{iosched}"
-        );
-        let t = Topology::from_str(&topo, "t.toml").unwrap();
-        let jobs =
-            elevator_fio::parse_str(TWO_STREAMS, "j.fio", Path::new("."), &|_| None).unwrap();
-        let r = simulate(&jobs, &t, &SimOptions::default()).unwrap();
-        r.processes.iter().map(|p| p.stats[0].total_ios).collect()
-    };
+    let device = "scheduler = \"mq-deadline\"\nparams = { queue_depth = 1 }\n";
+    let run = |machine: &str, iosched: &str| run_job(TWO_STREAMS, device, machine, iosched);
     let named = run("[machine]\nkernel = \"2.6.29\"\n", "");
     assert_eq!(named, run("", "[device.iosched]\nnext_rq_pointers = 1\n"));
     assert_eq!(run("[machine]\nkernel = \"6.5\"\n", ""), run("", ""));
