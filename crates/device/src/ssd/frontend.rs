@@ -68,6 +68,29 @@ impl Frontend {
         best
     }
 
+    /// The first non-empty queue at or after `from`, wrapping around, whose head arrived by
+    /// `start`: the bitmap's set bits in round-robin order, a word at a time.
+    fn first_ready_from(&self, from: usize, start: Nanos) -> Option<usize> {
+        let words = self.nonempty.len();
+        let (w0, b0) = (from / 64, from % 64);
+        // The first word from bit `b0` up, the other words whole, then the first word's
+        // bits below `b0`.
+        let masked = |w: usize, mask: u64| (w, self.nonempty[w] & mask);
+        let rest = (1..words).map(|i| masked((w0 + i) % words, u64::MAX));
+        let tail = (b0 > 0).then(|| masked(w0, (1u64 << b0) - 1));
+        std::iter::once(masked(w0, u64::MAX << b0)).chain(rest).chain(tail).find_map(|(w, bits)| {
+            let mut b = bits;
+            while b != 0 {
+                let q = w * 64 + b.trailing_zeros() as usize;
+                b &= b - 1;
+                if self.queues[q][0].0 <= start {
+                    return Some(q);
+                }
+            }
+            None
+        })
+    }
+
     /// When the arbiter next starts a command, if any is waiting.
     pub fn next_start(&self) -> Option<Nanos> {
         (self.queued > 0).then(|| self.earliest_core().1)
@@ -100,14 +123,9 @@ impl Frontend {
         if start > limit {
             return None;
         }
-        // Round-robin from `rr` over queues whose head has arrived by `start`.
-        let mut q = self.rr;
-        loop {
-            if self.nonempty[q / 64] & (1 << (q % 64)) != 0 && self.queues[q][0].0 <= start {
-                break;
-            }
-            q = (q + 1) % n;
-        }
+        // Round-robin from `rr` over queues whose head has arrived by `start` (the oldest
+        // head has, so one is found).
+        let q = self.first_ready_from(self.rr, start).expect("the oldest head has arrived");
         let (_, cmd) = self.queues[q].pop_front().expect("non-empty");
         if self.queues[q].is_empty() {
             self.nonempty[q / 64] &= !(1 << (q % 64));
@@ -154,5 +172,39 @@ mod tests {
         assert_eq!(f.start_next(5, 10), None, "both cores busy until 15");
         assert_eq!(f.next_start(), Some(15));
         assert_eq!(f.start_next(15, 10).unwrap().0, 15);
+    }
+
+    proptest::proptest! {
+        /// The arbiter takes the queues in round-robin order from `rr`, the first whose head
+        /// has arrived, over any number of queues (the bitmap search against a plain scan).
+        #[test]
+        fn the_arbiter_is_round_robin_over_arrived_heads(
+            queues in 1u32..200,
+            pushes in proptest::collection::vec((0u64..100_000, 0u64..50), 1..80),
+        ) {
+            let mut f = Frontend::new(queues, 1);
+            let mut model: Vec<VecDeque<(Nanos, u64)>> = vec![VecDeque::new(); queues as usize];
+            let mut pushes = pushes;
+            pushes.sort_by_key(|&(_, at)| at);
+            for &(id, at) in &pushes {
+                let c = cmd(id);
+                model[f.queue_of(&c)].push_back((at, id));
+                f.push(c, at);
+            }
+            let (mut rr, mut core) = (0usize, 0u64);
+            while let Some((start, c)) = f.start_next(u64::MAX / 2, 3) {
+                let oldest = model.iter().filter_map(|q| q.front().map(|h| h.0)).min().unwrap();
+                let want_start = core.max(oldest);
+                let n = model.len();
+                let q = (0..n).map(|i| (rr + i) % n)
+                    .find(|&q| model[q].front().is_some_and(|h| h.0 <= want_start))
+                    .unwrap();
+                let (_, id) = model[q].pop_front().unwrap();
+                proptest::prop_assert_eq!((start, c.id.0), (want_start, id));
+                rr = (q + 1) % n;
+                core = want_start + 3;
+            }
+            proptest::prop_assert!(model.iter().all(VecDeque::is_empty));
+        }
     }
 }
