@@ -27,10 +27,11 @@
 //!   unless a dirtier was throttled recently — and then only if the room is at least half of
 //!   `wb_background` (`wbt_rqw_done`); scaling up wakes everyone.
 //!
-//! Deviations: every async write counts as background writeback (the kernel gives the
-//! `WB_SYNC_NONE` writes of `sync_file_range` and `fadvise` the normal limit); discards and
-//! swap are not told apart (elevator issues neither as writeback); the waiters of a woken
-//! queue retry in arrival order at the next release rather than racing.
+//! Deviations: discards and swap are not told apart (elevator issues neither as
+//! writeback); the waiters of a woken queue retry in arrival order at the next release
+//! rather than racing; a bio counts once here, where the kernel splits it at
+//! `max_sectors_kb` first and throttles each piece (elevator's block layer splits below the
+//! controllers: a 1 MiB writeback bio on a 512 KiB queue is two requests in the device).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -56,6 +57,9 @@ pub const WBT_LAT_MAX_NS: Nanos = 60 * NS_PER_SEC;
 /// How long after a dirtier's throttle pause writeback counts as urgent (`wb_recent_wait`:
 /// a second, `HZ`).
 const RECENT_WAIT_NS: Nanos = NS_PER_SEC;
+/// How long after a read's issue or completion writeback keeps to the background limit
+/// (`close_io`: `HZ / 10`).
+const CLOSE_IO_NS: Nanos = NS_PER_SEC / 10;
 
 /// What a window's latency said (`latency_exceeded`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +104,9 @@ pub struct Wbt {
     /// The first read issued and not back (`sync_cookie`, `sync_issue`).
     sync_issue: Option<(u64, Nanos)>,
     dirty_sleep_ns: Option<Nanos>,
+    /// When a read last went down and last came back (`last_issue`, `last_comp`).
+    last_read_issue_ns: Option<Nanos>,
+    last_read_comp_ns: Option<Nanos>,
     /// Tracked request ids in flight (a request is tracked once).
     tracked: BTreeSet<u64>,
     counters: GroupCounters,
@@ -140,6 +147,8 @@ impl Wbt {
             reads_issued: BTreeMap::new(),
             sync_issue: None,
             dirty_sleep_ns: None,
+            last_read_issue_ns: None,
+            last_read_comp_ns: None,
             tracked: BTreeSet::new(),
             counters: GroupCounters { name: "wbt".to_string(), ..GroupCounters::default() },
         };
@@ -243,14 +252,24 @@ impl Wbt {
         self.dirty_sleep_ns.is_some_and(|t| now_ns < t + RECENT_WAIT_NS)
     }
 
-    /// `get_limit`.
+    /// `close_io`: a read was issued or completed within the last 100 ms (`HZ / 10`).
+    fn close_io(&self, now_ns: Nanos) -> bool {
+        [self.last_read_issue_ns, self.last_read_comp_ns]
+            .into_iter()
+            .flatten()
+            .any(|t| now_ns < t + CLOSE_IO_NS)
+    }
+
+    /// `get_limit`: `REQ_HIPRIO` (sync, meta) or a recent dirtier's wait get the most;
+    /// background writeback, and any writeback near a read, the least; the rest the normal.
     fn limit(&self, bio: &Bio, now_ns: Nanos) -> u32 {
         let r = &bio.request;
         if r.sync || r.meta || self.recent_wait(now_ns) {
             self.max_depth
-        } else {
-            // Every async write is background or periodic writeback here.
+        } else if r.background || self.close_io(now_ns) {
             self.wb_background
+        } else {
+            self.wb_normal
         }
     }
 
@@ -345,6 +364,9 @@ impl Controller for Wbt {
         self.counters.ios += 1;
         self.counters.bytes += bio.request.len_bytes;
         if !self.enabled || !Self::tracked_write(&bio) {
+            if self.enabled && bio.request.op == Op::Read {
+                self.last_read_issue_ns = Some(now_ns);
+            }
             self.ready.push(bio);
             return;
         }
@@ -383,6 +405,9 @@ impl Controller for Wbt {
         let id = bio.request.id.0;
         match bio.request.op {
             Op::Read => {
+                if self.enabled {
+                    self.last_read_comp_ns = Some(now_ns);
+                }
                 if let Some(issued) = self.reads_issued.remove(&id) {
                     if self.window_end.is_some() {
                         self.reads += 1;
@@ -461,8 +486,52 @@ mod tests {
         Bio { device: 0, request: r }
     }
 
+    /// The flusher's background writeback.
     fn writeback(id: u64) -> Bio {
+        bio(id, Op::Write, BioFlags { background: true, ..BioFlags::sync_if(false) })
+    }
+
+    /// Writeback a task starts itself (`sync_file_range`, fadvise): no `REQ_BACKGROUND`.
+    fn task_writeback(id: u64) -> Bio {
         bio(id, Op::Write, BioFlags::sync_if(false))
+    }
+
+    /// `get_limit`: a task's own writeback gets the normal depth (8 of 16), the flusher's
+    /// background writeback a quarter (4) — and so does the task's within 100 ms of a read
+    /// going down or coming back (`close_io`).
+    #[test]
+    fn a_task_s_writeback_gets_the_normal_limit_unless_a_read_is_close() {
+        let admitted = |w: &mut Wbt, bios: Vec<Bio>, at: Nanos| {
+            let mut out = Vec::new();
+            for b in bios {
+                w.submit(b, at);
+            }
+            w.release(at, &mut out);
+            out.len()
+        };
+        let mut w = Wbt::new(WBT_LAT_ROTATIONAL_NS, 31, false).unwrap();
+        assert_eq!(admitted(&mut w, (0..12).map(task_writeback).collect(), 0), 8, "wb_normal");
+        let mut w = Wbt::new(WBT_LAT_ROTATIONAL_NS, 31, false).unwrap();
+        assert_eq!(admitted(&mut w, (0..12).map(writeback).collect(), 0), 4, "wb_background");
+        // A read issued at 0: task writeback until 100 ms later keeps to the background
+        // limit, then has the normal one again.
+        let mut w = Wbt::new(WBT_LAT_ROTATIONAL_NS, 31, false).unwrap();
+        assert_eq!(admitted(&mut w, vec![bio(100, Op::Read, BioFlags::SYNC)], 0), 1);
+        let near = 99 * NS_PER_MS;
+        assert_eq!(admitted(&mut w, (0..3).map(task_writeback).collect(), near), 3);
+        assert_eq!(admitted(&mut w, (3..12).map(task_writeback).collect(), near), 1, "4 in all");
+        // A read that came back at 150 ms keeps it close until 250 ms.
+        for (at_ms, want) in [(240, 4), (260, 8)] {
+            let mut w = Wbt::new(WBT_LAT_ROTATIONAL_NS, 31, false).unwrap();
+            admitted(&mut w, vec![bio(100, Op::Read, BioFlags::SYNC)], 0);
+            w.completed(&bio(100, Op::Read, BioFlags::SYNC), 150 * NS_PER_MS);
+            let at = at_ms * NS_PER_MS;
+            assert_eq!(
+                admitted(&mut w, (0..12).map(task_writeback).collect(), at),
+                want,
+                "{at_ms}"
+            );
+        }
     }
 
     #[test]

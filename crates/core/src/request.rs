@@ -151,21 +151,23 @@ impl Cgroup {
 }
 
 /// The flags of a bio that the schedulers read, as its submitter decides them (see
-/// [`Request::sync`], [`Request::noidle`], [`Request::meta`]).
+/// [`Request::sync`], [`Request::noidle`], [`Request::meta`], [`Request::background`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BioFlags {
     pub sync: bool,
     pub noidle: bool,
     pub meta: bool,
+    pub background: bool,
 }
 
 impl BioFlags {
     /// A sync bio without hints: a read, an `O_DIRECT` write.
-    pub const SYNC: BioFlags = BioFlags { sync: true, noidle: false, meta: false };
+    pub const SYNC: BioFlags =
+        BioFlags { sync: true, noidle: false, meta: false, background: false };
 
     /// Sync or not, without hints.
     pub const fn sync_if(sync: bool) -> BioFlags {
-        BioFlags { sync, noidle: false, meta: false }
+        BioFlags { sync, noidle: false, meta: false, background: false }
     }
 }
 
@@ -190,6 +192,11 @@ pub struct Request {
     /// (`READ_META` in 2.6.x, `READ | REQ_META | REQ_PRIO` from 3.1). CFQ serves it first
     /// within a queue and lets it preempt a queue that has none.
     pub meta: bool,
+    /// The flusher's background or periodic writeback (`REQ_BACKGROUND`, 4.10+:
+    /// `wbc->for_background || wbc->for_kupdate`), which writeback throttling holds to its
+    /// smallest depth; writeback a task starts itself (`sync_file_range`, `fadvise`, a
+    /// journal commit) is not. Only async writes carry it.
+    pub background: bool,
     /// Force unit access: durable when completed (`REQ_FUA`).
     pub fua: bool,
     pub owner: Owner,
@@ -239,6 +246,7 @@ impl Request {
             sync: flags.sync,
             noidle: flags.noidle,
             meta: flags.meta,
+            background: flags.background,
             fua: false,
             owner,
             submit_ns,
@@ -275,7 +283,12 @@ impl Request {
 
     /// The flags the schedulers read, as one value.
     pub fn flags(&self) -> BioFlags {
-        BioFlags { sync: self.sync, noidle: self.noidle, meta: self.meta }
+        BioFlags {
+            sync: self.sync,
+            noidle: self.noidle,
+            meta: self.meta,
+            background: self.background,
+        }
     }
 
     /// First sector of the range (`blk_rq_pos`).

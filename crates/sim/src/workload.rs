@@ -178,7 +178,7 @@ impl Io {
     /// Its flags as the block layer takes them: a job's own I/O carries no `REQ_NOIDLE` (the
     /// page cache's sync writes do: `BlockIo::flags`).
     pub fn flags(&self) -> BioFlags {
-        BioFlags { sync: self.sync, noidle: false, meta: self.meta }
+        BioFlags { meta: self.meta, ..BioFlags::sync_if(self.sync) }
     }
 
     /// A cache flush (fsync, fdatasync, a barrier's flush): no data, sync.

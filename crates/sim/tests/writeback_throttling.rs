@@ -78,3 +78,46 @@ fn wbt_lat_usec_is_checked() {
     assert!(e.starts_with("t.toml:7:") && e.contains("wbt_lat_usec") && e.contains("4.10"), "{e}");
     assert!(Topology::from_str(&topo("2.6.32", "0"), "t.toml").is_ok(), "0 is off anywhere");
 }
+
+/// The most writes the disk had in flight at once in the first 100 ms (wbt's first window,
+/// before the depth can scale), from its blktrace (`D` to `C`). The disk takes 1280 KiB
+/// requests (the default since `BLK_DEF_MAX_SECTORS` became 2560), so no writeback bio is
+/// split; the flusher starts past 16 MiB of dirty data.
+fn max_writes_in_flight(job: &str) -> u32 {
+    use elevator_fio::blktrace::{records, TA_COMPLETE, TA_ISSUE, TC_NOTIFY, TC_SHIFT, TC_WRITE};
+    let topo =
+        "[machine]\nkernel = \"6.1\"\nmemory = \"8GiB\"\ndirty_background_bytes = \"16MiB\"\n\
+                [[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n\
+                scheduler = \"mq-deadline\"\nmax_sectors_kb = 1280\n";
+    let t = Topology::from_str(topo, "t.toml").unwrap();
+    let jobs = elevator_fio::parse_str(job, "j.fio", Path::new("."), &|_| None).unwrap();
+    let r = simulate(&jobs, &t, &SimOptions { blktrace: true, ..SimOptions::default() }).unwrap();
+    let trace = r.devices[0].blktrace.as_ref().expect("traced");
+    let (mut now, mut most) = (0u32, 0u32);
+    for (rec, _) in records(&trace.bytes, "sda").unwrap() {
+        let category = rec.action >> TC_SHIFT;
+        if category & TC_NOTIFY != 0 || category & TC_WRITE == 0 || rec.time_ns >= 100_000_000 {
+            continue;
+        }
+        match rec.action & 0xffff {
+            TA_ISSUE => now += 1,
+            TA_COMPLETE => now -= 1,
+            _ => {}
+        }
+        most = most.max(now);
+    }
+    most
+}
+
+/// A task's own writeback (`sync_file_range(SYNC_FILE_RANGE_WRITE)`) carries no
+/// `REQ_BACKGROUND`: with no read near, wbt lets `wb_normal` of them down at once (8 of the
+/// SATA disk's 16), where the flusher's background writeback gets `wb_background` (4).
+#[test]
+fn a_task_s_own_writeback_gets_the_normal_depth_and_the_flusher_s_a_quarter() {
+    let job = |extra: &str| {
+        format!("[writer]\nfilename=sda\nrw=write\nbs=64k\nsize=1g\nruntime=1\n{extra}")
+    };
+    let task = max_writes_in_flight(&job("sync_file_range=write:16\n"));
+    let flusher = max_writes_in_flight(&job(""));
+    assert_eq!((task, flusher), (8, 4));
+}

@@ -46,6 +46,7 @@ use std::collections::BTreeSet;
 
 use elevator_core::{Nanos, Op, Owner};
 
+use super::write::WritebackBy;
 use super::{BlockIo, Busy, IoKind, Output, SyscallResult, TaskId, Timer, Vm, Wake};
 use crate::pages::{FileId, IoTag, PageState};
 use crate::readahead::PAGE_BYTES;
@@ -552,7 +553,7 @@ impl Vm {
                 },
             ));
             let (issued, sent, _) =
-                self.writeback_as(f, 0, last, u64::MAX, sync, owner, false, out);
+                self.writeback_as(f, 0, last, u64::MAX, sync, owner, WritebackBy::Journal, out);
             tags.extend(issued);
             pages += sent;
         }
@@ -676,7 +677,19 @@ impl Vm {
         self.ios[tag as usize].as_mut().expect("new").journals.push(j);
         let owner = self.journals[j as usize].owner;
         let sync = self.scheduler_sync(op, sync);
-        out.ios.push(BlockIo { tag, bdi, op, offset_bytes, len_bytes, sync, meta: false, owner });
+        let background = false;
+        let meta = false;
+        out.ios.push(BlockIo {
+            tag,
+            bdi,
+            op,
+            offset_bytes,
+            len_bytes,
+            sync,
+            meta,
+            background,
+            owner,
+        });
         tag
     }
 
@@ -695,7 +708,9 @@ impl Vm {
             })
             .collect();
         let sync = self.cfg.kernel.jbd_checkpoint_sync();
-        tags.extend(self.writeback_as(mf, 0, last, u64::MAX, sync, owner, false, out).0);
+        tags.extend(
+            self.writeback_as(mf, 0, last, u64::MAX, sync, owner, WritebackBy::Journal, out).0,
+        );
         tags.sort_unstable();
         tags.dedup();
         for &tag in &tags {

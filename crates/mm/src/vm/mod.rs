@@ -190,6 +190,9 @@ pub struct BlockIo {
     /// `REQ_META` (see [`elevator_core::Request::meta`]): a read of the file system's
     /// inode or directory blocks (`READ_META`; `READ | REQ_META | REQ_PRIO` from 3.1).
     pub meta: bool,
+    /// `REQ_BACKGROUND` (see [`elevator_core::Request::background`]): the flusher's own
+    /// background or periodic writeback.
+    pub background: bool,
     pub owner: Owner,
 }
 
@@ -203,7 +206,12 @@ impl BlockIo {
 
     /// Its flags as the block layer takes them.
     pub fn flags(&self) -> elevator_core::BioFlags {
-        elevator_core::BioFlags { sync: self.sync, noidle: self.noidle(), meta: self.meta }
+        elevator_core::BioFlags {
+            sync: self.sync,
+            noidle: self.noidle(),
+            meta: self.meta,
+            background: self.background,
+        }
     }
 }
 
@@ -1015,6 +1023,7 @@ impl Vm {
                         len_bytes: 0,
                         sync: true,
                         meta: false,
+                        background: false,
                         owner: self.tasks[t as usize].owner,
                     });
                     self.tasks[t as usize].busy =

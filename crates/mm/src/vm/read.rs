@@ -305,6 +305,7 @@ impl Vm {
                     len_bytes: (q - p) * PAGE_BYTES,
                     sync: true,
                     meta,
+                    background: false,
                     owner,
                 });
                 p = q;

@@ -12,6 +12,19 @@ use crate::readahead::PAGE_BYTES;
 /// Pages of one writeback bio (`BIO_MAX_PAGES`, 1 MiB).
 const WRITE_BIO_PAGES: u64 = 256;
 
+/// Who writes pages back, which decides how the writes go down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WritebackBy {
+    /// The flusher's background or periodic writeback: async writes carry
+    /// `REQ_BACKGROUND`.
+    Flusher,
+    /// A task itself: fsync, `O_SYNC`, `sync_file_range`, fadvise, a writer in
+    /// `balance_dirty_pages` before 3.2.
+    Task,
+    /// The journal thread's commit: not held back by a full request pool here.
+    Journal,
+}
+
 impl Vm {
     /// `count` sequential writes of `len` at `offset` (`sync`: O_SYNC, one at a time).
     #[allow(clippy::too_many_arguments)]
@@ -338,11 +351,12 @@ impl Vm {
             Some(t) => self.tasks[t as usize].owner,
             None => self.flusher_owner(wb),
         };
-        self.writeback_as(file, a, b, max_pages, sync, owner, true, out)
+        let by = if issuer.is_some() { WritebackBy::Task } else { WritebackBy::Flusher };
+        self.writeback_as(file, a, b, max_pages, sync, owner, by, out)
     }
 
-    /// [`Vm::writeback_pages`] issued as `owner`; `pooled`: async writeback stops at a full
-    /// request pool (the journal thread's commit writes do not: it sleeps in the block
+    /// [`Vm::writeback_pages`] issued as `owner` by `by`: async writeback stops at a full
+    /// request pool, except the journal thread's commit writes (it sleeps in the block
     /// layer's queue instead, which the driver models).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn writeback_as(
@@ -353,9 +367,11 @@ impl Vm {
         max_pages: u64,
         sync: bool,
         owner: elevator_core::Owner,
-        pooled: bool,
+        by: WritebackBy,
         out: &mut Output,
     ) -> (Vec<IoTag>, u64, u64) {
+        let pooled = by != WritebackBy::Journal;
+        let background = by == WritebackBy::Flusher && !sync;
         let spec = self.files[file as usize].spec;
         let bdi = spec.bdi as usize;
         let max_sectors_pages = (u64::from(self.bdis[bdi].spec.max_sectors_kb) / 4).max(1);
@@ -399,6 +415,7 @@ impl Vm {
                 len_bytes: (e - s) * PAGE_BYTES,
                 sync: self.scheduler_sync(Op::Write, sync),
                 meta: false,
+                background,
                 owner,
             });
             tags.push(tag);
