@@ -26,6 +26,42 @@ pub fn toml_header(line: &str) -> Option<&str> {
         .then_some(name)
 }
 
+/// The key whose value is at byte `offset` of `text`: the last key its line assigns before
+/// that column (an inline table's own keys included); on a line that assigns none (an array
+/// written over several lines), the last key of the nearest line above that does, up to the
+/// table's header.
+pub fn toml_key_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let line = &text[start..end];
+    let column = offset - start;
+    let mut best: Option<(usize, String)> = None;
+    let mut from = 0;
+    for key in toml_keys(line) {
+        let Some(at) = line[from..].find(&key.name).map(|i| from + i) else { continue };
+        from = at + key.name.len();
+        if at < column && best.as_ref().is_none_or(|(b, _)| at >= *b) {
+            best = Some((at, key.name));
+        }
+    }
+    if let Some((_, key)) = best {
+        return Some(key);
+    }
+    if !toml_keys(line).is_empty() || toml_header(line).is_some() {
+        return None;
+    }
+    for above in text[..start].lines().rev() {
+        if toml_header(above).is_some() {
+            return None;
+        }
+        if let Some(key) = toml_keys(above).pop() {
+            return Some(key.name);
+        }
+    }
+    None
+}
+
 /// A key a TOML line assigns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TomlKey {
@@ -132,6 +168,18 @@ mod tests {
         assert_eq!(toml_header(" [device.params] # x"), Some("device.params"));
         assert_eq!(toml_header("[1, 2]"), None);
         assert_eq!(toml_header("a = 1"), None);
+    }
+
+    #[test]
+    fn the_key_a_value_is_written_under() {
+        let line = "a = { b = 1, c = \"x\" }";
+        assert_eq!(toml_key_at(line, 18).as_deref(), Some("c"));
+        assert_eq!(toml_key_at(line, 10).as_deref(), Some("b"));
+        assert_eq!(toml_key_at("x = 1\ndirty_ratio = -1\n", 20).as_deref(), Some("dirty_ratio"));
+        assert_eq!(toml_key_at("[machine]", 3), None);
+        let array = "[grid]\nrw = [\n  \"read\",\n  5,\n]\n";
+        assert_eq!(toml_key_at(array, array.find('5').unwrap()).as_deref(), Some("rw"));
+        assert_eq!(toml_key_at("[a]\n  5,\n", 6), None, "nothing assigned in the table");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The TOML configuration.
 
-use elevator_core::text::{line_of, one_line};
+use elevator_core::text::{line_of, one_line, toml_key_at};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -318,9 +318,13 @@ impl ServerConfig {
     pub fn from_toml_str(text: &str) -> Result<ServerConfig, crate::ServerError> {
         let c: ServerConfig = toml::from_str(text).map_err(|e| {
             let message = one_line(e.message());
-            crate::ServerError::Config(match e.span() {
-                Some(at) => format!("line {}: {message}", line_of(text, at.start)),
-                None => message,
+            let key = e.span().and_then(|at| toml_key_at(text, at.start));
+            crate::ServerError::Config(match (e.span(), key) {
+                (Some(at), Some(key)) if !message.contains(&key) => {
+                    format!("line {}: `{key}`: {message}", line_of(text, at.start))
+                }
+                (Some(at), _) => format!("line {}: {message}", line_of(text, at.start)),
+                (None, _) => message,
             })
         })?;
         c.validate()?;
@@ -634,6 +638,9 @@ mod tests {
         let typo = e("[[export]]\nname = \"a\"\npath = \"/x\"\nschedulerr = \"cfq\"\n");
         assert!(typo.contains("line 4: unknown field `schedulerr`"), "{typo}");
         assert!(!typo.contains('\n') && !typo.contains("\"cfq\""), "{typo}");
+        // A value of the wrong type: the key it is written under.
+        let wrong = e("[[export]]\nname = \"a\"\npath = \"/x\"\nweight = \"heavy\"\n");
+        assert!(wrong.contains("line 4: `weight`: "), "{wrong}");
         let ex = "[[export]]\nname=\"a\"\npath=\"/x\"\n";
         assert!(e(&format!("{ex}reservation_iops = 10"))
             .contains("export `a`: reservation_iops and limit_iops need controller = \"mclock\""));

@@ -42,7 +42,7 @@ use elevator_control::iocost::{
 use elevator_control::iolatency::parse_io_latency_keys;
 use elevator_control::prio_class::IoPrioClassPolicy;
 use elevator_control::throttle::IoMax;
-use elevator_core::text::{line_of, one_line};
+use elevator_core::text::{line_of, one_line, toml_key_at};
 use elevator_core::{Nanos, RandomStream};
 use elevator_device::array::{Array, ControllerCache, FrontEnd, Layout};
 use elevator_device::hdd::{Hdd, HddParams};
@@ -1424,10 +1424,15 @@ fn size_value(v: &SizeValue) -> Result<u64, String> {
 
 /// A TOML error as `FILE:LINE: message`, without the excerpt of the file the toml crate
 /// shows (the file may be anything: `--topology /etc/shadow`).
+/// A message about a value that does not name its key ("invalid value: integer `-1`,
+/// expected u32") gets the key the value is written under.
 pub fn toml_error(name: &str, text: &str, e: &toml::de::Error) -> String {
-    match e.span() {
-        Some(span) => format!("{name}:{}: {}", line_of(text, span.start), one_line(e.message())),
-        None => format!("{name}: {}", one_line(e.message())),
+    let message = one_line(e.message());
+    let Some(span) = e.span() else { return format!("{name}: {message}") };
+    let line = line_of(text, span.start);
+    match toml_key_at(text, span.start).filter(|k| !message.contains(k.as_str())) {
+        Some(key) => format!("{name}:{line}: `{key}`: {message}"),
+        None => format!("{name}:{line}: {message}"),
     }
 }
 
@@ -1987,6 +1992,21 @@ over = ["lv0"]
 limit = 32
 pid = 4242
 "#;
+
+    /// serde's type errors name no key: the error names the key the value is written under,
+    /// in an inline table too, and leaves a message that names its key alone.
+    #[test]
+    fn a_value_of_the_wrong_type_is_named_by_its_key() {
+        let bad = |body: &str| Topology::from_str(body, "t.toml").unwrap_err();
+        let e = bad("[machine]\ndirty_ratio = -1\n");
+        assert!(e.starts_with("t.toml:2: `dirty_ratio`: invalid value"), "{e}");
+        let e = bad("[[device]]\nname = \"sda\"\nmodel = \"hdd\"\nnr_requests = \"many\"\n");
+        assert!(e.starts_with("t.toml:4: `nr_requests`: "), "{e}");
+        let e = bad("[machine]\nmemory = \"4GiB\"\nhz = 100\ncpus = 2.5\n");
+        assert!(e.starts_with("t.toml:4: `cpus`: "), "{e}");
+        let e = bad("[machine]\ndirtyratio = 5\n");
+        assert!(e.starts_with("t.toml:2: unknown field `dirtyratio`"), "{e}");
+    }
 
     #[test]
     fn volumes_stack_and_resolve() {

@@ -110,24 +110,10 @@ pub fn tunable_text(v: &Value) -> String {
     }
 }
 
-/// The dotted key a value on `line` (1-based) belongs to: the nearest `key =` at or above it,
-/// under the nearest `[table]` header above that (for the type errors serde reports without
-/// one).
-fn key_at(text: &str, line: usize) -> Option<String> {
-    let lines: Vec<&str> = text.lines().take(line).collect();
-    let is_key = |l: &str| {
-        let (k, _) = l.split_once('=')?;
-        let k = k.trim();
-        let bare = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"');
-        (!k.is_empty() && k.chars().all(bare)).then(|| k.replace('"', ""))
-    };
-    let at = lines.iter().rposition(|l| is_key(l).is_some())?;
-    let key = is_key(lines[at])?;
-    let table = lines[..at].iter().rev().find_map(|l| {
-        let l = l.trim();
-        (l.starts_with('[') && l.ends_with(']'))
-            .then(|| l.trim_matches(['[', ']']).trim().to_string())
-    });
+/// The key a value at byte `offset` is written under, with its table (`grid.rw`).
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let key = elevator_core::text::toml_key_at(text, offset)?;
+    let table = text[..offset].lines().rev().find_map(elevator_core::text::toml_header);
     Some(match table {
         Some(t) => format!("{t}.{key}"),
         None => key,
@@ -207,11 +193,12 @@ pub fn plan(path: &Path) -> Result<Vec<RunSpec>, String> {
 pub fn plan_text(text: &str, name: &str, dir: &Path) -> Result<Vec<RunSpec>, String> {
     let ctx = Ctx { name: name.to_string(), text };
     let grid: GridFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(1);
+        let offset = e.span().map_or(0, |s| s.start);
+        let line = line_of(text, offset);
         let message: Vec<&str> =
             e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
         let message = message.join("; ");
-        match key_at(text, line) {
+        match e.span().and_then(|s| key_at(text, s.start)) {
             Some(key)
                 if ["invalid type", "invalid value", "invalid length"]
                     .iter()
