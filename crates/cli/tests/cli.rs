@@ -2496,3 +2496,50 @@ fn exitall_on_error_stops_the_other_jobs_as_real_fio_does() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `bwavgtime=` and `iopsavgtime=` set the windows of the bandwidth and IOPS samples, and
+/// a bandwidth log without `log_avg_msec` samples every I/O, as in real fio: the same
+/// sample counts for a rate-limited null job of 3 s (real fio's own helper thread may take
+/// one sample fewer on a loaded machine), and the text's sample lines in fio's layout.
+#[test]
+fn sample_windows_follow_bwavgtime_and_iopsavgtime_as_real_fio() {
+    let dir = scratch_dir("avgtime");
+    let job = dir.join("j.fio");
+    let body = "[j]\nioengine=null\nrw=read\nbs=4k\nsize=1g\nruntime=3\ntime_based\n\
+                rate_iops=1000\nbwavgtime=250\niopsavgtime=100\n";
+    std::fs::write(&job, body).unwrap();
+    let samples = |v: &Value| {
+        let r = &v["jobs"][0]["read"];
+        (r["bw_samples"].as_i64().unwrap(), r["iops_samples"].as_i64().unwrap())
+    };
+    let ours = samples(&fio_json_of(&run_under("elevator", &job, "json").stdout));
+    assert_eq!(ours, (11, 29));
+    let real = real_fio_json_timed(&job, |j| {
+        let r = &j["read"];
+        let (bw, iops) = (r["bw_samples"].as_i64().unwrap(), r["iops_samples"].as_i64().unwrap());
+        ((bw - 11).abs() <= 1 && (iops - 29).abs() <= 1)
+            .then_some(())
+            .ok_or(format!("samples {bw}, {iops}"))
+    });
+    let _ = samples(&real);
+    let text = String::from_utf8(run_under("elevator", &job, "normal").stdout).unwrap();
+    assert!(
+        text.contains("   bw (  KiB/s): min= 4000, max= 4000, per=100.00%, avg=4000.00, stdev= 0.00, samples=11"),
+        "{text}"
+    );
+    assert!(text
+        .contains("   iops        : min= 1000, max= 1000, avg=1000.00, stdev= 0.00, samples=29"));
+    // A bandwidth log of every I/O: a sample per I/O.
+    std::fs::write(&job, format!("{body}write_bw_log={}\n", dir.join("b").display())).unwrap();
+    let per_io = samples(&fio_json_of(&run_under("elevator", &job, "json").stdout));
+    assert_eq!(per_io.0, 3000, "a log of every I/O samples every I/O, bwavgtime= or not");
+    std::fs::write(
+        &job,
+        body.replace("bwavgtime=250\n", "")
+            + &format!("write_bw_log={}\n", dir.join("b").display()),
+    )
+    .unwrap();
+    let per_io = samples(&fio_json_of(&run_under("elevator", &job, "json").stdout));
+    assert_eq!(per_io.0, 3000, "one per I/O");
+    let _ = std::fs::remove_dir_all(&dir);
+}

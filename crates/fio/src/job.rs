@@ -560,6 +560,9 @@ pub struct JobSpec {
     pub latency_percentile: f64,
     /// `steadystate=` and its duration and ramp.
     pub steadystate: SteadyState,
+    /// `kb_base=`: 1024 (the default) or 1000, which the report's bandwidth samples are
+    /// labelled and scaled by (`KiB/s` or `kB/s`).
+    pub kb_base: u64,
 }
 
 /// One `cmdprio_bssplit=` entry: `blocksize/percentage[/class/level[/hint]]` (the hint dropped).
@@ -584,7 +587,26 @@ pub struct LogOptions {
     pub max_value: bool,
     /// `per_job_logs` (default on): `PREFIX_bw.N.log` per process, else `PREFIX_bw.log`.
     pub per_job: bool,
+    /// `bwavgtime=` / `iopsavgtime=` (ms), if given: the window of the bandwidth and IOPS
+    /// statistics' samples (see [`LogOptions::bw_sampling`]).
+    pub bw_avg_ms: Option<u64>,
+    pub iops_avg_ms: Option<u64>,
 }
+
+/// How a job's bandwidth or IOPS statistics take their samples (fio's `bw_avg_time` and
+/// `iops_avg_time` after `init.c` settles them against the logs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sampling {
+    /// One sample per window of this many ms: the rate over the window.
+    Window { ms: u64 },
+    /// One sample per I/O (a `write_bw_log` or `write_iops_log` without `log_avg_msec`,
+    /// whatever `bwavgtime=`/`iopsavgtime=` say): the I/O's own rate, `bytes × 10⁶ / latency
+    /// ns` for bandwidth, 1 for IOPS.
+    PerIo,
+}
+
+/// fio's default `bw_avg_time` and `iops_avg_time`: 500 ms.
+pub const DEFAULT_AVG_TIME_MS: u64 = 500;
 
 impl LogOptions {
     /// The prefix slot of `write_lat_log`, `write_bw_log` or `write_iops_log`.
@@ -598,6 +620,30 @@ impl LogOptions {
 
     pub fn any(&self) -> bool {
         self.lat.is_some() || self.bw.is_some() || self.iops.is_some()
+    }
+
+    /// The bandwidth statistics' sampling: with a bandwidth log of every I/O, every I/O;
+    /// else `bwavgtime=` if given, or the log's `log_avg_msec`, or 500 ms.
+    pub fn bw_sampling(&self) -> Sampling {
+        Self::sampling(self.bw_avg_ms, self.bw.is_some(), self.avg_msec)
+    }
+
+    /// The IOPS statistics' sampling, as [`LogOptions::bw_sampling`] with the IOPS log.
+    pub fn iops_sampling(&self) -> Sampling {
+        Self::sampling(self.iops_avg_ms, self.iops.is_some(), self.avg_msec)
+    }
+
+    /// `init.c`: a log averages over `log_avg_msec`, or the smaller of it and the option
+    /// when that is given; a log that averages over nothing logs, and samples, every I/O
+    /// (`per_unit_log`: the windows are not taken at all); otherwise the statistics' window
+    /// is the option, or the log's `log_avg_msec`, or 500 ms.
+    fn sampling(own: Option<u64>, logged: bool, log_avg_msec: u64) -> Sampling {
+        let log_window = own.map_or(log_avg_msec, |ms| ms.min(log_avg_msec));
+        if logged && log_window == 0 {
+            return Sampling::PerIo;
+        }
+        let ms = own.unwrap_or(if logged { log_avg_msec } else { DEFAULT_AVG_TIME_MS });
+        Sampling::Window { ms }
     }
 }
 
@@ -763,6 +809,7 @@ impl JobSpec {
             latency_window_ns: 0,
             latency_percentile: 100.0,
             steadystate: SteadyState::DEFAULT,
+            kb_base: 1024,
         }
     }
 }

@@ -168,6 +168,8 @@ const MODELLED: &[(&str, &str)] = &[
     ("write_bw_log", "write_bw_log"),
     ("write_iops_log", "write_iops_log"),
     ("log_avg_msec", "log_avg_msec"),
+    ("bwavgtime", "bwavgtime"),
+    ("iopsavgtime", "iopsavgtime"),
     ("log_max_value", "log_max_value"),
     ("per_job_logs", "per_job_logs"),
     ("cmdprio_percentage", "cmdprio_percentage"),
@@ -201,7 +203,6 @@ const UNMODELLED: &[&str] = &[
     "buffer_pattern",
     "busy_poll",
     "busy_wait_polling",
-    "bwavgtime",
     "cgroup_nodelete",
     "chunk_size",
     "clientname",
@@ -272,7 +273,6 @@ const UNMODELLED: &[&str] = &[
     "interface",
     "io_submit_mode",
     "iomem",
-    "iopsavgtime",
     "job_max_open_zones",
     "latency_run",
     "librpma_apm_client",
@@ -1278,6 +1278,9 @@ impl Builder {
             "log_avg_msec" => {
                 spec.logs.avg_msec = int_in(v, kb, 0, MAX_LOG_AVG_MSEC)?;
             }
+            // A window of 0 ms, which fio takes, samples nothing sensible; at least 1 here.
+            "bwavgtime" => spec.logs.bw_avg_ms = Some(int_in(v, kb, 1, MAX_LOG_AVG_MSEC)?),
+            "iopsavgtime" => spec.logs.iops_avg_ms = Some(int_in(v, kb, 1, MAX_LOG_AVG_MSEC)?),
             "sync_file_range" => {
                 // fio's str_sfr_cb: flags, then `:N` (default 1).
                 let (flags, nr) = match v.split_once(':') {
@@ -1333,7 +1336,8 @@ impl Builder {
                     "1024" => 1024,
                     "1000" => 1000,
                     _ => return Err("expected 1024 or 1000".into()),
-                }
+                };
+                spec.kb_base = self.kb_base;
             }
             _ => return Err(format!("internal: option `{name}` has no handler")),
         }

@@ -81,7 +81,38 @@ enum Current {
     Job(Box<Builder>),
 }
 
+/// fio's option priorities (`.prio` in `options.c`): a section's options are parsed in
+/// that order, highest first, and as written among equals (`sort_options` before
+/// `fio_options_parse`). `kb_base` and `unit_base` come first, so `bs=4k` under
+/// `kb_base=1000` is 4000 bytes wherever the two are written; `filename` and
+/// `filename_format` come last, after `directory`.
+fn option_priority(key: &str) -> i8 {
+    match key {
+        "kb_base" | "unit_base" | "lockfile" | "cpus_allowed_policy" => 1,
+        "filename" | "filename_format" => -1,
+        _ => 0,
+    }
+}
+
+/// Each section's options in the order fio parses them ([`option_priority`]).
+fn in_parse_order(mut items: Vec<Item>) -> Vec<Item> {
+    let mut start = 0;
+    while start < items.len() {
+        let end = items[start..]
+            .iter()
+            .position(|i| matches!(i, Item::Section { .. }))
+            .map_or(items.len(), |p| start + p);
+        items[start..end].sort_by_key(|i| match i {
+            Item::Option { key, .. } => -option_priority(key),
+            Item::Section { .. } => 0,
+        });
+        start = end + 1;
+    }
+    items
+}
+
 fn build(items: Vec<Item>, file_name: &str, keywords: &Keywords) -> Result<JobFile, ParseError> {
+    let items = in_parse_order(items);
     let mut out = JobFile { jobs: Vec::new(), global_options: Vec::new(), warnings: Vec::new() };
     // Every global option seen so far, replayed onto each new job (fio copies the global
     // state at the point the job section starts).

@@ -3,10 +3,81 @@
 //! samples per `bw_avg_time` window, and fio's latency distribution buckets.
 
 use elevator_core::{Nanos, NS_PER_MS};
+use elevator_fio::Sampling;
 use hdrhistogram::Histogram;
 
 /// fio's `bw_avg_time` / `iops_avg_time` default: one bandwidth sample per 500 ms.
 pub const SAMPLE_WINDOW_NS: Nanos = 500 * NS_PER_MS;
+
+/// One statistic's samples as they are being taken: the amount (bytes or I/Os) of the window
+/// ending at `end_ns`, windows of `len_ns` (fio's `bw_sample_time` and `bw_avg_time`, or
+/// the IOPS pair); `len_ns` 0 takes a sample per I/O instead (`Sampling::PerIo`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Window {
+    len_ns: Nanos,
+    end_ns: Nanos,
+    amount: u64,
+}
+
+impl Window {
+    fn new(start_ns: Nanos, sampling: Sampling) -> Window {
+        let len_ns = match sampling {
+            Sampling::Window { ms } => ms.max(1) * NS_PER_MS,
+            Sampling::PerIo => 0,
+        };
+        Window { len_ns, end_ns: start_ns + len_ns, amount: 0 }
+    }
+
+    fn sampling(&self) -> Sampling {
+        match self.len_ns {
+            0 => Sampling::PerIo,
+            ns => Sampling::Window { ms: ns / NS_PER_MS },
+        }
+    }
+
+    /// Closes the window, adding its rate (per second, divided by `unit`) to `out`.
+    fn close(&mut self, out: &mut Summary, unit: f64) {
+        let per_sec = 1_000_000_000.0 / self.len_ns as f64;
+        out.add((self.amount as f64 * per_sec / unit) as u64);
+        self.amount = 0;
+        self.end_ns += self.len_ns;
+    }
+
+    /// Counts `amount` done at `done_ns`, closing the windows that ended before it.
+    fn add(&mut self, amount: u64, done_ns: Nanos, out: &mut Summary, unit: f64) {
+        while done_ns >= self.end_ns {
+            self.close(out, unit);
+        }
+        self.amount += amount;
+    }
+
+    /// Counts `n` I/Os of `amount` each, completing one after another from `first_ns`
+    /// (the i-th at `first + (i + 1) × each`), in time proportional to the windows crossed.
+    fn add_run(
+        &mut self,
+        amount: u64,
+        n: u64,
+        first_ns: Nanos,
+        each: Nanos,
+        out: &mut Summary,
+        unit: f64,
+    ) {
+        let mut done = 0;
+        while done < n {
+            // Completions before the current window's end: i with first + (i+1)*each < end.
+            let end = self.end_ns;
+            let before =
+                if end > first_ns + each { ((end - first_ns - 1) / each).min(n) } else { 0 };
+            let take = before.saturating_sub(done).min(n - done);
+            if take == 0 && first_ns + (done + 1) * each >= end {
+                self.close(out, unit);
+                continue;
+            }
+            self.amount += take * amount;
+            done += take;
+        }
+    }
+}
 
 /// Completion latencies are histogrammed from 1 ns to 2^44 ns (4.9 hours; longer ones count
 /// as that) with two significant digits: 1 % precision, finer than fio's own 1/64-octave
@@ -101,6 +172,17 @@ impl Summary {
     }
 }
 
+/// fio's `add_bw_sample` for a log of every I/O: `bytes × 10⁶ / latency ns` (about KB/s),
+/// 0 for an I/O that took no time.
+fn per_io_rate(len_bytes: u64, latency_ns: Nanos) -> u64 {
+    if latency_ns == 0 {
+        0
+    } else {
+        (u128::from(len_bytes) * 1_000_000 / u128::from(latency_ns)).min(u128::from(u64::MAX))
+            as u64
+    }
+}
+
 /// Statistics of one data direction (read, write or trim) of one job or group.
 #[derive(Clone, Debug)]
 pub struct DirStats {
@@ -113,16 +195,23 @@ pub struct DirStats {
     /// Total latencies (submission + completion), kept only for jobs that report their
     /// percentiles (`lat_percentiles`): 40 KB more per direction otherwise spent for nothing.
     pub lat_hist: Option<Box<Histogram<u64>>>,
-    /// Per-window bandwidth (KiB/s) and IOPS samples.
+    /// Bandwidth (KiB/s) and IOPS samples, per window or per I/O (`bwavgtime`,
+    /// `iopsavgtime`, the logs: [`elevator_fio::LogOptions::bw_sampling`]).
     pub bw_kib_samples: Summary,
     pub iops_samples: Summary,
-    window_end_ns: Nanos,
-    window_bytes: u64,
-    window_ios: u64,
+    bw_window: Window,
+    iops_window: Window,
 }
 
 impl DirStats {
+    /// Statistics from `start_ns`, sampling rates every 500 ms.
     pub fn new(start_ns: Nanos) -> DirStats {
+        let every = Sampling::Window { ms: SAMPLE_WINDOW_NS / NS_PER_MS };
+        DirStats::sampled(start_ns, every, every)
+    }
+
+    /// Statistics from `start_ns` that sample bandwidth and IOPS as given.
+    pub fn sampled(start_ns: Nanos, bw: Sampling, iops: Sampling) -> DirStats {
         DirStats {
             io_bytes: 0,
             total_ios: 0,
@@ -133,10 +222,19 @@ impl DirStats {
             lat_hist: None,
             bw_kib_samples: Summary::default(),
             iops_samples: Summary::default(),
-            window_end_ns: start_ns + SAMPLE_WINDOW_NS,
-            window_bytes: 0,
-            window_ios: 0,
+            bw_window: Window::new(start_ns, bw),
+            iops_window: Window::new(start_ns, iops),
         }
+    }
+
+    /// Empty statistics from `start_ns`, kept and sampled as these are.
+    pub fn restarted(&self, start_ns: Nanos) -> DirStats {
+        let mut d =
+            DirStats::sampled(start_ns, self.bw_window.sampling(), self.iops_window.sampling());
+        if self.lat_hist.is_some() {
+            d.keep_lat_histogram();
+        }
+        d
     }
 
     /// Keeps a histogram of total latencies too (`lat_percentiles`).
@@ -147,15 +245,20 @@ impl DirStats {
     /// Records one completed I/O.
     #[inline]
     pub fn record(&mut self, len_bytes: u64, issue_ns: Nanos, submit_ns: Nanos, done_ns: Nanos) {
-        while done_ns >= self.window_end_ns {
-            self.close_window();
-        }
         self.io_bytes += len_bytes;
         self.total_ios += 1;
-        self.window_bytes += len_bytes;
-        self.window_ios += 1;
         let slat = submit_ns - issue_ns;
         let clat = done_ns - submit_ns;
+        if self.bw_window.len_ns == 0 {
+            self.bw_kib_samples.add(per_io_rate(len_bytes, clat));
+        } else {
+            self.bw_window.add(len_bytes, done_ns, &mut self.bw_kib_samples, 1024.0);
+        }
+        if self.iops_window.len_ns == 0 {
+            self.iops_samples.add(1);
+        } else {
+            self.iops_window.add(1, done_ns, &mut self.iops_samples, 1.0);
+        }
         self.slat_ns.add(slat);
         self.clat_ns.add(clat);
         self.lat_ns.add(slat + clat);
@@ -173,23 +276,16 @@ impl DirStats {
             return;
         }
         let each = each_ns.max(1);
-        let mut done = 0;
-        while done < n {
-            // Completions before the current window's end: i with first + (i+1)*each < end.
-            let end = self.window_end_ns;
-            let before = if end > first_issue_ns + each {
-                ((end - first_issue_ns - 1) / each).min(n)
-            } else {
-                0
-            };
-            let take = before.saturating_sub(done).min(n - done);
-            if take == 0 && first_issue_ns + (done + 1) * each >= end {
-                self.close_window();
-                continue;
-            }
-            self.window_bytes += take * len_bytes;
-            self.window_ios += take;
-            done += take;
+        let (first, bw, iops) = (first_issue_ns, &mut self.bw_kib_samples, &mut self.iops_samples);
+        if self.bw_window.len_ns == 0 {
+            bw.add_n(per_io_rate(len_bytes, each_ns), n);
+        } else {
+            self.bw_window.add_run(len_bytes, n, first, each, bw, 1024.0);
+        }
+        if self.iops_window.len_ns == 0 {
+            iops.add_n(1, n);
+        } else {
+            self.iops_window.add_run(1, n, first, each, iops, 1.0);
         }
         self.io_bytes += n * len_bytes;
         self.total_ios += n;
@@ -200,15 +296,6 @@ impl DirStats {
         if let Some(h) = self.lat_hist.as_mut() {
             let _ = h.record_n(each_ns.clamp(1, CLAT_HIST_MAX_NS), n);
         }
-    }
-
-    fn close_window(&mut self) {
-        let per_sec = 1_000_000_000.0 / SAMPLE_WINDOW_NS as f64;
-        self.bw_kib_samples.add((self.window_bytes as f64 * per_sec / 1024.0) as u64);
-        self.iops_samples.add((self.window_ios as f64 * per_sec) as u64);
-        self.window_bytes = 0;
-        self.window_ios = 0;
-        self.window_end_ns += SAMPLE_WINDOW_NS;
     }
 
     /// Adds another job's statistics into this one (group reporting).
@@ -435,6 +522,37 @@ mod tests {
         assert_eq!(d.bw_kib_samples.min, 40);
     }
 
+    /// `bwavgtime` and `iopsavgtime` each have their own window; a per-I/O log samples
+    /// every I/O's own rate.
+    #[test]
+    fn bandwidth_and_iops_sample_in_their_own_windows_or_per_io() {
+        let (bw, iops) = (Sampling::Window { ms: 250 }, Sampling::Window { ms: 100 });
+        let mut d = DirStats::sampled(0, bw, iops);
+        let mut per_io = DirStats::sampled(0, Sampling::PerIo, Sampling::PerIo);
+        // An I/O of 4 KiB every millisecond for a second, each taking 40 µs.
+        for i in 0..1000u64 {
+            let at = i * NS_PER_MS;
+            d.record(4096, at, at, at + 40_000);
+            per_io.record(4096, at, at, at + 40_000);
+        }
+        // Windows closed by the last completion (999.04 ms): 3 of 250 ms, 9 of 100 ms.
+        assert_eq!((d.bw_kib_samples.n, d.iops_samples.n), (3, 9));
+        assert_eq!((d.bw_kib_samples.min, d.iops_samples.min), (4000, 1000));
+        assert_eq!((per_io.bw_kib_samples.n, per_io.iops_samples.n), (1000, 1000));
+        assert_eq!(per_io.bw_kib_samples.max, 4096 * 1_000_000 / 40_000);
+        assert_eq!(per_io.iops_samples.max, 1);
+        // A fresh start keeps the sampling.
+        let again = d.restarted(5);
+        assert_eq!(
+            (again.bw_window.len_ns, again.iops_window.len_ns),
+            (250 * NS_PER_MS, 100 * NS_PER_MS)
+        );
+        let mut run = DirStats::sampled(0, bw, iops);
+        // Completions at 1, 2, ... 1000 ms: the last closes the windows ending at 1 s.
+        run.record_run(4096, 1000, 0, NS_PER_MS);
+        assert_eq!((run.bw_kib_samples.n, run.iops_samples.n), (4, 10));
+    }
+
     #[test]
     fn a_run_records_like_its_ios_one_by_one() {
         let (mut one, mut run) = (DirStats::new(0), DirStats::new(0));
@@ -447,7 +565,7 @@ mod tests {
         assert_eq!(run.bw_kib_samples.n, one.bw_kib_samples.n);
         assert_eq!(run.bw_kib_samples.min, one.bw_kib_samples.min);
         assert_eq!(run.bw_kib_samples.max, one.bw_kib_samples.max);
-        assert_eq!((run.window_bytes, run.window_ios), (one.window_bytes, one.window_ios));
+        assert_eq!((run.bw_window, run.iops_window), (one.bw_window, one.iops_window));
         assert_eq!(run.clat_ns.max, each);
         assert!((run.clat_ns.mean() - one.clat_ns.mean()).abs() < 1e-6);
         assert_eq!(run.clat_percentile_ns(99.0), one.clat_percentile_ns(99.0));

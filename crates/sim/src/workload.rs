@@ -756,7 +756,7 @@ impl Process {
             start_ns: 0,
             ramp_end_ns: 0,
             end_ns: 0,
-            stats: fresh_stats(0, spec.lat_percentiles),
+            stats: fresh_stats(spec),
             lat_buckets: LatencyBuckets::default(),
             timeline: crate::timeline::Timeline::default(),
             cmdprio: CmdPrio::from_spec(spec, u64::from(owner.pid), clone),
@@ -1203,7 +1203,7 @@ impl Process {
         if let Some(log) = self.issue_log.as_mut() {
             log.start(now_ns);
         }
-        self.stats = fresh_stats(self.ramp_end_ns, self.keeps_lat_histogram());
+        self.stats = self.stats.each_ref().map(|s| s.restarted(self.ramp_end_ns));
         self.stop_at_ns = self.runtime_ns.map(|r| self.ramp_end_ns + r);
         if let Some(r) = self.iolog.as_mut() {
             r.last_issue_ns = now_ns;
@@ -1257,10 +1257,6 @@ impl Process {
     /// Whether the job is in its verify phase, reading back what it wrote.
     fn verifying(&self) -> bool {
         self.verify.as_ref().is_some_and(|v| v.reading())
-    }
-
-    fn keeps_lat_histogram(&self) -> bool {
-        self.stats[0].lat_hist.is_some()
     }
 
     /// Decides the next I/O at `now_ns`. With `verify_only`, what the job would issue before
@@ -2168,7 +2164,7 @@ impl Process {
         }
         lt.end_run = true;
         // `reset_all_stats`: what is reported is the run at the depth found.
-        self.stats = fresh_stats(0, self.keeps_lat_histogram());
+        self.stats = self.stats.each_ref().map(|s| s.restarted(0));
         self.lat_buckets = LatencyBuckets::default();
         self.depth_hist = [0; 7];
         self.ios_in_runtime = 0;
@@ -2977,11 +2973,13 @@ struct ZoneState {
     file_end: u64,
 }
 
-/// Empty statistics for the three directions, from `start_ns`; with a histogram of total
-/// latencies when the job reports their percentiles.
-fn fresh_stats(start_ns: Nanos, lat_hist: bool) -> [DirStats; 3] {
-    let mut stats = [DirStats::new(start_ns), DirStats::new(start_ns), DirStats::new(start_ns)];
-    if lat_hist {
+/// Empty statistics for the three directions of a job, from time 0: sampling rates as the
+/// job says (`bwavgtime`, `iopsavgtime`, its logs), with a histogram of total latencies when
+/// it reports their percentiles.
+fn fresh_stats(spec: &JobSpec) -> [DirStats; 3] {
+    let (bw, iops) = (spec.logs.bw_sampling(), spec.logs.iops_sampling());
+    let mut stats = std::array::from_fn(|_| DirStats::sampled(0, bw, iops));
+    if spec.lat_percentiles {
         stats.iter_mut().for_each(DirStats::keep_lat_histogram);
     }
     stats

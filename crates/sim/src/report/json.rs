@@ -32,7 +32,7 @@ fn render_with(
     plus: bool,
 ) -> String {
     let entries = entries(result, jobs);
-    let group_bw = group_bandwidths(&entries);
+    let group_bw = super::group_aggregates(&entries);
     // fio's `elapsed`: seconds since the run began, rounded up, when the stats are written
     // (after the last job), the same for every job.
     let last_end_ns = result.processes.iter().map(|p| p.end_ns).max().unwrap_or(0);
@@ -187,18 +187,8 @@ fn options_map(options: &[(String, String)]) -> Value {
     Value::Object(map)
 }
 
-/// Total bandwidth per reporting group and direction, for `bw_agg` (a job's share in %).
-fn group_bandwidths(entries: &[Entry]) -> Vec<[f64; 3]> {
-    let groups = entries.iter().map(|e| e.group_id).max().map_or(0, |g| g as usize + 1);
-    let mut out = vec![[0.0; 3]; groups];
-    for e in entries {
-        for (d, total) in out[e.group_id as usize].iter_mut().enumerate() {
-            *total += e.bw_bytes_per_sec(d);
-        }
-    }
-    out
-}
-
+/// A job's JSON; `group_bw` is each reporting group's aggregate per direction (bytes/s), for
+/// `bw_agg` (a job's share in %).
 fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], elapsed_s: u64, plus: bool) -> Value {
     let spec = &jobs.jobs[e.job];
     let dirs: Vec<Value> =
@@ -391,7 +381,11 @@ fn dir_json(e: &Entry, spec: &JobSpec, d: usize, group_total_bw: f64, plus: bool
         "lat_ns": lat,
         "bw_min": s.bw_kib_samples.min,
         "bw_max": s.bw_kib_samples.max,
-        "bw_agg": round6(if group_total_bw > 0.0 { bw_bytes * 100.0 / group_total_bw } else { 0.0 }),
+        "bw_agg": round6(if s.bw_kib_samples.n == 0 {
+            0.0
+        } else {
+            super::percent_of_group(s.bw_kib_samples.mean(), group_total_bw)
+        }),
         "bw_mean": round6(s.bw_kib_samples.mean()),
         "bw_dev": round6(s.bw_kib_samples.stddev()),
         "bw_samples": s.bw_kib_samples.n,

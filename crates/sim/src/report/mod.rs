@@ -81,6 +81,32 @@ impl Entry {
     }
 }
 
+/// fio's `rs->agg[ddir]` of each group: its members' bytes of each direction over the
+/// longest runtime among them in that direction, bytes per second.
+pub fn group_aggregates(entries: &[Entry]) -> Vec<[f64; 3]> {
+    let groups = entries.iter().map(|e| e.group_id).max().map_or(0, |g| g as usize + 1);
+    let mut bytes = vec![[0u64; 3]; groups];
+    let mut run = vec![[0 as Nanos; 3]; groups];
+    for e in entries {
+        let g = e.group_id as usize;
+        for d in 0..3 {
+            bytes[g][d] += e.stats[d].io_bytes;
+            run[g][d] = run[g][d].max(e.dir_runtime_ns[d]);
+        }
+    }
+    bytes.iter().zip(&run).map(|(b, r)| std::array::from_fn(|d| rate(b[d], r[d]))).collect()
+}
+
+/// fio's `convert_agg_kbytes_percent`: a job's mean bandwidth sample (KiB/s, truncated as fio
+/// passes it) as a percentage of its group's aggregate (`agg_bytes`, bytes/s), at most 100;
+/// 100 when the aggregate is 1 KiB/s or less.
+pub fn percent_of_group(mean_kib: f64, agg_bytes: f64) -> f64 {
+    if agg_bytes <= 1024.0 {
+        return 100.0;
+    }
+    (mean_kib.trunc() * 100.0 / (agg_bytes / 1024.0)).min(100.0)
+}
+
 /// Bytes (or I/Os) per second.
 pub fn rate(amount: u64, runtime_ns: Nanos) -> f64 {
     if runtime_ns == 0 {

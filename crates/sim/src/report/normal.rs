@@ -44,8 +44,9 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     }
     let _ = writeln!(out, "elevator-{} (simulated)", env!("CARGO_PKG_VERSION"));
     let _ = writeln!(out, "Starting {} processes\n", result.processes.len());
+    let aggregates = super::group_aggregates(&entries);
     for e in &entries {
-        job_block(&mut out, e, &jobs.jobs[e.job]);
+        job_block(&mut out, e, &jobs.jobs[e.job], aggregates[e.group_id as usize]);
     }
     let groups = entries.iter().map(|e| e.group_id).max().map_or(0, |g| g + 1);
     for g in 0..groups {
@@ -151,7 +152,8 @@ fn group_line(out: &mut String, name: &str, l: &GroupLine) {
     );
 }
 
-fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
+/// A job's report; `agg` its group's aggregate bandwidth per direction (bytes/s).
+fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec, agg: [f64; 3]) {
     let _ = writeln!(
         out,
         "{}: (groupid={}, jobs={}): err={}: pid={}",
@@ -171,13 +173,13 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
             continue;
         }
         let name = if unified == UnifiedRw::Mixed { "mixed" } else { name };
-        dir_block(out, e, d, name, spec);
+        dir_block(out, e, d, name, spec, agg[d]);
     }
     // unified_rw_reporting=both: the directions summed besides (fio's show_mixed_ddir_status).
     if unified == UnifiedRw::Both {
         let m = e.mixed();
         if m.stats[0].total_ios > 0 {
-            dir_block(out, &m, 0, "mixed", spec);
+            dir_block(out, &m, 0, "mixed", spec, agg.iter().sum());
         }
     }
     // fio's sync block (show_ddir_status for DDIR_SYNC): latencies and their percentiles.
@@ -231,7 +233,14 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec) {
 }
 
 /// One direction's block of a job's report: rates, latencies, percentiles, samples.
-fn dir_block(out: &mut String, e: &Entry, d: usize, name: &str, spec: &elevator_fio::JobSpec) {
+fn dir_block(
+    out: &mut String,
+    e: &Entry,
+    d: usize,
+    name: &str,
+    spec: &elevator_fio::JobSpec,
+    agg: f64,
+) {
     let s = &e.stats[d];
     let iops = e.iops(d);
     let bw = e.bw_bytes_per_sec(d);
@@ -257,19 +266,40 @@ fn dir_block(out: &mut String, e: &Entry, d: usize, name: &str, spec: &elevator_
         let values: Vec<u64> = list.iter().map(|&p| s.lat_percentile_ns(p)).collect();
         percentile_block(out, "lat", list, &values, precision);
     }
-    samples_line(out, "bw (  KiB/s)", &s.bw_kib_samples);
-    samples_line(out, "iops        ", &s.iops_samples);
+    bw_samples_line(out, &s.bw_kib_samples, agg, spec.kb_base);
+    let i = &s.iops_samples;
+    if i.n > 0 {
+        let _ = writeln!(
+            out,
+            "   iops        : min={:5}, max={:5}, avg={:5.02}, stdev={:5.02}, samples={}",
+            i.min,
+            i.max,
+            i.mean(),
+            i.stddev(),
+            i.n
+        );
+    }
 }
 
-/// fio's per-window sample line (`bw (  KiB/s)`, `iops`).
-fn samples_line(out: &mut String, label: &str, s: &Summary) {
+/// fio's bandwidth sample line (`show_ddir_status`), if there are samples: KiB/s (`kB/s`
+/// under `kb_base=1000`), MiB/s once the mean passes `kb_base`², and the job's share of its
+/// group's aggregate `agg` (bytes/s).
+fn bw_samples_line(out: &mut String, s: &Summary, agg: f64, kb_base: u64) {
+    if s.n == 0 {
+        return;
+    }
+    let per = super::percent_of_group(s.mean(), agg);
+    let base = kb_base as f64;
+    let (mut min, mut max, mut mean, mut dev) = (s.min, s.max, s.mean(), s.stddev());
+    let mut unit = if kb_base == 1024 { "KiB" } else { "kB" };
+    if mean > base * base {
+        (min, max) = ((min as f64 / base) as u64, (max as f64 / base) as u64);
+        (mean, dev) = (mean / base, dev / base);
+        unit = "MiB";
+    }
     let _ = writeln!(
         out,
-        "   {label}: min={}, max={}, avg={:.2}, stdev={:.2}, samples={}",
-        s.min,
-        s.max,
-        s.mean(),
-        s.stddev(),
+        "   bw ({unit:>5}/s): min={min:5}, max={max:5}, per={per:3.2}%, avg={mean:5.02}, stdev={dev:5.02}, samples={}",
         s.n
     );
 }
