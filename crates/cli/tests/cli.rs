@@ -2543,3 +2543,87 @@ fn sample_windows_follow_bwavgtime_and_iopsavgtime_as_real_fio() {
     assert_eq!(per_io.0, 3000, "one per I/O");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The text report writes rates, sizes and counts through fio's num2str: a rate-limited null
+/// job's `read:` and `READ:` lines are real fio's (`IOPS=19.7k, BW=77.0MiB/s
+/// (80.7MB/s)(231MiB/...`), runtimes aside (real fio's wall clock runs a ms or so over).
+/// Real fio gets three tries: on a loaded machine its rate limiting may fall short.
+#[test]
+fn text_numbers_are_written_as_real_fio_writes_them() {
+    let dir = scratch_dir("num2str");
+    let job = dir.join("j.fio");
+    std::fs::write(
+        &job,
+        "[j]\nioengine=null\nrw=read\nbs=4k\nsize=1g\nruntime=3\ntime_based\nrate=77m\n",
+    )
+    .unwrap();
+    // The rate lines, with each runtime (`3000msec`, `3000-3001msec`) as `Tmsec`.
+    let lines = |tool: &str| -> Vec<String> {
+        let out = run_under(tool, &job, "normal");
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let rate_lines =
+            text.lines().filter(|l| l.starts_with("  read: IOPS") || l.starts_with("   READ: bw"));
+        rate_lines
+            .map(|l| {
+                let (head, tail) = l.split_once("msec").unwrap();
+                let keep = head.trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+                format!("{keep}Tmsec{tail}")
+            })
+            .collect()
+    };
+    let ours = lines("elevator");
+    assert_eq!(
+        ours,
+        [
+            "  read: IOPS=19.7k, BW=77.0MiB/s (80.7MB/s)(231MiB/Tmsec)",
+            "   READ: bw=77.0MiB/s (80.7MB/s), 77.0MiB/s-77.0MiB/s (80.7MB/s-80.7MB/s), \
+             io=231MiB (242MB), run=Tmsec"
+        ]
+    );
+    let tries: Vec<Vec<String>> = (0..3).map(|_| lines("fio")).take_while(|l| *l != ours).collect();
+    assert!(tries.len() < 3, "real fio: {tries:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A job's text block has real fio 3.33's lines in real fio's order (the values are the
+/// simulated device's): the latency distribution, the submit and complete distributions,
+/// the latency-target line, no blank line between jobs, `Starting 2 processes`.
+#[test]
+fn a_job_s_text_block_has_real_fio_s_lines() {
+    let dir = scratch_dir("textblock");
+    let job = dir.join("j.fio");
+    let body = format!(
+        "[global]\nfilename={}\nsize=4m\nbs=4k\nioengine=psync\n[a]\nrw=read\n[b]\nrw=randread\n",
+        dir.join("data").display()
+    );
+    std::fs::write(&job, body).unwrap();
+    // Each line's label: up to its first `:`, `(`, `=` or `[`, as written.
+    let labels = |tool: &str| -> Vec<String> {
+        let out = run_under(tool, &job, "normal");
+        assert!(out.status.success(), "{tool}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let block = text.split("Run status").next().unwrap();
+        block
+            .lines()
+            .skip_while(|l| !l.starts_with("Starting"))
+            .map(|l| l.split([':', '(', '=', '[']).next().unwrap().to_string())
+            .collect()
+    };
+    // Left out: the percentiles' rows (as many as the latencies' widths ask for), the
+    // number of latency-distribution lines (as many as the buckets the latencies fill) and
+    // real fio's `a: Laying out IO file` (elevator lays out nothing).
+    let kept = |v: Vec<String>| -> Vec<String> {
+        let mut v: Vec<String> = v.into_iter().filter(|l| !l.starts_with("     |")).collect();
+        if let Some(i) = v.iter().position(|l| l == "a") {
+            if v.get(i + 1).is_some_and(|l| l.is_empty()) {
+                v.remove(i);
+            }
+        }
+        v.dedup();
+        v
+    };
+    let (ours, real) = (kept(labels("elevator")), kept(labels("fio")));
+    assert_eq!(ours, real);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -197,14 +197,8 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], elapsed_s: u64, pl
     let depth_pct = |i: usize| {
         round6(if total_ios == 0 { 0.0 } else { e.depth_hist[i] as f64 * 100.0 / total_ios as f64 })
     };
-    let total_lat: u64 = e.lat_buckets.counts.iter().sum();
-    let lat_pct = |i: usize| {
-        round6(if total_lat == 0 {
-            0.0
-        } else {
-            e.lat_buckets.counts[i] as f64 * 100.0 / total_lat as f64
-        })
-    };
+    let lat = super::latency_distribution(e);
+    let lat_pct = |i: usize| round6(lat[i]);
     let mut lat_ns = Map::new();
     let mut lat_us = Map::new();
     let mut lat_ms = Map::new();
@@ -220,13 +214,9 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], elapsed_s: u64, pl
     // reaped as they complete, so each submission and each reap falls in one of fio's
     // buckets (1-4, 5-8, 9-16, 17-32, 33-64, more).
     let batch_bucket = |batch: u32, busy: bool| {
-        let mut m = Map::new();
-        let edges = [(0u32, "0"), (4, "4"), (8, "8"), (16, "16"), (32, "32"), (64, "64")];
-        let at = edges.iter().position(|&(edge, _)| batch <= edge).map_or(6, |i| i.max(1));
-        for (i, name) in ["0", "4", "8", "16", "32", "64", ">=64"].iter().enumerate() {
-            m.insert(name.to_string(), json!(if busy && i == at { 100.0 } else { 0.0 }));
-        }
-        Value::Object(m)
+        let shares = super::batch_distribution(batch, busy);
+        let names = ["0", "4", "8", "16", "32", "64", ">=64"];
+        Value::Object(names.iter().zip(shares).map(|(n, x)| (n.to_string(), json!(x))).collect())
     };
     let batch = if spec.ioengine.is_async() { spec.iodepth_batch.max(1) } else { 1 };
     let busy = total_ios > 0;

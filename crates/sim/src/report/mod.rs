@@ -4,6 +4,7 @@
 pub mod json;
 pub mod logs;
 pub mod normal;
+pub mod num2str;
 pub mod table;
 pub mod terse;
 
@@ -105,6 +106,34 @@ pub fn percent_of_group(mean_kib: f64, agg_bytes: f64) -> f64 {
         return 100.0;
     }
     (mean_kib.trunc() * 100.0 / (agg_bytes / 1024.0)).min(100.0)
+}
+
+/// fio's `stat_calc_lat` over a job's latency buckets: each bucket's share of the job's
+/// reads, writes and trims in %, at least 0.01 for a bucket with any.
+pub fn latency_distribution(e: &Entry) -> [f64; 32] {
+    let total: u64 = e.stats.iter().map(|s| s.total_ios).sum();
+    std::array::from_fn(|i| {
+        let n = e.lat_buckets.counts[i];
+        if total == 0 {
+            return 0.0;
+        }
+        let pct = n as f64 * 100.0 / total as f64;
+        if pct < 0.01 && n > 0 {
+            0.01
+        } else {
+            pct
+        }
+    })
+}
+
+/// fio's submission and completion distributions (`io_u_submit`, `io_u_complete`) for
+/// I/Os that go down `batch` at a time and are reaped one by one, in its buckets (0, 1-4,
+/// 5-8, 9-16, 17-32, 33-64, more): all in the batch's bucket, or none for a job that did no
+/// I/O.
+pub fn batch_distribution(batch: u32, busy: bool) -> [f64; 7] {
+    let edges = [0u32, 4, 8, 16, 32, 64];
+    let at = edges.iter().position(|&edge| batch <= edge).map_or(6, |i| i.max(1));
+    std::array::from_fn(|i| if busy && i == at { 100.0 } else { 0.0 })
 }
 
 /// Bytes (or I/Os) per second.

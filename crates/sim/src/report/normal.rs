@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use elevator_fio::{BlockSize, IoEngine, JobFile, RwMode, UnifiedRw};
 
+use crate::report::num2str::{num2str, Units, SIG_FIGS};
 use crate::report::{entries, rate, Entry};
 use crate::stats::Summary;
 use crate::SimResult;
@@ -43,7 +44,8 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
         );
     }
     let _ = writeln!(out, "elevator-{} (simulated)", env!("CARGO_PKG_VERSION"));
-    let _ = writeln!(out, "Starting {} processes\n", result.processes.len());
+    let n = result.processes.len();
+    let _ = writeln!(out, "Starting {n} process{}\n", if n > 1 { "es" } else { "" });
     let aggregates = super::group_aggregates(&entries);
     for e in &entries {
         job_block(&mut out, e, &jobs.jobs[e.job], aggregates[e.group_id as usize]);
@@ -58,6 +60,7 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
         let unified =
             |u: UnifiedRw| members.iter().any(|e| jobs.jobs[e.job].unified_rw_reporting == u);
         let mut both: Option<GroupLine> = None;
+        let i2p = members.first().is_none_or(|e| jobs.jobs[e.job].kb_base == 1024);
         for (d, name) in ["READ", "WRITE", "TRIM"].iter().enumerate() {
             let io: u64 = members.iter().map(|e| e.stats[d].io_bytes).sum();
             if io == 0 {
@@ -70,7 +73,7 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
             let hi = bws.iter().cloned().fold(0.0, f64::max);
             let line = GroupLine { agg: rate(io, run_max), lo, hi, io, run };
             let name = if unified(UnifiedRw::Mixed) && d == 0 { "MIXED" } else { name };
-            group_line(&mut out, name, &line);
+            group_line(&mut out, name, &line, i2p);
             both = Some(match both {
                 None => line,
                 Some(b) => GroupLine {
@@ -83,7 +86,7 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
             });
         }
         if let Some(b) = both.filter(|_| unified(UnifiedRw::Both)) {
-            group_line(&mut out, "MIXED", &b);
+            group_line(&mut out, "MIXED", &b, i2p);
         }
     }
     let _ = writeln!(out, "\nDisk stats (read/write):");
@@ -135,18 +138,23 @@ struct GroupLine {
     run: (u64, u64),
 }
 
-fn group_line(out: &mut String, name: &str, l: &GroupLine) {
+/// fio's `show_group_stats` line; `i2p`: binary units first (`kb_base=1024`).
+fn group_line(out: &mut String, name: &str, l: &GroupLine, i2p: bool) {
+    let rate = |bytes_per_sec: f64, pow2| {
+        num2str(bytes_per_sec as u64, SIG_FIGS, 1, pow2, Units::BytePerSec)
+    };
+    let size = |pow2| num2str(l.io, SIG_FIGS, 1, pow2, Units::Byte);
     let _ = writeln!(
         out,
         "{name:>7}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={}-{}msec",
-        bin_rate(l.agg),
-        dec_rate(l.agg),
-        bin_rate(l.lo),
-        bin_rate(l.hi),
-        dec_rate(l.lo),
-        dec_rate(l.hi),
-        bin_size(l.io),
-        dec_size(l.io),
+        rate(l.agg, i2p),
+        rate(l.agg, !i2p),
+        rate(l.lo, i2p),
+        rate(l.hi, i2p),
+        rate(l.lo, !i2p),
+        rate(l.hi, !i2p),
+        size(i2p),
+        size(!i2p),
         l.run.0 / 1_000_000,
         l.run.1 / 1_000_000
     );
@@ -167,6 +175,9 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec, agg: [f6
         ),
         e.first_pid
     );
+    if let Some((_, d)) = spec.options.iter().find(|(k, _)| k == "description") {
+        let _ = writeln!(out, "  Description  : [{d}]");
+    }
     let unified = spec.unified_rw_reporting;
     for (d, name) in DIR_NAMES.iter().enumerate() {
         if e.stats[d].total_ios == 0 {
@@ -182,6 +193,7 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec, agg: [f6
             dir_block(out, &m, 0, "mixed", spec, agg.iter().sum());
         }
     }
+    latency_lines(out, &super::latency_distribution(e));
     // fio's sync block (show_ddir_status for DDIR_SYNC): latencies and their percentiles.
     if e.sync.lat_ns.n > 0 {
         out.push_str("  fsync/fdatasync/sync_file_range:\n");
@@ -208,28 +220,48 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec, agg: [f6
         pct(5),
         pct(6)
     );
+    let batch = if spec.ioengine.is_async() { spec.iodepth_batch.max(1) } else { 1 };
+    for (name, b) in [("submit", batch), ("complete", 1)] {
+        let d = super::batch_distribution(b, total > 0);
+        let _ = writeln!(
+            out,
+            "     {name:<9} : 0={:.1}%, 4={:.1}%, 8={:.1}%, 16={:.1}%, 32={:.1}%, 64={:.1}%, >=64={:.1}%",
+            d[0], d[1], d[2], d[3], d[4], d[5], d[6]
+        );
+    }
     let _ = writeln!(
         out,
         "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
         e.stats[0].total_ios, e.stats[1].total_ios, e.stats[2].total_ios, e.sync.fsyncs
     );
+    // fio 3.33 prints it for every job (its depth is the job's iodepth unless
+    // latency_target searched for one); target and window in µs.
+    let _ = writeln!(
+        out,
+        "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
+        spec.latency_target_ns.map_or(0, |t| t / 1000),
+        spec.latency_window_ns / 1000,
+        spec.latency_percentile,
+        e.latency_depth.unwrap_or(spec.iodepth)
+    );
     // fio's show_ss_normal.
     if let Some(w) = &e.steadystate {
         let (bw, iops) = w.means();
+        let (kb, i2p) = (spec.kb_base, spec.kb_base == 1024);
+        let bw_in = |pow2| num2str(bw / kb, SIG_FIGS, kb, pow2, Units::BytePerSec);
         let _ = writeln!(
             out,
             "  steadystate  : attained={}, bw={} ({}), iops={}, {}{}={:.3}{}",
             if w.attained { "yes" } else { "no" },
-            bin_rate(bw as f64),
-            dec_rate(bw as f64),
-            short_count(iops as f64),
+            bw_in(i2p),
+            bw_in(!i2p),
+            num2str(iops, SIG_FIGS, 1, false, Units::None),
             if w.spec.iops { "iops" } else { "bw" },
             if w.spec.slope { " slope" } else { " mean dev" },
             w.criterion,
             if w.spec.percent { "%" } else { "" }
         );
     }
-    out.push('\n');
 }
 
 /// One direction's block of a job's report: rates, latencies, percentiles, samples.
@@ -242,16 +274,19 @@ fn dir_block(
     agg: f64,
 ) {
     let s = &e.stats[d];
-    let iops = e.iops(d);
-    let bw = e.bw_bytes_per_sec(d);
+    // fio's show_ddir_status, through num2str. fio divides by the runtime in whole ms; a
+    // simulated job may run for less than one, so the rates here are over the exact runtime.
+    let runt_ms = e.dir_runtime_ns[d] / 1_000_000;
+    let (bw, iops) = (e.bw_bytes_per_sec(d) as u64, e.iops(d) as u64);
+    let i2p = spec.kb_base == 1024;
     let _ = writeln!(
         out,
         "  {name}: IOPS={}, BW={} ({})({}/{}msec)",
-        short_count(iops),
-        bin_rate(bw),
-        dec_rate(bw),
-        bin_size(s.io_bytes),
-        e.dir_runtime_ns[d] / 1_000_000
+        num2str(iops, SIG_FIGS, 1, false, Units::None),
+        num2str(bw, SIG_FIGS, 1, i2p, Units::BytePerSec),
+        num2str(bw, SIG_FIGS, 1, !i2p, Units::BytePerSec),
+        num2str(s.io_bytes, SIG_FIGS, 1, i2p, Units::Byte),
+        runt_ms
     );
     lat_line(out, "slat", &s.slat_ns);
     lat_line(out, "clat", &s.clat_ns);
@@ -304,20 +339,56 @@ fn bw_samples_line(out: &mut String, s: &Summary, agg: f64, kb_base: u64) {
     );
 }
 
+/// fio's `display_lat`: in µs or ms only when the minimum, the maximum and the deviation
+/// all call for it (`nsec_to_usec`, `nsec_to_msec`); min and max through num2str.
 fn lat_line(out: &mut String, name: &str, s: &Summary) {
     if s.n == 0 {
         return;
     }
-    let (unit, div) = unit_for(s.max);
-    let d = div as f64;
+    let (min, max, dev) = (s.min, s.max, s.stddev());
+    let div = if min > 2_000_000 && max > 99_999_999 && dev > 1_000_000.0 {
+        1_000_000
+    } else if min > 2000 && max > 99_999 && dev > 1000.0 {
+        1000
+    } else {
+        1
+    };
+    let unit = match div {
+        1_000_000 => "msec",
+        1000 => "usec",
+        _ => "nsec",
+    };
     let _ = writeln!(
         out,
-        "    {name} ({unit}): min={}, max={}, avg={:.2}, stdev={:.2}",
-        s.min / div,
-        s.max / div,
-        s.mean() / d,
-        s.stddev() / d
+        "    {name} ({unit}): min={}, max={}, avg={:5.02}, stdev={:5.02}",
+        num2str(min / div, 6, 1, false, Units::None),
+        num2str(max / div, 6, 1, false, Units::None),
+        s.mean() / div as f64,
+        dev / div as f64
     );
+}
+
+/// fio's `show_latencies`: the latency distribution's non-empty buckets, five to a line, in
+/// ns, µs and ms.
+fn latency_lines(out: &mut String, shares: &[f64; 32]) {
+    const EDGES: [&str; 10] = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"];
+    let ms_edges: Vec<&str> = EDGES.iter().copied().chain(["2000", ">=2000"]).collect();
+    let ranges: [(&str, &[&str], &[f64]); 3] = [
+        ("nsec", &EDGES, &shares[..10]),
+        ("usec", &EDGES, &shares[10..20]),
+        ("msec", &ms_edges, &shares[20..]),
+    ];
+    for (unit, edges, values) in ranges {
+        let shown: Vec<String> = edges
+            .iter()
+            .zip(values)
+            .filter(|(_, &v)| v > 0.0)
+            .map(|(edge, v)| format!("{edge}={v:3.2}%"))
+            .collect();
+        for line in shown.chunks(5) {
+            let _ = writeln!(out, "  lat ({unit})   : {}", line.join(", "));
+        }
+    }
 }
 
 /// fio picks the unit from the largest value: nsec, usec or msec.
@@ -361,58 +432,6 @@ fn percentile_block(
         if !last && j % per_line == per_line - 1 {
             out.push('\n');
         }
-    }
-}
-
-fn unit_for(max_ns: u64) -> (&'static str, u64) {
-    if max_ns >= 10_000_000 {
-        ("msec", 1_000_000)
-    } else if max_ns >= 10_000 {
-        ("usec", 1_000)
-    } else {
-        ("nsec", 1)
-    }
-}
-
-fn short_count(x: f64) -> String {
-    if x >= 10_000.0 {
-        format!("{:.0}k", x / 1000.0)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-fn bin_rate(bytes_per_sec: f64) -> String {
-    format!("{}/s", bin_size(bytes_per_sec as u64))
-}
-
-fn dec_rate(bytes_per_sec: f64) -> String {
-    format!("{}/s", dec_size(bytes_per_sec as u64))
-}
-
-fn bin_size(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= (1u64 << 30) as f64 * 10.0 {
-        format!("{:.1}GiB", b / (1u64 << 30) as f64)
-    } else if b >= (1u64 << 20) as f64 * 10.0 {
-        format!("{:.1}MiB", b / (1u64 << 20) as f64)
-    } else if b >= 10.0 * 1024.0 {
-        format!("{:.1}KiB", b / 1024.0)
-    } else {
-        format!("{bytes}B")
-    }
-}
-
-fn dec_size(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= 1e10 {
-        format!("{:.1}GB", b / 1e9)
-    } else if b >= 1e7 {
-        format!("{:.1}MB", b / 1e6)
-    } else if b >= 1e4 {
-        format!("{:.1}kB", b / 1e3)
-    } else {
-        format!("{bytes}B")
     }
 }
 
