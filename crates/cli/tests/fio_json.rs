@@ -144,6 +144,26 @@ fn submission_figures_as_fio_reports_them() {
 }
 
 #[test]
+fn the_null_engine_is_synchronous_at_depth_one_as_real_fio_s() {
+    // null_init makes the engine FIO_SYNCIO at iodepth=1: no slat, and (its commit hook
+    // never called) no submit or complete batches; deeper, it queues and has both.
+    for depth in [1, 4] {
+        let job = format!("[n]\nioengine=null\nrw=randread\nbs=4k\nsize=8m\niodepth={depth}\n");
+        let (fio, ours) = both(&job, "json");
+        let figures = |text: &str| {
+            let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+            let job = &v["jobs"][0];
+            (
+                job["read"]["slat_ns"]["N"].as_u64().unwrap() > 0,
+                job["iodepth_submit"].clone(),
+                job["iodepth_complete"].clone(),
+            )
+        };
+        assert_eq!(figures(&ours), figures(&fio), "iodepth={depth}");
+    }
+}
+
+#[test]
 fn terse_lines_have_fio_3_33s_fields() {
     let fio = std::fs::read_to_string(fixtures().join("psync-randread.terse")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_elevator"))

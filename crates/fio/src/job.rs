@@ -227,14 +227,18 @@ pub enum EngineClass {
 }
 
 impl IoEngine {
-    /// Synchronous engines keep exactly one request in flight whatever `iodepth` says.
+    /// Synchronous engines keep exactly one request in flight whatever `iodepth` says. Of
+    /// the engines without a device only `null` (and its C++ twin) queue; cpuio, exec and
+    /// page_fault are `FIO_SYNCIO`. See [`JobSpec::engine_is_async`] for `null` at depth 1.
     pub fn is_async(self) -> bool {
-        matches!(
-            self,
-            IoEngine::Libaio
-                | IoEngine::IoUring
-                | IoEngine::Other { class: EngineClass::Async | EngineClass::Null, .. }
-        )
+        match self {
+            IoEngine::Libaio | IoEngine::IoUring => true,
+            IoEngine::Other { class: EngineClass::Async, .. } => true,
+            IoEngine::Other { class: EngineClass::Null, name } => {
+                matches!(name, "null" | "cpp_null")
+            }
+            _ => false,
+        }
     }
 
     /// An async engine that runs a sync in the submitting thread, waiting for it: fio's
@@ -681,10 +685,30 @@ pub enum ExitWhat {
 }
 
 impl JobSpec {
+    /// Whether the job's engine queues I/Os (and so has a submission latency): fio's null
+    /// engine makes itself `FIO_SYNCIO` at `iodepth=1` (`null_init`), so a null job at depth
+    /// one reports no `slat` and no submit/complete batches, like psync.
+    pub fn engine_is_async(&self) -> bool {
+        self.ioengine.is_async() && !self.null_at_depth_one()
+    }
+
+    /// Whether fio counts the job's submit and complete batches (the `submit`/`complete`
+    /// lines): `td_io_queue` counts one of each per I/O for an engine without a `commit`
+    /// hook, commit and getevents count them for the rest, and the null engine at depth one
+    /// has the hook but completes every I/O in `queue`, so it counts none (all 0.0%).
+    pub fn counts_batches(&self) -> bool {
+        !self.null_at_depth_one()
+    }
+
+    fn null_at_depth_one(&self) -> bool {
+        matches!(self.ioengine, IoEngine::Other { name: "null" | "cpp_null", .. })
+            && self.iodepth == 1
+    }
+
     /// I/Os one process of the job may have in flight: `iodepth` for an async engine, one
     /// for a synchronous one (fio ignores `iodepth` there).
     pub fn max_in_flight(&self) -> u32 {
-        if self.ioengine.is_async() {
+        if self.engine_is_async() {
             self.iodepth.max(1)
         } else {
             1

@@ -846,7 +846,7 @@ impl Process {
             sync_blocks: spec.ioengine.runs_syncs_inline(),
             unreaped: VecDeque::new(),
             flushes_in_flight: 0,
-            sync_engine: !spec.ioengine.is_async(),
+            sync_engine: !spec.engine_is_async(),
             reopen_after_flush: false,
             empty_pass_due: false,
             end_fsync: (spec.end_fsync || spec.fsync_on_close)

@@ -645,7 +645,7 @@ pub(super) fn build_processes(
             // random job that writes without a map, which do_io lets run to io_size=.
             let unmapped = spec.rw.is_random() && spec.norandommap;
             let stops_at_size = if unmapped {
-                spec.ioengine.is_async() && !spec.rw.writes()
+                spec.engine_is_async() && !spec.rw.writes()
             } else {
                 spec.rw.is_mixed()
             };
@@ -674,7 +674,7 @@ pub(super) fn build_processes(
                 // loops=: a pass ends where its offsets run out, an async engine's also at
                 // size= (fio's do_io counts only queued I/O against it); all passes together
                 // stop at io_size= (or size=) times loops (job_bytes below).
-                spec.ioengine.is_async().then_some(pass_bytes)
+                spec.engine_is_async().then_some(pass_bytes)
             } else if tree {
                 // fio's io_issue_bytes_exceeded: a mixed job stops at size=, with files
                 // still holding room in the other direction (each direction has its own

@@ -218,8 +218,8 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], elapsed_s: u64, pl
         let names = ["0", "4", "8", "16", "32", "64", ">=64"];
         Value::Object(names.iter().zip(shares).map(|(n, x)| (n.to_string(), json!(x))).collect())
     };
-    let batch = if spec.ioengine.is_async() { spec.iodepth_batch.max(1) } else { 1 };
-    let busy = total_ios > 0;
+    let batch = if spec.engine_is_async() { spec.iodepth_batch.max(1) } else { 1 };
+    let busy = total_ios > 0 && spec.counts_batches();
     let mut v = json!({
         "jobname": e.name,
         "groupid": e.group_id,

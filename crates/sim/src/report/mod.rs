@@ -213,7 +213,7 @@ pub fn entries(result: &SimResult, jobs: &JobFile) -> Vec<Entry> {
 /// latency of their own (fio leaves `slat_ns` empty for psync and its kin).
 fn stats_as_fio_reports(p: &crate::workload::Process, jobs: &JobFile) -> [DirStats; 3] {
     let mut stats = p.stats.clone();
-    if !jobs.jobs[p.job].ioengine.is_async() {
+    if !jobs.jobs[p.job].engine_is_async() {
         for s in &mut stats {
             s.slat_ns = crate::stats::Summary::default();
         }

@@ -220,9 +220,9 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec, agg: [f6
         pct(5),
         pct(6)
     );
-    let batch = if spec.ioengine.is_async() { spec.iodepth_batch.max(1) } else { 1 };
+    let batch = if spec.engine_is_async() { spec.iodepth_batch.max(1) } else { 1 };
     for (name, b) in [("submit", batch), ("complete", 1)] {
-        let d = super::batch_distribution(b, total > 0);
+        let d = super::batch_distribution(b, total > 0 && spec.counts_batches());
         let _ = writeln!(
             out,
             "     {name:<9} : 0={:.1}%, 4={:.1}%, 8={:.1}%, 16={:.1}%, 32={:.1}%, 64={:.1}%, >=64={:.1}%",
