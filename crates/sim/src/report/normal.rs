@@ -48,7 +48,13 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     let _ = writeln!(out, "Starting {n} process{}\n", if n > 1 { "es" } else { "" });
     let aggregates = super::group_aggregates(&entries);
     for e in &entries {
-        job_block(&mut out, e, &jobs.jobs[e.job], aggregates[e.group_id as usize]);
+        job_block(
+            &mut out,
+            e,
+            &jobs.jobs[e.job],
+            aggregates[e.group_id as usize],
+            result.started_ms,
+        );
     }
     let groups = entries.iter().map(|e| e.group_id).max().map_or(0, |g| g + 1);
     for g in 0..groups {
@@ -161,10 +167,18 @@ fn group_line(out: &mut String, name: &str, l: &GroupLine, i2p: bool) {
 }
 
 /// A job's report; `agg` its group's aggregate bandwidth per direction (bytes/s).
-fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec, agg: [f64; 3]) {
+/// `started_ms`: the run's wall-clock start (0 unless `--timestamp now`), whose `ctime` fio
+/// prints after the pid, as the JSON report's `time` has it.
+fn job_block(
+    out: &mut String,
+    e: &Entry,
+    spec: &elevator_fio::JobSpec,
+    agg: [f64; 3],
+    started_ms: u64,
+) {
     let _ = writeln!(
         out,
-        "{}: (groupid={}, jobs={}): err={}: pid={}",
+        "{}: (groupid={}, jobs={}): err={}: pid={}: {}",
         e.name,
         e.group_id,
         e.members.len(),
@@ -173,7 +187,8 @@ fn job_block(out: &mut String, e: &Entry, spec: &elevator_fio::JobSpec, agg: [f6
             || " 0".to_string(),
             |x| format!("{} (func={}, error={})", x.errno, x.func, x.strerror())
         ),
-        e.first_pid
+        e.first_pid,
+        super::ctime(started_ms / 1000)
     );
     if let Some((_, d)) = spec.options.iter().find(|(k, _)| k == "description") {
         let _ = writeln!(out, "  Description  : [{d}]");
@@ -281,12 +296,14 @@ fn dir_block(
     let i2p = spec.kb_base == 1024;
     let _ = writeln!(
         out,
-        "  {name}: IOPS={}, BW={} ({})({}/{}msec)",
+        "  {name}: IOPS={}, BW={} ({})({}/{}msec){}",
         num2str(iops, SIG_FIGS, 1, false, Units::None),
         num2str(bw, SIG_FIGS, 1, i2p, Units::BytePerSec),
         num2str(bw, SIG_FIGS, 1, !i2p, Units::BytePerSec),
         num2str(s.io_bytes, SIG_FIGS, 1, i2p, Units::Byte),
-        runt_ms
+        runt_ms,
+        // fio 3.33's zbd_write_status, on every write line (no zoned devices here: 0).
+        if name == "write" { "; 0 zone resets" } else { "" }
     );
     lat_line(out, "slat", &s.slat_ns);
     lat_line(out, "clat", &s.clat_ns);
