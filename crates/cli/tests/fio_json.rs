@@ -164,6 +164,27 @@ fn the_null_engine_is_synchronous_at_depth_one_as_real_fio_s() {
 }
 
 #[test]
+fn io_depths_are_fio_s_shares_syncs_included() {
+    // fio marks each I/O at its queue's depth, io_us done but not reaped included, and
+    // divides by the data I/Os alone: a psync writer's syncs lift depth 1 past 100 %, an
+    // end_fsync is not marked, and a libaio writer's inline syncs leave its queue full.
+    let jobs = [
+        "rw=randwrite\nfsync=8",
+        "rw=write\nend_fsync=1",
+        "rw=write\nioengine=libaio\niodepth=4\ndirect=1\nfdatasync=16\nend_fsync=1",
+    ];
+    for options in jobs {
+        let job = format!("[j]\nfilename=depths.dat\nsize=4m\nbs=4k\n{options}\n");
+        let (fio, ours) = both(&job, "json");
+        let depths = |text: &str| {
+            let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+            v["jobs"][0]["iodepth_level"].clone()
+        };
+        assert_eq!(depths(&ours), depths(&fio), "{options}");
+    }
+}
+
+#[test]
 fn terse_lines_have_fio_3_33s_fields() {
     let fio = std::fs::read_to_string(fixtures().join("psync-randread.terse")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_elevator"))

@@ -1365,6 +1365,11 @@ impl Process {
         if self.open_in_flight.is_some() {
             return Next::Full;
         }
+        // A sync run inline (libaio) holds the thread: it reaps nothing until the sync is
+        // back, and the sync's own io_u is free by then.
+        if self.sync_blocks && self.flushes_in_flight > 0 {
+            return Next::Full;
+        }
         // fio's queue is full with I/Os it has not reaped: it reaps the oldest (it is done)
         // and goes on.
         if self.in_flight + self.unreaped.len() as u32 >= self.max_in_flight {
@@ -1382,9 +1387,6 @@ impl Process {
                 return Next::Full;
             }
             self.draining_to_low = false;
-        }
-        if self.sync_blocks && self.flushes_in_flight > 0 {
-            return Next::Full;
         }
         self.want_cadence_sync();
         if self.flush_pending && !self.tree_exhausted() && self.held_open.is_none() {
@@ -1840,7 +1842,13 @@ impl Process {
             }
             _ => {}
         }
-        let depth = self.in_flight;
+        // fio marks the depth (`io_u_mark_depth`) at `cur_depth`: the io_us in use, done but
+        // not reaped ones included; a sync run outside the job's I/O (end_fsync,
+        // fsync_on_close, a barrier's flush) is not marked.
+        if io.flush == Some(FlushCall::Unaccounted) && !verifying {
+            return;
+        }
+        let depth = self.in_flight + self.unreaped.len() as u32;
         let bucket = match depth {
             1 => 0,
             2..=3 => 1,
@@ -1906,9 +1914,11 @@ impl Process {
             self.open_in_flight = None;
             return self.go_on(now_ns);
         }
-        // fio waits for completions only with its queue full (this one counted), and not
-        // while inside a sync call: else it reaps this one later (see `unreaped`).
-        let full = self.in_flight + 1 + self.unreaped.len() as u32 >= self.max_in_flight;
+        // fio waits for completions only with its queue full (this one counted) or while it
+        // reaps down to iodepth_low, and not while inside a sync call: else it reaps this
+        // one later (see `unreaped`).
+        let full = self.in_flight + 1 + self.unreaped.len() as u32 >= self.max_in_flight
+            || self.draining_to_low;
         let in_sync = self.sync_blocks && self.flushes_in_flight > 0;
         if op != Op::Flush && self.files.is_none() && (in_sync || !full) {
             self.unreaped.push_back(issue_ns);

@@ -194,9 +194,8 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], elapsed_s: u64, pl
     let dirs: Vec<Value> =
         (0..3).map(|d| dir_json(e, spec, d, group_bw[e.group_id as usize][d], plus)).collect();
     let total_ios: u64 = e.depth_hist.iter().sum();
-    let depth_pct = |i: usize| {
-        round6(if total_ios == 0 { 0.0 } else { e.depth_hist[i] as f64 * 100.0 / total_ios as f64 })
-    };
+    let depths = super::depth_distribution(e);
+    let depth_pct = |i: usize| round6(depths[i]);
     let lat = super::latency_distribution(e);
     let lat_pct = |i: usize| round6(lat[i]);
     let mut lat_ns = Map::new();
@@ -387,7 +386,8 @@ fn dir_json(e: &Entry, spec: &JobSpec, d: usize, group_total_bw: f64, plus: bool
     })
 }
 
-/// fio prints floats with six decimals; rounding keeps our output as short and stable.
+/// fio prints floats as C's `%f`: six decimals of the exact binary value, a tie to the even
+/// digit (2/1024 as a percentage, 0.1953125, is 0.195312), which Rust's `{:.6}` does too.
 fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
+    format!("{x:.6}").parse().unwrap_or(x)
 }

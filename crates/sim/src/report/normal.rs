@@ -222,8 +222,8 @@ fn job_block(
     let usr = e.usr_cpu_percent();
     let _ = writeln!(out, "  cpu          : usr={usr:.2}%, sys=0.00%, ctx=0, majf=0, minf=0");
     let total: u64 = e.depth_hist.iter().sum();
-    let pct =
-        |i: usize| if total == 0 { 0.0 } else { e.depth_hist[i] as f64 * 100.0 / total as f64 };
+    let depths = super::depth_distribution(e);
+    let pct = |i: usize| depths[i];
     let _ = writeln!(
         out,
         "  IO depths    : 1={:.1}%, 2={:.1}%, 4={:.1}%, 8={:.1}%, 16={:.1}%, 32={:.1}%, >=64={:.1}%",

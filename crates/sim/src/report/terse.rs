@@ -71,9 +71,8 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
             out.push_str(&ddir(&e.mixed(), &jobs.jobs[e.job], 0, total));
         }
         out.push_str(";0.000000%;0.000000%;0;0;0");
-        let total: u64 = e.depth_hist.iter().sum();
-        for n in e.depth_hist {
-            out.push_str(&format!(";{:.1}%", pct(n, total)));
+        for share in super::depth_distribution(e) {
+            out.push_str(&format!(";{share:.1}%"));
         }
         let lat_total: u64 = e.lat_buckets.counts.iter().sum();
         for n in &e.lat_buckets.counts[10..32] {
