@@ -234,11 +234,15 @@ impl IoEngine {
         match self {
             IoEngine::Libaio | IoEngine::IoUring => true,
             IoEngine::Other { class: EngineClass::Async, .. } => true,
-            IoEngine::Other { class: EngineClass::Null, name } => {
-                matches!(name, "null" | "cpp_null")
-            }
+            IoEngine::Other { class: EngineClass::Null, .. } => self.is_fio_null(),
             _ => false,
         }
+    }
+
+    /// fio's `null` engine (or its C++ twin): of the engines without a device, the only
+    /// one that queues, and only past `iodepth=1`.
+    fn is_fio_null(self) -> bool {
+        matches!(self, IoEngine::Other { name: "null" | "cpp_null", .. })
     }
 
     /// An async engine that runs a sync in the submitting thread, waiting for it: fio's
@@ -701,8 +705,7 @@ impl JobSpec {
     }
 
     fn null_at_depth_one(&self) -> bool {
-        matches!(self.ioengine, IoEngine::Other { name: "null" | "cpp_null", .. })
-            && self.iodepth == 1
+        self.ioengine.is_fio_null() && self.iodepth == 1
     }
 
     /// I/Os one process of the job may have in flight: `iodepth` for an async engine, one

@@ -111,15 +111,22 @@ pub fn percent_of_group(mean_kib: f64, agg_bytes: f64) -> f64 {
 /// fio's `stat_calc_lat` over a job's latency buckets: each bucket's share of the job's
 /// reads, writes and trims in %, at least 0.01 for a bucket with any.
 pub fn latency_distribution(e: &Entry) -> [f64; 32] {
+    shares_of_data_ios(e, &e.lat_buckets.counts, 0.01)
+}
+
+/// Each of `counts` as a percentage of the job's reads, writes and trims
+/// (`ddir_rw_sum(total_io_u)`), at least `floor` for a count above zero: fio's
+/// `stat_calc_lat` (floor 0.01) and `stat_calc_dist` (floor 0.1).
+fn shares_of_data_ios<const N: usize>(e: &Entry, counts: &[u64; N], floor: f64) -> [f64; N] {
     let total: u64 = e.stats.iter().map(|s| s.total_ios).sum();
     std::array::from_fn(|i| {
-        let n = e.lat_buckets.counts[i];
+        let n = counts[i];
         if total == 0 {
             return 0.0;
         }
         let pct = n as f64 * 100.0 / total as f64;
-        if pct < 0.01 && n > 0 {
-            0.01
+        if pct < floor && n > 0 {
+            floor
         } else {
             pct
         }
@@ -131,20 +138,7 @@ pub fn latency_distribution(e: &Entry) -> [f64; 32] {
 /// depth one (those not of `end_fsync`) lift the total past 100 % (a psync writer with
 /// `fsync=8`: 1=112.4%), and a bucket with any issue shows at least 0.1 %.
 pub fn depth_distribution(e: &Entry) -> [f64; 7] {
-    let total: u64 = e.stats.iter().map(|s| s.total_ios).sum();
-    std::array::from_fn(|i| {
-        let n = e.depth_hist[i];
-        if total == 0 {
-            0.0
-        } else {
-            let pct = n as f64 * 100.0 / total as f64;
-            if pct < 0.1 && n > 0 {
-                0.1
-            } else {
-                pct
-            }
-        }
-    })
+    shares_of_data_ios(e, &e.depth_hist, 0.1)
 }
 
 /// fio's submission and completion distributions (`io_u_submit`, `io_u_complete`) for
