@@ -212,6 +212,41 @@ fn terse_lines_have_fio_3_33s_fields() {
     assert_eq!(o[5], "16384", "KiB read");
 }
 
+/// A reader and a writer in one group, and a job `exitall` stops before it starts: the group
+/// lines count each direction's movers only (fio's __show_run_stats: the writer is not the
+/// reads' 0 B/s, nor its runtime theirs), and terse's latency fields are the text's shares
+/// with the nanosecond buckets folded into the first (null-engine I/Os take nanoseconds:
+/// about 100 %), `-nan%` for the job that did nothing, as real fio prints them.
+#[test]
+fn group_lines_and_terse_latencies_as_real_fio_s() {
+    let job = "[global]\nioengine=null\nbs=4k\n[r]\nrw=read\nsize=64m\nexitall\n\
+               [w]\nrw=write\nsize=16m\n[late]\nrw=read\nsize=16m\nstartdelay=5\n";
+    let (fio, ours) = both(job, "normal");
+    for (who, text) in [("fio", &fio), ("elevator", &ours)] {
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(": bw=")).collect();
+        assert_eq!(lines.len(), 2, "{who}:\n{text}");
+        for l in lines {
+            // One job moved data each way: its bandwidth is the range's both ends, its
+            // runtime the run's.
+            let range = l.split("), ").nth(1).unwrap().split(" (").next().unwrap();
+            let (lo, hi) = range.split_once('-').unwrap();
+            let (a, b) =
+                l.split("run=").nth(1).unwrap().trim_end_matches("msec").split_once('-').unwrap();
+            assert!(lo == hi && a == b, "{who}: {l}");
+        }
+    }
+    let (fio, ours) = both(job, "terse");
+    for (who, text) in [("fio", &fio), ("elevator", &ours)] {
+        let first_latency = |name: &str| -> String {
+            let line = text.lines().find(|l| l.split(';').nth(2) == Some(name)).unwrap();
+            line.split(';').nth(99).unwrap().to_string()
+        };
+        let r = first_latency("r");
+        assert!(r.trim_end_matches('%').parse::<f64>().unwrap() >= 99.0, "{who}: {text}");
+        assert_eq!(first_latency("late"), "-nan%", "{who}: {text}");
+    }
+}
+
 /// What real fio (installed by setup.sh) and elevator print for `job`, in `format`.
 fn both(job: &str, format: &str) -> (String, String) {
     let dir = std::env::temp_dir().join(format!("elevator-percentiles-{}", std::process::id()));

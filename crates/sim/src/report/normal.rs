@@ -68,16 +68,19 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
         let mut both: Option<GroupLine> = None;
         let i2p = members.first().is_none_or(|e| jobs.jobs[e.job].kb_base == 1024);
         for (d, name) in ["READ", "WRITE", "TRIM"].iter().enumerate() {
-            let io: u64 = members.iter().map(|e| e.stats[d].io_bytes).sum();
-            if io == 0 {
+            // fio's __show_run_stats: a job that moved nothing this way has no runtime in
+            // it and takes no part in the line (a writer beside readers is not their 0 B/s).
+            let movers: Vec<&&Entry> = members.iter().filter(|e| e.stats[d].io_bytes > 0).collect();
+            if movers.is_empty() {
                 continue;
             }
-            let run_max = members.iter().map(|e| e.runtime_ns).max().unwrap_or(0);
-            let run = (members.iter().map(|e| e.runtime_ns).min().unwrap_or(0), run_max);
-            let bws: Vec<f64> = members.iter().map(|e| e.bw_bytes_per_sec(d)).collect();
+            let io: u64 = movers.iter().map(|e| e.stats[d].io_bytes).sum();
+            let runtimes = movers.iter().map(|e| e.dir_runtime_ns[d]);
+            let run = (runtimes.clone().min().unwrap_or(0), runtimes.max().unwrap_or(0));
+            let bws: Vec<f64> = movers.iter().map(|e| e.bw_bytes_per_sec(d)).collect();
             let lo = bws.iter().cloned().fold(f64::INFINITY, f64::min);
             let hi = bws.iter().cloned().fold(0.0, f64::max);
-            let line = GroupLine { agg: rate(io, run_max), lo, hi, io, run };
+            let line = GroupLine { agg: rate(io, run.1), lo, hi, io, run };
             let name = if unified(UnifiedRw::Mixed) && d == 0 { "MIXED" } else { name };
             group_line(&mut out, name, &line, i2p);
             both = Some(match both {

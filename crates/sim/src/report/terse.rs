@@ -23,16 +23,7 @@ const PERCENTILE_FIELDS: usize = 20;
 /// Renders every job's terse line.
 pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     let entries = entries(result, jobs);
-    let mut group_bw = Vec::<[f64; 3]>::new();
-    for e in &entries {
-        let g = e.group_id as usize;
-        if group_bw.len() <= g {
-            group_bw.resize(g + 1, [0.0; 3]);
-        }
-        for (d, total) in group_bw[g].iter_mut().enumerate() {
-            *total += e.bw_bytes_per_sec(d);
-        }
-    }
+    let group_bw = super::group_aggregates(&entries);
     let mut disks = String::new();
     for d in &result.devices {
         let c = &d.counters;
@@ -74,9 +65,13 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
         for share in super::depth_distribution(e) {
             out.push_str(&format!(";{share:.1}%"));
         }
-        let lat_total: u64 = e.lat_buckets.counts.iter().sum();
-        for n in &e.lat_buckets.counts[10..32] {
-            out.push_str(&format!(";{:.2}%", pct(*n, lat_total)));
+        for share in latency_shares(e) {
+            if share.is_nan() {
+                // glibc's `%3.2f` of x86's 0.0 / 0.0.
+                out.push_str(";-nan%");
+            } else {
+                out.push_str(&format!(";{share:.2}%"));
+            }
         }
         out.push_str(&disks);
         out.push('\n');
@@ -84,12 +79,17 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     out
 }
 
-fn pct(n: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        n as f64 * 100.0 / total as f64
-    }
+/// The latency fields, 2 µs up to 2000 ms and over, as fio's terse writes them
+/// (`stat_calc_lat_nu`, `stat_calc_lat_m`): the text report's shares (at least 0.01 % for a
+/// bucket with any), with the nanosecond buckets' share added to the first, unfloored. A job
+/// that did no I/O divides nothing by nothing there, NaN, and fio prints it.
+fn latency_shares(e: &Entry) -> [f64; 22] {
+    let shares = super::latency_distribution(e);
+    let data_ios: u64 = e.stats.iter().map(|s| s.total_ios).sum();
+    let ns_ios: u64 = e.lat_buckets.counts[..10].iter().sum();
+    let mut out: [f64; 22] = std::array::from_fn(|i| shares[10 + i]);
+    out[0] += 100.0 * ns_ios as f64 / data_ios as f64;
+    out
 }
 
 /// `min;max;mean;stddev` in µs.
@@ -134,8 +134,40 @@ fn ddir(e: &Entry, spec: &elevator_fio::JobSpec, d: usize, group_total_bw: f64) 
         }
     }
     out.push_str(&lat_us(&s.lat_ns));
-    let agg = if group_total_bw > 0.0 { bw_bytes * 100.0 / group_total_bw } else { 0.0 };
     let b = &s.bw_kib_samples;
-    out.push_str(&format!(";{};{};{:.6}%;{:.6};{:.6}", b.min, b.max, agg, b.mean(), b.stddev()));
+    if b.n == 0 {
+        out.push_str(";0;0;0.000000%;0.000000;0.000000");
+    } else {
+        let agg = share_of_group(b.mean(), group_total_bw);
+        out.push_str(&format!(";{};{};{agg:.6}%;{:.6};{:.6}", b.min, b.max, b.mean(), b.stddev()));
+    }
     out
+}
+
+/// fio's terse `p_of_agg`: the mean bandwidth sample (KiB/s) as a percentage of the group's
+/// aggregate (`rs->agg`, bytes/s) in whole KiB/s, at most 100; 100 when the aggregate is
+/// zero. Unlike the text and JSON reports' `convert_agg_kbytes_percent`, the mean is not
+/// truncated and any aggregate above zero divides.
+fn share_of_group(mean_kib: f64, agg_bytes: f64) -> f64 {
+    let agg_kib = (agg_bytes as u64 / 1024) as f64;
+    if agg_bytes as u64 == 0 {
+        100.0
+    } else {
+        (mean_kib * 100.0 / agg_kib).min(100.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share_of_group;
+
+    #[test]
+    fn a_job_s_share_is_over_the_aggregate_in_whole_kib() {
+        // 2047 B/s is 1 KiB/s to fio's integer division: a 1.5 KiB/s mean is 150 %, cut to 100.
+        assert_eq!(share_of_group(1.5, 2047.0), 100.0);
+        assert_eq!(share_of_group(0.5, 2047.0), 50.0);
+        // The mean is not truncated (the text report's convert_agg_kbytes_percent truncates it).
+        assert_eq!(share_of_group(512.5, 1024.0 * 1025.0), 50.0);
+        assert_eq!(share_of_group(10.0, 0.0), 100.0);
+    }
 }
