@@ -62,6 +62,18 @@ pub fn toml_key_at(text: &str, offset: usize) -> Option<String> {
     None
 }
 
+/// A TOML parser's `message` about the value at byte `offset`, as elevator prints it: the
+/// 1-based line, and the message on one line led by the key the value is written under
+/// (`` `rpm`: invalid type ``), unless the message names that key already.
+pub fn toml_message_at(text: &str, offset: usize, message: &str) -> (usize, String) {
+    let message = one_line(message);
+    let keyed = match toml_key_at(text, offset).filter(|k| !message.contains(k.as_str())) {
+        Some(key) => format!("`{key}`: {message}"),
+        None => message,
+    };
+    (line_of(text, offset), keyed)
+}
+
 /// A key a TOML line assigns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TomlKey {
@@ -190,6 +202,20 @@ mod tests {
         assert_eq!(
             one_line("unknown field `x`\n\n  expected one of `a`\n"),
             "unknown field `x` expected one of `a`"
+        );
+    }
+
+    #[test]
+    fn a_parser_s_message_names_the_key_once() {
+        let text = "[a]\nrpm = \"fast\"\n";
+        let at = text.find("\"fast").unwrap();
+        assert_eq!(
+            toml_message_at(text, at, "invalid type: string,\n expected u32"),
+            (2, "`rpm`: invalid type: string, expected u32".to_string())
+        );
+        assert_eq!(
+            toml_message_at(text, at, "unknown field `rpm`"),
+            (2, "unknown field `rpm`".to_string())
         );
     }
 }

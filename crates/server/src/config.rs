@@ -1,6 +1,6 @@
 //! The TOML configuration.
 
-use elevator_core::text::{line_of, one_line, toml_key_at};
+use elevator_core::text::{one_line, toml_message_at};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -317,14 +317,12 @@ impl ServerConfig {
     /// `--config` may name any file, and its text is not the server's to echo).
     pub fn from_toml_str(text: &str) -> Result<ServerConfig, crate::ServerError> {
         let c: ServerConfig = toml::from_str(text).map_err(|e| {
-            let message = one_line(e.message());
-            let key = e.span().and_then(|at| toml_key_at(text, at.start));
-            crate::ServerError::Config(match (e.span(), key) {
-                (Some(at), Some(key)) if !message.contains(&key) => {
-                    format!("line {}: `{key}`: {message}", line_of(text, at.start))
+            crate::ServerError::Config(match e.span() {
+                Some(at) => {
+                    let (line, message) = toml_message_at(text, at.start, e.message());
+                    format!("line {line}: {message}")
                 }
-                (Some(at), _) => format!("line {}: {message}", line_of(text, at.start)),
-                (None, _) => message,
+                None => one_line(e.message()),
             })
         })?;
         c.validate()?;

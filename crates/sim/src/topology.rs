@@ -42,7 +42,7 @@ use elevator_control::iocost::{
 use elevator_control::iolatency::parse_io_latency_keys;
 use elevator_control::prio_class::IoPrioClassPolicy;
 use elevator_control::throttle::IoMax;
-use elevator_core::text::{line_of, one_line, toml_key_at};
+use elevator_core::text::{line_of, one_line, toml_message_at};
 use elevator_core::{Nanos, RandomStream};
 use elevator_device::array::{Array, ControllerCache, FrontEnd, Layout};
 use elevator_device::hdd::{Hdd, HddParams};
@@ -1427,13 +1427,9 @@ fn size_value(v: &SizeValue) -> Result<u64, String> {
 /// A message about a value that does not name its key ("invalid value: integer `-1`,
 /// expected u32") gets the key the value is written under.
 pub fn toml_error(name: &str, text: &str, e: &toml::de::Error) -> String {
-    let message = one_line(e.message());
-    let Some(span) = e.span() else { return format!("{name}: {message}") };
-    let line = line_of(text, span.start);
-    match toml_key_at(text, span.start).filter(|k| !message.contains(k.as_str())) {
-        Some(key) => format!("{name}:{line}: `{key}`: {message}"),
-        None => format!("{name}:{line}: {message}"),
-    }
+    let Some(span) = e.span() else { return format!("{name}: {}", one_line(e.message())) };
+    let (line, message) = toml_message_at(text, span.start, e.message());
+    format!("{name}:{line}: {message}")
 }
 
 /// Reads a text file of at most `max` bytes (an error past it, before reading it all).
