@@ -2456,7 +2456,7 @@ fn lfsr_reads_each_block_once_per_pass_as_real_fio_does() {
 /// `exitall_on_error`: a job that ends in an error (here `max_latency=1`, its first read too
 /// slow) stops the others, as `exitall` would, in real fio (installed by setup.sh) and
 /// elevator alike; without it the other job runs its 3 s. A job not started yet when
-/// `exitall` fires never starts, in both.
+/// `exitall` fires never starts, in both; and any job's end fires a flag another job set.
 #[test]
 fn exitall_on_error_stops_the_other_jobs_as_real_fio_does() {
     let dir = scratch_dir("exitall-on-error");
@@ -2493,6 +2493,18 @@ fn exitall_on_error_stops_the_other_jobs_as_real_fio_does() {
             (Some(0), Some(0)),
             "{tool}"
         );
+    }
+    // `exitall` is fio's global: one job's flag makes every job's end stop the rest, so the
+    // short job `b`, without the flag, stops `a`'s 3 s.
+    let job = dir.join("global.fio");
+    let text = format!(
+        "[global]\nfilename={}\nsize=1m\nbs=4k\nrw=read\ntime_based\n[a]\nruntime=3\nexitall\n[b]\nruntime=1\n",
+        dir.join("a").display()
+    );
+    std::fs::write(&job, text).unwrap();
+    for (tool, out) in ["fio", "elevator"].into_iter().zip(fio_and_elevator_json(&job)) {
+        let ms = fio_json_of(&out.stdout)["jobs"][0]["job_runtime"].as_u64().unwrap();
+        assert!(ms < 1_500, "{tool}: `a` stopped when `b` ended: {ms} ms");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -212,15 +212,14 @@ fn terse_lines_have_fio_3_33s_fields() {
     assert_eq!(o[5], "16384", "KiB read");
 }
 
-/// A reader and a writer in one group, and a job `exitall` stops before it starts: the group
+/// A reader and a writer in one group, then a job `exitall` stops before it starts: the group
 /// lines count each direction's movers only (fio's __show_run_stats: the writer is not the
 /// reads' 0 B/s, nor its runtime theirs), and terse's latency fields are the text's shares
 /// with the nanosecond buckets folded into the first (null-engine I/Os take nanoseconds:
 /// about 100 %), `-nan%` for the job that did nothing, as real fio prints them.
 #[test]
 fn group_lines_and_terse_latencies_as_real_fio_s() {
-    let job = "[global]\nioengine=null\nbs=4k\n[r]\nrw=read\nsize=64m\nexitall\n\
-               [w]\nrw=write\nsize=16m\n[late]\nrw=read\nsize=16m\nstartdelay=5\n";
+    let job = "[global]\nioengine=null\nbs=4k\n[r]\nrw=read\nsize=64m\n[w]\nrw=write\nsize=16m\n";
     let (fio, ours) = both(job, "normal");
     for (who, text) in [("fio", &fio), ("elevator", &ours)] {
         let lines: Vec<&str> = text.lines().filter(|l| l.contains(": bw=")).collect();
@@ -235,6 +234,8 @@ fn group_lines_and_terse_latencies_as_real_fio_s() {
             assert!(lo == hi && a == b, "{who}: {l}");
         }
     }
+    let job =
+        "[global]\nioengine=null\nbs=4k\nsize=16m\nrw=read\n[r]\nexitall\n[late]\nstartdelay=5\n";
     let (fio, ours) = both(job, "terse");
     for (who, text) in [("fio", &fio), ("elevator", &ours)] {
         let first_latency = |name: &str| -> String {
@@ -247,11 +248,36 @@ fn group_lines_and_terse_latencies_as_real_fio_s() {
     }
 }
 
+/// fio writes `global options` and a job's `job options` only when there are some
+/// (json_add_job_opts): no [global] section, no object; a section that sets nothing, none.
+#[test]
+fn option_objects_only_where_options_are_as_real_fio_s() {
+    let keys = |json: &str| -> (bool, Vec<bool>) {
+        let v: Value = serde_json::from_str(&json[json.find('{').unwrap()..]).unwrap();
+        let jobs = v["jobs"].as_array().unwrap();
+        (
+            v.get("global options").is_some(),
+            jobs.iter().map(|j| j.get("job options").is_some()).collect(),
+        )
+    };
+    for (job, expected) in [
+        ("[a]\nioengine=null\nsize=1m\n", (false, vec![true])),
+        ("[global]\nioengine=null\nsize=1m\n[b]\n[c]\nbs=8k\n", (true, vec![false, true])),
+    ] {
+        let (fio, ours) = both(job, "json");
+        assert_eq!(keys(&fio), expected, "fio: {job}");
+        assert_eq!(keys(&ours), expected, "elevator: {job}");
+    }
+}
+
 /// What real fio (installed by setup.sh) and elevator print for `job`, in `format`.
 fn both(job: &str, format: &str) -> (String, String) {
     let dir = std::env::temp_dir().join(format!("elevator-percentiles-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join(format!("{}.fio", job.len()));
+    // Tests run side by side: one file per job text.
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(job, &mut hasher);
+    let file = dir.join(format!("{:x}.fio", std::hash::Hasher::finish(&hasher)));
     std::fs::write(&file, job).unwrap();
     let run = |program: &str, args: &[&str]| {
         let out = Command::new(program)

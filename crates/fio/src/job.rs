@@ -528,7 +528,8 @@ pub struct JobSpec {
     /// `file_append`: write after the end of the file (a new file's data: no old blocks to
     /// read back for partial writes).
     pub file_append: bool,
-    /// `exitall`: when this job finishes, stop the jobs that `exit_what` names.
+    /// `exitall`: when a job finishes, stop the jobs that its `exit_what` names. fio keeps it
+    /// in a global: one job's `exitall` makes every job's end do it.
     pub exitall: bool,
     /// `exitall_on_error`: the same when this job ends in an error.
     pub exitall_on_error: bool,

@@ -1070,8 +1070,11 @@ impl Engine {
         if !self.procs[p as usize].no_io {
             self.stop_cpuio_if_io_done();
         }
+        // fio's `exitall` sets a global (str_exitall_cb: exitall_on_terminate): once any job
+        // of the file has it, every job's end stops the others it names, not only its own.
+        let exitall_on_terminate = self.procs.iter().any(|q| q.exitall);
         let me = &self.procs[p as usize];
-        if me.exitall || (me.exitall_on_error && me.error.is_some() && !me.setup_failed) {
+        if exitall_on_terminate || (me.exitall_on_error && me.error.is_some() && !me.setup_failed) {
             self.exit_others(p);
         }
         // Jobs that waited for this one (wait_for=) start, their start delay permitting.

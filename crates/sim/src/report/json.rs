@@ -92,6 +92,10 @@ fn render_with(
             "timeline": timeline_json(result, jobs),
         },
     });
+    if jobs.global_options.is_empty() {
+        // As fio: no [global] section (nor command-line option), no object.
+        out.as_object_mut().expect("an object").shift_remove("global options");
+    }
     if let Some(t) = result.target_vm {
         out["elevator"]["target_vm"] = json!({
             "pages_read": t.pages_read,
@@ -250,6 +254,10 @@ fn job_json(e: &Entry, jobs: &JobFile, group_bw: &[[f64; 3]], elapsed_s: u64, pl
         "latency_percentile": spec.latency_percentile,
         "latency_window": spec.latency_window_ns / 1000,
     });
+    if spec.options.is_empty() {
+        // fio's json_add_job_opts writes no object for a section that set nothing.
+        v.as_object_mut().expect("an object").shift_remove("job options");
+    }
     if let Some(w) = &e.steadystate {
         v.as_object_mut().expect("an object").insert("steadystate".into(), steadystate_json(w));
     }
