@@ -2291,6 +2291,8 @@ fn libaio_syncs_wait_for_fios_reaping_and_a_short_pass_closes_its_file() {
         "rw=write\nsize=200k\nbs=16k\nioengine=libaio\niodepth=4\nend_fsync=1\nloops=2",
         "rw=write\nsize=200k\nbs=16k\nioengine=libaio\niodepth=4\nfsync_on_close=1\ndirect=1",
         "rw=write\nsize=256k\nbs=16k\nioengine=libaio\niodepth=3\ndirect=1\nfsync=4\nloops=2\nend_fsync=1",
+        // Buffered: each write done as libaio submits it, reaped once 8 io_us are in use.
+        "rw=write\nsize=512k\nbs=4k\nioengine=libaio\niodepth=8\nfsync=2",
     ]
     .into_iter()
     .enumerate()

@@ -248,6 +248,43 @@ fn group_lines_and_terse_latencies_as_real_fio_s() {
     }
 }
 
+/// A buffered libaio job: the kernel runs each write inside io_submit, and fio reaps only
+/// once its `iodepth` io_us are in use, the oldest first. So its depth is `iodepth`, `slat`
+/// is the call and `clat` the wait behind the calls after it (about three at depth 4), as
+/// real fio reports them (elevator had depth 1, no slat and the call as `clat`).
+#[test]
+fn buffered_libaio_reports_depth_and_latency_as_real_fio() {
+    let job = "[j]\nfilename=buffered-libaio.dat\nsize=16m\nbs=4k\nrw=randwrite\nioengine=libaio\niodepth=4\n";
+    let (fio, ours) = both(job, "json");
+    let of = |text: &str| -> (Value, f64, f64) {
+        let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+        let w = &v["jobs"][0]["write"];
+        let mean = |k: &str| w[k]["mean"].as_f64().unwrap();
+        (v["jobs"][0]["iodepth_level"].clone(), mean("slat_ns"), mean("clat_ns"))
+    };
+    let (fio_depths, fio_slat, fio_clat) = of(&fio);
+    let (depths, slat, clat) = of(&ours);
+    assert_eq!(depths, fio_depths);
+    assert!(depths["4"].as_f64().unwrap() > 99.0, "{depths}");
+    assert!(fio_slat > 0.0 && fio_clat > fio_slat, "fio: slat {fio_slat} clat {fio_clat}");
+    assert!(slat > 0.0 && (2.5..3.5).contains(&(clat / slat)), "slat {slat} clat {clat}");
+}
+
+/// fio's reset_io_stats at the ramp's end clears the depth map with the other statistics, so
+/// the depths are those of the I/Os after it (about 100 % in all); elevator kept the ramp's
+/// (1=150.0% for a psync reader ramping for half its time).
+#[test]
+fn depths_after_a_ramp_are_the_run_s_alone_as_real_fio_s() {
+    let job = "[j]\nioengine=null\nrw=read\nbs=4k\nsize=1g\ntime_based\nruntime=1\nramp_time=1\nrate_iops=500\n";
+    let (fio, ours) = both(job, "json");
+    for (who, text) in [("fio", &fio), ("elevator", &ours)] {
+        let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+        let depths = &v["jobs"][0]["iodepth_level"];
+        let all: f64 = depths.as_object().unwrap().values().map(|x| x.as_f64().unwrap()).sum();
+        assert!((99.0..=100.5).contains(&all), "{who}: {depths}");
+    }
+}
+
 /// fio writes `global options` and a job's `job options` only when there are some
 /// (json_add_job_opts): no [global] section, no object; a section that sets nothing, none.
 #[test]

@@ -552,6 +552,14 @@ pub struct Process {
     /// reaped last (`last_was_sync`) stays what it was. Not kept for a file tree
     /// (deviation: reaped as they complete there).
     unreaped: VecDeque<Nanos>,
+    /// A buffered libaio job (fio's libaio engine, `direct=0`): the kernel runs each call
+    /// inside `io_submit`, so the job makes one call at a time, but fio keeps `iodepth`
+    /// io_us in use and counts each I/O when it reaps it: `slat` the call, `clat` the wait
+    /// to be reaped (`aio_calls_done`, beside `unreaped`).
+    aio_calls: bool,
+    /// Of a buffered libaio job, its calls returned and not yet reaped, in order:
+    /// (op, bytes, call start, call end).
+    aio_calls_done: VecDeque<(Op, u64, Nanos, Nanos)>,
     /// Syncs in flight.
     flushes_in_flight: u32,
     /// A sync engine: fio counts its do_io bytes only for short I/Os, so a pass goes on to
@@ -845,6 +853,8 @@ impl Process {
             last_reaped_sync: false,
             sync_blocks: spec.ioengine.runs_syncs_inline(),
             unreaped: VecDeque::new(),
+            aio_calls: false,
+            aio_calls_done: VecDeque::new(),
             flushes_in_flight: 0,
             sync_engine: !spec.engine_is_async(),
             reopen_after_flush: false,
@@ -995,10 +1005,15 @@ impl Process {
         self.sync_file_range = None;
     }
 
-    /// Makes the job's I/O go through the page cache: one system call at a time.
-    pub fn set_buffered(&mut self, b: Buffered) {
+    /// Makes the job's I/O go through the page cache: one system call at a time. A libaio
+    /// job (`libaio`) keeps its `iodepth` io_us, as fio does (see `aio_calls`); others have
+    /// one.
+    pub fn set_buffered(&mut self, b: Buffered, libaio: bool) {
         self.buffered = Some(b);
-        self.max_in_flight = 1;
+        self.aio_calls = libaio;
+        if !self.aio_calls {
+            self.max_in_flight = 1;
+        }
         self.batch = 1;
     }
 
@@ -1036,6 +1051,7 @@ impl Process {
     fn plain_calls(&self, io: &Io) -> bool {
         matches!(io.op, Op::Read | Op::Write)
             && self.buffered.is_some_and(|b| !b.sync)
+            && !self.aio_calls
             && self.files.is_none()
             && self.iolog.is_none()
             && self.issue_log.is_none()
@@ -1093,7 +1109,7 @@ impl Process {
     }
 
     /// The job made `extra` more calls like `io` right after it.
-    pub fn extend_run(&mut self, io: &Io, extra: u64) {
+    pub fn extend_run(&mut self, io: &Io, extra: u64, now_ns: Nanos) {
         if extra == 0 {
             return;
         }
@@ -1118,7 +1134,10 @@ impl Process {
         if let Some(busy) = self.iou_busy.last_mut() {
             busy.2 .0 = last_offset;
         }
-        self.depth_hist[0] += extra;
+        // Depths are marked past the ramp only (a run ends with it: `run_bound`).
+        if now_ns >= self.ramp_end_ns {
+            self.depth_hist[0] += extra;
+        }
         if io.op == Op::Write {
             self.count_writes_for_sync(extra);
         }
@@ -1267,7 +1286,9 @@ impl Process {
             match self.next_io(now_ns) {
                 Next::Issue(io) if self.verify_only && !self.verifying() => {
                     // fio's do_dry_run: a depth of one, and the write accounted as done.
-                    self.depth_hist[0] += 1;
+                    if now_ns >= self.ramp_end_ns {
+                        self.depth_hist[0] += 1;
+                    }
                     self.last_reaped_sync = io.op == Op::Flush;
                     if io.op != Op::Flush && now_ns >= self.ramp_end_ns {
                         self.record_io(dir_index(io.op), io.len_bytes, now_ns, now_ns, now_ns);
@@ -1323,7 +1344,7 @@ impl Process {
             if self.in_flight > 0 {
                 return Next::Full;
             }
-            self.reap_unreaped();
+            self.reap_unreaped(now_ns);
             // A sync engine's pass asks for one more io_u: the sync due after its last write
             // goes out in this pass, and again as the next begins.
             self.want_cadence_sync();
@@ -1373,7 +1394,11 @@ impl Process {
         // fio's queue is full with I/Os it has not reaped: it reaps the oldest (it is done)
         // and goes on.
         if self.in_flight + self.unreaped.len() as u32 >= self.max_in_flight {
-            self.reap_oldest();
+            self.reap_oldest(now_ns);
+            // A buffered libaio call counted now may end the job (max_latency).
+            if self.state != State::Running {
+                return Next::Stop;
+            }
         }
         if self.thinking || self.in_flight >= self.max_in_flight {
             if self.in_flight >= self.max_in_flight && self.refill_depth() + 1 < self.max_in_flight
@@ -1622,10 +1647,13 @@ impl Process {
     /// The job has done its I/O: a buffered job with `end_fsync`/`fsync_on_close` still
     /// owes its final fsyncs, one per file: the first is returned here, as an I/O to issue;
     /// the rest go out as the job runs on once it has returned ([`Process::drained`]).
-    pub fn take_end_fsync(&mut self) -> Option<Io> {
+    pub fn take_end_fsync(&mut self, now_ns: Nanos) -> Option<Io> {
         // should_fsync: only a job that writes, and not right after a sync; fio asks once,
         // before the syncs.
         let due = self.should_fsync();
+        // fio reaps what is left before (a buffered libaio job's last calls): the sync takes
+        // the io_u reaped last.
+        self.reap_unreaped(now_ns);
         if let Some(b) = self.buffered.as_mut().filter(|b| b.end_fsync) {
             b.end_fsync = false;
             self.end_syncs_owed = if due { self.file_count() } else { 0 };
@@ -1848,6 +1876,10 @@ impl Process {
         if io.flush == Some(FlushCall::Unaccounted) && !verifying {
             return;
         }
+        // fio's reset_io_stats at the ramp's end clears the map (io_u_map).
+        if now_ns < self.ramp_end_ns {
+            return;
+        }
         let depth = self.in_flight + self.unreaped.len() as u32;
         let bucket = match depth {
             1 => 0,
@@ -1880,7 +1912,8 @@ impl Process {
         now_ns: Nanos,
     ) {
         self.stats[d].record(len_bytes, issue_ns, submit_ns, now_ns);
-        self.lat_buckets.add(now_ns - issue_ns);
+        // fio's io_u_mark_latency: the completion latency.
+        self.lat_buckets.add(now_ns - submit_ns);
         if let Some(logs) = self.logs.as_mut() {
             logs.record(d, len_bytes, issue_ns, submit_ns, now_ns);
         }
@@ -1920,7 +1953,15 @@ impl Process {
         let full = self.in_flight + 1 + self.unreaped.len() as u32 >= self.max_in_flight
             || self.draining_to_low;
         let in_sync = self.sync_blocks && self.flushes_in_flight > 0;
-        if op != Op::Flush && self.files.is_none() && (in_sync || !full) {
+        // A buffered libaio call is counted when fio reaps it, the oldest first.
+        let aio_call = self.aio_calls && op != Op::Flush;
+        if aio_call {
+            self.unreaped.push_back(issue_ns);
+            self.aio_calls_done.push_back((op, len_bytes, issue_ns, now_ns));
+            if full && !in_sync {
+                self.reap_oldest(now_ns);
+            }
+        } else if op != Op::Flush && self.files.is_none() && (in_sync || !full) {
             self.unreaped.push_back(issue_ns);
         } else {
             // Reaped (the job takes each completion as it comes: it waits only when it
@@ -1943,17 +1984,8 @@ impl Process {
         if op != Op::Flush && self.state == State::Running {
             self.latency_target_check(op, len_bytes, now_ns - issue_ns, now_ns);
         }
-        if now_ns >= self.ramp_end_ns && op != Op::Flush && !self.no_io {
-            self.record_io(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);
-            self.timeline.record(dir_index(op), len_bytes, now_ns);
-        }
-        // fio's max_latency (account_io_completion, lat_fatal): an I/O slower than the limit,
-        // issue to completion, ends the job with ETIMEDOUT; it is still counted.
-        if op != Op::Flush {
-            let lat = now_ns.saturating_sub(issue_ns);
-            if let Some(max) = self.max_latency_ns[dir_index(op)].filter(|&m| lat > m) {
-                self.latency_fatal(op, len_bytes, lat, max);
-            }
+        if op != Op::Flush && !aio_call {
+            self.account(op, len_bytes, issue_ns, submit_ns, now_ns);
         }
         if now_ns >= self.ramp_end_ns && self.state == State::Running {
             self.check_min_rate(now_ns);
@@ -1968,6 +2000,28 @@ impl Process {
             self.count_towards_think(now_ns);
         }
         self.go_on(now_ns)
+    }
+
+    /// fio's account_io_completion of a read or write issued at `issue_ns`, submitted at
+    /// `submit_ns`, reaped at `now_ns`: its statistics past the ramp, and `max_latency`
+    /// (lat_fatal): an I/O slower than the limit, issue to reap, ends the job with
+    /// ETIMEDOUT; it is still counted.
+    fn account(
+        &mut self,
+        op: Op,
+        len_bytes: u64,
+        issue_ns: Nanos,
+        submit_ns: Nanos,
+        now_ns: Nanos,
+    ) {
+        if now_ns >= self.ramp_end_ns && !self.no_io {
+            self.record_io(dir_index(op), len_bytes, issue_ns, submit_ns, now_ns);
+            self.timeline.record(dir_index(op), len_bytes, now_ns);
+        }
+        let lat = now_ns.saturating_sub(issue_ns);
+        if let Some(max) = self.max_latency_ns[dir_index(op)].filter(|&m| lat > m) {
+            self.latency_fatal(op, len_bytes, lat, max);
+        }
     }
 
     /// The io_u of the I/O issued at `issue_ns` is free again, on top of the free list (a
@@ -1997,8 +2051,11 @@ impl Process {
     /// fio reaps the oldest data I/O done and not yet reaped (`unreaped`), if any: its io_u
     /// goes on top of the free list, and a sync is no longer the last I/O reaped. Whether
     /// there was one.
-    fn reap_oldest(&mut self) -> bool {
+    fn reap_oldest(&mut self, now_ns: Nanos) -> bool {
         let Some(issue_ns) = self.unreaped.pop_front() else { return false };
+        if let Some((op, len_bytes, start_ns, end_ns)) = self.aio_calls_done.pop_front() {
+            self.account(op, len_bytes, start_ns, end_ns, now_ns);
+        }
         // A read or a write: `free_iou` only tells data from syncs.
         self.free_iou(Op::Write, issue_ns);
         self.last_reaped_sync = false;
@@ -2007,9 +2064,9 @@ impl Process {
 
     /// fio reaps everything at a pass's end, in the order it completed: data I/Os not reaped
     /// since a sync come after it, so `should_fsync` no longer sees that sync last.
-    fn reap_unreaped(&mut self) {
-        if self.reap_oldest() {
-            while self.reap_oldest() {}
+    fn reap_unreaped(&mut self, now_ns: Nanos) {
+        if self.reap_oldest(now_ns) {
+            while self.reap_oldest(now_ns) {}
             self.last_was_flush = false;
         }
     }
@@ -2188,7 +2245,7 @@ impl Process {
     pub fn drained(&mut self, now_ns: Nanos) -> bool {
         // fio's do_io reaps what is left at its end (io_u_queued_complete): data I/Os not
         // reaped since a sync come after it (`should_fsync`).
-        self.reap_unreaped();
+        self.reap_unreaped(now_ns);
         // The rest of the fsyncs owed at the job's end, one file after another.
         if self.end_syncs_owed > 0 {
             self.state = State::Running;

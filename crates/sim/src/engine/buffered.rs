@@ -124,7 +124,7 @@ impl Engine {
         match r {
             SyscallResult::Done { count, at_ns } => {
                 let before = count - 1 + hits_before;
-                proc.extend_run(&io, before);
+                proc.extend_run(&io, before, now);
                 proc.record_run(io.op, io.len_bytes, before, now, cost);
                 let start = now + before * cost;
                 proc.pending_call =
@@ -132,7 +132,7 @@ impl Engine {
                 self.push(at_ns + hits_before * cost, Event::CallDone(p));
             }
             SyscallResult::Blocked { count } => {
-                proc.extend_run(&io, count);
+                proc.extend_run(&io, count, now);
                 proc.record_run(io.op, io.len_bytes, count, now, cost);
                 let start = now + count * cost;
                 proc.pending_call =

@@ -824,7 +824,9 @@ pub(super) fn build_processes(
             }
             if buffered {
                 let b = cache.buffered(spec, region, owner, procs.len() as u32, files.as_ref());
-                proc.set_buffered(b);
+                // Not in a file tree, whose completions are reaped as they come.
+                let libaio = spec.ioengine == elevator_fio::IoEngine::Libaio && files.is_none();
+                proc.set_buffered(b, libaio);
             }
             if !buffered || files.is_some() {
                 proc.drop_sync_file_range();

@@ -725,6 +725,10 @@ impl Engine {
         if self.procs[pi].blocked || self.procs[pi].state != State::Running {
             return;
         }
+        // A buffered job is inside a system call (a libaio job's io_us are more than one).
+        if self.procs[pi].pending_call.is_some() {
+            return;
+        }
         let route = self.procs[pi].region.route;
         let batch = self.procs[pi].batch;
         let mut in_batch = 0;
@@ -795,7 +799,7 @@ impl Engine {
                 Next::Full => break,
                 Next::Stop => {
                     if self.procs[pi].in_flight == 0 && in_batch == 0 {
-                        if let Some(io) = self.procs[pi].take_end_fsync() {
+                        if let Some(io) = self.procs[pi].take_end_fsync(now) {
                             self.procs[pi].issued(&io, now);
                             self.buffered_call(p, io);
                             break;
