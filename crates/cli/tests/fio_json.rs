@@ -213,7 +213,7 @@ fn terse_lines_have_fio_3_33s_fields() {
 }
 
 /// A reader and a writer in one group, then a job `exitall` stops before it starts: the group
-/// lines count each direction's movers only (fio's __show_run_stats: the writer is not the
+/// lines and the group's aggregate (each job's `per=`) count each direction's movers only (fio's __show_run_stats: the writer is not the
 /// reads' 0 B/s, nor its runtime theirs), and terse's latency fields are the text's shares
 /// with the nanosecond buckets folded into the first (null-engine I/Os take nanoseconds:
 /// about 100 %), `-nan%` for the job that did nothing, as real fio prints them.
@@ -233,6 +233,21 @@ fn group_lines_and_terse_latencies_as_real_fio_s() {
                 l.split("run=").nth(1).unwrap().trim_end_matches("msec").split_once('-').unwrap();
             assert!(lo == hi && a == b, "{who}: {l}");
         }
+    }
+    // Two writers of 1 s beside a reader of 2 s: each writer's share of its group's write
+    // bandwidth (`per=`) is over the writers' own runtime, half each (was 100 %: the
+    // reader's 2 s halved the aggregate).
+    let job = "[global]\nioengine=null\nbs=4k\nsize=1g\nrate_iops=1000\ntime_based\n\
+               [r]\nrw=read\nruntime=2\n[w]\nrw=write\nruntime=1\nnumjobs=2\n";
+    let (fio, ours) = both(job, "normal");
+    for (who, text) in [("fio", &fio), ("elevator", &ours)] {
+        let shares: Vec<f64> = text
+            .lines()
+            .filter_map(|l| l.split("per=").nth(1))
+            .map(|p| p.split('%').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(shares.len(), 3, "{who}:\n{text}");
+        assert!(shares[1..].iter().all(|p| (45.0..55.0).contains(p)), "{who}: {shares:?}");
     }
     let job =
         "[global]\nioengine=null\nbs=4k\nsize=16m\nrw=read\n[r]\nexitall\n[late]\nstartdelay=5\n";

@@ -83,14 +83,15 @@ impl Entry {
 }
 
 /// fio's `rs->agg[ddir]` of each group: its members' bytes of each direction over the
-/// longest runtime among them in that direction, bytes per second.
+/// longest runtime in that direction among those that moved any (fio's __show_run_stats
+/// skips a job with no runtime that way), bytes per second.
 pub fn group_aggregates(entries: &[Entry]) -> Vec<[f64; 3]> {
     let groups = entries.iter().map(|e| e.group_id).max().map_or(0, |g| g as usize + 1);
     let mut bytes = vec![[0u64; 3]; groups];
     let mut run = vec![[0 as Nanos; 3]; groups];
     for e in entries {
         let g = e.group_id as usize;
-        for d in 0..3 {
+        for d in (0..3).filter(|&d| e.stats[d].io_bytes > 0) {
             bytes[g][d] += e.stats[d].io_bytes;
             run[g][d] = run[g][d].max(e.dir_runtime_ns[d]);
         }
