@@ -300,6 +300,34 @@ fn depths_after_a_ramp_are_the_run_s_alone_as_real_fio_s() {
     }
 }
 
+/// Disk statistics only for jobs with disks: none for the null engine (FIO_DISKLESSIO) nor
+/// for a job with `disk_util=0`, text, JSON and terse alike; a job on a file has them.
+/// elevator printed its topology's disks and a `(null-engine)` device for every run.
+#[test]
+fn disk_statistics_only_where_real_fio_has_them() {
+    for (job, disks) in [
+        ("[j]\nioengine=null\nsize=1m\n", false),
+        ("[j]\nfilename=disk-util.dat\nsize=1m\ndisk_util=0\n", false),
+        ("[j]\nfilename=disk-util.dat\nsize=1m\n", true),
+    ] {
+        let (fio, ours) = both(job, "normal");
+        for (who, text) in [("fio", &fio), ("elevator", &ours)] {
+            assert_eq!(text.contains("Disk stats"), disks, "{who}: {job}\n{text}");
+        }
+        let (fio, ours) = both(job, "json");
+        for (who, text) in [("fio", &fio), ("elevator", &ours)] {
+            let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+            assert_eq!(v.get("disk_util").is_some(), disks, "{who}: {job}");
+        }
+        // Terse: 130 fields with one disk's nine, 121 without.
+        let (fio, ours) = both(job, "terse");
+        for (who, text) in [("fio", &fio), ("elevator", &ours)] {
+            let fields = text.trim_end().split(';').count();
+            assert_eq!(fields == 121, !disks, "{who}: {fields} fields: {text}");
+        }
+    }
+}
+
 /// fio writes `global options` and a job's `job options` only when there are some
 /// (json_add_job_opts): no [global] section, no object; a section that sets nothing, none.
 #[test]

@@ -531,6 +531,8 @@ pub struct JobSpec {
     /// `exitall`: when a job finishes, stop the jobs that its `exit_what` names. fio keeps it
     /// in a global: one job's `exitall` makes every job's end do it.
     pub exitall: bool,
+    /// `disk_util` (default 1): the job's disks are in the report's disk statistics.
+    pub disk_util: bool,
     /// `exitall_on_error`: the same when this job ends in an error.
     pub exitall_on_error: bool,
     /// The cpuio engine's `cpuload=` (% of a CPU, 0 = not given; above 100 taken as 100),
@@ -819,6 +821,7 @@ impl JobSpec {
             create_on_open: false,
             file_append: false,
             exitall: false,
+            disk_util: true,
             exitall_on_error: false,
             cpuload_percent: 0,
             cpuchunks_ns: 50_000 * 1_000,

@@ -143,6 +143,7 @@ const MODELLED: &[(&str, &str)] = &[
     ("file_append", "file_append"),
     ("exitall", "exitall"),
     ("exitall_on_error", "exitall_on_error"),
+    ("disk_util", "disk_util"),
     ("cpuload", "cpuload"),
     ("cpuchunks", "cpuchunks"),
     ("cpumode", "cpumode"),
@@ -229,7 +230,6 @@ const UNMODELLED: &[&str] = &[
     "disable_clat",
     "disable_lat",
     "disable_slat",
-    "disk_util",
     "donorname",
     "engine_name",
     "error_dump",
@@ -822,6 +822,7 @@ impl Builder {
             "new_group" => self.spec.new_group = flag(value)?,
             "stonewall" => self.spec.stonewall = flag(value)?,
             "exitall" => self.spec.exitall = flag(value)?,
+            "disk_util" => self.spec.disk_util = flag(value)?,
             "exitall_on_error" => self.spec.exitall_on_error = flag(value)?,
             "exit_on_io_done" => self.spec.exit_on_io_done = flag(value)?,
             "replay_no_stall" => self.spec.replay_no_stall = flag(value)?,
@@ -2319,6 +2320,13 @@ mod tests {
         assert!(s.exitall);
         assert_eq!(s.exit_what, ExitWhat::All);
         assert!(value_err("exit_what", "some").contains("group, stonewall, all"));
+    }
+
+    #[test]
+    fn disk_util_is_on_unless_turned_off() {
+        assert!(applied(&[]).disk_util);
+        assert!(!applied(&[("disk_util", Some("0"))]).disk_util);
+        assert!(applied(&[("disk_util", None)]).disk_util);
     }
 
     #[test]

@@ -39,9 +39,8 @@ fn render_with(
     let elapsed_s = last_end_ns.div_ceil(1_000_000_000);
     let jobs_json: Vec<Value> =
         entries.iter().map(|e| job_json(e, jobs, &group_bw, elapsed_s, plus)).collect();
-    let disk_util: Vec<Value> = result
-        .devices
-        .iter()
+    let disk_util: Vec<Value> = super::reported_disks(result, jobs)
+        .into_iter()
         .map(|d| {
             let c = &d.counters;
             json!({
@@ -92,6 +91,10 @@ fn render_with(
             "timeline": timeline_json(result, jobs),
         },
     });
+    if out["disk_util"].as_array().is_some_and(Vec::is_empty) {
+        // fio writes no disk_util without disks (a null-engine run).
+        out.as_object_mut().expect("an object").shift_remove("disk_util");
+    }
     if jobs.global_options.is_empty() {
         // As fio: no [global] section (nor command-line option), no object.
         out.as_object_mut().expect("an object").shift_remove("global options");

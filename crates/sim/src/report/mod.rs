@@ -11,6 +11,7 @@ pub mod terse;
 use elevator_core::Nanos;
 use elevator_fio::{JobFile, UnifiedRw};
 
+use crate::engine::DeviceResult;
 use crate::stats::{DirStats, LatencyBuckets};
 use crate::SimResult;
 
@@ -107,6 +108,18 @@ pub fn percent_of_group(mean_kib: f64, agg_bytes: f64) -> f64 {
         return 100.0;
     }
     (mean_kib.trunc() * 100.0 / (agg_bytes / 1024.0)).min(100.0)
+}
+
+/// The devices of the disk statistics (text `Disk stats`, JSON `disk_util`, terse): none
+/// unless a job keeps `disk_util` on and has an engine with a device (fio's init_disk_util
+/// skips the FIO_DISKLESSIO engines: null, cpuio, exec), and never the null engine's
+/// stand-in. Deviation: fio lists the disks its jobs' files are on; this, every device of
+/// the topology.
+pub fn reported_disks<'a>(result: &'a SimResult, jobs: &JobFile) -> Vec<&'a DeviceResult> {
+    if !jobs.jobs.iter().any(|j| j.disk_util && !j.ioengine.is_null()) {
+        return Vec::new();
+    }
+    result.devices.iter().filter(|d| d.name != crate::intake::NULL_DEVICE).collect()
 }
 
 /// fio's `stat_calc_lat` over a job's latency buckets: each bucket's share of the job's

@@ -98,8 +98,11 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
             group_line(&mut out, "MIXED", &b, i2p);
         }
     }
-    let _ = writeln!(out, "\nDisk stats (read/write):");
-    for d in &result.devices {
+    let disks = super::reported_disks(result, jobs);
+    if !disks.is_empty() {
+        let _ = writeln!(out, "\nDisk stats (read/write):");
+    }
+    for d in disks {
         let c = &d.counters;
         let util =
             if result.end_ns == 0 { 0.0 } else { c.busy_ns as f64 * 100.0 / result.end_ns as f64 };

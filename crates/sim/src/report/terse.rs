@@ -25,7 +25,7 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
     let entries = entries(result, jobs);
     let group_bw = super::group_aggregates(&entries);
     let mut disks = String::new();
-    for d in &result.devices {
+    for d in super::reported_disks(result, jobs) {
         let c = &d.counters;
         let util =
             if result.end_ns == 0 { 0.0 } else { c.busy_ns as f64 * 100.0 / result.end_ns as f64 };
