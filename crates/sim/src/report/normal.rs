@@ -6,7 +6,7 @@ use std::fmt::Write;
 use elevator_fio::{BlockSize, IoEngine, JobFile, RwMode, UnifiedRw};
 
 use crate::report::num2str::{num2str, Units, SIG_FIGS};
-use crate::report::{entries, rate, Entry};
+use crate::report::{entries, Entry};
 use crate::stats::Summary;
 use crate::SimResult;
 
@@ -80,7 +80,8 @@ pub fn render(result: &SimResult, jobs: &JobFile) -> String {
             let bws: Vec<f64> = movers.iter().map(|e| e.bw_bytes_per_sec(d)).collect();
             let lo = bws.iter().cloned().fold(f64::INFINITY, f64::min);
             let hi = bws.iter().cloned().fold(0.0, f64::max);
-            let line = GroupLine { agg: rate(io, run.1), lo, hi, io, run };
+            // The group's aggregate over the same movers (fio's rs->agg), as each job's `per=`.
+            let line = GroupLine { agg: aggregates[g as usize][d], lo, hi, io, run };
             let name = if unified(UnifiedRw::Mixed) && d == 0 { "MIXED" } else { name };
             group_line(&mut out, name, &line, i2p);
             both = Some(match both {
