@@ -285,6 +285,33 @@ fn buffered_libaio_reports_depth_and_latency_as_real_fio() {
     assert!(slat > 0.0 && (2.5..3.5).contains(&(clat / slat)), "slat {slat} clat {clat}");
 }
 
+/// A buffered io_uring reader of cached pages: each read is done inside io_uring_enter,
+/// and fio reaps only once its `iodepth` io_us are in use. So, as for libaio, its depth is
+/// `iodepth`, `slat` the call and `clat` the wait behind the calls after it, as real fio
+/// reports them (elevator had depth 1, no slat and the call as `clat`).
+#[test]
+fn buffered_io_uring_reports_depth_and_latency_as_real_fio() {
+    let job = "[j]\nfilename=buffered-uring.dat\nsize=16m\nbs=4k\nrw=randread\nioengine=io_uring\niodepth=4\npre_read=1\nruntime=1\ntime_based\n";
+    let (fio, ours) = both(job, "json");
+    let of = |text: &str| -> (Value, f64, f64) {
+        let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+        let r = &v["jobs"][0]["read"];
+        let mean = |k: &str| r[k]["mean"].as_f64().unwrap();
+        (v["jobs"][0]["iodepth_level"].clone(), mean("slat_ns"), mean("clat_ns"))
+    };
+    let (fio_depths, fio_slat, fio_clat) = of(&fio);
+    let (depths, slat, clat) = of(&ours);
+    // The same depths to a tenth of a percent (the runs' I/O counts differ).
+    let tenths = |d: &Value| -> Vec<(String, i64)> {
+        let m = d.as_object().unwrap();
+        m.iter().map(|(k, x)| (k.clone(), (x.as_f64().unwrap() * 10.0).round() as i64)).collect()
+    };
+    assert_eq!(tenths(&depths), tenths(&fio_depths), "{depths} against fio's {fio_depths}");
+    assert!(depths["4"].as_f64().unwrap() > 99.0, "{depths}");
+    assert!(fio_slat > 0.0 && fio_clat > fio_slat, "fio: slat {fio_slat} clat {fio_clat}");
+    assert!(slat > 0.0 && (2.5..3.5).contains(&(clat / slat)), "slat {slat} clat {clat}");
+}
+
 /// fio's reset_io_stats at the ramp's end clears the depth map with the other statistics, so
 /// the depths are those of the I/Os after it (about 100 % in all); elevator kept the ramp's
 /// (1=150.0% for a psync reader ramping for half its time).

@@ -365,6 +365,25 @@ pub struct Buffered {
     /// it in order), and whether they are created on first open (`create_on_open`).
     pub tree_base: Option<elevator_mm::pages::FileId>,
     pub create: bool,
+    /// System calls the job may have in the page cache at once, each its own task
+    /// (`task`, `task + 1`, ...) reading through the one open file: `iodepth` for an
+    /// io_uring reader ([`BufferedCalls::IoUringReads`]), else 1.
+    pub calls: u32,
+}
+
+/// How a buffered job's system calls reach the page cache, by fio engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferedCalls {
+    /// A synchronous engine: one call, one io_u.
+    One,
+    /// libaio: the kernel runs each call inside `io_submit`, one at a time, while fio keeps
+    /// `iodepth` io_us (see `Process::aio_calls`).
+    Libaio,
+    /// io_uring reading: each read that finds its pages cached is done inside
+    /// `io_uring_enter`, on the submitting thread's CPU; one that does not starts its
+    /// readahead and waits on the page without holding the thread (5.9's async buffered
+    /// reads), so up to `iodepth` reads wait at once.
+    IoUringReads,
 }
 
 /// What the last I/O [`Process::next`] returned was, in a file tree.
@@ -384,6 +403,9 @@ pub struct PendingCall {
     pub op: Op,
     pub len_bytes: u64,
     pub start_ns: Nanos,
+    /// When the call left the CPU: its return, or, for one that waited (for I/O, or a
+    /// throttled writer's pause), the end of the system call's own work before the wait.
+    pub cpu_end_ns: Nanos,
 }
 
 /// What bounds a job's bytes (`size=`, `io_size=`, `loops=`).
@@ -558,8 +580,12 @@ pub struct Process {
     /// to be reaped (`aio_calls_done`, beside `unreaped`).
     aio_calls: bool,
     /// Of a buffered libaio job, its calls returned and not yet reaped, in order:
-    /// (op, bytes, call start, call end).
+    /// (op, bytes, call start, submitted).
     aio_calls_done: VecDeque<(Op, u64, Nanos, Nanos)>,
+    /// A buffered io_uring reader ([`BufferedCalls::IoUringReads`]): its io_us are reaped
+    /// as libaio's (`aio_calls`), and a read that waited for its pages was submitted before
+    /// the wait.
+    uring_reads: bool,
     /// Syncs in flight.
     flushes_in_flight: u32,
     /// A sync engine: fio counts its do_io bytes only for short I/Os, so a pass goes on to
@@ -695,8 +721,9 @@ pub struct Process {
     sequencer: Option<Box<Sequencer>>,
     /// `zonemode=strided`, and where the job is in its zones.
     zones: Option<ZoneState>,
-    /// The buffered system call in progress, if it is blocked or still on the CPU.
-    pub pending_call: Option<PendingCall>,
+    /// The buffered system calls in progress, one place per task of the job
+    /// ([`Buffered::calls`]): blocked or still on the CPU.
+    pub pending_calls: Vec<Option<PendingCall>>,
 }
 
 /// Progress through a replayed fio iolog.
@@ -855,6 +882,7 @@ impl Process {
             unreaped: VecDeque::new(),
             aio_calls: false,
             aio_calls_done: VecDeque::new(),
+            uring_reads: false,
             flushes_in_flight: 0,
             sync_engine: !spec.engine_is_async(),
             reopen_after_flush: false,
@@ -947,7 +975,7 @@ impl Process {
                     file_bytes: region.len_bytes,
                 })
             }),
-            pending_call: None,
+            pending_calls: vec![None],
             // fio fills no offsets for a replay (its log has them), and turns strided zones
             // off for more than one open file.
             zones: spec.zones.filter(|_| spec.iolog.is_none() && spec.nrfiles <= 1).map(|z| {
@@ -1005,16 +1033,40 @@ impl Process {
         self.sync_file_range = None;
     }
 
-    /// Makes the job's I/O go through the page cache: one system call at a time. A libaio
-    /// job (`libaio`) keeps its `iodepth` io_us, as fio does (see `aio_calls`); others have
-    /// one.
-    pub fn set_buffered(&mut self, b: Buffered, libaio: bool) {
+    /// Makes the job's I/O go through the page cache: one system call at a time, but for
+    /// an io_uring reader's, which go `b.calls` at a time. A libaio or io_uring job keeps its
+    /// `iodepth` io_us, as fio does (see `aio_calls`); others have one.
+    pub fn set_buffered(&mut self, b: Buffered, calls: BufferedCalls) {
         self.buffered = Some(b);
-        self.aio_calls = libaio;
-        if !self.aio_calls {
-            self.max_in_flight = 1;
+        self.aio_calls = matches!(calls, BufferedCalls::Libaio | BufferedCalls::IoUringReads);
+        self.uring_reads = calls == BufferedCalls::IoUringReads;
+        match calls {
+            BufferedCalls::One => self.max_in_flight = 1,
+            BufferedCalls::Libaio => {}
+            BufferedCalls::IoUringReads => {
+                debug_assert!(b.calls <= self.max_in_flight);
+                self.pending_calls = vec![None; b.calls.max(1) as usize];
+            }
         }
         self.batch = 1;
+    }
+
+    /// When fio counts buffered call `call`, returned at `now_ns`, as submitted: libaio runs
+    /// the whole call inside `io_submit`; io_uring runs a read of cached pages inside
+    /// `io_uring_enter` and returns from one that must wait for its pages once it has
+    /// started their I/O; a synchronous engine has no submission of its own (no `slat`).
+    pub fn call_submitted_ns(&self, call: &PendingCall, now_ns: Nanos) -> Nanos {
+        match (self.uring_reads, self.aio_calls) {
+            (true, _) => call.cpu_end_ns.min(now_ns),
+            (false, true) => now_ns,
+            (false, false) => call.start_ns,
+        }
+    }
+
+    /// A place for a buffered system call: the task to make it with, as an offset from
+    /// [`Buffered::task`]; `None` while every task of the job is in a call.
+    pub fn free_call_slot(&self) -> Option<u32> {
+        self.pending_calls.iter().position(Option::is_none).map(|i| i as u32)
     }
 
     /// How many system calls like `io` (just returned by [`Process::next`]) the job would
@@ -1957,7 +2009,7 @@ impl Process {
         let aio_call = self.aio_calls && op != Op::Flush;
         if aio_call {
             self.unreaped.push_back(issue_ns);
-            self.aio_calls_done.push_back((op, len_bytes, issue_ns, now_ns));
+            self.aio_calls_done.push_back((op, len_bytes, issue_ns, submit_ns));
             if full && !in_sync {
                 self.reap_oldest(now_ns);
             }

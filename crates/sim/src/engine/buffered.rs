@@ -44,10 +44,13 @@ impl Engine {
     }
 
     /// A buffered job's next I/O `io` (and the run of identical calls after it) as a
-    /// system call.
-    pub(super) fn buffered_call(&mut self, p: u32, io: Io) {
+    /// system call, made by a task of the job that is not in one. Whether the call waits
+    /// (for I/O or a throttled writer's pause) rather than running on the CPU.
+    pub(super) fn buffered_call(&mut self, p: u32, io: Io) -> bool {
         let pi = p as usize;
         let b = self.procs[pi].buffered.expect("buffered");
+        let slot = self.procs[pi].free_call_slot().expect("a task free for the call");
+        let task = b.task + slot;
         let now = self.now_ns;
         let cost = self.vm.config().syscall_cost_ns(io.len_bytes);
         let mut out = std::mem::take(&mut self.vm_out);
@@ -119,28 +122,39 @@ impl Engine {
                 Syscall::Fadvise { file, offset, len: io.len_bytes, advice: Advice::DontNeed }
             }
         };
-        let r = self.vm.syscall(b.task, call, now, &mut out);
+        let r = self.vm.syscall(task, call, now, &mut out);
         let proc = &mut self.procs[pi];
-        match r {
+        let waits = match r {
             SyscallResult::Done { count, at_ns } => {
                 let before = count - 1 + hits_before;
                 proc.extend_run(&io, before, now);
                 proc.record_run(io.op, io.len_bytes, before, now, cost);
                 let start = now + before * cost;
-                proc.pending_call =
-                    Some(PendingCall { op: io.op, len_bytes: io.len_bytes, start_ns: start });
-                self.push(at_ns + hits_before * cost, Event::CallDone(p));
+                proc.pending_calls[slot as usize] = Some(PendingCall {
+                    op: io.op,
+                    len_bytes: io.len_bytes,
+                    start_ns: start,
+                    cpu_end_ns: at_ns + hits_before * cost,
+                });
+                self.push(at_ns + hits_before * cost, Event::CallDone(task));
+                false
             }
             SyscallResult::Blocked { count } => {
                 proc.extend_run(&io, count, now);
                 proc.record_run(io.op, io.len_bytes, count, now, cost);
                 let start = now + count * cost;
-                proc.pending_call =
-                    Some(PendingCall { op: io.op, len_bytes: io.len_bytes, start_ns: start });
+                proc.pending_calls[slot as usize] = Some(PendingCall {
+                    op: io.op,
+                    len_bytes: io.len_bytes,
+                    start_ns: start,
+                    cpu_end_ns: start + self.vm.config().syscall_ns,
+                });
+                true
             }
-        }
+        };
         self.apply_vm(&mut out);
         self.vm_out = out;
+        waits
     }
 
     /// Sends a page cache's block I/O down to its devices and volumes (its tags come back
@@ -240,19 +254,22 @@ impl Engine {
         }
     }
 
-    /// A buffered process's system call returned.
-    pub(super) fn call_done(&mut self, p: u32) {
+    /// The system call page-cache task `task` made for its buffered process returned.
+    pub(super) fn call_done(&mut self, task: elevator_mm::TaskId) {
+        let p = self.task_proc[task as usize];
         let proc = &mut self.procs[p as usize];
-        let Some(call) = proc.pending_call.take() else { return };
+        let slot = (task - proc.buffered.expect("buffered").task) as usize;
+        let Some(call) = proc.pending_calls[slot].take() else { return };
         if self.now_ns < call.start_ns {
             // The call's wait ended while the calls before it in its run were still on the
             // CPU: it returns once it has started.
-            proc.pending_call = Some(call);
-            self.push(call.start_ns, Event::CallDone(p));
+            proc.pending_calls[slot] = Some(call);
+            self.push(call.start_ns, Event::CallDone(task));
             return;
         }
+        let submitted_ns = proc.call_submitted_ns(&call, self.now_ns);
         let wake =
-            proc.completed(call.op, call.len_bytes, call.start_ns, call.start_ns, self.now_ns);
+            proc.completed(call.op, call.len_bytes, call.start_ns, submitted_ns, self.now_ns);
         if proc.state == State::Done {
             self.process_done(p);
         } else if let Some(r) = wake {
@@ -307,8 +324,7 @@ impl Engine {
         out.ios = ios;
         self.run_waited_queues(&mut out.unplug);
         for w in out.wakes.drain(..) {
-            let p = self.task_proc[w.task as usize];
-            self.push(w.at_ns.max(now), Event::CallDone(p));
+            self.push(w.at_ns.max(now), Event::CallDone(w.task));
         }
         for t in out.runnable.drain(..) {
             self.push(now, Event::VmRun(t));

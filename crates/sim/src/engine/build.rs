@@ -23,7 +23,7 @@ use crate::random_map::{RandomMap, MAX_RANDOM_MAP_BLOCKS};
 use crate::steadystate::{SteadyStateJob, SteadyStateWindow};
 use crate::topology::{Route, Topology};
 use crate::verify::Verify;
-use crate::workload::{Buffered, ByteLimits, Process, Region};
+use crate::workload::{Buffered, BufferedCalls, ByteLimits, Process, Region};
 
 /// The machine's page cache being set up: its devices (the topology's devices, then its
 /// volumes, each with its own readahead), one file per distinct region buffered jobs use,
@@ -127,7 +127,45 @@ impl PageCacheSetup {
             pre_read: spec.pre_read,
             tree_base,
             create: spec.create_on_open,
+            calls: 1,
         }
+    }
+
+    /// Gives buffered process `proc` (of `owner`) `calls` tasks in all, the first `b.task`'s
+    /// followers, each reading through its open file (fio's one descriptor: one readahead
+    /// state).
+    fn add_call_tasks(&mut self, b: &mut Buffered, owner: Owner, proc: u32, calls: u32) {
+        for _ in 1..calls {
+            let task = self.vm.add_task(owner);
+            debug_assert_eq!(task as usize, self.task_proc.len());
+            debug_assert_eq!(task, b.task + b.calls);
+            self.task_proc.push(proc);
+            self.vm.share_open(task, b.file, b.task);
+            b.calls += 1;
+        }
+    }
+}
+
+/// How a buffered job's system calls go out. io_uring's own concurrency is modelled for jobs
+/// that only read one file: their reads wait for pages side by side. Deviation: an io_uring
+/// job that writes, syncs, replays, verifies, adapts its depth (`latency_target`) or works
+/// in a tree of files makes one call at a time (fio: writes to a file go one at a time
+/// anyway, io-wq hashing them by inode; a mixed job's reads would run beside them).
+fn buffered_calls(spec: &JobSpec, tree: bool) -> BufferedCalls {
+    use elevator_fio::IoEngine;
+    match spec.ioengine {
+        IoEngine::Libaio if !tree => BufferedCalls::Libaio,
+        IoEngine::IoUring
+            if !tree
+                && matches!(spec.rw, RwMode::Read | RwMode::RandRead)
+                && spec.max_in_flight() > 1
+                && spec.iolog.is_none()
+                && !spec.verify
+                && spec.latency_target_ns.is_none() =>
+        {
+            BufferedCalls::IoUringReads
+        }
+        _ => BufferedCalls::One,
     }
 }
 
@@ -823,10 +861,14 @@ pub(super) fn build_processes(
                     .map_err(|e| SimError(format!("{at}: job `{}`: {e}", spec.name)))?;
             }
             if buffered {
-                let b = cache.buffered(spec, region, owner, procs.len() as u32, files.as_ref());
+                let me = procs.len() as u32;
+                let mut b = cache.buffered(spec, region, owner, me, files.as_ref());
                 // Not in a file tree, whose completions are reaped as they come.
-                let libaio = spec.ioengine == elevator_fio::IoEngine::Libaio && files.is_none();
-                proc.set_buffered(b, libaio);
+                let calls = buffered_calls(spec, files.is_some());
+                if calls == BufferedCalls::IoUringReads {
+                    cache.add_call_tasks(&mut b, owner, me, spec.max_in_flight());
+                }
+                proc.set_buffered(b, calls);
             }
             if !buffered || files.is_some() {
                 proc.drop_sync_file_range();

@@ -181,8 +181,8 @@ enum Event {
     StackTimer,
     /// The page cache asked to be woken (a throttled writer's pause, a flusher's period).
     VmTimer,
-    /// A buffered process's system call returns.
-    CallDone(u32),
+    /// A buffered process's system call (made by this page-cache task) returns.
+    CallDone(elevator_mm::TaskId),
     /// A page-cache task an I/O completion woke gets to run (after the completion's
     /// dispatch, as a woken process runs after the interrupt).
     VmRun(u32),
@@ -647,7 +647,7 @@ impl Engine {
                         self.cpus_done();
                     }
                 }
-                Event::CallDone(p) => self.call_done(p),
+                Event::CallDone(task) => self.call_done(task),
                 Event::TargetDone(node) => self.target_done(node),
                 Event::TargetTimer => self.target_timer(),
                 Event::TargetRun(task) => self.target_run(task),
@@ -725,8 +725,9 @@ impl Engine {
         if self.procs[pi].blocked || self.procs[pi].state != State::Running {
             return;
         }
-        // A buffered job is inside a system call (a libaio job's io_us are more than one).
-        if self.procs[pi].pending_call.is_some() {
+        // A buffered job's tasks are all inside system calls (one task but for an io_uring
+        // reader; a libaio job's io_us are more than one).
+        if self.procs[pi].buffered.is_some() && self.procs[pi].free_call_slot().is_none() {
             return;
         }
         let route = self.procs[pi].region.route;
@@ -736,8 +737,11 @@ impl Engine {
             match self.procs[pi].next(now) {
                 Next::Issue(io) if self.procs[pi].buffered.is_some() => {
                     self.procs[pi].issued(&io, now);
-                    self.buffered_call(p, io);
-                    break;
+                    // An io_uring reader goes on while its reads wait for their pages; one
+                    // the cache served held the thread until it returns.
+                    if !self.buffered_call(p, io) || self.procs[pi].free_call_slot().is_none() {
+                        break;
+                    }
                 }
                 Next::Issue(io) => {
                     let mut owner = self.procs[pi].owner;
