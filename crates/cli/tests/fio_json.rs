@@ -312,6 +312,24 @@ fn buffered_io_uring_reports_depth_and_latency_as_real_fio() {
     assert!(slat > 0.0 && (2.5..3.5).contains(&(clat / slat)), "slat {slat} clat {clat}");
 }
 
+/// Buffered io_uring writes go to io-wq's worker for the file: fio submits each in a
+/// microsecond or two and keeps its `iodepth` io_us busy, the writes done one after another
+/// behind it, as real fio reports them (elevator had depth 1 and the call as `clat`).
+#[test]
+fn buffered_io_uring_writes_report_depth_and_latency_as_real_fio() {
+    let job = "[j]\nfilename=buffered-uring-w.dat\nsize=16m\nbs=4k\nrw=randwrite\nioengine=io_uring\niodepth=4\n";
+    let (fio, ours) = both(job, "json");
+    for (who, text) in [("fio", &fio), ("elevator", &ours)] {
+        let v: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+        let w = &v["jobs"][0]["write"];
+        let mean = |k: &str| w[k]["mean"].as_f64().unwrap();
+        let depths = &v["jobs"][0]["iodepth_level"];
+        assert!(depths["4"].as_f64().unwrap() > 99.0, "{who}: {depths}");
+        let (slat, clat) = (mean("slat_ns"), mean("clat_ns"));
+        assert!(slat > 0.0 && clat > 3.0 * slat, "{who}: slat {slat} clat {clat}");
+    }
+}
+
 /// fio's reset_io_stats at the ramp's end clears the depth map with the other statistics, so
 /// the depths are those of the I/Os after it (about 100 % in all); elevator kept the ramp's
 /// (1=150.0% for a psync reader ramping for half its time).

@@ -365,9 +365,10 @@ pub struct Buffered {
     /// it in order), and whether they are created on first open (`create_on_open`).
     pub tree_base: Option<elevator_mm::pages::FileId>,
     pub create: bool,
-    /// System calls the job may have in the page cache at once, each its own task
-    /// (`task`, `task + 1`, ...) reading through the one open file: `iodepth` for an
-    /// io_uring reader ([`BufferedCalls::IoUringReads`]), else 1.
+    /// System calls the job may have in progress at once, each its own task (`task`,
+    /// `task + 1`, ...) working through the one open file: `iodepth` for an io_uring job
+    /// ([`BufferedCalls::IoUring`]), else 1. An io_uring job's writes are made by one more
+    /// task, `task + calls`: io-wq's worker for the file.
     pub calls: u32,
 }
 
@@ -379,11 +380,13 @@ pub enum BufferedCalls {
     /// libaio: the kernel runs each call inside `io_submit`, one at a time, while fio keeps
     /// `iodepth` io_us (see `Process::aio_calls`).
     Libaio,
-    /// io_uring reading: each read that finds its pages cached is done inside
-    /// `io_uring_enter`, on the submitting thread's CPU; one that does not starts its
-    /// readahead and waits on the page without holding the thread (5.9's async buffered
-    /// reads), so up to `iodepth` reads wait at once.
-    IoUringReads,
+    /// io_uring: each read that finds its pages cached is done inside `io_uring_enter`, on
+    /// the submitting thread's CPU; one that does not starts its readahead and waits on the
+    /// page without holding the thread (5.9's async buffered reads), so up to `iodepth`
+    /// reads wait at once. A write goes to an io-wq worker, and io-wq runs a file's
+    /// buffered writes one at a time (hashed by inode): the thread submits and goes on,
+    /// the writes queue behind the one running (`Process::uring_writes_queued`).
+    IoUring,
 }
 
 /// What the last I/O [`Process::next`] returned was, in a file tree.
@@ -582,10 +585,16 @@ pub struct Process {
     /// Of a buffered libaio job, its calls returned and not yet reaped, in order:
     /// (op, bytes, call start, submitted).
     aio_calls_done: VecDeque<(Op, u64, Nanos, Nanos)>,
-    /// A buffered io_uring reader ([`BufferedCalls::IoUringReads`]): its io_us are reaped
-    /// as libaio's (`aio_calls`), and a read that waited for its pages was submitted before
-    /// the wait.
-    uring_reads: bool,
+    /// A buffered io_uring job ([`BufferedCalls::IoUring`]): its io_us are reaped as
+    /// libaio's (`aio_calls`); a read that waited for its pages, and every write, was
+    /// submitted before its wait.
+    pub uring: bool,
+    /// Of an io_uring job, its writes submitted behind the one in progress, in order: the
+    /// call slot each holds and the I/O.
+    pub uring_writes_queued: VecDeque<(u32, Io)>,
+    /// The call slot of the io_uring job's write in the page cache (io-wq's worker for the
+    /// file is busy with it).
+    pub uring_write_slot: Option<u32>,
     /// Syncs in flight.
     flushes_in_flight: u32,
     /// A sync engine: fio counts its do_io bytes only for short I/Os, so a pass goes on to
@@ -882,7 +891,9 @@ impl Process {
             unreaped: VecDeque::new(),
             aio_calls: false,
             aio_calls_done: VecDeque::new(),
-            uring_reads: false,
+            uring: false,
+            uring_writes_queued: VecDeque::new(),
+            uring_write_slot: None,
             flushes_in_flight: 0,
             sync_engine: !spec.engine_is_async(),
             reopen_after_flush: false,
@@ -1034,16 +1045,16 @@ impl Process {
     }
 
     /// Makes the job's I/O go through the page cache: one system call at a time, but for
-    /// an io_uring reader's, which go `b.calls` at a time. A libaio or io_uring job keeps its
+    /// an io_uring job's, which go `b.calls` at a time. A libaio or io_uring job keeps its
     /// `iodepth` io_us, as fio does (see `aio_calls`); others have one.
     pub fn set_buffered(&mut self, b: Buffered, calls: BufferedCalls) {
         self.buffered = Some(b);
-        self.aio_calls = matches!(calls, BufferedCalls::Libaio | BufferedCalls::IoUringReads);
-        self.uring_reads = calls == BufferedCalls::IoUringReads;
+        self.aio_calls = matches!(calls, BufferedCalls::Libaio | BufferedCalls::IoUring);
+        self.uring = calls == BufferedCalls::IoUring;
         match calls {
             BufferedCalls::One => self.max_in_flight = 1,
             BufferedCalls::Libaio => {}
-            BufferedCalls::IoUringReads => {
+            BufferedCalls::IoUring => {
                 debug_assert!(b.calls <= self.max_in_flight);
                 self.pending_calls = vec![None; b.calls.max(1) as usize];
             }
@@ -1053,10 +1064,11 @@ impl Process {
 
     /// When fio counts buffered call `call`, returned at `now_ns`, as submitted: libaio runs
     /// the whole call inside `io_submit`; io_uring runs a read of cached pages inside
-    /// `io_uring_enter` and returns from one that must wait for its pages once it has
-    /// started their I/O; a synchronous engine has no submission of its own (no `slat`).
+    /// `io_uring_enter`, and returns from one that must wait for its pages once it has
+    /// started their I/O and from a write once it has queued it for io-wq; a synchronous
+    /// engine has no submission of its own (no `slat`).
     pub fn call_submitted_ns(&self, call: &PendingCall, now_ns: Nanos) -> Nanos {
-        match (self.uring_reads, self.aio_calls) {
+        match (self.uring, self.aio_calls) {
             (true, _) => call.cpu_end_ns.min(now_ns),
             (false, true) => now_ns,
             (false, false) => call.start_ns,
@@ -2302,6 +2314,20 @@ impl Process {
         if self.end_syncs_owed > 0 {
             self.state = State::Running;
             return false;
+        }
+        // A buffered job's end_fsync, when its last call returned after it had stopped (its
+        // runtime ran out, another job's exitall, an io_uring job's calls still in flight
+        // at its last I/O), so that it never met take_end_fsync: fio's do_io syncs at its
+        // end whatever ended the loop, unless the job failed.
+        if self.buffered.is_some_and(|b| b.end_fsync) {
+            if let Some(b) = self.buffered.as_mut() {
+                b.end_fsync = false;
+            }
+            if self.should_fsync() {
+                self.end_syncs_owed = self.file_count();
+                self.state = State::Running;
+                return false;
+            }
         }
         // A direct job's end_fsync, one per file (a buffered job's go out as take_end_fsync
         // says).

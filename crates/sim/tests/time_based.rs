@@ -37,3 +37,21 @@ fn time_based_jobs_loop_until_their_runtime_is_over() {
         assert!(bytes > 64 << 20, "{rw} direct={direct}: {bytes} bytes, more than one pass");
     }
 }
+
+/// fio's do_io syncs at its end whatever ended its loop (the runtime here), unless the job
+/// failed: a buffered time-based writer with `end_fsync` writes its dirty pages back after
+/// its runtime, inside its run, whatever its engine (elevator skipped the sync once the
+/// runtime had ended the job with a call in progress).
+#[test]
+fn a_time_based_buffered_writer_syncs_at_its_end_after_the_runtime() {
+    for engine in ["psync", "libaio\niodepth=4", "io_uring\niodepth=4"] {
+        let text = |sync: u8| format!("time_based\nsize=2g\nioengine={engine}\nend_fsync={sync}");
+        let (plain_ns, plain_bytes) = run("write", false, &text(0));
+        let (synced_ns, synced_bytes) = run("write", false, &text(1));
+        assert_eq!(plain_bytes, synced_bytes, "{engine}");
+        // 2 s of writes fill the page cache faster than the disk drains it: the sync
+        // writes the rest, hundreds of milliseconds of it.
+        assert!(plain_ns < 2_100_000_000, "{engine}: {plain_ns}");
+        assert!(synced_ns > plain_ns + 200_000_000, "{engine}: {synced_ns} against {plain_ns}");
+    }
+}

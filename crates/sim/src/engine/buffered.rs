@@ -1,7 +1,7 @@
 //! Buffered jobs: their I/O as system calls into the machine's page cache
 //! ([`elevator_mm::Vm`]), and the block I/O the cache issues, routed like any other.
 
-use elevator_core::Op;
+use elevator_core::{Nanos, Op};
 use elevator_mm::vm::Advice;
 use elevator_mm::{Output, Syscall, SyscallResult};
 
@@ -44,13 +44,50 @@ impl Engine {
     }
 
     /// A buffered job's next I/O `io` (and the run of identical calls after it) as a
-    /// system call, made by a task of the job that is not in one. Whether the call waits
-    /// (for I/O or a throttled writer's pause) rather than running on the CPU.
+    /// system call, made by a task of the job that is not in one. Whether the job's thread
+    /// is free to go on: the call waits (for I/O or a throttled writer's pause) or went to
+    /// an io_uring worker, rather than running on the thread's CPU.
     pub(super) fn buffered_call(&mut self, p: u32, io: Io) -> bool {
         let pi = p as usize;
-        let b = self.procs[pi].buffered.expect("buffered");
         let slot = self.procs[pi].free_call_slot().expect("a task free for the call");
-        let task = b.task + slot;
+        if !(self.procs[pi].uring && io.op == Op::Write) {
+            return self.make_call(p, slot, io, None);
+        }
+        // io_uring: the write goes to io-wq, whose worker for the file takes it when the
+        // writes before it are done.
+        let now = self.now_ns;
+        let proc = &mut self.procs[pi];
+        if proc.uring_write_slot.is_some() {
+            let cpu_end_ns = now + self.vm.config().syscall_ns;
+            let (op, len_bytes) = (io.op, io.len_bytes);
+            proc.pending_calls[slot as usize] =
+                Some(PendingCall { op, len_bytes, start_ns: now, cpu_end_ns });
+            proc.uring_writes_queued.push_back((slot, io));
+        } else {
+            proc.uring_write_slot = Some(slot);
+            self.make_call(p, slot, io, Some(now));
+        }
+        true
+    }
+
+    /// An io_uring job's write finished: its worker takes the next queued, if any.
+    fn next_uring_write(&mut self, p: u32) {
+        let proc = &mut self.procs[p as usize];
+        proc.uring_write_slot = None;
+        let Some((slot, io)) = proc.uring_writes_queued.pop_front() else { return };
+        let submitted_ns = proc.pending_calls[slot as usize].expect("a queued write").start_ns;
+        proc.pending_calls[slot as usize] = None;
+        proc.uring_write_slot = Some(slot);
+        self.make_call(p, slot, io, Some(submitted_ns));
+    }
+
+    /// Makes call `io` in the job's call `slot`: with the slot's task now, or, for an
+    /// io_uring write that io-wq's worker runs now, with the worker's task, submitted at
+    /// `submitted_ns`. Whether it waits (see [`Engine::buffered_call`]).
+    fn make_call(&mut self, p: u32, slot: u32, io: Io, submitted_ns: Option<Nanos>) -> bool {
+        let pi = p as usize;
+        let b = self.procs[pi].buffered.expect("buffered");
+        let task = if submitted_ns.is_some() { b.task + b.calls } else { b.task + slot };
         let now = self.now_ns;
         let cost = self.vm.config().syscall_cost_ns(io.len_bytes);
         let mut out = std::mem::take(&mut self.vm_out);
@@ -130,19 +167,19 @@ impl Engine {
                 proc.extend_run(&io, before, now);
                 proc.record_run(io.op, io.len_bytes, before, now, cost);
                 let start = now + before * cost;
-                proc.pending_calls[slot as usize] = Some(PendingCall {
-                    op: io.op,
-                    len_bytes: io.len_bytes,
-                    start_ns: start,
-                    cpu_end_ns: at_ns + hits_before * cost,
-                });
+                let (start_ns, cpu_end_ns) = match submitted_ns {
+                    Some(t) => (t, t + self.vm.config().syscall_ns),
+                    None => (start, at_ns + hits_before * cost),
+                };
+                proc.pending_calls[slot as usize] =
+                    Some(PendingCall { op: io.op, len_bytes: io.len_bytes, start_ns, cpu_end_ns });
                 self.push(at_ns + hits_before * cost, Event::CallDone(task));
                 false
             }
             SyscallResult::Blocked { count } => {
                 proc.extend_run(&io, count, now);
                 proc.record_run(io.op, io.len_bytes, count, now, cost);
-                let start = now + count * cost;
+                let start = submitted_ns.unwrap_or(now + count * cost);
                 proc.pending_calls[slot as usize] = Some(PendingCall {
                     op: io.op,
                     len_bytes: io.len_bytes,
@@ -258,7 +295,11 @@ impl Engine {
     pub(super) fn call_done(&mut self, task: elevator_mm::TaskId) {
         let p = self.task_proc[task as usize];
         let proc = &mut self.procs[p as usize];
-        let slot = (task - proc.buffered.expect("buffered").task) as usize;
+        let b = proc.buffered.expect("buffered");
+        let slot = match proc.uring_write_slot {
+            Some(slot) if task == b.task + b.calls => slot,
+            _ => task - b.task,
+        } as usize;
         let Some(call) = proc.pending_calls[slot].take() else { return };
         if self.now_ns < call.start_ns {
             // The call's wait ended while the calls before it in its run were still on the
@@ -267,10 +308,14 @@ impl Engine {
             self.push(call.start_ns, Event::CallDone(task));
             return;
         }
+        let uring_write = proc.uring && call.op == Op::Write;
         let submitted_ns = proc.call_submitted_ns(&call, self.now_ns);
         let wake =
             proc.completed(call.op, call.len_bytes, call.start_ns, submitted_ns, self.now_ns);
-        if proc.state == State::Done {
+        if uring_write {
+            self.next_uring_write(p);
+        }
+        if self.procs[p as usize].state == State::Done {
             self.process_done(p);
         } else if let Some(r) = wake {
             self.resume(p, r);

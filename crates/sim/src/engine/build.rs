@@ -131,39 +131,43 @@ impl PageCacheSetup {
         }
     }
 
-    /// Gives buffered process `proc` (of `owner`) `calls` tasks in all, the first `b.task`'s
-    /// followers, each reading through its open file (fio's one descriptor: one readahead
-    /// state).
-    fn add_call_tasks(&mut self, b: &mut Buffered, owner: Owner, proc: u32, calls: u32) {
-        for _ in 1..calls {
+    /// Gives buffered io_uring process `proc` (of `owner`) `calls` call tasks in all, the
+    /// first `b.task`'s followers, and after them io-wq's worker for its writes, each
+    /// working through its open file (fio's one descriptor: one readahead state).
+    fn add_uring_tasks(&mut self, b: &mut Buffered, owner: Owner, proc: u32, calls: u32) {
+        for i in 1..=calls {
             let task = self.vm.add_task(owner);
             debug_assert_eq!(task as usize, self.task_proc.len());
-            debug_assert_eq!(task, b.task + b.calls);
+            debug_assert_eq!(task, b.task + i);
             self.task_proc.push(proc);
             self.vm.share_open(task, b.file, b.task);
-            b.calls += 1;
         }
+        b.calls = calls;
     }
 }
 
 /// How a buffered job's system calls go out. io_uring's own concurrency is modelled for jobs
-/// that only read one file: their reads wait for pages side by side. Deviation: an io_uring
-/// job that writes, syncs, replays, verifies, adapts its depth (`latency_target`) or works
-/// in a tree of files makes one call at a time (fio: writes to a file go one at a time
-/// anyway, io-wq hashing them by inode; a mixed job's reads would run beside them).
+/// that read and write one file: reads wait for pages side by side, writes queue for
+/// io-wq's one worker per file. Deviation: an io_uring job that trims, syncs every N writes
+/// (`fsync=`, `fdatasync=`, `sync_file_range=`, `write_barrier=`), replays, verifies, adapts
+/// its depth (`latency_target`) or works in a tree of files makes one call at a time.
 fn buffered_calls(spec: &JobSpec, tree: bool) -> BufferedCalls {
     use elevator_fio::IoEngine;
     match spec.ioengine {
         IoEngine::Libaio if !tree => BufferedCalls::Libaio,
         IoEngine::IoUring
             if !tree
-                && matches!(spec.rw, RwMode::Read | RwMode::RandRead)
+                && !matches!(spec.rw, RwMode::Trim | RwMode::RandTrim)
                 && spec.max_in_flight() > 1
+                && spec.fsync_every == 0
+                && spec.fdatasync_every == 0
+                && spec.write_barrier_every == 0
+                && spec.sync_file_range.is_none()
                 && spec.iolog.is_none()
                 && !spec.verify
                 && spec.latency_target_ns.is_none() =>
         {
-            BufferedCalls::IoUringReads
+            BufferedCalls::IoUring
         }
         _ => BufferedCalls::One,
     }
@@ -865,8 +869,8 @@ pub(super) fn build_processes(
                 let mut b = cache.buffered(spec, region, owner, me, files.as_ref());
                 // Not in a file tree, whose completions are reaped as they come.
                 let calls = buffered_calls(spec, files.is_some());
-                if calls == BufferedCalls::IoUringReads {
-                    cache.add_call_tasks(&mut b, owner, me, spec.max_in_flight());
+                if calls == BufferedCalls::IoUring {
+                    cache.add_uring_tasks(&mut b, owner, me, spec.max_in_flight());
                 }
                 proc.set_buffered(b, calls);
             }
