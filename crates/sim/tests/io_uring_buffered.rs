@@ -87,3 +87,15 @@ fn io_uring_writes_queue_for_the_file_s_worker() {
     assert!(uring.1 < libaio.1, "{uring:?} {libaio:?}");
     assert!(uring.2 > libaio.2, "{uring:?} {libaio:?}");
 }
+
+/// A time-based reader starts its file over again and again, and each new pass drops the
+/// file's pages (`invalidate`) while other reads of the job are still waiting: the drop is
+/// the call of a task of the job that is free, not of one inside a read (the page cache's
+/// one-call-at-a-time check failed here).
+#[test]
+fn an_io_uring_reader_drops_its_cache_at_each_pass_beside_its_waiting_reads() {
+    let uring = run("rw=read\nsize=1m\nbs=16k\nioengine=io_uring\niodepth=32");
+    let psync = run("rw=read\nsize=1m\nbs=16k\nioengine=psync");
+    // Many passes of 64 reads each, the same cold file every time.
+    assert!(uring.0 > 64 * 10 && psync.0 > 64 * 10, "{uring:?} {psync:?}");
+}

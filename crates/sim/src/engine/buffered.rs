@@ -98,7 +98,8 @@ impl Engine {
         if self.procs[pi].take_drop_cache() || reopened {
             let len = self.procs[pi].region.len_bytes;
             let call = Syscall::Fadvise { file: b.file, offset: 0, len, advice: Advice::DontNeed };
-            self.vm.syscall(b.task, call, now, &mut out);
+            // By the task making this call: the job's others may be inside theirs.
+            self.vm.syscall(task, call, now, &mut out);
         }
         // In a file tree the call goes to the tree's file; a flush to the last one used.
         let tree_io = self.procs[pi].tree_io.take();
