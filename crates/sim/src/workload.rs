@@ -380,6 +380,9 @@ pub enum BufferedCalls {
     /// libaio: the kernel runs each call inside `io_submit`, one at a time, while fio keeps
     /// `iodepth` io_us (see `Process::aio_calls`).
     Libaio,
+    /// posixaio: glibc's thread for the file descriptor runs the calls one at a time while
+    /// fio keeps `iodepth` io_us; fio's submission only queues them (no `slat`).
+    PosixAio,
     /// io_uring: each read that finds its pages cached is done inside `io_uring_enter`, on
     /// the submitting thread's CPU; one that does not starts its readahead and waits on the
     /// page without holding the thread (5.9's async buffered reads), so up to `iodepth`
@@ -589,6 +592,9 @@ pub struct Process {
     /// libaio's (`aio_calls`); a read that waited for its pages, and every write, was
     /// submitted before its wait.
     pub uring: bool,
+    /// posixaio (`Process::set_posixaio`): glibc runs one request per file descriptor at
+    /// a time, queueing the rest behind it, so the job has one in flight below it.
+    serial_aio: bool,
     /// Of an io_uring job, its writes submitted behind the one in progress, in order: the
     /// call slot each holds and the I/O.
     pub uring_writes_queued: VecDeque<(u32, Io)>,
@@ -892,6 +898,7 @@ impl Process {
             aio_calls: false,
             aio_calls_done: VecDeque::new(),
             uring: false,
+            serial_aio: false,
             uring_writes_queued: VecDeque::new(),
             uring_write_slot: None,
             flushes_in_flight: 0,
@@ -1049,11 +1056,15 @@ impl Process {
     /// `iodepth` io_us, as fio does (see `aio_calls`); others have one.
     pub fn set_buffered(&mut self, b: Buffered, calls: BufferedCalls) {
         self.buffered = Some(b);
-        self.aio_calls = matches!(calls, BufferedCalls::Libaio | BufferedCalls::IoUring);
+        self.aio_calls = matches!(
+            calls,
+            BufferedCalls::Libaio | BufferedCalls::PosixAio | BufferedCalls::IoUring
+        );
+        self.serial_aio = calls == BufferedCalls::PosixAio;
         self.uring = calls == BufferedCalls::IoUring;
         match calls {
             BufferedCalls::One => self.max_in_flight = 1,
-            BufferedCalls::Libaio => {}
+            BufferedCalls::Libaio | BufferedCalls::PosixAio => {}
             BufferedCalls::IoUring => {
                 debug_assert!(b.calls <= self.max_in_flight);
                 self.pending_calls = vec![None; b.calls.max(1) as usize];
@@ -1068,11 +1079,24 @@ impl Process {
     /// started their I/O and from a write once it has queued it for io-wq; a synchronous
     /// engine has no submission of its own (no `slat`).
     pub fn call_submitted_ns(&self, call: &PendingCall, now_ns: Nanos) -> Nanos {
-        match (self.uring, self.aio_calls) {
+        match (self.uring, self.aio_calls && !self.serial_aio) {
             (true, _) => call.cpu_end_ns.min(now_ns),
             (false, true) => now_ns,
             (false, false) => call.start_ns,
         }
+    }
+
+    /// A direct posixaio job: glibc's one thread for the job's file descriptor
+    /// (`__aio_enqueue_request` queues a request behind the one running on its descriptor)
+    /// sends the device one request at a time, while fio keeps `iodepth` io_us in use and
+    /// reaps them as libaio's; each I/O is counted when reaped. Real fio 3.33, 4 KiB random
+    /// reads of a file on this machine's disk: depth 32 gets 1.2x the IOPS of depth 1
+    /// (libaio at 32: 6.7x). Deviation: fio's posixaio reaps what its polls find done
+    /// rather than only once its queue is full (its depths spread below `iodepth`), and in
+    /// a file tree, where glibc would run one request per file, the job keeps `iodepth`.
+    pub fn set_posixaio(&mut self) {
+        self.aio_calls = true;
+        self.serial_aio = true;
     }
 
     /// A place for a buffered system call: the task to make it with, as an offset from
@@ -1463,6 +1487,10 @@ impl Process {
             if self.state != State::Running {
                 return Next::Stop;
             }
+        }
+        // posixaio: the next request waits in glibc's queue for the one running.
+        if self.serial_aio && self.in_flight > 0 && !self.thinking {
+            return Next::Full;
         }
         if self.thinking || self.in_flight >= self.max_in_flight {
             if self.in_flight >= self.max_in_flight && self.refill_depth() + 1 < self.max_in_flight

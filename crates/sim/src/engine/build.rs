@@ -155,6 +155,9 @@ fn buffered_calls(spec: &JobSpec, tree: bool) -> BufferedCalls {
     use elevator_fio::IoEngine;
     match spec.ioengine {
         IoEngine::Libaio if !tree => BufferedCalls::Libaio,
+        IoEngine::Other { name: "posixaio", .. } if !tree && spec.max_in_flight() > 1 => {
+            BufferedCalls::PosixAio
+        }
         IoEngine::IoUring
             if !tree
                 && !matches!(spec.rw, RwMode::Trim | RwMode::RandTrim)
@@ -873,6 +876,11 @@ pub(super) fn build_processes(
                     cache.add_uring_tasks(&mut b, owner, me, spec.max_in_flight());
                 }
                 proc.set_buffered(b, calls);
+            }
+            let posixaio =
+                matches!(spec.ioengine, elevator_fio::IoEngine::Other { name: "posixaio", .. });
+            if posixaio && !buffered && files.is_none() {
+                proc.set_posixaio();
             }
             if !buffered || files.is_some() {
                 proc.drop_sync_file_range();
