@@ -5,27 +5,11 @@
 //! (whose `io_submit` runs each buffered read to its end) have one; and on cached pages all
 //! three are bound by the one thread's CPU.
 
-use std::path::Path;
+mod common;
 
-use elevator_sim::{simulate, SimOptions, Topology};
-
-const TOPOLOGY: &str = "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n";
-
-/// (I/Os, mean slat ns, mean clat ns, the busiest depth bucket) of a 2 s buffered job
-/// over a 1 GiB region with `extra` options (its reads, or a writer's writes).
+/// See [`common::engine_run`]; the buffered jobs' files start cold (`invalidate=1`).
 fn run(extra: &str) -> (u64, f64, f64, usize) {
-    let text = format!(
-        "[r]\nfilename=sda\nbs=4k\nsize=1g\nruntime=2\ntime_based\ninvalidate=1\n{extra}\n"
-    );
-    let jobs = elevator_fio::parse_str(&text, "t.fio", Path::new("."), &|_| None).unwrap();
-    let topology = Topology::from_str(TOPOLOGY, "t.toml").unwrap();
-    let r = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
-    let p = &r.processes[0];
-    // The reads', or the writes' of a writer.
-    let s = p.stats.iter().max_by_key(|s| s.total_ios).unwrap();
-    let depths = &p.depth_hist;
-    let busiest = (0..depths.len()).max_by_key(|&i| depths[i]).unwrap();
-    (s.total_ios, s.slat_ns.mean(), s.clat_ns.mean(), busiest)
+    common::engine_run(&format!("invalidate=1\n{extra}"))
 }
 
 #[test]

@@ -3,25 +3,9 @@
 //! a job keeps `iodepth` io_us in use while its device sees one request at a time; fio's
 //! submission only queues the request (no `slat`), and it reaps as libaio's.
 
-use std::path::Path;
+mod common;
 
-use elevator_sim::{simulate, SimOptions, Topology};
-
-const TOPOLOGY: &str = "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n";
-
-/// (I/Os, mean slat ns, mean clat ns, the busiest depth bucket) of a 2 s job over a 1 GiB
-/// region with `extra` options (its reads, or a writer's writes).
-fn run(extra: &str) -> (u64, f64, f64, usize) {
-    let text = format!("[r]\nfilename=sda\nbs=4k\nsize=1g\nruntime=2\ntime_based\n{extra}\n");
-    let jobs = elevator_fio::parse_str(&text, "t.fio", Path::new("."), &|_| None).unwrap();
-    let topology = Topology::from_str(TOPOLOGY, "t.toml").unwrap();
-    let r = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
-    let p = &r.processes[0];
-    let s = p.stats.iter().max_by_key(|s| s.total_ios).unwrap();
-    let depths = &p.depth_hist;
-    let busiest = (0..depths.len()).max_by_key(|&i| depths[i]).unwrap();
-    (s.total_ios, s.slat_ns.mean(), s.clat_ns.mean(), busiest)
-}
+use common::engine_run as run;
 
 #[test]
 fn direct_posixaio_sends_its_device_one_request_at_a_time() {

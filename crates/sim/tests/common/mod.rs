@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use elevator_fio::blktrace::{records, Trace, TA_QUEUE, TC_NOTIFY, TC_SHIFT};
-use elevator_sim::SimResult;
+use elevator_sim::{simulate, SimOptions, SimResult, Topology};
 
 /// A topology of one 16 GiB RAM disk, `sda`: I/O that costs next to nothing, for tests of
 /// what the jobs issue rather than how long it takes.
@@ -48,4 +48,23 @@ pub fn queued_per_sector(r: &SimResult) -> BTreeMap<u64, u32> {
         *per.entry(sector).or_insert(0) += 1;
     }
     per
+}
+
+/// The default 7200 rpm disk, `sda`.
+pub const HDD: &str = "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n";
+
+/// (I/Os, mean slat ns, mean clat ns, the busiest depth bucket) of a 2 s job over a 1 GiB
+/// region of [`HDD`] with `extra` options (its reads, or a writer's writes): what an engine
+/// test compares.
+pub fn engine_run(extra: &str) -> (u64, f64, f64, usize) {
+    let text = format!("[r]\nfilename=sda\nbs=4k\nsize=1g\nruntime=2\ntime_based\n{extra}\n");
+    let jobs =
+        elevator_fio::parse_str(&text, "t.fio", std::path::Path::new("."), &|_| None).unwrap();
+    let topology = Topology::from_str(HDD, "t.toml").unwrap();
+    let r = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+    let p = &r.processes[0];
+    let s = p.stats.iter().max_by_key(|s| s.total_ios).unwrap();
+    let depths = &p.depth_hist;
+    let busiest = (0..depths.len()).max_by_key(|&i| depths[i]).unwrap();
+    (s.total_ios, s.slat_ns.mean(), s.clat_ns.mean(), busiest)
 }
