@@ -251,6 +251,13 @@ impl IoEngine {
         matches!(self, IoEngine::Libaio)
     }
 
+    /// An async engine whose requests to one file run one at a time: fio's posixaio, whose
+    /// glibc AIO queues a request behind the one running on its descriptor
+    /// (`__aio_enqueue_request`).
+    pub fn serializes_per_file(self) -> bool {
+        matches!(self, IoEngine::Other { name: "posixaio", .. })
+    }
+
     /// `null` and the engines without block I/O: their I/Os complete without a device.
     pub fn is_null(self) -> bool {
         matches!(self, IoEngine::Other { class: EngineClass::Null, .. })

@@ -1746,11 +1746,17 @@ impl Process {
         // fio reaps what is left before (a buffered libaio job's last calls): the sync takes
         // the io_u reaped last.
         self.reap_unreaped(now_ns);
+        self.owe_end_fsyncs(due).then(|| self.next_end_sync())
+    }
+
+    /// A buffered job's `end_fsync`/`fsync_on_close`, taken once: one fsync per file is
+    /// owed if `due` (fio's should_fsync). Whether any fsync of the job's end is owed.
+    fn owe_end_fsyncs(&mut self, due: bool) -> bool {
         if let Some(b) = self.buffered.as_mut().filter(|b| b.end_fsync) {
             b.end_fsync = false;
             self.end_syncs_owed = if due { self.file_count() } else { 0 };
         }
-        (self.end_syncs_owed > 0).then(|| self.next_end_sync())
+        self.end_syncs_owed > 0
     }
 
     /// The next of the fsyncs owed at the job's end, to the next file in order.
@@ -2338,24 +2344,15 @@ impl Process {
         // fio's do_io reaps what is left at its end (io_u_queued_complete): data I/Os not
         // reaped since a sync come after it (`should_fsync`).
         self.reap_unreaped(now_ns);
-        // The rest of the fsyncs owed at the job's end, one file after another.
-        if self.end_syncs_owed > 0 {
-            self.state = State::Running;
-            return false;
-        }
-        // A buffered job's end_fsync, when its last call returned after it had stopped (its
+        // The rest of the fsyncs owed at the job's end, one file after another; or a
+        // buffered job's end_fsync, when its last call returned after it had stopped (its
         // runtime ran out, another job's exitall, an io_uring job's calls still in flight
         // at its last I/O), so that it never met take_end_fsync: fio's do_io syncs at its
         // end whatever ended the loop, unless the job failed.
-        if self.buffered.is_some_and(|b| b.end_fsync) {
-            if let Some(b) = self.buffered.as_mut() {
-                b.end_fsync = false;
-            }
-            if self.should_fsync() {
-                self.end_syncs_owed = self.file_count();
-                self.state = State::Running;
-                return false;
-            }
+        let due = self.should_fsync();
+        if self.end_syncs_owed > 0 || self.owe_end_fsyncs(due) {
+            self.state = State::Running;
+            return false;
         }
         // A direct job's end_fsync, one per file (a buffered job's go out as take_end_fsync
         // says).

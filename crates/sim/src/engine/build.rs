@@ -155,7 +155,7 @@ fn buffered_calls(spec: &JobSpec, tree: bool) -> BufferedCalls {
     use elevator_fio::IoEngine;
     match spec.ioengine {
         IoEngine::Libaio if !tree => BufferedCalls::Libaio,
-        IoEngine::Other { name: "posixaio", .. } if !tree && spec.max_in_flight() > 1 => {
+        e if e.serializes_per_file() && !tree && spec.max_in_flight() > 1 => {
             BufferedCalls::PosixAio
         }
         IoEngine::IoUring
@@ -877,9 +877,7 @@ pub(super) fn build_processes(
                 }
                 proc.set_buffered(b, calls);
             }
-            let posixaio =
-                matches!(spec.ioengine, elevator_fio::IoEngine::Other { name: "posixaio", .. });
-            if posixaio && !buffered && files.is_none() {
+            if spec.ioengine.serializes_per_file() && !buffered && files.is_none() {
                 proc.set_posixaio();
             }
             if !buffered || files.is_some() {

@@ -726,7 +726,7 @@ impl Engine {
             return;
         }
         // A buffered job's tasks are all inside system calls (one task but for an io_uring
-        // reader; a libaio job's io_us are more than one).
+        // job's; a libaio job's io_us are more than one).
         if self.procs[pi].buffered.is_some() && self.procs[pi].free_call_slot().is_none() {
             return;
         }
@@ -737,8 +737,9 @@ impl Engine {
             match self.procs[pi].next(now) {
                 Next::Issue(io) if self.procs[pi].buffered.is_some() => {
                     self.procs[pi].issued(&io, now);
-                    // An io_uring reader goes on while its reads wait for their pages; one
-                    // the cache served held the thread until it returns.
+                    // An io_uring job goes on while its reads wait for their pages and its
+                    // writes for io-wq; a read the cache served held the thread until it
+                    // returned.
                     if !self.buffered_call(p, io) || self.procs[pi].free_call_slot().is_none() {
                         break;
                     }
