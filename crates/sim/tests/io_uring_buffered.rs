@@ -83,3 +83,19 @@ fn an_io_uring_reader_drops_its_cache_at_each_pass_beside_its_waiting_reads() {
     // Many passes of 64 reads each, the same cold file every time.
     assert!(uring.0 > 64 * 10 && psync.0 > 64 * 10, "{uring:?} {psync:?}");
 }
+
+/// Each io_uring process through the page cache has `iodepth` + 1 tasks: a job file asking
+/// for more than the named limit in all is refused in one line naming the job.
+#[test]
+fn too_many_io_uring_page_cache_tasks_are_refused() {
+    let text = "[j]\nfilename=sda\nbs=4k\nsize=16m\nioengine=io_uring\niodepth=65536\nnumjobs=8\n";
+    let jobs =
+        elevator_fio::parse_str(text, "t.fio", std::path::Path::new("."), &|_| None).unwrap();
+    let topology = elevator_sim::Topology::from_str(common::HDD, "t.toml").unwrap();
+    let e = elevator_sim::simulate(&jobs, &topology, &elevator_sim::SimOptions::default())
+        .err()
+        .expect("refused");
+    let e = e.to_string();
+    assert!(e.contains("job `j`") && e.contains("at most 262144"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+}

@@ -146,6 +146,11 @@ impl PageCacheSetup {
     }
 }
 
+/// Page-cache tasks of all buffered processes at most: an io_uring job has `iodepth` + 1 of
+/// them per process (a few hundred bytes each), so `numjobs` x `iodepth` could ask for
+/// hundreds of millions.
+pub const MAX_PAGE_CACHE_TASKS: usize = 1 << 18;
+
 /// How a buffered job's system calls go out. io_uring's own concurrency is modelled for jobs
 /// that read and write one file: reads wait for pages side by side, writes queue for
 /// io-wq's one worker per file. Deviation: an io_uring job that trims, syncs every N writes
@@ -873,6 +878,14 @@ pub(super) fn build_processes(
                 // Not in a file tree, whose completions are reaped as they come.
                 let calls = buffered_calls(spec, files.is_some());
                 if calls == BufferedCalls::IoUring {
+                    let tasks = cache.task_proc.len() + spec.max_in_flight() as usize + 1;
+                    if tasks > MAX_PAGE_CACHE_TASKS {
+                        return Err(SimError(format!(
+                            "{at}: job `{}`: io_uring through the page cache keeps iodepth={} calls for each of its processes, {tasks} page-cache tasks with the jobs before it: at most {MAX_PAGE_CACHE_TASKS} (lower iodepth or numjobs, or use direct=1)",
+                            spec.name,
+                            spec.max_in_flight()
+                        )));
+                    }
                     cache.add_uring_tasks(&mut b, owner, me, spec.max_in_flight());
                 }
                 proc.set_buffered(b, calls);
