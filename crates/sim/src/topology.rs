@@ -844,6 +844,24 @@ impl Topology {
         Ok(topology)
     }
 
+    /// Marks in `reached` (one flag per device) the devices I/O sent to `route` ends on: the
+    /// device itself, or every device under a volume's members (devices, partitions and
+    /// earlier volumes), each volume walked once however many volumes share it.
+    pub fn mark_devices_under(&self, route: Route, reached: &mut [bool]) {
+        let mut seen = vec![false; self.volumes.len()];
+        let mut todo = vec![route];
+        while let Some(route) = todo.pop() {
+            match route {
+                Route::Device(d) => reached[d] = true,
+                Route::Volume(v) if !seen[v] => {
+                    seen[v] = true;
+                    todo.extend(self.volumes[v].members.iter().map(|m| m.route));
+                }
+                Route::Volume(_) => {}
+            }
+        }
+    }
+
     /// Resolves a job's `filename` (a device, partition or volume name; `/dev/` and
     /// `/dev/mapper/` prefixes optional).
     pub fn target(&self, filename: &str) -> Result<Target, String> {

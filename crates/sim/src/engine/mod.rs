@@ -168,6 +168,9 @@ pub struct DeviceResult {
     pub decisions: Option<crate::block::DecisionLog>,
     /// How many requests its scheduler dispatched for each reason, by reason.
     pub decision_counts: Vec<(&'static str, u64)>,
+    /// The files of some job that keeps `disk_util` on are on it (directly or under a
+    /// volume): the disks fio lists (`init_disk_util`, per job).
+    pub holds_job_files: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -377,7 +380,13 @@ pub fn simulate(
     }
     let mut devices = Vec::new();
     let mut requests_completed = 0;
-    for (q, spec) in engine.queues.iter_mut().zip(&topology.devices) {
+    let mut holds_job_files = vec![false; topology.devices.len()];
+    for p in engine.procs.iter().filter(|p| jobs.jobs[p.job].disk_util) {
+        topology.mark_devices_under(p.region.route, &mut holds_job_files);
+    }
+    for ((q, spec), holds_job_files) in
+        engine.queues.iter_mut().zip(&topology.devices).zip(holds_job_files)
+    {
         q.finish(end_ns);
         requests_completed += q.counters.ios.iter().sum::<u64>();
         devices.push(DeviceResult {
@@ -393,6 +402,7 @@ pub fn simulate(
                 c.sort();
                 c
             },
+            holds_job_files,
         });
     }
     let ioband = engine.stack.ioband_counters();

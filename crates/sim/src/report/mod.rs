@@ -113,13 +113,17 @@ pub fn percent_of_group(mean_kib: f64, agg_bytes: f64) -> f64 {
 /// The devices of the disk statistics (text `Disk stats`, JSON `disk_util`, terse): none
 /// unless a job keeps `disk_util` on and has an engine with a device (fio's init_disk_util
 /// skips the FIO_DISKLESSIO engines: null, cpuio, exec), and never the null engine's
-/// stand-in. Deviation: fio lists the disks its jobs' files are on; this, every device of
-/// the topology.
+/// stand-in; and of the others, as fio, only those its jobs' files are on (a volume's
+/// files: every device under it, where fio lists the device-mapper device and its slaves).
 pub fn reported_disks<'a>(result: &'a SimResult, jobs: &JobFile) -> Vec<&'a DeviceResult> {
     if !jobs.jobs.iter().any(|j| j.disk_util && !j.ioengine.is_null()) {
         return Vec::new();
     }
-    result.devices.iter().filter(|d| d.name != crate::intake::NULL_DEVICE).collect()
+    result
+        .devices
+        .iter()
+        .filter(|d| d.holds_job_files && d.name != crate::intake::NULL_DEVICE)
+        .collect()
 }
 
 /// fio's `stat_calc_lat` over a job's latency buckets: each bucket's share of the job's
