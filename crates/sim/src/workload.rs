@@ -389,7 +389,8 @@ pub enum BufferedCalls {
     /// reads wait at once. A write goes to an io-wq worker, and io-wq runs a file's
     /// buffered writes one at a time (hashed by inode): the thread submits and goes on,
     /// the writes queue behind the one running (`Process::uring_writes_queued`). A sync
-    /// (IORING_OP_FSYNC, not hashed) runs on a worker of its own: the call task of its slot.
+    /// (IORING_OP_FSYNC, IORING_OP_SYNC_FILE_RANGE: not hashed) runs on a worker of its own,
+    /// the call task of its slot.
     IoUring,
 }
 

@@ -105,6 +105,15 @@ fn an_io_uring_writer_syncs_beside_its_writes() {
     assert!(uring.0 as f64 > 1.15 * psync.0 as f64, "{uring:?} against {psync:?}");
 }
 
+/// `sync_file_range=` through io_uring (IORING_OP_SYNC_FILE_RANGE, also never hashed): the
+/// same, `iodepth` io_us busy (real fio 3.33 here, buffered sequential writes,
+/// `sync_file_range=write:32 iodepth=16`: depth 16 = 125.6 %).
+#[test]
+fn an_io_uring_writer_ranges_its_syncs_beside_its_writes() {
+    let uring = run("rw=write\nsize=256m\nioengine=io_uring\niodepth=16\nsync_file_range=write:32");
+    assert_eq!(uring.3, 4, "depth 16: {uring:?}");
+}
+
 /// A time-based reader starts its file over again and again, and each new pass drops the
 /// file's pages (`invalidate`) while other reads of the job are still waiting: the drop is
 /// the call of a task of the job that is free, not of one inside a read (the page cache's

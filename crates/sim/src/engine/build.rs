@@ -153,10 +153,11 @@ pub const MAX_PAGE_CACHE_TASKS: usize = 1 << 18;
 
 /// How a buffered job's system calls go out. io_uring's own concurrency is modelled for jobs
 /// that read and write one file: reads wait for pages side by side, writes queue for
-/// io-wq's one worker per file, and the syncs of `fsync=` / `fdatasync=` (IORING_OP_FSYNC,
-/// never hashed) each run on a worker of their own beside them. Deviation: an io_uring job
-/// that trims, uses `sync_file_range=` or `write_barrier=`, replays, verifies, adapts its
-/// depth (`latency_target`) or works in a tree of files makes one call at a time.
+/// io-wq's one worker per file, and the syncs of `fsync=`, `fdatasync=` and
+/// `sync_file_range=` (IORING_OP_FSYNC, IORING_OP_SYNC_FILE_RANGE, never hashed) each run
+/// on a worker of their own beside them. Deviation: an io_uring job that trims, uses
+/// `write_barrier=`, replays, verifies, adapts its depth (`latency_target`) or works in a
+/// tree of files makes one call at a time.
 fn buffered_calls(spec: &JobSpec, tree: bool) -> BufferedCalls {
     use elevator_fio::IoEngine;
     match spec.ioengine {
@@ -169,7 +170,6 @@ fn buffered_calls(spec: &JobSpec, tree: bool) -> BufferedCalls {
                 && !matches!(spec.rw, RwMode::Trim | RwMode::RandTrim)
                 && spec.max_in_flight() > 1
                 && spec.write_barrier_every == 0
-                && spec.sync_file_range.is_none()
                 && spec.iolog.is_none()
                 && !spec.verify
                 && spec.latency_target_ns.is_none() =>
