@@ -53,8 +53,7 @@ for case in "psync 1" "io_uring 16"; do
         "ioengine=$1" "iodepth=$2" "fsync=32" "runtime=$SECS" "time_based" > aio-bench.fio
     pick='import json, sys
 t = sys.stdin.read(); j = json.loads(t[t.find("{"):])["jobs"][0]
-level = {1: "1", 16: "16"}[int(sys.argv[1])]
-print(round(j["write"]["iops"]), round(j["iodepth_level"][level], 1))'
+print(round(j["write"]["iops"]), round(j["iodepth_level"][sys.argv[1]], 1))'
     read -r real real_depth < <(fio --output-format=json aio-bench.fio 2>/dev/null |
         python3 -c "$pick" "$2")
     read -r sim sim_depth < <("$ELEVATOR" run aio-bench.fio --output-format json |

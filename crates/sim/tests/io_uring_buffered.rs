@@ -80,18 +80,8 @@ fn io_uring_writes_queue_for_the_file_s_worker() {
 #[test]
 fn an_io_uring_writer_syncs_beside_its_writes() {
     let run = |engine: &str| {
-        let text = format!(
-            "[w]\nfilename=sda\nbs=4k\nsize=256m\nruntime=2\ntime_based\nrw=randwrite\nfsync=32\n{engine}\n"
-        );
-        let jobs =
-            elevator_fio::parse_str(&text, "t.fio", std::path::Path::new("."), &|_| None).unwrap();
-        let topology = elevator_sim::Topology::from_str(common::HDD, "t.toml").unwrap();
-        let r =
-            elevator_sim::simulate(&jobs, &topology, &elevator_sim::SimOptions::default()).unwrap();
-        let p = &r.processes[0];
-        let depths = &p.depth_hist;
-        let busiest = (0..depths.len()).max_by_key(|&i| depths[i]).unwrap();
-        (p.stats[1].total_ios, p.sync_stats.fsyncs, busiest)
+        let p = common::engine_process(&format!("rw=randwrite\nsize=256m\nfsync=32\n{engine}"));
+        (p.stats[1].total_ios, p.sync_stats.fsyncs, common::busiest_depth(&p))
     };
     let psync = run("ioengine=psync");
     let uring = run("ioengine=io_uring\niodepth=16");

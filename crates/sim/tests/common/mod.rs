@@ -53,18 +53,28 @@ pub fn queued_per_sector(r: &SimResult) -> BTreeMap<u64, u32> {
 /// The default 7200 rpm disk, `sda`.
 pub const HDD: &str = "[[device]]\nname = \"sda\"\nmodel = \"hdd\"\npreset = \"sata-7200-2009\"\n";
 
-/// (I/Os, mean slat ns, mean clat ns, the busiest depth bucket) of a 2 s job over a 1 GiB
-/// region of [`HDD`] with `extra` options (its reads, or a writer's writes): what an engine
-/// test compares.
-pub fn engine_run(extra: &str) -> (u64, f64, f64, usize) {
+/// The process of a 2 s job over a 1 GiB region of [`HDD`] with `extra` options (which may
+/// set `size=` again): what an engine test looks at.
+pub fn engine_process(extra: &str) -> elevator_sim::workload::Process {
     let text = format!("[r]\nfilename=sda\nbs=4k\nsize=1g\nruntime=2\ntime_based\n{extra}\n");
     let jobs =
         elevator_fio::parse_str(&text, "t.fio", std::path::Path::new("."), &|_| None).unwrap();
     let topology = Topology::from_str(HDD, "t.toml").unwrap();
-    let r = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
-    let p = &r.processes[0];
-    let s = p.stats.iter().max_by_key(|s| s.total_ios).unwrap();
+    let mut r = simulate(&jobs, &topology, &SimOptions::default()).unwrap();
+    r.processes.swap_remove(0)
+}
+
+/// The index of the depth bucket (1, 2, 4, 8, 16, 32, >= 64) most of a process's I/Os
+/// were issued at.
+pub fn busiest_depth(p: &elevator_sim::workload::Process) -> usize {
     let depths = &p.depth_hist;
-    let busiest = (0..depths.len()).max_by_key(|&i| depths[i]).unwrap();
-    (s.total_ios, s.slat_ns.mean(), s.clat_ns.mean(), busiest)
+    (0..depths.len()).max_by_key(|&i| depths[i]).unwrap()
+}
+
+/// (I/Os, mean slat ns, mean clat ns, the busiest depth bucket) of [`engine_process`]'s job
+/// (its reads, or a writer's writes): what an engine test compares.
+pub fn engine_run(extra: &str) -> (u64, f64, f64, usize) {
+    let p = engine_process(extra);
+    let s = p.stats.iter().max_by_key(|s| s.total_ios).unwrap();
+    (s.total_ios, s.slat_ns.mean(), s.clat_ns.mean(), busiest_depth(&p))
 }
